@@ -1,0 +1,29 @@
+// The `verl` command line: one table of subcommands (name, one-line summary, usage, entry point).
+// Each subcommand lives in its own src/cli/cmd_<name>.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace verl::cli {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line for `verl --help`
+  const char* usage;    // full text for `verl <name> --help`
+  int (*run)(const Args& args);
+};
+
+const std::vector<Command>& command_table();
+
+// Runs the CLI. Errors thrown by commands become one `error: ...` line on stderr and exit code 1;
+// usage mistakes exit 2.
+int main_entry(int argc, char** argv);
+
+// Subcommand entry points (declared here so the table in cli.cpp is the only place that lists them).
+int run_config_command(const Args& args);
+extern const char* const kConfigUsage;
+
+}  // namespace verl::cli

@@ -1,0 +1,228 @@
+// Typed sections of the PPO trainer config, one struct per verl section, built once at startup from
+// the resolved tree (`parse_ppo_config`). Field names are verl's key names. Enumerated values and
+// ranges are checked here; checks that need the world size (batch divisibility) belong to the trainer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verl/config/config_node.h"
+
+namespace verl::config {
+
+struct DataConfig {
+  std::optional<std::string> tokenizer;
+  std::string train_files;
+  std::string val_files;
+  std::string prompt_key;
+  std::string reward_fn_key;
+  int64_t max_prompt_length = 0;
+  int64_t max_response_length = 0;
+  int64_t train_batch_size = 0;
+  std::optional<int64_t> val_batch_size;
+  bool return_raw_input_ids = false;
+  bool return_raw_chat = true;
+  bool return_full_prompt = false;
+  bool shuffle = true;
+  std::optional<int64_t> seed;
+  bool validation_shuffle = false;
+  bool filter_overlong_prompts = false;
+  std::string truncation;
+  int64_t train_max_samples = -1;
+  int64_t val_max_samples = -1;
+  Node apply_chat_template_kwargs;  // free-form map passed to the chat template
+};
+
+struct ModelConfig {
+  std::string path;
+  std::optional<std::string> custom_chat_template;
+  bool enable_gradient_checkpointing = true;
+};
+
+struct OptimConfig {
+  double lr = 0;
+  double weight_decay = 0;
+  std::vector<double> betas;  // (beta1, beta2)
+  int64_t lr_warmup_steps = -1;
+  double lr_warmup_steps_ratio = 0;
+  std::string lr_scheduler_type;
+  double min_lr_ratio = 0;
+  double num_cycles = 0.5;
+  int64_t total_training_steps = -1;
+};
+
+struct CheckpointContentsConfig {
+  std::vector<std::string> save_contents;
+  std::vector<std::string> load_contents;
+};
+
+struct ActorConfig {
+  std::string strategy;
+  int64_t ppo_mini_batch_size = 0;
+  std::optional<int64_t> ppo_micro_batch_size_per_gpu;
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 0;
+  double clip_ratio = 0;
+  double clip_ratio_low = 0;
+  double clip_ratio_high = 0;
+  double clip_ratio_c = 0;
+  std::string policy_loss_mode;  // policy_loss.loss_mode
+  std::string loss_agg_mode;
+  std::optional<double> loss_scale_factor;
+  double entropy_coeff = 0;
+  bool calculate_entropy = false;
+  bool use_kl_loss = false;
+  double kl_loss_coef = 0;
+  std::string kl_loss_type;
+  int64_t ppo_epochs = 1;
+  bool shuffle = false;
+  int64_t data_loader_seed = 42;
+  double grad_clip = 1.0;
+  OptimConfig optim;
+  CheckpointContentsConfig checkpoint;
+};
+
+struct RefConfig {
+  std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 0;
+};
+
+struct SamplingConfig {
+  double temperature = 1.0;
+  int64_t top_k = -1;  // -1: off
+  double top_p = 1.0;
+  int64_t n = 1;
+  bool do_sample = true;
+};
+
+struct RolloutConfig {
+  std::string name;
+  SamplingConfig sampling;     // temperature, top_k, top_p, n, do_sample
+  int64_t prompt_length = 0;
+  int64_t response_length = 0;
+  bool ignore_eos = false;
+  bool calculate_log_probs = false;
+  std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 0;
+  SamplingConfig val_kwargs;
+};
+
+struct ActorRolloutRefConfig {
+  bool hybrid_engine = true;
+  ModelConfig model;
+  ActorConfig actor;
+  RefConfig ref;
+  RolloutConfig rollout;
+};
+
+struct CriticModelConfig {
+  std::string path;
+  std::string tokenizer_path;
+  bool enable_gradient_checkpointing = true;
+};
+
+struct CriticConfig {
+  std::optional<bool> enable;
+  std::string strategy;
+  OptimConfig optim;
+  CriticModelConfig model;
+  int64_t ppo_mini_batch_size = 0;
+  std::optional<int64_t> ppo_micro_batch_size_per_gpu;
+  std::optional<int64_t> forward_micro_batch_size_per_gpu;
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 0;
+  int64_t forward_max_token_len_per_gpu = 0;
+  int64_t ppo_epochs = 1;
+  bool shuffle = false;
+  double grad_clip = 1.0;
+  double cliprange_value = 0.5;
+  std::string loss_agg_mode;
+  CheckpointContentsConfig checkpoint;
+};
+
+struct RewardModelConfig {
+  bool enable = false;
+  std::string strategy;
+  std::optional<std::string> input_tokenizer;  // model.input_tokenizer
+  std::string path;                            // model.path
+  std::optional<int64_t> micro_batch_size_per_gpu;
+  std::optional<int64_t> max_length;
+  bool use_dynamic_bsz = false;
+  int64_t forward_max_token_len_per_gpu = 0;
+  std::string reward_manager;
+};
+
+struct CustomRewardFunctionConfig {
+  std::optional<std::string> path;
+  std::string name;
+};
+
+struct KLControlConfig {
+  std::string type;
+  double kl_coef = 0.001;
+  int64_t horizon = 10000;
+  double target_kl = 0.1;
+};
+
+struct AlgorithmConfig {
+  double gamma = 1.0;
+  double lam = 1.0;
+  std::string adv_estimator;
+  bool norm_adv_by_std_in_grpo = true;
+  bool use_kl_in_reward = false;
+  std::string kl_penalty;
+  KLControlConfig kl_ctrl;
+};
+
+struct TrainerConfig {
+  bool balance_batch = true;
+  int64_t total_epochs = 1;
+  std::optional<int64_t> total_training_steps;
+  std::string project_name;
+  std::string experiment_name;
+  std::vector<std::string> logger;
+  int64_t log_val_generations = 0;
+  std::optional<std::string> rollout_data_dir;
+  std::optional<std::string> validation_data_dir;
+  int64_t nnodes = 1;
+  int64_t n_gpus_per_node = 1;
+  int64_t save_freq = -1;
+  std::string resume_mode;
+  std::optional<std::string> resume_from_path;
+  bool val_before_train = true;
+  bool val_only = false;
+  int64_t test_freq = -1;
+  int64_t critic_warmup = 0;
+  std::string default_local_dir;
+  bool del_local_ckpt_after_load = false;
+  std::optional<int64_t> max_actor_ckpt_to_keep;
+  std::optional<int64_t> max_critic_ckpt_to_keep;
+  std::string device;
+  std::optional<int64_t> num_cpu_threads;
+};
+
+struct PPOConfig {
+  DataConfig data;
+  ActorRolloutRefConfig actor_rollout_ref;
+  CriticConfig critic;
+  RewardModelConfig reward_model;
+  CustomRewardFunctionConfig custom_reward_function;
+  AlgorithmConfig algorithm;
+  TrainerConfig trainer;
+};
+
+// Names accepted for the enumerated keys (the algorithm registries will own these once they exist).
+const std::vector<std::string>& supported_adv_estimators();
+const std::vector<std::string>& supported_loss_agg_modes();
+const std::vector<std::string>& supported_kl_penalties();
+const std::vector<std::string>& supported_policy_loss_modes();
+const std::vector<std::string>& supported_logger_backends();
+
+// Builds and validates every section from a resolved tree; throws naming the first bad key.
+PPOConfig parse_ppo_config(const Node& resolved);
+
+}  // namespace verl::config

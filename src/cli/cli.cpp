@@ -1,0 +1,95 @@
+#include "verl/cli/cli.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <exception>
+#include <iostream>
+
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/common/strings.h"
+#include "verl/runtime/cpu_threads.h"
+
+namespace verl::cli {
+
+const std::vector<Command>& command_table() {
+  static const std::vector<Command> table = {
+      {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
+       run_config_command},
+  };
+  return table;
+}
+
+namespace {
+
+void print_main_help(std::ostream& out) {
+  out << "verl.cpp " << VERL_VERSION << ": RL post-training for LLMs (PPO, GRPO and relatives), verl's keys in C++\n\n"
+      << "usage: verl <command> [options]\n"
+      << "       verl <command> --help\n"
+      << "       verl --version\n\n"
+      << "commands:\n";
+  size_t width = 0;
+  for (const auto& command : command_table()) width = std::max(width, std::string(command.name).size());
+  for (const auto& command : command_table()) {
+    std::string name = command.name;
+    out << "  " << name << std::string(width - name.size() + 2, ' ') << command.summary << "\n";
+  }
+  out << "\nenvironment: VERL_LOG_LEVEL=debug|info|warn|error, OMP_NUM_THREADS=N\n";
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& command : command_table()) names.push_back(command.name);
+  return names;
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  try {
+    init_logging_from_env();
+    Args args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      if (args.size() >= 2 && args[0] == "help") {
+        for (const auto& command : command_table()) {
+          if (args[1] == command.name) {
+            std::cout << command.usage;
+            return 0;
+          }
+        }
+      }
+      print_main_help(args.empty() ? std::cerr : std::cout);
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+      std::cout << "verl.cpp " << VERL_VERSION << " (LibTorch " << TORCH_VERSION << ")\n";
+      return 0;
+    }
+    for (const auto& command : command_table()) {
+      if (args[0] != command.name) continue;
+      Args rest(args.begin() + 1, args.end());
+      for (const auto& arg : rest) {
+        if (arg == "--help" || arg == "-h") {
+          std::cout << command.usage;
+          return 0;
+        }
+      }
+      runtime::configure_cpu_threads(std::nullopt);
+      return command.run(rest);
+    }
+    std::string near = closest_match(args[0], command_names());
+    std::cerr << "error: unknown command '" << args[0] << "'"
+              << (near.empty() ? "" : "; did you mean '" + near + "'?") << " valid commands: "
+              << join(command_names(), ", ") << " (see verl --help)\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace verl::cli

@@ -1,0 +1,320 @@
+#include "verl/config/ppo_config.h"
+
+#include "verl/common/error.h"
+#include "verl/common/strings.h"
+#include "verl/config/config_reader.h"
+
+namespace verl::config {
+
+const std::vector<std::string>& supported_adv_estimators() {
+  static const std::vector<std::string> names = {"gae",    "grpo", "rloo", "reinforce_plus_plus",
+                                                 "reinforce_plus_plus_baseline", "remax", "opo", "gpg"};
+  return names;
+}
+
+const std::vector<std::string>& supported_loss_agg_modes() {
+  static const std::vector<std::string> names = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
+                                                 "seq-mean-token-sum-norm"};
+  return names;
+}
+
+const std::vector<std::string>& supported_kl_penalties() {
+  static const std::vector<std::string> names = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
+                                                 "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
+  return names;
+}
+
+const std::vector<std::string>& supported_policy_loss_modes() {
+  static const std::vector<std::string> names = {"vanilla", "gspo", "gpg", "cispo"};
+  return names;
+}
+
+const std::vector<std::string>& supported_logger_backends() {
+  static const std::vector<std::string> names = {"console", "jsonl", "tensorboard", "html"};
+  return names;
+}
+
+namespace {
+
+const std::vector<std::string> kStrategies = {"fsdp", "megatron"};
+const std::vector<std::string> kCheckpointContents = {"model", "optimizer", "extra", "hf_model"};
+
+void check_positive(int64_t value, const std::string& path) {
+  VERL_CHECK(value > 0, "config", "config key '", path, "' must be > 0, got ", value);
+}
+
+void check_optional_positive(const std::optional<int64_t>& value, const std::string& path) {
+  if (value) check_positive(*value, path);
+}
+
+void check_members(const std::vector<std::string>& values, const std::vector<std::string>& allowed,
+                   const std::string& path) {
+  for (const auto& value : values) {
+    bool known = false;
+    for (const auto& name : allowed) known = known || name == value;
+    VERL_CHECK(known, "config", "config key '", path, "' contains '", value, "'; expected items from: ",
+               join(allowed, ", "));
+  }
+}
+
+OptimConfig read_optim(ConfigReader& in, const std::string& p) {
+  OptimConfig o;
+  o.lr = in.get_double(p + ".lr");
+  VERL_CHECK(o.lr >= 0, "config", "config key '", p, ".lr' must be >= 0, got ", o.lr);
+  o.weight_decay = in.get_double(p + ".weight_decay");
+  o.betas = in.get_double_list(p + ".betas");
+  VERL_CHECK(o.betas.size() == 2 && o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config",
+             "config key '", p, ".betas' expects two numbers in [0, 1)");
+  o.lr_warmup_steps = in.get_int(p + ".lr_warmup_steps");
+  o.lr_warmup_steps_ratio = in.get_double(p + ".lr_warmup_steps_ratio");
+  VERL_CHECK(o.lr_warmup_steps_ratio >= 0 && o.lr_warmup_steps_ratio <= 1, "config", "config key '", p,
+             ".lr_warmup_steps_ratio' must be in [0, 1], got ", o.lr_warmup_steps_ratio);
+  o.lr_scheduler_type = in.get_choice(p + ".lr_scheduler_type", {"constant", "cosine"});
+  o.min_lr_ratio = in.get_double(p + ".min_lr_ratio");
+  o.num_cycles = in.get_double(p + ".num_cycles");
+  o.total_training_steps = in.get_int(p + ".total_training_steps");
+  return o;
+}
+
+CheckpointContentsConfig read_checkpoint(ConfigReader& in, const std::string& p) {
+  CheckpointContentsConfig c;
+  c.save_contents = in.get_string_list(p + ".save_contents");
+  c.load_contents = in.get_string_list(p + ".load_contents");
+  check_members(c.save_contents, kCheckpointContents, p + ".save_contents");
+  check_members(c.load_contents, kCheckpointContents, p + ".load_contents");
+  return c;
+}
+
+SamplingConfig read_sampling(ConfigReader& in, const std::string& p) {
+  SamplingConfig s;
+  s.temperature = in.get_double(p + ".temperature");
+  VERL_CHECK(s.temperature >= 0, "config", "config key '", p, ".temperature' must be >= 0, got ", s.temperature);
+  s.top_k = in.get_int(p + ".top_k");
+  VERL_CHECK(s.top_k == -1 || s.top_k >= 0, "config", "config key '", p, ".top_k' must be -1 (off) or >= 0, got ",
+             s.top_k);
+  s.top_p = in.get_double(p + ".top_p");
+  VERL_CHECK(s.top_p > 0 && s.top_p <= 1, "config", "config key '", p, ".top_p' must be in (0, 1], got ", s.top_p);
+  s.n = in.get_int(p + ".n");
+  check_positive(s.n, p + ".n");
+  s.do_sample = in.get_bool(p + ".do_sample");
+  return s;
+}
+
+DataConfig read_data(ConfigReader& in) {
+  DataConfig d;
+  d.tokenizer = in.get_optional_string("data.tokenizer");
+  d.train_files = in.get_string("data.train_files");
+  d.val_files = in.get_string("data.val_files");
+  d.prompt_key = in.get_string("data.prompt_key");
+  d.reward_fn_key = in.get_string("data.reward_fn_key");
+  d.max_prompt_length = in.get_int("data.max_prompt_length");
+  check_positive(d.max_prompt_length, "data.max_prompt_length");
+  d.max_response_length = in.get_int("data.max_response_length");
+  check_positive(d.max_response_length, "data.max_response_length");
+  d.train_batch_size = in.get_int("data.train_batch_size");
+  check_positive(d.train_batch_size, "data.train_batch_size");
+  d.val_batch_size = in.get_optional_int("data.val_batch_size");
+  check_optional_positive(d.val_batch_size, "data.val_batch_size");
+  d.return_raw_input_ids = in.get_bool("data.return_raw_input_ids");
+  d.return_raw_chat = in.get_bool("data.return_raw_chat");
+  d.return_full_prompt = in.get_bool("data.return_full_prompt");
+  d.shuffle = in.get_bool("data.shuffle");
+  d.seed = in.get_optional_int("data.seed");
+  d.validation_shuffle = in.get_bool("data.validation_shuffle");
+  d.filter_overlong_prompts = in.get_bool("data.filter_overlong_prompts");
+  d.truncation = in.get_choice("data.truncation", {"error", "left", "right", "middle"});
+  d.train_max_samples = in.get_int("data.train_max_samples");
+  d.val_max_samples = in.get_int("data.val_max_samples");
+  d.apply_chat_template_kwargs = in.get_node("data.apply_chat_template_kwargs");
+  VERL_CHECK(d.apply_chat_template_kwargs.is_map(), "config",
+             "config key 'data.apply_chat_template_kwargs' expects map, got ",
+             kind_name(d.apply_chat_template_kwargs.kind()));
+  return d;
+}
+
+ActorConfig read_actor(ConfigReader& in) {
+  const std::string p = "actor_rollout_ref.actor";
+  ActorConfig a;
+  a.strategy = in.get_choice(p + ".strategy", kStrategies);
+  a.ppo_mini_batch_size = in.get_int(p + ".ppo_mini_batch_size");
+  check_positive(a.ppo_mini_batch_size, p + ".ppo_mini_batch_size");
+  a.ppo_micro_batch_size_per_gpu = in.get_optional_int(p + ".ppo_micro_batch_size_per_gpu");
+  check_optional_positive(a.ppo_micro_batch_size_per_gpu, p + ".ppo_micro_batch_size_per_gpu");
+  a.use_dynamic_bsz = in.get_bool(p + ".use_dynamic_bsz");
+  a.ppo_max_token_len_per_gpu = in.get_int(p + ".ppo_max_token_len_per_gpu");
+  check_positive(a.ppo_max_token_len_per_gpu, p + ".ppo_max_token_len_per_gpu");
+  a.clip_ratio = in.get_double(p + ".clip_ratio");
+  a.clip_ratio_low = in.get_double(p + ".clip_ratio_low");
+  a.clip_ratio_high = in.get_double(p + ".clip_ratio_high");
+  a.clip_ratio_c = in.get_double(p + ".clip_ratio_c");
+  VERL_CHECK(a.clip_ratio_c > 1.0, "config", "config key '", p, ".clip_ratio_c' must be > 1 (dual-clip bound), got ",
+             a.clip_ratio_c);
+  a.policy_loss_mode = in.get_choice(p + ".policy_loss.loss_mode", supported_policy_loss_modes());
+  a.loss_agg_mode = in.get_choice(p + ".loss_agg_mode", supported_loss_agg_modes());
+  a.loss_scale_factor = in.get_optional_double(p + ".loss_scale_factor");
+  a.entropy_coeff = in.get_double(p + ".entropy_coeff");
+  a.calculate_entropy = in.get_bool(p + ".calculate_entropy");
+  a.use_kl_loss = in.get_bool(p + ".use_kl_loss");
+  a.kl_loss_coef = in.get_double(p + ".kl_loss_coef");
+  a.kl_loss_type = in.get_choice(p + ".kl_loss_type", supported_kl_penalties());
+  a.ppo_epochs = in.get_int(p + ".ppo_epochs");
+  check_positive(a.ppo_epochs, p + ".ppo_epochs");
+  a.shuffle = in.get_bool(p + ".shuffle");
+  a.data_loader_seed = in.get_int(p + ".data_loader_seed");
+  a.grad_clip = in.get_double(p + ".grad_clip");
+  a.optim = read_optim(in, p + ".optim");
+  a.checkpoint = read_checkpoint(in, p + ".checkpoint");
+  return a;
+}
+
+RolloutConfig read_rollout(ConfigReader& in) {
+  const std::string p = "actor_rollout_ref.rollout";
+  RolloutConfig r;
+  r.name = in.get_choice(p + ".name", {"hf"});
+  r.sampling = read_sampling(in, p);
+  r.prompt_length = in.get_int(p + ".prompt_length");
+  check_positive(r.prompt_length, p + ".prompt_length");
+  r.response_length = in.get_int(p + ".response_length");
+  check_positive(r.response_length, p + ".response_length");
+  r.ignore_eos = in.get_bool(p + ".ignore_eos");
+  r.calculate_log_probs = in.get_bool(p + ".calculate_log_probs");
+  r.log_prob_micro_batch_size_per_gpu = in.get_optional_int(p + ".log_prob_micro_batch_size_per_gpu");
+  check_optional_positive(r.log_prob_micro_batch_size_per_gpu, p + ".log_prob_micro_batch_size_per_gpu");
+  r.log_prob_use_dynamic_bsz = in.get_bool(p + ".log_prob_use_dynamic_bsz");
+  r.log_prob_max_token_len_per_gpu = in.get_int(p + ".log_prob_max_token_len_per_gpu");
+  r.val_kwargs = read_sampling(in, p + ".val_kwargs");
+  return r;
+}
+
+ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
+  ActorRolloutRefConfig c;
+  c.hybrid_engine = in.get_bool("actor_rollout_ref.hybrid_engine");
+  c.model.path = in.get_string("actor_rollout_ref.model.path");
+  c.model.custom_chat_template = in.get_optional_string("actor_rollout_ref.model.custom_chat_template");
+  c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
+  c.actor = read_actor(in);
+  c.ref.log_prob_micro_batch_size_per_gpu = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
+  check_optional_positive(c.ref.log_prob_micro_batch_size_per_gpu, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
+  c.ref.log_prob_use_dynamic_bsz = in.get_bool("actor_rollout_ref.ref.log_prob_use_dynamic_bsz");
+  c.ref.log_prob_max_token_len_per_gpu = in.get_int("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu");
+  c.rollout = read_rollout(in);
+  return c;
+}
+
+CriticConfig read_critic(ConfigReader& in) {
+  CriticConfig c;
+  c.enable = in.get_optional_bool("critic.enable");
+  c.strategy = in.get_choice("critic.strategy", kStrategies);
+  c.optim = read_optim(in, "critic.optim");
+  c.model.path = in.get_string("critic.model.path");
+  c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
+  c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
+  c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");
+  check_positive(c.ppo_mini_batch_size, "critic.ppo_mini_batch_size");
+  c.ppo_micro_batch_size_per_gpu = in.get_optional_int("critic.ppo_micro_batch_size_per_gpu");
+  check_optional_positive(c.ppo_micro_batch_size_per_gpu, "critic.ppo_micro_batch_size_per_gpu");
+  c.forward_micro_batch_size_per_gpu = in.get_optional_int("critic.forward_micro_batch_size_per_gpu");
+  check_optional_positive(c.forward_micro_batch_size_per_gpu, "critic.forward_micro_batch_size_per_gpu");
+  c.use_dynamic_bsz = in.get_bool("critic.use_dynamic_bsz");
+  c.ppo_max_token_len_per_gpu = in.get_int("critic.ppo_max_token_len_per_gpu");
+  c.forward_max_token_len_per_gpu = in.get_int("critic.forward_max_token_len_per_gpu");
+  c.ppo_epochs = in.get_int("critic.ppo_epochs");
+  check_positive(c.ppo_epochs, "critic.ppo_epochs");
+  c.shuffle = in.get_bool("critic.shuffle");
+  c.grad_clip = in.get_double("critic.grad_clip");
+  c.cliprange_value = in.get_double("critic.cliprange_value");
+  c.loss_agg_mode = in.get_choice("critic.loss_agg_mode", supported_loss_agg_modes());
+  c.checkpoint = read_checkpoint(in, "critic.checkpoint");
+  return c;
+}
+
+RewardModelConfig read_reward_model(ConfigReader& in) {
+  RewardModelConfig r;
+  r.enable = in.get_bool("reward_model.enable");
+  r.strategy = in.get_choice("reward_model.strategy", kStrategies);
+  r.input_tokenizer = in.get_optional_string("reward_model.model.input_tokenizer");
+  r.path = in.get_string("reward_model.model.path");
+  r.micro_batch_size_per_gpu = in.get_optional_int("reward_model.micro_batch_size_per_gpu");
+  check_optional_positive(r.micro_batch_size_per_gpu, "reward_model.micro_batch_size_per_gpu");
+  r.max_length = in.get_optional_int("reward_model.max_length");
+  check_optional_positive(r.max_length, "reward_model.max_length");
+  r.use_dynamic_bsz = in.get_bool("reward_model.use_dynamic_bsz");
+  r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
+  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive"});
+  return r;
+}
+
+AlgorithmConfig read_algorithm(ConfigReader& in) {
+  AlgorithmConfig a;
+  a.gamma = in.get_double("algorithm.gamma");
+  a.lam = in.get_double("algorithm.lam");
+  a.adv_estimator = in.get_choice("algorithm.adv_estimator", supported_adv_estimators());
+  a.norm_adv_by_std_in_grpo = in.get_bool("algorithm.norm_adv_by_std_in_grpo");
+  a.use_kl_in_reward = in.get_bool("algorithm.use_kl_in_reward");
+  a.kl_penalty = in.get_choice("algorithm.kl_penalty", supported_kl_penalties());
+  a.kl_ctrl.type = in.get_choice("algorithm.kl_ctrl.type", {"fixed", "adaptive"});
+  a.kl_ctrl.kl_coef = in.get_double("algorithm.kl_ctrl.kl_coef");
+  a.kl_ctrl.horizon = in.get_int("algorithm.kl_ctrl.horizon");
+  check_positive(a.kl_ctrl.horizon, "algorithm.kl_ctrl.horizon");
+  a.kl_ctrl.target_kl = in.get_double("algorithm.kl_ctrl.target_kl");
+  return a;
+}
+
+TrainerConfig read_trainer(ConfigReader& in) {
+  TrainerConfig t;
+  t.balance_batch = in.get_bool("trainer.balance_batch");
+  t.total_epochs = in.get_int("trainer.total_epochs");
+  check_positive(t.total_epochs, "trainer.total_epochs");
+  t.total_training_steps = in.get_optional_int("trainer.total_training_steps");
+  check_optional_positive(t.total_training_steps, "trainer.total_training_steps");
+  t.project_name = in.get_string("trainer.project_name");
+  t.experiment_name = in.get_string("trainer.experiment_name");
+  t.logger = in.get_string_list("trainer.logger");
+  check_members(t.logger, supported_logger_backends(), "trainer.logger");
+  t.log_val_generations = in.get_int("trainer.log_val_generations");
+  t.rollout_data_dir = in.get_optional_string("trainer.rollout_data_dir");
+  t.validation_data_dir = in.get_optional_string("trainer.validation_data_dir");
+  t.nnodes = in.get_int("trainer.nnodes");
+  check_positive(t.nnodes, "trainer.nnodes");
+  t.n_gpus_per_node = in.get_int("trainer.n_gpus_per_node");
+  check_positive(t.n_gpus_per_node, "trainer.n_gpus_per_node");
+  t.save_freq = in.get_int("trainer.save_freq");
+  t.resume_mode = in.get_choice("trainer.resume_mode", {"auto", "disable", "resume_path"});
+  t.resume_from_path = in.get_optional_string("trainer.resume_from_path");
+  t.val_before_train = in.get_bool("trainer.val_before_train");
+  t.val_only = in.get_bool("trainer.val_only");
+  t.test_freq = in.get_int("trainer.test_freq");
+  t.critic_warmup = in.get_int("trainer.critic_warmup");
+  t.default_local_dir = in.get_string("trainer.default_local_dir");
+  t.del_local_ckpt_after_load = in.get_bool("trainer.del_local_ckpt_after_load");
+  t.max_actor_ckpt_to_keep = in.get_optional_int("trainer.max_actor_ckpt_to_keep");
+  check_optional_positive(t.max_actor_ckpt_to_keep, "trainer.max_actor_ckpt_to_keep");
+  t.max_critic_ckpt_to_keep = in.get_optional_int("trainer.max_critic_ckpt_to_keep");
+  check_optional_positive(t.max_critic_ckpt_to_keep, "trainer.max_critic_ckpt_to_keep");
+  t.device = in.get_choice("trainer.device", {"cuda", "cpu"});
+  t.num_cpu_threads = in.get_optional_int("trainer.num_cpu_threads");
+  check_optional_positive(t.num_cpu_threads, "trainer.num_cpu_threads");
+  return t;
+}
+
+}  // namespace
+
+PPOConfig parse_ppo_config(const Node& resolved) {
+  ConfigReader in(resolved);
+  PPOConfig c;
+  c.data = read_data(in);
+  c.actor_rollout_ref = read_actor_rollout_ref(in);
+  c.critic = read_critic(in);
+  c.reward_model = read_reward_model(in);
+  c.custom_reward_function.path = in.get_optional_string("custom_reward_function.path");
+  c.custom_reward_function.name = in.get_string("custom_reward_function.name");
+  c.algorithm = read_algorithm(in);
+  c.trainer = read_trainer(in);
+  in.check_all_read();
+
+  VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",
+             "trainer.resume_mode=resume_path needs trainer.resume_from_path (a global_step_N folder)");
+  return c;
+}
+
+}  // namespace verl::config

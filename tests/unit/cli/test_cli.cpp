@@ -1,0 +1,100 @@
+// The `verl` binary as a user meets it: help, version, unknown commands, `config show`.
+#include <gtest/gtest.h>
+
+#include "support/run_command.h"
+#include "verl/config/config_node.h"
+#include "verl/config/yaml_io.h"
+
+namespace verl::test {
+namespace {
+
+TEST(Cli, HelpListsEveryCommandWithOneLine) {
+  CommandResult r = run_command(verl_binary() + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("commands:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  config  Show the resolved config"), std::string::npos) << r.out;
+}
+
+TEST(Cli, NoArgumentsPrintsHelpAndFails) {
+  CommandResult r = run_command(verl_binary());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("usage: verl <command>"), std::string::npos) << r.err;
+}
+
+TEST(Cli, SubcommandHelp) {
+  CommandResult r = run_command(verl_binary() + " config --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: verl config show"), std::string::npos) << r.out;
+}
+
+TEST(Cli, VersionNamesProjectAndLibTorch) {
+  CommandResult r = run_command(verl_binary() + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("verl.cpp ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("LibTorch"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownSubcommandListsValidOnes) {
+  CommandResult r = run_command(verl_binary() + " confgi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: unknown command 'confgi'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'config'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("valid commands: config"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ConfigShowPrintsOverriddenLearningRate) {
+  CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lr=3e-6");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  config::Node shown = config::parse_yaml(r.out, "stdout");
+  const config::Node* lr = config::find_path(shown, "actor_rollout_ref.actor.optim.lr");
+  ASSERT_NE(lr, nullptr);
+  EXPECT_EQ(lr->kind(), config::Kind::Float);
+  EXPECT_EQ(lr->as_double(), 3e-6);
+}
+
+TEST(Cli, ConfigShowOutputReadsAsFloatInPyYaml) {
+  // An independent YAML 1.1 reader (PyYAML) must see the same float.
+  CommandResult has_yaml = run_command("/usr/bin/python3 -c 'import yaml'");
+  if (has_yaml.exit_code != 0) GTEST_SKIP() << "python3-yaml not installed";
+  const std::string dir = make_temp_dir("cli_pyyaml");
+  CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lr=3e-6 > " + dir +
+                                "/c.yaml && /usr/bin/python3 -c \"import yaml; c = yaml.safe_load(open('" + dir +
+                                "/c.yaml')); v = c['actor_rollout_ref']['actor']['optim']['lr']; "
+                                "print(type(v).__name__, repr(v), c['data']['seed'], c['trainer']['logger'])\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "float 3e-06 None ['console']\n");
+}
+
+TEST(Cli, ConfigShowUnknownKeyFailsWithSuggestion) {
+  CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lrr=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'actor_rollout_ref.actor.optim.lr'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
+}
+
+TEST(Cli, ConfigShowRoundTripsThroughConfigFile) {
+  const std::string dir = make_temp_dir("cli_roundtrip");
+  CommandResult first = run_command(verl_binary() +
+                                    " config show algorithm.adv_estimator=grpo trainer.experiment_name=007 "
+                                    "trainer.logger=[console,jsonl] data.seed=3 actor_rollout_ref.actor.optim.lr=1e-7");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  write_file(dir + "/shown.yaml", first.out);
+  CommandResult second = run_command(verl_binary() + " config show --config " + dir + "/shown.yaml");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(first.out, second.out);
+  EXPECT_NE(first.out.find("experiment_name: \"007\""), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("default_local_dir: checkpoints/verl_examples/007"), std::string::npos);
+}
+
+TEST(Cli, ConfigShowRejectsStrayArguments) {
+  CommandResult r = run_command(verl_binary() + " config show --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unexpected argument '--bogus'"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " config shw");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace verl::test

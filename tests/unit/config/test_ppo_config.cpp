@@ -1,0 +1,101 @@
+// The typed sections: defaults match verl's (reference spec section 9), every default key is read,
+// enumerations and ranges are checked.
+#include <gtest/gtest.h>
+
+#include "verl/common/error.h"
+#include "verl/config/config_loader.h"
+
+namespace verl::config {
+namespace {
+
+LoadedConfig load(std::vector<std::string> overrides) {
+  ConfigArgs args;
+  args.overrides = std::move(overrides);
+  return load_config(args);
+}
+
+std::string error_of(std::vector<std::string> overrides) {
+  try {
+    load(std::move(overrides));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PPOConfig, DefaultsAreVerls) {
+  PPOConfig c = load({}).ppo;
+  EXPECT_EQ(c.data.train_batch_size, 1024);
+  EXPECT_EQ(c.data.max_prompt_length, 512);
+  EXPECT_EQ(c.data.prompt_key, "prompt");
+  EXPECT_FALSE(c.data.seed.has_value());
+  const ActorConfig& actor = c.actor_rollout_ref.actor;
+  EXPECT_EQ(actor.ppo_mini_batch_size, 256);
+  EXPECT_DOUBLE_EQ(actor.clip_ratio_c, 3.0);
+  EXPECT_EQ(actor.loss_agg_mode, "token-mean");
+  EXPECT_EQ(actor.kl_loss_type, "low_var_kl");
+  EXPECT_DOUBLE_EQ(actor.kl_loss_coef, 0.001);
+  EXPECT_DOUBLE_EQ(actor.optim.lr, 1e-6);
+  EXPECT_DOUBLE_EQ(actor.optim.weight_decay, 0.01);
+  EXPECT_EQ(actor.optim.betas, (std::vector<double>{0.9, 0.999}));
+  EXPECT_EQ(actor.checkpoint.load_contents, (std::vector<std::string>{"model", "optimizer", "extra"}));
+  EXPECT_EQ(c.actor_rollout_ref.rollout.response_length, 512);
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.rollout.val_kwargs.temperature, 0.0);
+  EXPECT_FALSE(c.actor_rollout_ref.rollout.val_kwargs.do_sample);
+  EXPECT_DOUBLE_EQ(c.critic.optim.lr, 1e-5);
+  EXPECT_EQ(c.critic.ppo_max_token_len_per_gpu, 32768);
+  EXPECT_EQ(c.critic.forward_max_token_len_per_gpu, 32768);
+  EXPECT_FALSE(c.critic.enable.has_value());
+  EXPECT_EQ(c.algorithm.adv_estimator, "gae");
+  EXPECT_EQ(c.algorithm.kl_ctrl.horizon, 10000);
+  EXPECT_EQ(c.trainer.total_epochs, 30);
+  EXPECT_EQ(c.trainer.default_local_dir, "checkpoints/verl_examples/gsm8k");
+}
+
+TEST(PPOConfig, CrossSectionDefaultsFollowTheirSource) {
+  PPOConfig c = load({"actor_rollout_ref.actor.ppo_mini_batch_size=32", "data.max_response_length=64",
+                      "actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.model.path=/m"})
+                    .ppo;
+  EXPECT_EQ(c.critic.ppo_mini_batch_size, 32);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.response_length, 64);
+  EXPECT_TRUE(c.critic.use_dynamic_bsz);
+  EXPECT_TRUE(c.reward_model.use_dynamic_bsz);
+  EXPECT_TRUE(c.actor_rollout_ref.ref.log_prob_use_dynamic_bsz);
+  EXPECT_EQ(c.critic.model.tokenizer_path, "/m");
+}
+
+TEST(PPOConfig, EnumeratedValuesAreChecked) {
+  std::string message = error_of({"algorithm.adv_estimator=grp"});
+  EXPECT_NE(message.find("'algorithm.adv_estimator' is 'grp'; expected one of"), std::string::npos) << message;
+  EXPECT_NE(message.find("did you mean 'grpo'"), std::string::npos) << message;
+  EXPECT_NE(error_of({"trainer.logger=[console,wandb]"}).find("contains 'wandb'"), std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"), std::string::npos);
+  EXPECT_EQ(error_of({"algorithm.adv_estimator=grpo", "algorithm.kl_penalty=k3+"}), "");
+}
+
+TEST(PPOConfig, RangesAreChecked) {
+  EXPECT_NE(error_of({"data.train_batch_size=0"}).find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.clip_ratio_c=1.0"}).find("must be > 1"), std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.rollout.top_p=0"}).find("(0, 1]"), std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.optim.betas=[0.9]"}).find("two numbers"), std::string::npos);
+  EXPECT_NE(error_of({"trainer.resume_mode=resume_path"}).find("resume_from_path"), std::string::npos);
+}
+
+TEST(PPOConfig, NullForARequiredKeyNamesIt) {
+  std::string message = error_of({"trainer.total_epochs=null"});
+  EXPECT_NE(message.find("'trainer.total_epochs' expects int, got null"), std::string::npos) << message;
+}
+
+TEST(PPOConfig, ValuesReachTheStructs) {
+  PPOConfig c = load({"actor_rollout_ref.actor.optim.lr=3e-6", "actor_rollout_ref.rollout.n=8",
+                      "algorithm.adv_estimator=grpo", "trainer.logger=[console,jsonl]", "trainer.num_cpu_threads=2"})
+                    .ppo;
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 3e-6);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.sampling.n, 8);
+  EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
+  EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"console", "jsonl"}));
+  EXPECT_EQ(c.trainer.num_cpu_threads, 2);
+}
+
+}  // namespace
+}  // namespace verl::config
