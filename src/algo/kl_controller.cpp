@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 
 namespace verl::algo {
@@ -27,6 +28,21 @@ std::unique_ptr<KLController> get_kl_controller(const config::KLControlConfig& k
     return std::make_unique<AdaptiveKLController>(kl_ctrl.kl_coef, kl_ctrl.target_kl, kl_ctrl.horizon);
   }
   VERL_FAIL("algo", "unknown algorithm.kl_ctrl.type '", kl_ctrl.type, "'; valid: fixed, adaptive");
+}
+
+KLPenaltyOutput apply_kl_penalty(const torch::Tensor& token_level_scores, const torch::Tensor& old_log_probs,
+                                 const torch::Tensor& ref_log_prob, const torch::Tensor& response_mask,
+                                 KLController& kl_ctrl, const std::string& kind) {
+  VERL_CHECK(token_level_scores.sizes() == response_mask.sizes(), "algo", "apply_kl_penalty: token_level_scores ",
+             token_level_scores.sizes(), " and response_mask ", response_mask.sizes(), " differ in shape");
+  torch::NoGradGuard no_grad;
+  torch::Tensor m = response_mask.to(token_level_scores.scalar_type());
+  torch::Tensor kld = kl_penalty(old_log_probs, ref_log_prob, kind).to(m.scalar_type()) * m;
+  const double beta = kl_ctrl.value();
+  torch::Tensor rewards = token_level_scores - beta * kld;
+  const double current_kl = masked_mean(kld, m, -1).mean().item<double>();
+  kl_ctrl.update(current_kl, token_level_scores.size(0));
+  return {rewards, {{"actor/reward_kl_penalty", current_kl}, {"actor/reward_kl_penalty_coeff", beta}}};
 }
 
 }  // namespace verl::algo

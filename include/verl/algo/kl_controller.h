@@ -2,7 +2,11 @@
 // AdaptiveKLController, get_kl_controller), built from `algorithm.kl_ctrl`.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+
+#include <torch/torch.h>
 
 #include "verl/config/ppo_config.h"
 
@@ -42,5 +46,18 @@ class AdaptiveKLController : public KLController {
 
 // type "fixed" or "adaptive"; anything else throws naming algorithm.kl_ctrl.type.
 std::unique_ptr<KLController> get_kl_controller(const config::KLControlConfig& kl_ctrl);
+
+struct KLPenaltyOutput {
+  torch::Tensor token_level_rewards;      // (B, R)
+  std::map<std::string, double> metrics;  // actor/reward_kl_penalty, actor/reward_kl_penalty_coeff
+};
+
+// The in-reward KL penalty (verl ray_trainer.apply_kl_penalty), B = responses, R = response length:
+//   kld = kl_penalty(old_log_probs, ref_log_prob, kind) * m;  beta = controller value before the update
+//   token_level_rewards = token_level_scores - beta * kld
+//   current_kl = mean_i masked_mean(kld_i, m_i);  controller.update(current_kl, n_steps = B)
+KLPenaltyOutput apply_kl_penalty(const torch::Tensor& token_level_scores, const torch::Tensor& old_log_probs,
+                                 const torch::Tensor& ref_log_prob, const torch::Tensor& response_mask,
+                                 KLController& kl_ctrl, const std::string& kl_penalty = "kl");
 
 }  // namespace verl::algo

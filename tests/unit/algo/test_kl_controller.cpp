@@ -51,5 +51,23 @@ TEST(KLController, FactoryFromConfig) {
   }
 }
 
+TEST(KLController, ApplyKlPenaltyByHand) {
+  // kl = old - ref = [0.2, 0.4 | 0.1, masked]; beta 0.5 before the update.
+  auto f64 = torch::TensorOptions().dtype(torch::kDouble);
+  torch::Tensor scores = torch::tensor({0.0, 1.0, 0.5, 0.0}, f64).view({2, 2});
+  torch::Tensor old_lp = torch::tensor({-1.0, -1.0, -1.0, -1.0}, f64).view({2, 2});
+  torch::Tensor ref = torch::tensor({-1.2, -1.4, -1.1, -5.0}, f64).view({2, 2});
+  torch::Tensor m = torch::tensor({1.0, 1.0, 1.0, 0.0}, f64).view({2, 2});
+  AdaptiveKLController ctrl(0.5, 0.1, 100);
+  KLPenaltyOutput out = apply_kl_penalty(scores, old_lp, ref, m, ctrl, "kl");
+  torch::Tensor want = torch::tensor({-0.1, 0.8, 0.45, 0.0}, f64).view({2, 2});
+  EXPECT_LT((out.token_level_rewards - want).abs().max().item<double>(), 1e-12);
+  // current_kl = mean(0.3, 0.1) = 0.2 (within 1e-8 of masked_mean's epsilon)
+  EXPECT_NEAR(out.metrics.at("actor/reward_kl_penalty"), 0.2, 1e-8);
+  EXPECT_DOUBLE_EQ(out.metrics.at("actor/reward_kl_penalty_coeff"), 0.5);
+  // e = clip(0.2 / 0.1 - 1, +-0.2) = 0.2, n_steps = 2: beta = 0.5 * (1 + 0.2 * 2 / 100)
+  EXPECT_NEAR(ctrl.value(), 0.5 * 1.004, 1e-15);
+}
+
 }  // namespace
 }  // namespace verl::algo
