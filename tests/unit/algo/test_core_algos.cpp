@@ -7,6 +7,7 @@
 #include "algo_test_util.h"
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/config/config_loader.h"
 #include "verl/config/ppo_config.h"
 
 namespace verl::algo {
@@ -446,6 +447,26 @@ TEST(CoreAlgos, RegistriesMatchConfigAndVerlNames) {
   EXPECT_EQ(config::supported_policy_loss_modes(), policy_loss_mode_names());
   EXPECT_EQ(config::supported_kl_penalties(), kl_penalty_names());
   EXPECT_EQ(config::supported_loss_agg_modes(), loss_agg_mode_names());
+}
+
+TEST(CoreAlgos, PolicyLossConfigFromActorConfig) {
+  config::ConfigArgs args;
+  args.overrides = {"actor_rollout_ref.actor.clip_ratio_high=0.28", "actor_rollout_ref.actor.clip_ratio_c=10.0",
+                    "actor_rollout_ref.actor.loss_scale_factor=4096.0"};
+  config::PPOConfig ppo = config::load_config(args).ppo;
+  PolicyLossConfig c = PolicyLossConfig::from_actor_config(ppo.actor_rollout_ref.actor);
+  EXPECT_DOUBLE_EQ(c.clip_ratio, 0.2);
+  EXPECT_DOUBLE_EQ(c.clip_ratio_low.value(), 0.2);
+  EXPECT_DOUBLE_EQ(c.clip_ratio_high.value(), 0.28);
+  EXPECT_DOUBLE_EQ(c.clip_ratio_c, 10.0);
+  EXPECT_DOUBLE_EQ(c.agg.loss_scale_factor.value(), 4096.0);
+  // Without low/high the symmetric clip_ratio applies.
+  PolicyLossConfig sym;
+  sym.clip_ratio = 0.1;
+  torch::Tensor lp = torch::full({1, 1}, std::log(1.5), f64());
+  auto out = compute_policy_loss_vanilla(torch::zeros({1, 1}, f64()), lp, torch::ones({1, 1}, f64()),
+                                         torch::ones({1, 1}, f64()), "token-mean", sym);
+  EXPECT_NEAR(out.pg_loss.item<double>(), -1.1, 1e-12);
 }
 
 TEST(CoreAlgos, UnknownNamesListTheValidOnes) {
