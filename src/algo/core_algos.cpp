@@ -165,22 +165,20 @@ AdvantageReturn compute_gae_advantage_return(const Tensor& token_level_rewards, 
   const Tensor& r = token_level_rewards;
   Tensor v = values.to(r.scalar_type());
   Tensor m = as_dtype_of(response_mask, r);
+  // Time-major contiguous copies: each step reads one contiguous row of B values.
+  Tensor r_tm = r.t().contiguous(), v_tm = v.t().contiguous(), m_tm = m.t().contiguous();
   const int64_t R = r.size(1);
+  Tensor advantages_tm = torch::empty_like(r_tm);
   Tensor next_values = torch::zeros({r.size(0)}, r.options());
   Tensor last_gae = torch::zeros({r.size(0)}, r.options());
-  std::vector<Tensor> reversed;
-  reversed.reserve(R);
   for (int64_t t = R - 1; t >= 0; --t) {
-    Tensor m_t = m.select(1, t);
-    Tensor v_t = v.select(1, t);
-    Tensor delta = r.select(1, t) + gamma * next_values - v_t;
-    Tensor gae = delta + gamma * lam * last_gae;
-    next_values = v_t * m_t + (1 - m_t) * next_values;
-    last_gae = gae * m_t + (1 - m_t) * last_gae;
-    reversed.push_back(last_gae);
+    Tensor m_t = m_tm[t], v_t = v_tm[t];
+    Tensor gae = r_tm[t] + gamma * next_values - v_t + (gamma * lam) * last_gae;
+    next_values = next_values + m_t * (v_t - next_values);  // = m V_t + (1 - m) nextV
+    last_gae = last_gae + m_t * (gae - last_gae);           // = m gae_t + (1 - m) lastgae
+    advantages_tm[t].copy_(last_gae);
   }
-  std::reverse(reversed.begin(), reversed.end());
-  Tensor advantages = torch::stack(reversed, 1);
+  Tensor advantages = advantages_tm.t().contiguous();
   Tensor returns = advantages + v;
   advantages = masked_whiten(advantages, m);
   return {advantages, returns};
@@ -287,13 +285,15 @@ AdvantageReturn compute_reinforce_plus_plus_outcome_advantage(const Tensor& toke
   torch::NoGradGuard no_grad;
   const Tensor& r = token_level_rewards;
   Tensor m = as_dtype_of(response_mask, r);
-  Tensor returns = torch::zeros_like(r);
+  Tensor r_tm = r.t().contiguous(), m_tm = m.t().contiguous();
+  Tensor returns_tm = torch::empty_like(r_tm);
   Tensor running = torch::zeros({r.size(0)}, r.options());
   for (int64_t t = r.size(1) - 1; t >= 0; --t) {
-    running = r.select(1, t) + gamma * running;
-    returns.select(1, t).copy_(running);
-    running = running * m.select(1, t);
+    running = r_tm[t] + gamma * running;
+    returns_tm[t].copy_(running);
+    running = running * m_tm[t];
   }
+  Tensor returns = returns_tm.t().contiguous();
   Tensor advantages = masked_whiten(returns, m) * m;
   return {advantages, returns};
 }
