@@ -139,6 +139,11 @@ using PolicyLossFn = std::function<PolicyLossOutput(
     const Tensor& old_log_prob, const Tensor& log_prob, const Tensor& advantages, const Tensor& response_mask,
     const std::string& loss_agg_mode, const PolicyLossConfig& config, const Tensor& rollout_is_weights)>;
 
+// vanilla: PPO clip (clip_ratio_low / high) with dual clip (clip_ratio_c).
+// gspo: sequence-level ratio; always aggregated "seq-mean-token-mean" whatever loss_agg_mode says (as
+//   verl); pg_clipfrac_lower is 0 (no dual clip).
+// gpg: -logp * A; no ratio, every metric is 0 (as verl).
+// cispo: -sg(clip(ratio)) * A * logp; pg_clipfrac = ratio outside the band, pg_clipfrac_lower = below it.
 PolicyLossOutput compute_policy_loss_vanilla(const Tensor& old_log_prob, const Tensor& log_prob,
                                              const Tensor& advantages, const Tensor& response_mask,
                                              const std::string& loss_agg_mode = "token-mean",
