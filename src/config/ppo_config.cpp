@@ -1,31 +1,31 @@
 #include "verl/config/ppo_config.h"
 
+#include "verl/algo/algo_names.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/config/config_reader.h"
 
 namespace verl::config {
 
+// The enumerations below come from the algorithm registries (src/algo/core_algos.cpp), so the config
+// accepts exactly the names the algorithms implement.
 const std::vector<std::string>& supported_adv_estimators() {
-  static const std::vector<std::string> names = {"gae",    "grpo", "rloo", "reinforce_plus_plus",
-                                                 "reinforce_plus_plus_baseline", "remax", "opo", "gpg"};
+  static const std::vector<std::string> names = algo::adv_estimator_names();
   return names;
 }
 
 const std::vector<std::string>& supported_loss_agg_modes() {
-  static const std::vector<std::string> names = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                                                 "seq-mean-token-sum-norm"};
+  static const std::vector<std::string> names = algo::loss_agg_mode_names();
   return names;
 }
 
 const std::vector<std::string>& supported_kl_penalties() {
-  static const std::vector<std::string> names = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
-                                                 "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
+  static const std::vector<std::string> names = algo::kl_penalty_names();
   return names;
 }
 
 const std::vector<std::string>& supported_policy_loss_modes() {
-  static const std::vector<std::string> names = {"vanilla", "gspo", "gpg", "cispo"};
+  static const std::vector<std::string> names = algo::policy_loss_mode_names();
   return names;
 }
 

@@ -215,7 +215,7 @@ struct PPOConfig {
   TrainerConfig trainer;
 };
 
-// Names accepted for the enumerated keys (the algorithm registries will own these once they exist).
+// Names accepted for the enumerated keys; the algorithm ones are the registries' (verl/algo/algo_names.h).
 const std::vector<std::string>& supported_adv_estimators();
 const std::vector<std::string>& supported_loss_agg_modes();
 const std::vector<std::string>& supported_kl_penalties();
