@@ -18,12 +18,6 @@ torch::Tensor rows_tensor(const std::vector<int64_t>& rows) {
   return torch::tensor(rows, torch::dtype(torch::kInt64));
 }
 
-std::vector<std::string> keys_of(const Json& object) {
-  std::vector<std::string> keys;
-  for (auto it = object.begin(); it != object.end(); ++it) keys.push_back(it.key());
-  return keys;
-}
-
 // dtype <-> a stable byte code for the wire format.
 const std::vector<std::pair<torch::ScalarType, uint8_t>>& dtype_codes() {
   static const std::vector<std::pair<torch::ScalarType, uint8_t>> codes = {
