@@ -93,9 +93,21 @@ bool is_digit_code_point(char32_t c) {
 }  // namespace
 
 std::string sanitize_utf8(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
+  // Fast path: find the first invalid sequence; valid text (the usual case) is returned as is.
   size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    char32_t code_point;
+    const size_t n = valid_sequence_length(text, i, &code_point);
+    if (n == 0) break;
+    i += n;
+  }
+  if (i == text.size()) return text;
+  std::string out(text, 0, i);
+  out.reserve(text.size() + 2);
   while (i < text.size()) {
     char32_t code_point;
     const size_t n = valid_sequence_length(text, i, &code_point);
