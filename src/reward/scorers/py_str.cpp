@@ -45,6 +45,36 @@ size_t valid_sequence_length(const std::string& text, size_t i, char32_t* code_p
 
 bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 
+// How many bytes one U+FFFD replaces at an invalid sequence starting at text[i], as CPython's UTF-8 decoder
+// with errors="replace" does: a byte that cannot start a sequence alone; otherwise the lead byte plus the
+// continuation bytes that were still acceptable before the sequence broke (its "maximal subpart").
+size_t invalid_subpart_length(const std::string& text, size_t i) {
+  const unsigned char lead = static_cast<unsigned char>(text[i]);
+  size_t need;
+  unsigned char second_low = 0x80, second_high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    need = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    need = 3;
+    if (lead == 0xE0) second_low = 0xA0;
+    if (lead == 0xED) second_high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    need = 4;
+    if (lead == 0xF0) second_low = 0x90;
+    if (lead == 0xF4) second_high = 0x8F;
+  } else {
+    return 1;
+  }
+  size_t length = 1;
+  while (length < need && i + length < text.size()) {
+    const unsigned char next = static_cast<unsigned char>(text[i + length]);
+    const bool ok = length == 1 ? (next >= second_low && next <= second_high) : is_continuation(next);
+    if (!ok) break;
+    ++length;
+  }
+  return length;
+}
+
 // Byte offset where the code point with index `index` starts (text.size() when index == length).
 size_t byte_offset_of(const std::string& text, size_t index) {
   size_t seen = 0;
@@ -113,8 +143,7 @@ std::string sanitize_utf8(const std::string& text) {
     const size_t n = valid_sequence_length(text, i, &code_point);
     if (n == 0) {
       out += encode(kReplacement);
-      ++i;
-      while (i < text.size() && is_continuation(static_cast<unsigned char>(text[i]))) ++i;
+      i += invalid_subpart_length(text, i);
     } else {
       out.append(text, i, n);
       i += n;
