@@ -91,7 +91,9 @@ std::vector<float> digit_completion_token_rewards(const std::string& response, c
 
 double digit_completion_compute_score(const std::string& solution_str, const std::string& ground_truth) {
   const std::u32string response = py::decode(py::sanitize_utf8(solution_str));
-  const std::u32string truth = py::decode(py::sanitize_utf8(ground_truth));
+  const std::string target = py::contains(ground_truth, ":") ? digit_completion_ground_truth(ground_truth)
+                                                              : ground_truth;
+  const std::u32string truth = py::decode(py::sanitize_utf8(target));
   if (response.empty()) return truth.empty() ? 1.0 : 0.0;
   // Shares of 1/(len(gt)+1): one per matched character, plus the EOS token when it inherits a non-zero
   // last value (every response character matched). Summed as a count so a perfect answer is exactly 1.0.

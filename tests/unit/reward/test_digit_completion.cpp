@@ -61,6 +61,11 @@ TEST(DigitCompletionScorer, ScalarScoreSumsResponseAndEosShares) {
                 std::accumulate(tokens.begin(), tokens.end(), 0.0), 1e-6)
         << response;
   }
+  // The prompt itself may stand in for the ground truth ("9,10:20,2" asks for "11,12").
+  EXPECT_EQ(digit_completion_compute_score("11,12", "9,10:20,2"), 1.0);
+  EXPECT_DOUBLE_EQ(digit_completion_compute_score("11", "9,10:20,2"), 0.5);
+  EXPECT_EQ(digit_completion_compute_score("", "7,8:20,0"), 1.0);
+  EXPECT_THROW(digit_completion_compute_score("1", "9:10"), Error);
   const ScoreResult result = default_compute_score("digit_completion", "11,12", "11,12");
   EXPECT_EQ(result.score, 1.0);
   EXPECT_FALSE(result.is_dict);

@@ -30,7 +30,8 @@ std::vector<float> digit_completion_token_rewards(const std::string& response, c
 
 // A scalar for default_compute_score: the sum of the token-level reward over the response characters and
 // one EOS token. A response equal to the ground truth scores 1.0 ((len(gt)+1) shares); a wrong first
-// character scores 0.
+// character scores 0. `ground_truth` is the expected completion ("11,12") or, like verl's compute_reward
+// takes it, the task prompt ("9,10:20,2"; recognised by its ':'), from which the completion is derived.
 double digit_completion_compute_score(const std::string& solution_str, const std::string& ground_truth);
 
 }  // namespace verl::reward
