@@ -1,12 +1,12 @@
 // `verl score --input FILE.jsonl` end to end: the binary, real files, exact output lines and error lines.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/run_command.h"
+#include "support/shared_dir.h"
 
 namespace verl::test {
 namespace {
@@ -53,10 +53,7 @@ TEST(CliScore, ReadsStandardInput) {
 TEST(CliScore, EveryGsm8kGoldAnswerScoresOne) {
   // The fixture's reference solutions as verl rows (ground truth: the text after "#### ", commas removed).
   const std::string dir = make_temp_dir("cli_score_gsm8k");
-  // ../shared beside the checkout (as in CI); VERL_SHARED_DIR overrides it for checkouts elsewhere.
-  const char* shared = std::getenv("VERL_SHARED_DIR");
-  const std::string fixture =
-      std::string(shared ? shared : VERL_SOURCE_DIR_FOR_TESTS "/../shared") + "/fixtures/gsm8k/test.jsonl";
+  const std::string fixture = shared_dir() + "/fixtures/gsm8k/test.jsonl";
   std::ifstream in(fixture);
   ASSERT_TRUE(in.is_open()) << fixture << " (set VERL_SHARED_DIR to the shared/ folder)";
   std::ofstream out(dir + "/rows.jsonl");

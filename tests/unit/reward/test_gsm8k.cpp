@@ -3,11 +3,11 @@
 //   flexible: the last re.findall("(\-?[0-9\.\,]+)", s[-300:]) that is not "" or "."
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/shared_dir.h"
 #include "verl/common/error.h"
 #include "verl/reward/scorers/default_compute_score.h"
 #include "verl/reward/scorers/gsm8k.h"
@@ -15,11 +15,7 @@
 namespace verl::reward {
 namespace {
 
-// ../shared beside the checkout (as in CI); VERL_SHARED_DIR overrides it for checkouts elsewhere.
-std::string fixture_path() {
-  const char* shared = std::getenv("VERL_SHARED_DIR");
-  return std::string(shared ? shared : VERL_SOURCE_DIR_FOR_TESTS "/../shared") + "/fixtures/gsm8k/test.jsonl";
-}
+std::string fixture_path() { return test::shared_dir() + "/fixtures/gsm8k/test.jsonl"; }
 
 struct GoldRow {
   std::string answer;        // the reference solution, ending in "#### N"
