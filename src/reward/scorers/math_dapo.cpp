@@ -1,6 +1,7 @@
 #include "verl/reward/scorers/math_dapo.h"
 
 #include "verl/common/error.h"
+#include "verl/reward/scorers/math_reward.h"
 #include "verl/reward/scorers/py_regex.h"
 #include "verl/reward/scorers/py_str.h"
 
@@ -55,15 +56,7 @@ std::pair<bool, std::optional<std::string>> is_correct_strict_box(const std::str
 std::optional<std::string> math_dapo_last_boxed_only_string(const std::string& text) {
   const size_t idx = text.rfind("\\boxed{");
   if (idx == std::string::npos) return std::nullopt;
-  int open_braces = 0;
-  for (size_t i = idx; i < text.size(); ++i) {
-    if (text[i] == '{') ++open_braces;
-    if (text[i] == '}') {
-      --open_braces;
-      if (open_braces == 0) return text.substr(idx, i - idx + 1);
-    }
-  }
-  return std::nullopt;
+  return math_through_balanced_brace(text, idx);
 }
 
 std::string math_dapo_normalize_final_answer(const std::string& input) {

@@ -25,9 +25,9 @@ bool is_canonical_python_int(const std::string& text) {
   return true;
 }
 
-// The brace scan shared by both boxed forms: from `start`, the text through the "}" that brings the count of
-// open braces back to zero (a "}" seen before any "{" makes the count negative and is passed over).
-std::optional<std::string> through_balanced_brace(const std::string& text, size_t start) {
+}  // namespace
+
+std::optional<std::string> math_through_balanced_brace(const std::string& text, size_t start) {
   int open_braces = 0;
   for (size_t i = start; i < text.size(); ++i) {
     if (text[i] == '{') ++open_braces;
@@ -39,8 +39,6 @@ std::optional<std::string> through_balanced_brace(const std::string& text, size_
   return std::nullopt;
 }
 
-}  // namespace
-
 std::optional<std::string> math_last_boxed_only_string(const std::string& text) {
   size_t idx = text.rfind("\\boxed");
   if (py::contains(text, "\\boxed ")) {
@@ -50,7 +48,7 @@ std::optional<std::string> math_last_boxed_only_string(const std::string& text) 
     idx = text.rfind("\\fbox");
     if (idx == std::string::npos) return std::nullopt;
   }
-  return through_balanced_brace(text, idx);
+  return math_through_balanced_brace(text, idx);
 }
 
 std::optional<std::string> math_remove_boxed(const std::string& boxed) {

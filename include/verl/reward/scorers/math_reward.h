@@ -17,6 +17,10 @@ double math_compute_score(const std::string& solution_str, const std::string& gr
 // to the next "$"; else the last "\boxed" (or, failing that, "\fbox") through its balanced closing brace.
 std::optional<std::string> math_last_boxed_only_string(const std::string& text);
 
+// The brace scan both boxed extractors share: text[start..] through the "}" that brings the count of open
+// braces back to zero (a "}" before any "{" drives the count negative and is passed over); nullopt if none.
+std::optional<std::string> math_through_balanced_brace(const std::string& text, size_t start);
+
 // remove_boxed: the content of "\boxed ..." / "\boxed{...}"; nullopt where verl's asserts fail.
 std::optional<std::string> math_remove_boxed(const std::string& boxed);
 
