@@ -17,6 +17,8 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
        run_config_command},
+      {"score", "Score responses with verl's rule rewards (gsm8k, MATH, math_dapo, ...) from a JSONL file",
+       kScoreUsage, run_score_command},
   };
   return table;
 }

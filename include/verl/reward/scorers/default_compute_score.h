@@ -1,0 +1,35 @@
+// default_compute_score: the rule scorer for a sample picked by its data_source, as verl's
+// verl/utils/reward_score/__init__.py (reference spec §6.2), for the scorers verl.cpp implements:
+//
+//   openai/gsm8k                                               -> gsm8k (strict)
+//   lighteval/MATH, DigitalLearningGmbH/MATH-lighteval,
+//   HuggingFaceH4/MATH-500                                     -> math_reward
+//   math_dapo, math, math_dapo_reasoning, aime* (prefix)       -> math_dapo ({score: +-1.0, acc, pred})
+//   arithmetic                 (verl.cpp synthetic, "#### N")  -> gsm8k (strict)
+//   digit_completion           (verl.cpp synthetic, spec §12)  -> digit_completion
+//
+// verl's other sources (prime_math, code sandboxes, geo3k, search-R1) and unknown ones are errors that name
+// the source and list the supported ones; custom_reward_function covers them.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "verl/reward/scorers/score_result.h"
+
+namespace verl::reward {
+
+// `extra_info` is the sample's extra_info (a JSON object or null); the built-in scorers do not read it.
+ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,
+                                  const std::string& ground_truth, const nlohmann::json& extra_info);
+ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,
+                                  const std::string& ground_truth);
+
+// Whether default_compute_score has a scorer for this data source.
+bool has_rule_scorer(const std::string& data_source);
+
+// The supported data sources, for messages ("aime*" stands for the prefix).
+const std::vector<std::string>& rule_scorer_data_sources();
+
+}  // namespace verl::reward

@@ -1,0 +1,130 @@
+// `verl score --input FILE.jsonl`: verl's rule rewards (default_compute_score) for one sample per line.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "verl/cli/cli.h"
+#include "verl/common/error.h"
+#include "verl/reward/scorers/default_compute_score.h"
+
+namespace verl::cli {
+
+const char* const kScoreUsage =
+    "usage: verl score --input FILE.jsonl\n"
+    "\n"
+    "Scores responses with verl's rule rewards (default_compute_score). Each line of FILE (\"-\" reads stdin)\n"
+    "is a JSON object with the strings \"data_source\", \"solution_str\" and \"ground_truth\" and an optional\n"
+    "\"extra_info\" object; other keys are ignored, blank lines skipped. For every input line one JSON line is\n"
+    "printed: {\"score\": ...} plus the scorer's extra fields (math_dapo adds \"acc\" and \"pred\").\n"
+    "Nothing is printed when a line is bad: the error names the file and line.\n"
+    "\n"
+    "data sources: openai/gsm8k, arithmetic (\"#### N\" answers); lighteval/MATH,\n"
+    "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500 (last \\boxed{}); math_dapo, math,\n"
+    "math_dapo_reasoning, aime* (\"Answer: ...\", score +-1); digit_completion (dense prefix reward,\n"
+    "summed; ground_truth is the completion \"11,12\" or the prompt \"9,10:20,2\").\n"
+    "\n"
+    "example:\n"
+    "  echo '{\"data_source\":\"openai/gsm8k\",\"solution_str\":\"... #### 18\",\"ground_truth\":\"18\"}' |\n"
+    "    verl score --input -\n";
+
+namespace {
+
+nlohmann::ordered_json to_json(const reward::ExtraValue& value) {
+  struct Visitor {
+    nlohmann::ordered_json operator()(std::monostate) const { return nullptr; }
+    nlohmann::ordered_json operator()(bool v) const { return v; }
+    nlohmann::ordered_json operator()(int64_t v) const { return v; }
+    nlohmann::ordered_json operator()(double v) const { return v; }
+    nlohmann::ordered_json operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+const std::string& required_string(const nlohmann::json& row, const char* key, const std::string& where) {
+  const auto it = row.find(key);
+  VERL_CHECK(it != row.end(), "score", where, ": missing \"", key,
+             "\"; each line needs the strings \"data_source\", \"solution_str\" and \"ground_truth\"");
+  VERL_CHECK(it->is_string(), "score", where, ": \"", key, "\" must be a string, got ", it->type_name(), " ",
+             it->dump());
+  return it->get_ref<const std::string&>();
+}
+
+// One output line for one input line; errors carry `where` ("FILE:LINE").
+std::string score_line(const std::string& line, const std::string& where) {
+  nlohmann::json row;
+  try {
+    row = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    VERL_FAIL("score", where, ": not valid JSON (", e.what(), ")");
+  }
+  VERL_CHECK(row.is_object(), "score", where, ": expected a JSON object, got ", row.type_name());
+  const std::string& data_source = required_string(row, "data_source", where);
+  const std::string& solution_str = required_string(row, "solution_str", where);
+  const std::string& ground_truth = required_string(row, "ground_truth", where);
+  nlohmann::json extra_info;
+  if (const auto it = row.find("extra_info"); it != row.end()) {
+    VERL_CHECK(it->is_object() || it->is_null(), "score", where, ": \"extra_info\" must be an object or null, got ",
+               it->type_name());
+    extra_info = *it;
+  }
+  reward::ScoreResult result;
+  try {
+    result = reward::default_compute_score(data_source, solution_str, ground_truth, extra_info);
+  } catch (const Error& e) {
+    VERL_FAIL("score", where, ": ", e.message());
+  }
+  nlohmann::ordered_json out;
+  out["score"] = result.score;
+  for (const auto& [key, value] : result.extra) out[key] = to_json(value);
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string score_stream(std::istream& in, const std::string& name) {
+  std::string output;
+  std::string line;
+  size_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    output += score_line(line, name + ":" + std::to_string(line_number));
+    output += '\n';
+  }
+  VERL_CHECK(!in.bad(), "score", "reading ", name, " failed at line ", line_number + 1);
+  return output;
+}
+
+}  // namespace
+
+int run_score_command(const Args& args) {
+  std::string input;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--input" && i + 1 < args.size()) {
+      input = args[++i];
+    } else if (args[i].rfind("--input=", 0) == 0) {
+      input = args[i].substr(8);
+    } else {
+      std::cerr << "error: unexpected argument '" << args[i] << "'\n" << kScoreUsage;
+      return 2;
+    }
+  }
+  if (input.empty()) {
+    std::cerr << "error: verl score needs --input FILE.jsonl\n" << kScoreUsage;
+    return 2;
+  }
+  std::string output;
+  if (input == "-") {
+    output = score_stream(std::cin, "<stdin>");
+  } else {
+    std::ifstream file(input, std::ios::binary);
+    VERL_CHECK(file.is_open(), "score", "cannot open --input file '", input, "'");
+    output = score_stream(file, input);
+  }
+  std::cout << output;
+  return 0;
+}
+
+}  // namespace verl::cli

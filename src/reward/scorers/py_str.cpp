@@ -1,0 +1,266 @@
+#include "verl/reward/scorers/py_str.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "verl/common/error.h"
+
+namespace verl::reward::py {
+
+namespace {
+
+constexpr char32_t kReplacement = 0xFFFD;
+
+// Length of the valid UTF-8 sequence starting at text[i] (1..4), or 0 when the bytes there are not one.
+// Rejects overlong forms, surrogates and code points above U+10FFFF.
+size_t valid_sequence_length(const std::string& text, size_t i, char32_t* code_point) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) {
+    *code_point = lead;
+    return 1;
+  }
+  size_t need;
+  char32_t value;
+  char32_t min_value;
+  if ((lead & 0xE0) == 0xC0) {
+    need = 2, value = lead & 0x1F, min_value = 0x80;
+  } else if ((lead & 0xF0) == 0xE0) {
+    need = 3, value = lead & 0x0F, min_value = 0x800;
+  } else if ((lead & 0xF8) == 0xF0) {
+    need = 4, value = lead & 0x07, min_value = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + need > text.size()) return 0;
+  for (size_t k = 1; k < need; ++k) {
+    const unsigned char next = byte(i + k);
+    if ((next & 0xC0) != 0x80) return 0;
+    value = (value << 6) | (next & 0x3F);
+  }
+  if (value < min_value || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0;
+  *code_point = value;
+  return need;
+}
+
+bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+
+// How many bytes one U+FFFD replaces at an invalid sequence starting at text[i], as CPython's UTF-8 decoder
+// with errors="replace" does: a byte that cannot start a sequence alone; otherwise the lead byte plus the
+// continuation bytes that were still acceptable before the sequence broke (its "maximal subpart").
+size_t invalid_subpart_length(const std::string& text, size_t i) {
+  const unsigned char lead = static_cast<unsigned char>(text[i]);
+  size_t need;
+  unsigned char second_low = 0x80, second_high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    need = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    need = 3;
+    if (lead == 0xE0) second_low = 0xA0;
+    if (lead == 0xED) second_high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    need = 4;
+    if (lead == 0xF0) second_low = 0x90;
+    if (lead == 0xF4) second_high = 0x8F;
+  } else {
+    return 1;
+  }
+  size_t length = 1;
+  while (length < need && i + length < text.size()) {
+    const unsigned char next = static_cast<unsigned char>(text[i + length]);
+    const bool ok = length == 1 ? (next >= second_low && next <= second_high) : is_continuation(next);
+    if (!ok) break;
+    ++length;
+  }
+  return length;
+}
+
+// Byte offset where the code point with index `index` starts (text.size() when index == length).
+size_t byte_offset_of(const std::string& text, size_t index) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (is_continuation(static_cast<unsigned char>(text[i]))) continue;
+    if (seen == index) return i;
+    ++seen;
+  }
+  return text.size();
+}
+
+// Code point ranges where Python 3.11's str.isdigit() is true (Unicode 14.0: Numeric_Type Decimal or Digit).
+// Produced once with /usr/bin/python3: [c for c in range(0x110000) if chr(c).isdigit()], as ranges.
+struct Range {
+  char32_t first;
+  char32_t last;
+};
+constexpr Range kDigitRanges[] = {
+    {0x30, 0x39},       {0xB2, 0xB3},       {0xB9, 0xB9},       {0x660, 0x669},     {0x6F0, 0x6F9},
+    {0x7C0, 0x7C9},     {0x966, 0x96F},     {0x9E6, 0x9EF},     {0xA66, 0xA6F},     {0xAE6, 0xAEF},
+    {0xB66, 0xB6F},     {0xBE6, 0xBEF},     {0xC66, 0xC6F},     {0xCE6, 0xCEF},     {0xD66, 0xD6F},
+    {0xDE6, 0xDEF},     {0xE50, 0xE59},     {0xED0, 0xED9},     {0xF20, 0xF29},     {0x1040, 0x1049},
+    {0x1090, 0x1099},   {0x1369, 0x1371},   {0x17E0, 0x17E9},   {0x1810, 0x1819},   {0x1946, 0x194F},
+    {0x19D0, 0x19DA},   {0x1A80, 0x1A89},   {0x1A90, 0x1A99},   {0x1B50, 0x1B59},   {0x1BB0, 0x1BB9},
+    {0x1C40, 0x1C49},   {0x1C50, 0x1C59},   {0x2070, 0x2070},   {0x2074, 0x2079},   {0x2080, 0x2089},
+    {0x2460, 0x2468},   {0x2474, 0x247C},   {0x2488, 0x2490},   {0x24EA, 0x24EA},   {0x24F5, 0x24FD},
+    {0x24FF, 0x24FF},   {0x2776, 0x277E},   {0x2780, 0x2788},   {0x278A, 0x2792},   {0xA620, 0xA629},
+    {0xA8D0, 0xA8D9},   {0xA900, 0xA909},   {0xA9D0, 0xA9D9},   {0xA9F0, 0xA9F9},   {0xAA50, 0xAA59},
+    {0xABF0, 0xABF9},   {0xFF10, 0xFF19},   {0x104A0, 0x104A9}, {0x10A40, 0x10A43}, {0x10D30, 0x10D39},
+    {0x10E60, 0x10E68}, {0x11052, 0x1105A}, {0x11066, 0x1106F}, {0x110F0, 0x110F9}, {0x11136, 0x1113F},
+    {0x111D0, 0x111D9}, {0x112F0, 0x112F9}, {0x11450, 0x11459}, {0x114D0, 0x114D9}, {0x11650, 0x11659},
+    {0x116C0, 0x116C9}, {0x11730, 0x11739}, {0x118E0, 0x118E9}, {0x11950, 0x11959}, {0x11C50, 0x11C59},
+    {0x11D50, 0x11D59}, {0x11DA0, 0x11DA9}, {0x16A60, 0x16A69}, {0x16AC0, 0x16AC9}, {0x16B50, 0x16B59},
+    {0x1D7CE, 0x1D7FF}, {0x1E140, 0x1E149}, {0x1E2F0, 0x1E2F9}, {0x1E950, 0x1E959}, {0x1F100, 0x1F10A},
+    {0x1FBF0, 0x1FBF9},
+};
+
+bool is_digit_code_point(char32_t c) {
+  for (const Range& range : kDigitRanges) {
+    if (c < range.first) return false;  // ranges are sorted
+    if (c <= range.last) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string sanitize_utf8(const std::string& text) {
+  // Fast path: find the first invalid sequence; valid text (the usual case) is returned as is.
+  size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    char32_t code_point;
+    const size_t n = valid_sequence_length(text, i, &code_point);
+    if (n == 0) break;
+    i += n;
+  }
+  if (i == text.size()) return text;
+  std::string out(text, 0, i);
+  out.reserve(text.size() + 2);
+  while (i < text.size()) {
+    char32_t code_point;
+    const size_t n = valid_sequence_length(text, i, &code_point);
+    if (n == 0) {
+      out += encode(kReplacement);
+      i += invalid_subpart_length(text, i);
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::u32string decode(const std::string& text) {
+  std::u32string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    char32_t code_point;
+    const size_t n = valid_sequence_length(text, i, &code_point);
+    VERL_ASSERT(n > 0, "reward", "decode() needs valid UTF-8; call sanitize_utf8 first");
+    out.push_back(code_point);
+    i += n;
+  }
+  return out;
+}
+
+std::string encode(char32_t c) {
+  std::string out;
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return out;
+}
+
+std::string encode(const std::u32string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t c : text) out += encode(c);
+  return out;
+}
+
+size_t length(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(),
+                                            [](char c) { return !is_continuation(static_cast<unsigned char>(c)); }));
+}
+
+std::string tail(const std::string& text, size_t count) {
+  const size_t total = length(text);
+  if (total <= count) return text;
+  return text.substr(byte_offset_of(text, total - count));
+}
+
+std::string slice_from(const std::string& text, long long start) {
+  const long long total = static_cast<long long>(length(text));
+  if (start < 0) start = std::max(0LL, total + start);
+  if (start >= total) return "";
+  return text.substr(byte_offset_of(text, static_cast<size_t>(start)));
+}
+
+std::string replace(const std::string& text, const std::string& old_text, const std::string& new_text) {
+  VERL_ASSERT(!old_text.empty(), "reward", "replace() with an empty pattern");
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (true) {
+    const size_t hit = text.find(old_text, pos);
+    if (hit == std::string::npos) break;
+    out.append(text, pos, hit - pos);
+    out += new_text;
+    pos = hit + old_text.size();
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& text, const std::string& separator) {
+  VERL_ASSERT(!separator.empty(), "reward", "split() with an empty separator");
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (true) {
+    const size_t hit = text.find(separator, pos);
+    if (hit == std::string::npos) break;
+    parts.push_back(text.substr(pos, hit - pos));
+    pos = hit + separator.size();
+  }
+  parts.push_back(text.substr(pos));
+  return parts;
+}
+
+bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+bool is_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+bool is_digit(const std::string& text) {
+  const std::u32string code_points = decode(text);
+  if (code_points.empty()) return false;
+  return std::all_of(code_points.begin(), code_points.end(), is_digit_code_point);
+}
+
+std::string strip(const std::string& text) {
+  const std::u32string code_points = decode(text);
+  size_t begin = 0;
+  size_t end = code_points.size();
+  while (begin < end && is_space(code_points[begin])) ++begin;
+  while (end > begin && is_space(code_points[end - 1])) --end;
+  return encode(code_points.substr(begin, end - begin));
+}
+
+}  // namespace verl::reward::py

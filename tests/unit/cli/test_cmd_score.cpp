@@ -1,0 +1,131 @@
+// `verl score --input FILE.jsonl` end to end: the binary, real files, exact output lines and error lines.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/run_command.h"
+#include "support/shared_dir.h"
+
+namespace verl::test {
+namespace {
+
+std::string score_command(const std::string& input) { return verl_binary() + " score --input '" + input + "'"; }
+
+bool is_one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
+
+TEST(CliScore, ScoresEachLineWithItsDataSource) {
+  const std::string dir = make_temp_dir("cli_score");
+  write_file(dir + "/in.jsonl",
+             R"({"data_source":"openai/gsm8k","solution_str":"3+4=7\n#### 7","ground_truth":"7"})"
+             "\n"
+             R"({"data_source":"lighteval/MATH","solution_str":"so $\\boxed{\\dfrac{1}{2}}$","ground_truth":"0.5"})"
+             "\n\n"  // a blank line is skipped
+             R"({"data_source":"math_dapo","solution_str":"Answer: 42","ground_truth":"42","extra_info":{"index":1}})"
+             "\n"
+             R"({"data_source":"aime2024","solution_str":"Answer: 41","ground_truth":"42","other":"ignored"})"
+             "\n"
+             R"({"data_source":"digit_completion","solution_str":"11","ground_truth":"11,12"})"
+             "\n"
+             R"({"data_source":"arithmetic","solution_str":"#### 1,000","ground_truth":"1000","extra_info":null})");
+  CommandResult r = run_command(score_command(dir + "/in.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "{\"score\":1.0}\n"
+            "{\"score\":1.0}\n"
+            "{\"score\":1.0,\"acc\":true,\"pred\":\"42\"}\n"
+            "{\"score\":-1.0,\"acc\":false,\"pred\":\"41\"}\n"
+            "{\"score\":0.5}\n"
+            "{\"score\":1.0}\n");
+}
+
+TEST(CliScore, ReadsStandardInput) {
+  const std::string dir = make_temp_dir("cli_score_stdin");
+  write_file(dir + "/in.jsonl", R"({"data_source":"openai/gsm8k","solution_str":"#### 8","ground_truth":"9"})"
+                                "\n");
+  CommandResult r = run_command("( cat '" + dir + "/in.jsonl' | " + verl_binary() + " score --input - )");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"score\":0.0}\n");
+}
+
+TEST(CliScore, EveryGsm8kGoldAnswerScoresOne) {
+  // The fixture's reference solutions as verl rows (ground truth: the text after "#### ", commas removed).
+  const std::string dir = make_temp_dir("cli_score_gsm8k");
+  const std::string fixture = shared_dir() + "/fixtures/gsm8k/test.jsonl";
+  std::ifstream in(fixture);
+  ASSERT_TRUE(in.is_open()) << fixture << " (set VERL_SHARED_DIR to the shared/ folder)";
+  std::ofstream out(dir + "/rows.jsonl");
+  std::string line;
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    const std::string answer = nlohmann::json::parse(line).at("answer").get<std::string>();
+    std::string truth;
+    for (char c : answer.substr(answer.rfind("#### ") + 5)) {
+      if (c != ',') truth += c;
+    }
+    out << nlohmann::json{{"data_source", "openai/gsm8k"}, {"solution_str", answer}, {"ground_truth", truth}}.dump()
+        << "\n";
+    ++rows;
+  }
+  out.close();
+  CommandResult r = run_command(score_command(dir + "/rows.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string expected;
+  for (size_t i = 0; i < rows; ++i) expected += "{\"score\":1.0}\n";
+  EXPECT_EQ(rows, 1319u);
+  EXPECT_EQ(r.out, expected);
+}
+
+struct BadLineCase {
+  const char* second_line;
+  const char* expected_message;
+};
+
+TEST(CliScore, BadLineIsOneErrorNamingFileAndLine) {
+  const BadLineCase cases[] = {
+      {R"({"data_source":"openai/gsm8k","solution_str":"#### 1")", "not valid JSON"},
+      {R"([1, 2])", "expected a JSON object, got array"},
+      {R"({"data_source":"openai/gsm8k","solution_str":"#### 1"})", "missing \"ground_truth\""},
+      {R"({"data_source":"openai/gsm8k","solution_str":"#### 1","ground_truth":1})",
+       "\"ground_truth\" must be a string, got number 1"},
+      {R"({"data_source":"openai/gsm8k","solution_str":"#### 1","ground_truth":"1","extra_info":[1]})",
+       "\"extra_info\" must be an object or null"},
+      {R"({"data_source":"my_source","solution_str":"#### 1","ground_truth":"1"})",
+       "no rule reward for data_source 'my_source'"},
+  };
+  const std::string dir = make_temp_dir("cli_score_bad");
+  for (const BadLineCase& c : cases) {
+    const std::string path = dir + "/bad.jsonl";
+    write_file(path, std::string(R"({"data_source":"openai/gsm8k","solution_str":"#### 1","ground_truth":"1"})") +
+                         "\n" + c.second_line + "\n");
+    CommandResult r = run_command(score_command(path));
+    EXPECT_EQ(r.exit_code, 1) << c.second_line;
+    EXPECT_EQ(r.out, "") << "nothing is printed when a line is bad";
+    EXPECT_TRUE(is_one_line(r.err)) << r.err;
+    EXPECT_EQ(r.err.rfind("error: [score] " + path + ":2: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.expected_message), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliScore, UsageErrors) {
+  CommandResult r = run_command(verl_binary() + " score");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs --input"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " score --input x.jsonl --bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unexpected argument '--bogus'"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " score --input /nonexistent/rows.jsonl");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("cannot open --input file '/nonexistent/rows.jsonl'"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " score --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: verl score --input FILE.jsonl"), std::string::npos);
+  r = run_command(verl_binary() + " --help");
+  EXPECT_NE(r.out.find("  score   Score responses"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace verl::test
