@@ -17,6 +17,7 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
        run_config_command},
+      {"data", "Show, convert and build datasets (parquet, JSONL)", kDataUsage, run_data_command},
   };
   return table;
 }
