@@ -7,7 +7,9 @@
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/io/jsonl.h"
+#include "verl/data/preprocess/preprocess.h"
 #include "verl/io/parquet/reader.h"
+#include "verl/io/parquet/writer.h"
 
 namespace verl::cli {
 
@@ -16,7 +18,17 @@ const char* const kDataUsage =
     "\n"
     "show     prints FILE (.parquet or .jsonl) as one JSON object per row per line: keys in schema order,\n"
     "         integers as integers, floats in shortest round-trip form. --schema prints the parquet schema\n"
-    "         instead; --limit N stops after N rows; --columns a,b reads only those top-level columns.\n";
+    "         instead; --limit N stops after N rows; --columns a,b reads only those top-level columns.\n"
+    "\n"
+    "usage: verl data convert IN OUT [--codec snappy|zstd|gzip|none] [--row-group-rows N]\n"
+    "\n"
+    "convert  JSONL to parquet (schema inferred: ints int64, floats double, text string, lists, structs) or\n"
+    "         parquet to JSONL, by the file extensions (.parquet, .jsonl/.json).\n"
+    "\n"
+    "usage: verl data preprocess gsm8k|math --input FILE.jsonl --split NAME --output FILE.parquet\n"
+    "\n"
+    "preprocess  builds verl's example datasets (examples/data_preprocess/gsm8k.py, math_dataset.py) from\n"
+    "         their JSONL sources: gsm8k rows {question, answer}, MATH rows {problem, solution, ...}.\n";
 
 namespace {
 
@@ -139,6 +151,48 @@ int run_show(const Args& args) {
   return 0;
 }
 
+io::parquet::Codec parse_codec(const std::string& name) {
+  if (name == "snappy") return io::parquet::Codec::kSnappy;
+  if (name == "zstd") return io::parquet::Codec::kZstd;
+  if (name == "gzip") return io::parquet::Codec::kGzip;
+  if (name == "none" || name == "uncompressed") return io::parquet::Codec::kUncompressed;
+  VERL_FAIL("data", "unknown codec '", name, "'; valid: snappy, zstd, gzip, none");
+}
+
+int run_convert(const Args& args) {
+  ParsedArgs p = parse_args(args, {}, {"--codec", "--row-group-rows"});
+  VERL_CHECK(p.positional.size() == 2, "data", "expected 'verl data convert IN OUT'");
+  const std::string& in = p.positional[0];
+  const std::string& out = p.positional[1];
+  std::vector<io::Value> rows = is_parquet(in) ? io::parquet::read_parquet(in) : io::read_jsonl(in);
+  if (is_parquet(out)) {
+    io::parquet::WriterOptions options;
+    options.codec = parse_codec(p.get("--codec", "snappy"));
+    if (p.has("--row-group-rows")) {
+      options.row_group_rows = static_cast<size_t>(parse_count(p.get("--row-group-rows"), "--row-group-rows"));
+    }
+    io::parquet::write_parquet(out, rows, options);
+  } else {
+    io::write_jsonl(out, rows);
+  }
+  std::cerr << "wrote " << rows.size() << " rows to " << out << "\n";
+  return 0;
+}
+
+int run_preprocess(const Args& args) {
+  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output"});
+  VERL_CHECK(p.positional.size() == 1, "data", "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...'");
+  const std::string& dataset = p.positional[0];
+  for (const char* option : {"--input", "--split", "--output"}) {
+    VERL_CHECK(p.has(option), "data", "verl data preprocess ", dataset, " needs ", option);
+  }
+  std::vector<io::Value> source = io::read_jsonl(p.get("--input"));
+  data::PreprocessedDataset result = data::preprocess_dataset(dataset, source, p.get("--split"), p.get("--input"));
+  io::parquet::write_parquet(p.get("--output"), result.rows, result.schema);
+  std::cerr << "wrote " << result.rows.size() << " rows to " << p.get("--output") << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_data_command(const Args& args) {
@@ -148,6 +202,8 @@ int run_data_command(const Args& args) {
   }
   Args rest(args.begin() + 1, args.end());
   if (args[0] == "show") return run_show(rest);
+  if (args[0] == "convert") return run_convert(rest);
+  if (args[0] == "preprocess") return run_preprocess(rest);
   std::cerr << "error: unknown 'verl data' action '" << args[0] << "'; valid: show, convert, preprocess\n" << kDataUsage;
   return 2;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 
 #include "verl/common/error.h"
@@ -403,16 +404,16 @@ struct Writer::Impl {
     // Dictionary for strings: ids per value, distinct values in first-seen order.
     bool use_dictionary = options.dictionary && col.type == PhysicalType::kByteArray && !col.strings.empty();
     std::vector<uint32_t> ids;
-    std::vector<const std::string*> dict_values;
+    std::vector<const std::string*> dict_values;  // point into col.strings
+    std::unordered_map<std::string_view, uint32_t> index;
     if (use_dictionary) {
-      std::unordered_map<std::string, uint32_t> index;
       size_t dict_bytes = 0;
       ids.reserve(col.strings.size());
       for (const auto& s : col.strings) {
         auto it = index.find(s);
         if (it == index.end()) {
-          it = index.emplace(s, static_cast<uint32_t>(dict_values.size())).first;
-          dict_values.push_back(&it->first);
+          it = index.emplace(std::string_view(s), static_cast<uint32_t>(dict_values.size())).first;
+          dict_values.push_back(&s);
           dict_bytes += 4 + s.size();
         }
         ids.push_back(it->second);
