@@ -183,6 +183,7 @@ int run_preprocess(const Args& args) {
   ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output"});
   VERL_CHECK(p.positional.size() == 1, "data", "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...'");
   const std::string& dataset = p.positional[0];
+  data::check_preprocess_dataset(dataset);
   for (const char* option : {"--input", "--split", "--output"}) {
     VERL_CHECK(p.has(option), "data", "verl data preprocess ", dataset, " needs ", option);
   }

@@ -1,8 +1,9 @@
 // Reads a parquet file with hyparquet (an independent implementation) and prints one JSON object per row per
-// line, for verl.cpp's cross-check tests. BigInts become numbers when exact (else decimal strings), byte arrays
-// UTF-8 text. GZIP pages are inflated with node's zlib.
+// line, for verl.cpp's cross-check tests. Struct fields are laid out in schema order with absent ones as null
+// (hyparquet leaves them out), BigInts become numbers when exact (else decimal strings), byte arrays UTF-8
+// text. GZIP pages are inflated with node's zlib.
 import { gunzipSync } from 'node:zlib'
-import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet'
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet'
 
 const file = process.argv[2]
 if (!file) {
@@ -10,23 +11,41 @@ if (!file) {
   process.exit(2)
 }
 
-function plain(value) {
-  if (typeof value === 'bigint') {
-    return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString()
-  }
+function scalar(value) {
+  if (value === undefined || value === null) return null
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString()
   if (value instanceof Uint8Array) return new TextDecoder().decode(value)
-  if (Array.isArray(value)) return value.map(plain)
-  if (value !== null && typeof value === 'object') {
-    const out = {}
-    for (const [k, v] of Object.entries(value)) out[k] = plain(v)
-    return out
-  }
   return value
 }
 
+// Lays `value` out by the schema node: LIST groups are arrays of their element, other groups objects.
+function layout(value, node) {
+  if (value === undefined || value === null) return null
+  const { element, children } = node
+  if (!children.length) return scalar(value)
+  const annotation = element.converted_type ?? element.logical_type?.type
+  if (annotation === 'LIST' && children.length === 1) {
+    const repeated = children[0]
+    const unwrap = repeated.children.length === 1 && repeated.element.name !== 'array' &&
+      repeated.element.name !== `${element.name}_tuple`
+    const item = unwrap ? repeated.children[0] : repeated
+    return value.map((v) => layout(v, item))
+  }
+  if (element.repetition_type === 'REPEATED' && Array.isArray(value)) {
+    return value.map((v) => layout(v, { element: { ...element, repetition_type: 'REQUIRED' }, children }))
+  }
+  const out = {}
+  for (const child of children) out[child.element.name] = layout(value[child.element.name], child)
+  return out
+}
+
+const buffer = await asyncBufferFromFile(file)
+const metadata = await parquetMetadataAsync(buffer)
+const root = parquetSchema(metadata)
 const rows = await parquetReadObjects({
-  file: await asyncBufferFromFile(file),
+  file: buffer,
+  metadata,
   compressors: { GZIP: (input) => new Uint8Array(gunzipSync(input)) },
 })
-const lines = rows.map((row) => JSON.stringify(plain(row)))
+const lines = rows.map((row) => JSON.stringify(layout(row, root)))
 process.stdout.write(lines.length ? lines.join('\n') + '\n' : '')

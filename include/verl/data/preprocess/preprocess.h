@@ -15,6 +15,11 @@ struct PreprocessedDataset {
   std::vector<io::parquet::WriteField> schema;
 };
 
+// The dataset names preprocess_dataset accepts.
+const std::vector<std::string>& preprocess_dataset_names();
+// Fails (listing the valid names) unless `dataset` is one of them.
+void check_preprocess_dataset(const std::string& dataset);
+
 // `dataset`: "gsm8k" or "math" (an unknown name is an error listing both). `where` names the input in errors.
 PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::vector<io::Value>& source,
                                        const std::string& split, const std::string& where);
