@@ -189,8 +189,8 @@ void decode_values(const LeafDecoder& leaf, Encoding encoding, const uint8_t* da
       return;
     case Encoding::kPlainDictionary:
     case Encoding::kRleDictionary: {
-      VERL_CHECK(dictionary != nullptr, "parquet", where, ": dictionary-encoded page without a dictionary page");
       if (count == 0) return;
+      VERL_CHECK(dictionary != nullptr, "parquet", where, ": dictionary-encoded page without a dictionary page");
       VERL_CHECK(size >= 1, "parquet", where, ": dictionary-encoded page without its bit width byte");
       std::vector<uint32_t> ids(count);
       decode_rle_hybrid(data + 1, size - 1, data[0], count, ids.data(), where);
