@@ -1,6 +1,7 @@
 // `verl data show|convert|preprocess`: look at parquet / JSONL files, convert between them, and build verl's
 // example datasets (gsm8k, math) from their JSONL sources.
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
 #include "verl/cli/cli.h"
@@ -23,7 +24,8 @@ const char* const kDataUsage =
     "usage: verl data convert IN OUT [--codec snappy|zstd|gzip|none] [--row-group-rows N]\n"
     "\n"
     "convert  JSONL to parquet (schema inferred: ints int64, floats double, text string, lists, structs) or\n"
-    "         parquet to JSONL, by the file extensions (.parquet, .jsonl/.json).\n"
+    "         parquet to JSONL, by the file extensions (.parquet, .jsonl/.json). Parquet to JSONL streams\n"
+    "         one row group at a time; JSONL input is read whole (the schema is inferred from every row).\n"
     "\n"
     "usage: verl data preprocess gsm8k|math --input FILE.jsonl --split NAME --output FILE.parquet\n"
     "\n"
@@ -135,10 +137,17 @@ int run_show(const Args& args) {
     return 0;
   }
   VERL_CHECK(!p.has("--schema"), "data", path, ": --schema needs a parquet file");
-  for (const auto& row : io::read_jsonl(path)) {
-    if (limit >= 0 && shown >= limit) break;
+  std::ifstream file(path, std::ios::binary);
+  VERL_CHECK(file.is_open(), "data", path, ": cannot open file");
+  size_t number = 0;
+  while ((limit < 0 || shown < limit) && std::getline(file, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    io::Value row = io::parse_json(line, path + ":" + std::to_string(number));
     io::Value out = row;
     if (!columns.empty()) {
+      VERL_CHECK(row.is_struct(), "data", path, ":", number, ": --columns needs JSON objects");
       io::Struct picked;
       for (const auto& field : row.as_struct()) {
         if (std::find(columns.begin(), columns.end(), field.first) != columns.end()) picked.push_back(field);
@@ -148,6 +157,7 @@ int run_show(const Args& args) {
     std::cout << io::to_json(out) << '\n';
     ++shown;
   }
+  VERL_CHECK(!file.bad(), "data", path, ": read error");
   return 0;
 }
 
@@ -164,6 +174,27 @@ int run_convert(const Args& args) {
   VERL_CHECK(p.positional.size() == 2, "data", "expected 'verl data convert IN OUT'");
   const std::string& in = p.positional[0];
   const std::string& out = p.positional[1];
+  if (is_parquet(in) && !is_parquet(out)) {
+    // Parquet to JSONL streams one row group at a time.
+    io::parquet::Reader reader(in);
+    std::ofstream file(out, std::ios::binary | std::ios::trunc);
+    VERL_CHECK(file.is_open(), "data", out, ": cannot open for writing");
+    std::string line;
+    size_t count = 0;
+    for (size_t g = 0; g < reader.num_row_groups(); ++g) {
+      for (const auto& row : reader.read_row_group(g)) {
+        line.clear();
+        io::append_json(row, line);
+        line += '\n';
+        file.write(line.data(), static_cast<std::streamsize>(line.size()));
+        ++count;
+      }
+    }
+    file.close();
+    VERL_CHECK(!file.fail(), "data", out, ": write failed");
+    std::cerr << "wrote " << count << " rows to " << out << "\n";
+    return 0;
+  }
   std::vector<io::Value> rows = is_parquet(in) ? io::parquet::read_parquet(in) : io::read_jsonl(in);
   if (is_parquet(out)) {
     io::parquet::WriterOptions options;

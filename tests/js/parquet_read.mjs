@@ -1,5 +1,5 @@
 // Reads a parquet file with hyparquet (an independent implementation) and prints one JSON object per row per
-// line, for verl.cpp's cross-check tests. Struct fields are laid out in schema order with absent ones as null
+// line, for verl.cpp's cross-check tests. MAPs are objects keyed by the map keys; struct fields are laid out in schema order with absent ones as null
 // (hyparquet leaves them out), BigInts become numbers when exact (else decimal strings), byte arrays UTF-8
 // text. GZIP pages are inflated with node's zlib.
 import { gunzipSync } from 'node:zlib'
@@ -30,6 +30,13 @@ function layout(value, node) {
       repeated.element.name !== `${element.name}_tuple`
     const item = unwrap ? repeated.children[0] : repeated
     return value.map((v) => layout(v, item))
+  }
+  if ((annotation === 'MAP' || annotation === 'MAP_KEY_VALUE') && children.length === 1 &&
+      children[0].children.length === 2) {
+    const valueNode = children[0].children[1]
+    const out = {}
+    for (const [k, v] of Object.entries(value)) out[k] = layout(v, valueNode)
+    return out
   }
   if (element.repetition_type === 'REPEATED' && Array.isArray(value)) {
     return value.map((v) => layout(v, { element: { ...element, repetition_type: 'REQUIRED' }, children }))

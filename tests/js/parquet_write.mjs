@@ -1,6 +1,6 @@
 // Writes a parquet file with hyparquet-writer (an independent implementation) covering every physical type
 // and the encodings it offers (PLAIN, RLE, RLE_DICTIONARY, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY,
-// DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT; DATA_PAGE_V2; several row groups and pages), then prints the rows it
+// DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT; DATA_PAGE_V2; several row groups and pages; LIST, MAP, structs), then prints the rows it
 // wrote as JSON lines, for verl.cpp's reader test to compare against.
 //   node parquet_write.mjs OUT.parquet [SNAPPY|UNCOMPRESSED|GZIP] [SEED]
 import { gzipSync } from 'node:zlib'
@@ -30,7 +30,7 @@ const maybe = (make) => (random() < 0.2 ? null : make())
 const n = 700
 const cols = {
   id: [], str_plain: [], str_dict: [], str_delta_len: [], str_delta: [], i32_delta: [], i64_delta: [], i32_plain: [],
-  f32_split: [], f64_split: [], f64_plain: [], bool_rle: [], bool_plain: [], half: [], tags: [], messages: [], info: [],
+  f32_split: [], f64_split: [], f64_plain: [], bool_rle: [], bool_plain: [], half: [], tags: [], messages: [], info: [], attrs: [],
 }
 for (let i = 0; i < n; ++i) {
   cols.id.push(BigInt(i))
@@ -49,6 +49,11 @@ for (let i = 0; i < n; ++i) {
   cols.half.push(maybe(() => (int(4096) - 2048) / 4))
   cols.tags.push(maybe(() => Array.from({ length: int(4) }, () => pick(words))))
   cols.messages.push(Array.from({ length: int(3) }, () => ({ role: pick(['user', 'assistant']), content: text() })))
+  cols.attrs.push(maybe(() => {
+    const out = {}
+    for (const key of ['k1', 'k2', 'ключ']) if (random() < 0.5) out[key] = maybe(() => int(1000))
+    return out
+  }))
   cols.info.push(maybe(() => ({ index: BigInt(i), split: pick(['train', 'test']), score: maybe(() => random()) })))
 }
 
@@ -70,6 +75,7 @@ const columnData = [
   { name: 'tags', data: cols.tags },
   { name: 'messages', data: cols.messages },
   { name: 'info', data: cols.info },
+  { name: 'attrs', data: cols.attrs },
 ]
 
 // Explicit schema: the nested columns as a LIST of strings, a LIST of structs and a struct.
@@ -103,6 +109,10 @@ const schema = [
   leaf('index', 'INT64', 'REQUIRED'),
   leaf('split', 'BYTE_ARRAY', 'OPTIONAL', utf8),
   leaf('score', 'DOUBLE'),
+  { name: 'attrs', repetition_type: 'OPTIONAL', num_children: 1, converted_type: 'MAP' },
+  { name: 'key_value', repetition_type: 'REPEATED', num_children: 2 },
+  leaf('key', 'BYTE_ARRAY', 'REQUIRED', utf8),
+  leaf('value', 'INT32'),
 ]
 
 parquetWriteFile({
