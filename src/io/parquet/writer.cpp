@@ -391,7 +391,7 @@ struct Writer::Impl {
     out_bytes.insert(out_bytes.end(), encoded.begin(), encoded.end());
   }
 
-  ColumnChunk write_column(ColumnBuffer& col, size_t num_rows) {
+  ColumnChunk write_column(ColumnBuffer& col) {
     ColumnChunk chunk;
     ColumnMetaData& m = chunk.meta_data;
     m.type = col.type;
@@ -537,7 +537,7 @@ struct Writer::Impl {
     RowGroup group;
     group.num_rows = static_cast<int64_t>(rows_in_group);
     for (auto& col : columns) {
-      group.columns.push_back(write_column(col, rows_in_group));
+      group.columns.push_back(write_column(col));
       group.total_byte_size += group.columns.back().meta_data.total_uncompressed_size;
       col.clear();
     }
@@ -556,9 +556,6 @@ struct Writer::Impl {
       if (f.kind == FieldKind::kString) {
         e.converted_type = ConvertedType::kUtf8;
         e.logical_type.kind = LogicalType::kString;
-      }
-      if (f.kind == FieldKind::kInt32) {
-        e.logical_type.kind = LogicalType::kNone;
       }
       out_elements.push_back(e);
       return;
