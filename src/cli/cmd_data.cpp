@@ -1,6 +1,7 @@
 // `verl data show|convert|preprocess`: look at parquet / JSONL files, convert between them, and build verl's
 // example datasets (gsm8k, math) from their JSONL sources.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -30,7 +31,12 @@ const char* const kDataUsage =
     "usage: verl data preprocess gsm8k|math --input FILE.jsonl --split NAME --output FILE.parquet\n"
     "\n"
     "preprocess  builds verl's example datasets (examples/data_preprocess/gsm8k.py, math_dataset.py) from\n"
-    "         their JSONL sources: gsm8k rows {question, answer}, MATH rows {problem, solution, ...}.\n";
+    "         their JSONL sources: gsm8k rows {question, answer}, MATH rows {problem, solution, ...}.\n"
+    "\n"
+    "usage: verl data preprocess digit_completion --output-dir DIR [--seed S]\n"
+    "\n"
+    "         verl's arithmetic-sequence toy task: all 1000 prompts \"a,b:9,k\", shuffled with seed S\n"
+    "         (default 0) and split 80/20 into DIR/train.parquet and DIR/test.parquet.\n";
 
 namespace {
 
@@ -210,11 +216,29 @@ int run_convert(const Args& args) {
   return 0;
 }
 
+int run_digit_completion(const ParsedArgs& p) {
+  VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess digit_completion needs --output-dir");
+  uint64_t seed = p.has("--seed") ? static_cast<uint64_t>(parse_count(p.get("--seed"), "--seed")) : 0;
+  data::DigitCompletionSplits splits = data::digit_completion_splits(seed);
+  const std::string dir = p.get("--output-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  VERL_CHECK(!ec, "data", dir, ": cannot create folder (", ec.message(), ")");
+  io::parquet::write_parquet(dir + "/train.parquet", splits.train.rows, splits.train.schema);
+  io::parquet::write_parquet(dir + "/test.parquet", splits.test.rows, splits.test.schema);
+  std::cerr << "wrote " << splits.train.rows.size() << " train and " << splits.test.rows.size() << " test rows to "
+            << dir << "\n";
+  return 0;
+}
+
 int run_preprocess(const Args& args) {
-  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output"});
-  VERL_CHECK(p.positional.size() == 1, "data", "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...'");
+  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output", "--output-dir", "--seed"});
+  VERL_CHECK(p.positional.size() == 1, "data",
+             "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...' or "
+             "'verl data preprocess digit_completion --output-dir DIR [--seed S]'");
   const std::string& dataset = p.positional[0];
   data::check_preprocess_dataset(dataset);
+  if (dataset == "digit_completion") return run_digit_completion(p);
   for (const char* option : {"--input", "--split", "--output"}) {
     VERL_CHECK(p.has(option), "data", "verl data preprocess ", dataset, " needs ", option);
   }

@@ -8,7 +8,7 @@
 namespace verl::data {
 
 const std::vector<std::string>& preprocess_dataset_names() {
-  static const std::vector<std::string> names = {"gsm8k", "math"};
+  static const std::vector<std::string> names = {"gsm8k", "math", "digit_completion"};
   return names;
 }
 
@@ -23,7 +23,7 @@ PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::ve
   if (dataset == "gsm8k") return preprocess_gsm8k(source, split, where);
   if (dataset == "math") return preprocess_math(source, split, where);
   check_preprocess_dataset(dataset);
-  VERL_FAIL("data", "unknown dataset '", dataset, "'");
+  VERL_FAIL("data", "dataset '", dataset, "' is generated, not read from --input: use --output-dir");
 }
 
 }  // namespace verl::data

@@ -2,6 +2,8 @@
 // helpers behave like verl's last_boxed_only_string / remove_boxed on hand-written cases.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "support/fixtures.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
@@ -72,10 +74,49 @@ TEST(DataPreprocess, MathRowsKeepSourceColumnsFirst) {
 TEST(DataPreprocess, UnknownDatasetAndMissingOptions) {
   CommandResult r = run_command(verl_binary() + " data preprocess nope --input a --split b --output c");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("unknown dataset 'nope'; valid: gsm8k, math"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown dataset 'nope'; valid: gsm8k, math, digit_completion"), std::string::npos) << r.err;
   CommandResult m = run_command(verl_binary() + " data preprocess gsm8k --input a");
   EXPECT_EQ(m.exit_code, 1);
   EXPECT_NE(m.err.find("needs --split"), std::string::npos) << m.err;
+}
+
+}  // namespace
+}  // namespace verl::test
+
+namespace verl::test {
+namespace {
+
+TEST(DataPreprocess, DigitCompletionCoversVerlsTestSplit) {
+  const std::string dir = make_temp_dir("preprocess_digit_completion");
+  CommandResult r = run_command(verl_binary() + " data preprocess digit_completion --output-dir '" + dir + "' --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<io::Value> train = io::parquet::read_parquet(dir + "/train.parquet");
+  std::vector<io::Value> test = io::parquet::read_parquet(dir + "/test.parquet");
+  EXPECT_EQ(train.size(), 800u);
+  EXPECT_EQ(test.size(), 200u);
+  std::multiset<std::string> ours;
+  for (const auto* split : {&train, &test}) {
+    for (const auto& row : *split) ours.insert(row.find("prompt")->as_list()[0].find("content")->as_string());
+  }
+  // 10 values of a, 10 diffs, 10 counts; "7,7:9,4" arises from diff 0 and diff 9 alike.
+  EXPECT_EQ(ours.size(), 1000u);
+  EXPECT_EQ(ours.count("7,7:9,4"), 2u);
+  EXPECT_EQ(ours.count("9,0:9,9"), 2u);  // a=9: diff 0 and diff 9 both give (9+diff)%9 = 0
+  EXPECT_EQ(ours.count("0,1:9,5"), 1u);  // a=0: only diff 1 gives 1
+  // Every row of verl's own test split is one of our prompts, and the layout is the same.
+  io::parquet::Reader verls(fixtures_dir() + "/verl_parquet/arithmetic_sequence_test.parquet");
+  io::parquet::Reader mine(dir + "/test.parquet");
+  EXPECT_EQ(mine.schema().to_text(), verls.schema().to_text());
+  for (const auto& row : verls.read_all()) {
+    const std::string& content = row.find("prompt")->as_list()[0].find("content")->as_string();
+    EXPECT_EQ(ours.count(content) > 0, true) << content;
+  }
+  // The seed decides the split.
+  const std::string other = make_temp_dir("preprocess_digit_completion_other");
+  ASSERT_EQ(run_command(verl_binary() + " data preprocess digit_completion --output-dir '" + other + "' --seed 3").exit_code, 0);
+  EXPECT_EQ(read_file(other + "/test.parquet"), read_file(dir + "/test.parquet"));
+  ASSERT_EQ(run_command(verl_binary() + " data preprocess digit_completion --output-dir '" + other + "' --seed 4").exit_code, 0);
+  EXPECT_NE(read_file(other + "/test.parquet"), read_file(dir + "/test.parquet"));
 }
 
 }  // namespace

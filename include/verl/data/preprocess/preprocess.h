@@ -2,6 +2,7 @@
 // JSONL rows in, verl-format rows out (data_source, prompt, ability, reward_model, extra_info).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,14 @@ bool math_last_boxed_only_string(const std::string& text, std::string& boxed);
 std::string math_remove_boxed(const std::string& boxed);
 PreprocessedDataset preprocess_math(const std::vector<io::Value>& source, const std::string& split,
                                     const std::string& where);
+
+// verl's digit-completion toy task (tests/special_e2e/envs/digit_completion): every prompt
+// "{a},{b}:{max_number},{k}" for a in [0, max_number], diff in [0, max_diff], k in [0, max_num_in_response],
+// b = (a + diff) % max_number, as a one-message `prompt` column; shuffled with `seed` and split 80/20.
+struct DigitCompletionSplits {
+  PreprocessedDataset train, test;
+};
+DigitCompletionSplits digit_completion_splits(uint64_t seed, int max_number = 9, int max_diff = 9,
+                                              int max_num_in_response = 9);
 
 }  // namespace verl::data
