@@ -19,6 +19,7 @@ const std::vector<Command>& command_table() {
        run_config_command},
       {"score", "Score responses with verl's rule rewards (gsm8k, MATH, math_dapo, ...) from a JSONL file",
        kScoreUsage, run_score_command},
+      {"data", "Show, convert and build datasets (parquet, JSONL)", kDataUsage, run_data_command},
   };
   return table;
 }

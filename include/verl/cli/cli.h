@@ -27,5 +27,7 @@ int run_config_command(const Args& args);
 extern const char* const kConfigUsage;
 int run_score_command(const Args& args);
 extern const char* const kScoreUsage;
+int run_data_command(const Args& args);
+extern const char* const kDataUsage;
 
 }  // namespace verl::cli

@@ -1,0 +1,29 @@
+#include "verl/data/preprocess/preprocess.h"
+
+#include <algorithm>
+
+#include "verl/common/error.h"
+#include "verl/common/strings.h"
+
+namespace verl::data {
+
+const std::vector<std::string>& preprocess_dataset_names() {
+  static const std::vector<std::string> names = {"gsm8k", "math", "digit_completion"};
+  return names;
+}
+
+void check_preprocess_dataset(const std::string& dataset) {
+  const auto& names = preprocess_dataset_names();
+  VERL_CHECK(std::find(names.begin(), names.end(), dataset) != names.end(), "data", "unknown dataset '", dataset,
+             "'; valid: ", join(names, ", "));
+}
+
+PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::vector<io::Value>& source,
+                                       const std::string& split, const std::string& where) {
+  if (dataset == "gsm8k") return preprocess_gsm8k(source, split, where);
+  if (dataset == "math") return preprocess_math(source, split, where);
+  check_preprocess_dataset(dataset);
+  VERL_FAIL("data", "dataset '", dataset, "' is generated, not read from --input: use --output-dir");
+}
+
+}  // namespace verl::data
