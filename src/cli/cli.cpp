@@ -17,6 +17,10 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
        run_config_command},
+      {"tokenize", "Text on stdin -> JSON token ids (--tokenizer DIR)", kTokenizeUsage, run_tokenize_command},
+      {"detokenize", "JSON token ids on stdin -> text (--tokenizer DIR)", kDetokenizeUsage, run_detokenize_command},
+      {"chat-template", "Render a model's chat template for messages (--tokenizer DIR --messages FILE)",
+       kChatTemplateUsage, run_chat_template_command},
   };
   return table;
 }

@@ -25,5 +25,9 @@ int main_entry(int argc, char** argv);
 // Subcommand entry points (declared here so the table in cli.cpp is the only place that lists them).
 int run_config_command(const Args& args);
 extern const char* const kConfigUsage;
+int run_tokenize_command(const Args& args);
+int run_detokenize_command(const Args& args);
+int run_chat_template_command(const Args& args);
+extern const char* const kTokenizeUsage, *const kDetokenizeUsage, *const kChatTemplateUsage;
 
 }  // namespace verl::cli
