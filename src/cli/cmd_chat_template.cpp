@@ -40,9 +40,9 @@ int run_chat_template_command(const Args& args) {
   VERL_CHECK(in.good(), "chat_template", "cannot open messages file ", messages_path);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  nlohmann::json input;
+  nlohmann::ordered_json input;  // keeps key order, as Python dicts do
   try {
-    input = nlohmann::json::parse(buffer.str());
+    input = nlohmann::ordered_json::parse(buffer.str());
   } catch (const nlohmann::json::parse_error& e) {
     VERL_FAIL("chat_template", messages_path, ": not valid JSON: ", e.what());
   }

@@ -85,26 +85,30 @@ py::object& renderer() {
 }  // namespace
 
 std::string render_chat_template(const std::string& chat_template, const ChatTemplateInputs& inputs,
-                                 const nlohmann::json& special_tokens) {
+                                 const nlohmann::ordered_json& special_tokens) {
   VERL_CHECK(inputs.messages.is_array(), "chat_template", "messages must be a JSON list, got ",
              inputs.messages.dump().substr(0, 80));
   VERL_CHECK(inputs.extra_kwargs.is_object() && special_tokens.is_object(), "chat_template",
              "template kwargs must be a JSON object");
-  nlohmann::json variables = special_tokens;
+  nlohmann::ordered_json variables = special_tokens;
   for (auto it = inputs.extra_kwargs.begin(); it != inputs.extra_kwargs.end(); ++it) variables[it.key()] = it.value();
-  const std::string messages = inputs.messages.dump();
-  const std::string tools = inputs.tools.dump();
-  const std::string documents = inputs.documents.dump();
-  const std::string vars = variables.dump();
+  // Invalid UTF-8 in a string becomes U+FFFD (as Python's errors="replace") instead of failing.
+  const auto dump = [](const nlohmann::ordered_json& value) {
+    return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  const std::string messages = dump(inputs.messages);
+  const std::string tools = dump(inputs.tools);
+  const std::string documents = dump(inputs.documents);
+  const std::string vars = dump(variables);
   return python::with_gil("chat_template", [&] {
     py::object result = renderer()(chat_template, messages, inputs.add_generation_prompt, tools, documents, vars);
     return result.cast<std::string>();
   });
 }
 
-nlohmann::json special_tokens_map(const Tokenizer& tokenizer) {
+nlohmann::ordered_json special_tokens_map(const Tokenizer& tokenizer) {
   const TokenizerConfig& config = tokenizer.config();
-  nlohmann::json map = nlohmann::json::object();
+  nlohmann::ordered_json map = nlohmann::ordered_json::object();
   if (config.bos_token) map["bos_token"] = *config.bos_token;
   if (config.eos_token) map["eos_token"] = *config.eos_token;
   if (config.unk_token) map["unk_token"] = *config.unk_token;
