@@ -21,6 +21,7 @@ int32_t code_point_at(std::string_view text, size_t pos) { return next_code_poin
 }  // namespace
 
 void AddedVocabulary::Trie::insert(const std::string& key, int32_t token) {
+  first_byte[static_cast<unsigned char>(key[0])] = true;
   int32_t node = 0;
   for (unsigned char byte : key) {
     int32_t next = child(node, byte);
@@ -76,6 +77,10 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normaliz
   size_t emitted = 0;  // end of what is already in `out`
   size_t pos = 0;
   while (pos < text.size()) {
+    if (!trie.first_byte[static_cast<unsigned char>(text[pos])]) {
+      ++pos;
+      continue;
+    }
     int32_t node = trie.child(0, static_cast<unsigned char>(text[pos]));
     if (node < 0) {
       ++pos;

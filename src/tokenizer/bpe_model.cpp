@@ -40,20 +40,13 @@ struct BpeModel::Cache {
   std::unordered_map<std::string, std::vector<int32_t>> words;
 };
 
-BpeModel::BpeModel(const json& config, const std::string& where) : cache_(std::make_unique<Cache>()) {
-  VERL_CHECK(config.contains("vocab") && config["vocab"].is_object(), "tokenizer", where,
-             ": BPE model needs an object \"vocab\" (token -> id)");
-  const json& vocab = config["vocab"];
-  vocab_.reserve(vocab.size() * 2);
+BpeModel::BpeModel(const json& config, BpeVocab data, const std::string& where)
+    : cache_(std::make_unique<Cache>()) {
+  vocab_.reserve(data.vocab.size() * 2);
   int64_t max_id = -1;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    VERL_CHECK(it.value().is_number_integer() && it.value().get<int64_t>() >= 0 &&
-                   it.value().get<int64_t>() < (int64_t{1} << 31),
-               "tokenizer", where, ": vocab id of '", it.key(), "' must be a non-negative integer, got ",
-               it.value().dump());
-    const int64_t id = it.value().get<int64_t>();
-    vocab_.emplace(it.key(), static_cast<int32_t>(id));
-    max_id = std::max(max_id, id);
+  for (auto& [token, id] : data.vocab) {
+    max_id = std::max<int64_t>(max_id, id);
+    vocab_.emplace(std::move(token), id);
   }
   id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
   has_id_.assign(static_cast<size_t>(max_id + 1), 0);
@@ -82,27 +75,12 @@ BpeModel::BpeModel(const json& config, const std::string& where) : cache_(std::m
     byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
   }
 
-  VERL_CHECK(config.contains("merges") && config["merges"].is_array(), "tokenizer", where,
-             ": BPE model needs an array \"merges\"");
-  const json& merges = config["merges"];
-  merges_.reserve(merges.size() * 2);
-  std::string left, right;
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const json& merge = merges[rank];
-    if (merge.is_string()) {
-      const std::string& text = merge.get_ref<const std::string&>();
-      const size_t space = text.find(' ');
-      VERL_CHECK(space != std::string::npos && text.find(' ', space + 1) == std::string::npos, "tokenizer", where,
-                 ": merge #", rank, " '", text, "' must be two tokens separated by one space");
-      left.assign(text, 0, space);
-      right.assign(text, space + 1, std::string::npos);
-    } else {
-      VERL_CHECK(merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string(), "tokenizer",
-                 where, ": merge #", rank, " must be \"a b\" or [\"a\", \"b\"], got ", merge.dump());
-      left = merge[0].get<std::string>();
-      right = merge[1].get<std::string>();
-    }
-    auto l = vocab_.find(left), r = vocab_.find(right), m = vocab_.find(left + right);
+  merges_.reserve(data.merges.size() * 2);
+  std::string joined;
+  for (size_t rank = 0; rank < data.merges.size(); ++rank) {
+    const auto& [left, right] = data.merges[rank];
+    joined.assign(left).append(right);
+    auto l = vocab_.find(left), r = vocab_.find(right), m = vocab_.find(joined);
     VERL_CHECK(l != vocab_.end() && r != vocab_.end() && m != vocab_.end(), "tokenizer", where, ": merge #", rank,
                " ('", left, "', '", right, "') uses a token that is not in the vocab");
     merges_.emplace(pair_key(l->second, r->second), Merge{static_cast<int32_t>(rank), m->second});
@@ -122,21 +100,19 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
   return &id_to_token_[id];
 }
 
-void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+void BpeModel::encode_word(const std::string& word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (ignore_merges_) {
-    auto it = vocab_.find(std::string(word));
+    auto it = vocab_.find(word);
     if (it != vocab_.end()) {
       out.push_back(it->second);
       return;
     }
   }
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
-  std::string key;
   if (cacheable) {
-    key.assign(word);
     std::lock_guard<std::mutex> lock(cache_->mutex);
-    auto it = cache_->words.find(key);
+    auto it = cache_->words.find(word);
     if (it != cache_->words.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -148,7 +124,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     if (cache_->words.size() >= kMaxCacheEntries) cache_->words.clear();
-    cache_->words.emplace(std::move(key), std::move(ids));
+    cache_->words.emplace(word, std::move(ids));
   }
 }
 

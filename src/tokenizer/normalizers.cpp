@@ -16,8 +16,15 @@ namespace {
 
 using json = nlohmann::json;
 
+bool is_ascii(const std::string& text) {
+  for (unsigned char byte : text) {
+    if (byte >= 0x80) return false;
+  }
+  return true;
+}
+
 std::string utf8proc_transform(const std::string& text, int options) {
-  if (text.empty()) return text;
+  if (is_ascii(text)) return text;  // every normal form of ASCII text is the text itself
   utf8proc_uint8_t* out = nullptr;
   const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
                                           static_cast<utf8proc_ssize_t>(text.size()), &out,

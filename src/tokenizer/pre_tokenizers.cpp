@@ -1,5 +1,7 @@
 #include "verl/tokenizer/pre_tokenizers.h"
 
+#include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
@@ -19,8 +21,10 @@ const char* const kGpt2Pattern =
 // Applies `split_one` to each piece, keeping at_text_start only on the first sub-piece of a piece.
 template <typename F>
 void split_each(std::vector<Piece>& pieces, F&& split_one) {
+  size_t bytes = 0;
+  for (const Piece& piece : pieces) bytes += piece.text.size();
   std::vector<Piece> out;
-  out.reserve(pieces.size() * 2);
+  out.reserve(std::max(pieces.size() * 2, bytes / 4));  // ~4 bytes per piece for words of prose
   for (Piece& piece : pieces) {
     std::vector<std::string> parts = split_one(piece.text);
     bool first = piece.at_text_start;
@@ -40,25 +44,57 @@ class ByteLevelPreTokenizer : public PreTokenizer {
         regex_(use_regex ? std::make_unique<Regex>(kGpt2Pattern, "ByteLevel pre-tokenizer") : nullptr) {}
 
   void pre_tokenize(std::vector<Piece>& pieces) const override {
+    if (!regex_) {  // one piece in, one piece out: map in place
+      for (Piece& piece : pieces) {
+        const bool prefix = add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ');
+        piece.text = map_bytes(piece.text, prefix);
+      }
+      return;
+    }
     split_each(pieces, [&](const std::string& text) {
-      std::string prefixed = (add_prefix_space_ && (text.empty() || text[0] != ' ')) ? " " + text : text;
+      const bool prefix = add_prefix_space_ && (text.empty() || text[0] != ' ');
       std::vector<std::string> parts;
       if (regex_) {
-        parts = split_by_matches(prefixed, regex_->find_all(prefixed), SplitBehavior::Isolated, false);
+        const std::string prefixed = prefix ? " " + text : std::string();
+        const std::string& source = prefix ? prefixed : text;
+        parts = split_by_matches(source, regex_->find_all(source), SplitBehavior::Isolated, false);
+        for (std::string& part : parts) part = map_bytes(part, false);
       } else {
-        parts.push_back(std::move(prefixed));
-      }
-      for (std::string& part : parts) {
-        std::string mapped;
-        mapped.reserve(part.size() * 2);
-        for (unsigned char byte : part) mapped += byte_to_unicode(byte);
-        part.swap(mapped);
+        parts.push_back(map_bytes(text, prefix));
       }
       return parts;
     });
   }
 
  private:
+  // The text's bytes in GPT-2's byte alphabet (one or two UTF-8 bytes each), optionally after a space.
+  std::string map_bytes(const std::string& text, bool prefix_space) const {
+    std::string mapped;
+    mapped.reserve(text.size() * 2 + 2);
+    if (prefix_space) mapped += byte_to_unicode(' ');
+    for (unsigned char byte : text) {
+      const MappedByte& m = table_[byte];
+      mapped.push_back(m.bytes[0]);
+      if (m.length == 2) mapped.push_back(m.bytes[1]);
+    }
+    return mapped;
+  }
+  struct MappedByte {
+    char bytes[2];
+    uint8_t length;
+  };
+  static std::array<MappedByte, 256> make_table() {
+    std::array<MappedByte, 256> table{};
+    for (int b = 0; b < 256; ++b) {
+      const std::string& utf8 = byte_to_unicode(static_cast<uint8_t>(b));
+      table[b].length = static_cast<uint8_t>(utf8.size());
+      table[b].bytes[0] = utf8[0];
+      table[b].bytes[1] = utf8.size() > 1 ? utf8[1] : 0;
+    }
+    return table;
+  }
+  std::array<MappedByte, 256> table_ = make_table();
+
   bool add_prefix_space_;
   std::unique_ptr<Regex> regex_;
 };
@@ -202,6 +238,18 @@ PrependScheme parse_prepend_scheme(const json& config, const std::string& where)
 std::vector<std::string> split_by_matches(const std::string& text,
                                           const std::vector<std::pair<size_t, size_t>>& matches,
                                           SplitBehavior behavior, bool invert) {
+  if (behavior == SplitBehavior::Isolated && !invert) {  // the common case (byte-level BPE regexes): no bookkeeping
+    std::vector<std::string> out;
+    out.reserve(matches.size() * 2 + 1);
+    size_t prev = 0;
+    for (const auto& [begin, end] : matches) {
+      if (prev < begin) out.emplace_back(text, prev, begin - prev);
+      if (begin < end) out.emplace_back(text, begin, end - begin);
+      prev = end;
+    }
+    if (prev < text.size()) out.emplace_back(text, prev, text.size() - prev);
+    return out;
+  }
   // Mark every span of the text as delimiter (true) or not, as HF does before applying the behaviour.
   std::vector<std::pair<std::pair<size_t, size_t>, bool>> spans;
   size_t prev = 0;

@@ -53,6 +53,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
         at_start = false;
         continue;
       }
+      if (segment.text.empty()) continue;  // e.g. a normalizer that strips everything
       pieces.clear();
       pieces.push_back(Piece{std::move(segment.text), at_start});
       at_start = false;

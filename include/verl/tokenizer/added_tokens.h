@@ -49,6 +49,7 @@ class AddedVocabulary {
       int32_t token = -1;                                       // index into tokens_
     };
     std::vector<Node> nodes{1};
+    bool first_byte[256] = {};  // bytes that start some token: most text positions are rejected here
     void insert(const std::string& key, int32_t token);
     int32_t child(int32_t node, unsigned char byte) const;
   };

@@ -16,16 +16,24 @@
 
 namespace verl::tokenizer {
 
+// The two large parts of a BPE model, read by a streaming parser (see tokenizer_json.cpp) rather than as JSON
+// trees: (token, id) in file order and merges as (left, right) in rank order.
+struct BpeVocab {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+};
+
 class BpeModel {
  public:
-  // `config` is tokenizer.json's "model" object; `where` names it in errors.
-  BpeModel(const nlohmann::json& config, const std::string& where);
+  // `config` is tokenizer.json's "model" object (its "vocab" and "merges" are ignored: they come in `data`);
+  // `where` names it in errors.
+  BpeModel(const nlohmann::json& config, BpeVocab data, const std::string& where);
   ~BpeModel();
   BpeModel(const BpeModel&) = delete;
   BpeModel& operator=(const BpeModel&) = delete;
 
   // Appends the ids of one pre-tokenized piece to `out`.
-  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  void encode_word(const std::string& word, std::vector<int32_t>& out) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // nullptr when `id` is not in the vocab.
