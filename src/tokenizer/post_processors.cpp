@@ -92,6 +92,14 @@ std::unique_ptr<PostProcessor> make_template(const json& config, const std::stri
 
 }  // namespace
 
+std::unique_ptr<PostProcessor> make_bos_eos_processor(std::vector<int32_t> bos, std::vector<int32_t> eos) {
+  std::vector<TemplateProcessor::Item> items;
+  if (!bos.empty()) items.push_back({false, std::move(bos)});
+  items.push_back({true, {}});
+  if (!eos.empty()) items.push_back({false, std::move(eos)});
+  return std::make_unique<TemplateProcessor>(std::move(items));
+}
+
 std::unique_ptr<PostProcessor> make_post_processor(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,

@@ -29,6 +29,26 @@ Tokenizer::Tokenizer(TokenizerPipeline pipeline, TokenizerConfig config)
   for (const auto& token : named) {
     if (auto id = special_id(token)) special_ids_.insert(*id);
   }
+  // transformers' Llama/Gemma fast tokenizers rebuild the post-processor from add_bos_token (default true) and
+  // add_eos_token (default false) in tokenizer_config.json; do the same so ids match AutoTokenizer.
+  const std::string& cls = config_.tokenizer_class;
+  const bool llama_like = cls == "LlamaTokenizer" || cls == "LlamaTokenizerFast" || cls == "CodeLlamaTokenizer" ||
+                          cls == "CodeLlamaTokenizerFast" || cls == "GemmaTokenizer" || cls == "GemmaTokenizerFast";
+  if (llama_like) {
+    const bool add_bos = config_.add_bos_token.value_or(true), add_eos = config_.add_eos_token.value_or(false);
+    std::vector<int32_t> bos, eos;
+    if (add_bos) {
+      auto id = bos_token_id();
+      VERL_CHECK(id.has_value(), "tokenizer", cls, ": add_bos_token is true but bos_token is missing or not in the vocab");
+      bos.push_back(*id);
+    }
+    if (add_eos) {
+      auto id = eos_token_id();
+      VERL_CHECK(id.has_value(), "tokenizer", cls, ": add_eos_token is true but eos_token is missing or not in the vocab");
+      eos.push_back(*id);
+    }
+    pipeline_.post_processor = make_bos_eos_processor(std::move(bos), std::move(eos));
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

@@ -20,4 +20,7 @@ class PostProcessor {
 
 std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& config, const std::string& where);
 
+// The template transformers' LlamaTokenizerFast.update_post_processor builds: [bos] A [eos], each optional.
+std::unique_ptr<PostProcessor> make_bos_eos_processor(std::vector<int32_t> bos, std::vector<int32_t> eos);
+
 }  // namespace verl::tokenizer

@@ -25,7 +25,8 @@ class Tokenizer {
   Tokenizer(TokenizerPipeline pipeline, TokenizerConfig config);
 
   // Text -> ids. Added tokens in the text are matched first; add_special_tokens applies the post-processor
-  // (e.g. Llama 2's leading <s>). Invalid UTF-8 is an error naming the byte offset.
+  // (e.g. Llama 2's leading <s>). For Llama/CodeLlama/Gemma tokenizer classes the post-processor is rebuilt
+  // from add_bos_token / add_eos_token, as transformers does. Invalid UTF-8 is an error naming the byte offset.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
 
   // Ids -> text through the decoder. Ids outside the vocab are skipped (as HF tokenizers does); with

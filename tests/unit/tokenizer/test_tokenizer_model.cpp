@@ -177,5 +177,21 @@ TEST(TokenizerConfigFiles, SpecialTokensTemplateAndGenerationEos) {
   EXPECT_EQ(Tokenizer::from_folder(dir).config().chat_template, "T3");
 }
 
+// transformers' LlamaTokenizerFast builds [bos] A [eos] from add_bos_token / add_eos_token.
+TEST(TokenizerConfigFiles, LlamaAddBosAddEos) {
+  const std::string dir = test::make_temp_dir("tokenizer_llama_bos_eos");
+  test::write_file(dir + "/tokenizer.json", kAddedJson);
+  test::write_file(dir + "/tokenizer_config.json",
+                   R"({"tokenizer_class": "LlamaTokenizer", "bos_token": "<x>", "eos_token": "<y>",
+                       "add_bos_token": true, "add_eos_token": true})");
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (Ids{10, 12, 11}));
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab", false), (Ids{12}));
+  test::write_file(dir + "/tokenizer_config.json",
+                   R"({"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<x>", "add_bos_token": false})");
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (Ids{12}));
+  test::write_file(dir + "/tokenizer_config.json", R"({"tokenizer_class": "LlamaTokenizer", "add_bos_token": true})");
+  EXPECT_THROW(Tokenizer::from_folder(dir), Error);
+}
+
 }  // namespace
 }  // namespace verl::tokenizer
