@@ -153,6 +153,22 @@ TEST(TokenizerPostProcessors, TemplateAndByteLevel) {
                                    "test"),
                Error);
   EXPECT_THROW(make_post_processor(json::parse(R"({"type":"BertProcessing"})"), "test"), Error);
+  // Llama 3.1's form: Sequence[ByteLevel, TemplateProcessing(<|begin_of_text|> $A)].
+  auto sequence = make_post_processor(json::parse(R"({"type":"Sequence","processors":[
+      {"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},
+      {"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<|begin_of_text|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
+       "pair":[],"special_tokens":{"<|begin_of_text|>":{"id":"<|begin_of_text|>","ids":[128000],"tokens":["<|begin_of_text|>"]}}}]})"),
+                                      "test");
+  EXPECT_EQ(sequence->process({9906}, true), (std::vector<int32_t>{128000, 9906}));
+  EXPECT_EQ(sequence->process({9906}, false), (std::vector<int32_t>{9906}));
+}
+
+// PCRE2 in UCP mode treats U+0085 as whitespace and U+FEFF as not, like HF's Rust/Oniguruma regexes (and
+// unlike JavaScript, which is why the node-compared corpus leaves both out).
+TEST(TokenizerPreTokenizers, WhitespaceClassFollowsHuggingFace) {
+  EXPECT_EQ(pre_tokenize(R"({"type":"Split","pattern":{"Regex":"\\s+"},"behavior":"Removed","invert":false})",
+                         "a\xC2\x85" "b\xEF\xBB\xBF" "c"),
+            (Strings{"a", "b\xEF\xBB\xBF" "c"}));
 }
 
 }  // namespace
