@@ -20,6 +20,10 @@ void ensure_interpreter() {
       g_start_error = e.what();
       return;
     }
+    // Create pybind11's internals now, on this thread: they record this thread's state as its own, so a later
+    // gil_scoped_acquire here reuses it instead of making a second state for the same thread (which crashes
+    // when released, e.g. when the first use comes from a worker thread).
+    pybind11::detail::get_internals();
     // Release the GIL taken by initialization; every use goes through gil_scoped_acquire.
     PyEval_SaveThread();
   });
