@@ -20,6 +20,10 @@ const std::vector<Command>& command_table() {
       {"score", "Score responses with verl's rule rewards (gsm8k, MATH, math_dapo, ...) from a JSONL file",
        kScoreUsage, run_score_command},
       {"data", "Show, convert and build datasets (parquet, JSONL)", kDataUsage, run_data_command},
+      {"tokenize", "Text on stdin -> JSON token ids (--tokenizer DIR)", kTokenizeUsage, run_tokenize_command},
+      {"detokenize", "JSON token ids on stdin -> text (--tokenizer DIR)", kDetokenizeUsage, run_detokenize_command},
+      {"chat-template", "Render a model's chat template for messages (--tokenizer DIR --messages FILE)",
+       kChatTemplateUsage, run_chat_template_command},
   };
   return table;
 }

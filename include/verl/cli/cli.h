@@ -29,5 +29,9 @@ int run_score_command(const Args& args);
 extern const char* const kScoreUsage;
 int run_data_command(const Args& args);
 extern const char* const kDataUsage;
+int run_tokenize_command(const Args& args);
+int run_detokenize_command(const Args& args);
+int run_chat_template_command(const Args& args);
+extern const char* const kTokenizeUsage, *const kDetokenizeUsage, *const kChatTemplateUsage;
 
 }  // namespace verl::cli

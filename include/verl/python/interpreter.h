@@ -1,0 +1,38 @@
+// The process-wide embedded CPython interpreter (pybind11::embed): started once on first use, from any
+// thread, and kept until the process exits (never finalized, so no Python object outlives it). Between
+// calls the GIL is released; `with_gil` takes it, runs the callable, and turns a Python exception into
+// verl::Error. Used by chat templates (Jinja2) and, later, Python reward functions.
+//
+//   std::string text = verl::python::with_gil("chat_template", [&] {
+//     return pybind11::module_::import("jinja2").attr("__version__").cast<std::string>();
+//   });
+#pragma once
+
+#include <pybind11/embed.h>
+
+#include <string>
+
+#include "verl/common/error.h"
+
+namespace verl::python {
+
+// Starts the interpreter if it is not running; throws verl::Error when it cannot start.
+void ensure_interpreter();
+
+// "ExceptionType: message" for the Python error being handled (call with the GIL held).
+std::string describe_python_error(const pybind11::error_already_set& error);
+
+template <typename F>
+auto with_gil(const std::string& component, F&& fn) -> decltype(fn()) {
+  ensure_interpreter();
+  pybind11::gil_scoped_acquire gil;
+  try {
+    return fn();
+  } catch (pybind11::error_already_set& error) {
+    throw ::verl::Error(component, describe_python_error(error));
+  } catch (const pybind11::cast_error& error) {
+    throw ::verl::Error(component, std::string("Python value of an unexpected type: ") + error.what());
+  }
+}
+
+}  // namespace verl::python

@@ -1,0 +1,66 @@
+// `verl chat-template`: render a model folder's chat template for a JSON list of messages.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "verl/cli/cli.h"
+#include "verl/common/error.h"
+#include "verl/tokenizer/chat_template.h"
+#include "verl/tokenizer/tokenizer.h"
+
+namespace verl::cli {
+
+const char* const kChatTemplateUsage =
+    "usage: verl chat-template --tokenizer DIR --messages FILE.json [--add-generation-prompt]\n"
+    "\n"
+    "Prints DIR's chat template rendered by Jinja2 (as transformers' apply_chat_template(tokenize=False)).\n"
+    "FILE.json holds a list of {\"role\": ..., \"content\": ...} messages, or an object with \"messages\" and\n"
+    "optionally \"tools\", \"documents\" and \"kwargs\" (extra template variables such as enable_thinking).\n";
+
+int run_chat_template_command(const Args& args) {
+  std::string dir, messages_path;
+  bool add_generation_prompt = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--tokenizer" && i + 1 < args.size()) {
+      dir = args[++i];
+    } else if (args[i] == "--messages" && i + 1 < args.size()) {
+      messages_path = args[++i];
+    } else if (args[i] == "--add-generation-prompt") {
+      add_generation_prompt = true;
+    } else {
+      std::cerr << "error: unexpected argument '" << args[i] << "'\n" << kChatTemplateUsage;
+      return 2;
+    }
+  }
+  if (dir.empty() || messages_path.empty()) {
+    std::cerr << "error: --tokenizer DIR and --messages FILE.json are required\n" << kChatTemplateUsage;
+    return 2;
+  }
+  std::ifstream in(messages_path, std::ios::binary);
+  VERL_CHECK(in.good(), "chat_template", "cannot open messages file ", messages_path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  nlohmann::ordered_json input;  // keeps key order, as Python dicts do
+  try {
+    input = nlohmann::ordered_json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    VERL_FAIL("chat_template", messages_path, ": not valid JSON: ", e.what());
+  }
+  tokenizer::ChatTemplateInputs inputs;
+  inputs.add_generation_prompt = add_generation_prompt;
+  if (input.is_array()) {
+    inputs.messages = input;
+  } else {
+    VERL_CHECK(input.is_object() && input.contains("messages"), "chat_template", messages_path,
+               ": expected a list of messages or an object with \"messages\"");
+    inputs.messages = input["messages"];
+    if (input.contains("tools")) inputs.tools = input["tools"];
+    if (input.contains("documents")) inputs.documents = input["documents"];
+    if (input.contains("kwargs")) inputs.extra_kwargs = input["kwargs"];
+  }
+  const auto tokenizer = tokenizer::Tokenizer::from_folder(dir);
+  std::cout << tokenizer::apply_chat_template(tokenizer, inputs);
+  return 0;
+}
+
+}  // namespace verl::cli
