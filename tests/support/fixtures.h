@@ -1,16 +1,17 @@
-// Test helper: where the shared fixtures live. CI clones the repository with shared/ beside it
-// (VERL_SOURCE_DIR/../shared/fixtures); VERL_FIXTURES_DIR overrides that for other layouts.
+// Test helper: where the shared fixtures live: $VERL_FIXTURES_DIR when set, else shared_dir()/fixtures.
 #pragma once
 
 #include <cstdlib>
 #include <string>
+
+#include "support/shared_dir.h"
 
 namespace verl::test {
 
 inline std::string fixtures_dir() {
   const char* env = std::getenv("VERL_FIXTURES_DIR");
   if (env != nullptr && *env != '\0') return env;
-  return VERL_SOURCE_DIR_FOR_TESTS "/../shared/fixtures";
+  return shared_dir() + "/fixtures";
 }
 
 }  // namespace verl::test
