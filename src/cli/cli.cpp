@@ -17,6 +17,8 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
        run_config_command},
+      {"model", "Create a random-init HF model folder, or run a forward pass to logits", kModelUsage,
+       run_model_command},
   };
   return table;
 }
