@@ -260,6 +260,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) {
       }
       VERL_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), kComponent, "'",
                  index.string(), "' needs a \"weight_map\" object (tensor name -> shard file)");
+      VERL_CHECK(!j["weight_map"].empty(), kComponent, "'", index.string(), "': weight_map lists no tensors");
       std::map<std::string, std::string> weight_map;
       std::set<std::string> shard_names;
       for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {

@@ -181,7 +181,15 @@ TEST(Safetensors, IndexThatLiesIsAnError) {
     EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
   }
   test::write_file(dir + "/model.safetensors.index.json", R"({"weight_map": {}})");
-  EXPECT_THROW(SafetensorsCheckpoint c(dir), Error);  // s1 holds 'a' that the index does not map
+  EXPECT_THROW(SafetensorsCheckpoint c(dir), Error);  // maps no tensor at all
+  write_safetensors(dir + "/s2.safetensors", {{"a", DType::F32, {2}, x, sizeof x}, {"b", DType::F32, {2}, x, sizeof x}});
+  test::write_file(dir + "/model.safetensors.index.json", R"({"weight_map": {"a": "s2.safetensors"}})");
+  try {
+    SafetensorsCheckpoint c(dir);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds tensor 'b'"), std::string::npos) << e.what();
+  }
   std::filesystem::remove(dir + "/model.safetensors.index.json");
   EXPECT_THROW(SafetensorsCheckpoint c(dir), Error);  // neither model.safetensors nor an index
 }
