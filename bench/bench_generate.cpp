@@ -67,8 +67,25 @@ void BM_Decode(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(B * kDecode), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The machine's roofline inputs: fp32 GEMM FLOP/s and memory bandwidth (copy of 256 MiB).
+void BM_Gemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::mm(a, b).data_ptr());
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_MemoryCopy(benchmark::State& state) {
+  auto src = torch::ones({64 * 1024 * 1024}), dst = torch::empty_like(src);
+  for (auto _ : state) dst.copy_(src);
+  // Read + write.
+  state.counters["bytes/s"] = benchmark::Counter(2.0 * src.nbytes(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
+BENCHMARK(BM_Gemm)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MemoryCopy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Prefill)->Arg(1)->Arg(8)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Decode)->Arg(1)->Arg(8)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -104,6 +104,8 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   HFConfig c;
   // Token-classification / sequence-classification variants share the trunk (critic and reward models).
   auto family = [&](const std::string& prefix) { return arch_name.rfind(prefix, 0) == 0; };
+  c.token_classification = arch_name.size() > 22 &&
+                           arch_name.compare(arch_name.size() - 22, 22, "ForTokenClassification") == 0;
   if (family("LlamaFor")) c.arch = Arch::Llama;
   else if (family("Qwen2For")) c.arch = Arch::Qwen2;
   else if (family("Qwen3For")) c.arch = Arch::Qwen3;
@@ -192,7 +194,15 @@ HFConfig load_hf_config(const std::string& path) {
 
 std::string hf_config_to_json(const HFConfig& c) {
   nlohmann::ordered_json j;
-  j["architectures"] = {arch_class_name(c.arch)};
+  if (c.token_classification) {
+    std::string name = arch_class_name(c.arch);
+    j["architectures"] = {name.substr(0, name.size() - std::string("ForCausalLM").size()) + "ForTokenClassification"};
+    j["id2label"] = {{"0", "LABEL_0"}};
+    j["label2id"] = {{"LABEL_0", 0}};
+    j["classifier_dropout"] = 0.0;
+  } else {
+    j["architectures"] = {arch_class_name(c.arch)};
+  }
   j["model_type"] = arch_model_type(c.arch);
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;

@@ -155,6 +155,7 @@ void save_model(CausalLM& model, const std::string& dir, const SaveOptions& opti
   io::write_checkpoint(dir, to_bytes(tensors, keep), options.max_shard_bytes);
   HFConfig config = model->config;
   config.torch_dtype = torch_dtype_name(dtype);
+  config.token_classification = model->head == HeadKind::Value;
   save_hf_config(config, dir);
   save_generation_config(config, dir);
   if (options.tokenizer_dir) {

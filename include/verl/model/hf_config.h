@@ -46,6 +46,9 @@ struct HFConfig {
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> pad_token_id;
   std::string torch_dtype = "float32";
+  // <Family>ForTokenClassification with one label: the checkpoint of a critic / reward model (value head
+  // `score`). Written by save_model for value-head models so HF's AutoModelForTokenClassification loads it.
+  bool token_classification = false;
 
   bool qkv_bias() const { return arch == Arch::Qwen2 || attention_bias; }
   bool o_bias() const { return arch != Arch::Qwen2 && attention_bias; }

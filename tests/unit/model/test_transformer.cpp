@@ -291,8 +291,31 @@ TEST(Transformer, ValueHeadFromLmCheckpointIsFreshAndSeeded) {
   // Save a value model and load it back with its head.
   const std::string vdir = test::make_temp_dir("value_head_saved");
   save_model(v1, vdir);
+  HFConfig saved = load_hf_config(vdir);
+  EXPECT_TRUE(saved.token_classification);
+  EXPECT_NE(test::read_file(vdir + "/config.json").find("\"Qwen2ForTokenClassification\""), std::string::npos);
   CausalLM v4 = load_model(vdir, o);
   EXPECT_TRUE(torch::equal(v4->score->weight, v1->score->weight));
+}
+
+}  // namespace
+}  // namespace verl::model
+
+namespace verl::model {
+namespace {
+
+TEST(Transformer, LogProbsAreDifferentiableForEveryParameter) {
+  HFConfig c = tiny(Arch::Qwen3);
+  CausalLM m = make(c, 9);
+  m->train();
+  auto ids = torch::tensor({{39, 5, 6, 7, 8}, {1, 2, 3, 4, 6}}, torch::kInt64);
+  auto mask = torch::tensor({{0, 1, 1, 1, 1}, {1, 1, 1, 1, 1}}, torch::kInt64);
+  auto out = response_log_probs(m, ids, mask, position_ids_from_mask(mask), ids.narrow(1, 3, 2), 1.0, true);
+  (out.log_probs.sum() + out.entropy.sum()).backward();
+  for (const auto& p : m->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_GT(p.value().grad().abs().sum().item<float>(), 0.0f) << p.key();
+  }
 }
 
 }  // namespace
