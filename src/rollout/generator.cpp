@@ -11,6 +11,24 @@ namespace {
 constexpr const char* kComponent = "rollout";
 }
 
+SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout, bool validate,
+                                           std::vector<int64_t> eos_token_ids, int64_t pad_token_id, uint64_t seed) {
+  const config::SamplingConfig& s = validate ? rollout.val_kwargs : rollout.sampling;
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.n = s.n;
+  p.do_sample = s.do_sample;
+  p.max_response_length = rollout.response_length;
+  p.ignore_eos = rollout.ignore_eos;
+  p.calculate_log_probs = rollout.calculate_log_probs;
+  p.eos_token_ids = std::move(eos_token_ids);
+  p.pad_token_id = pad_token_id;
+  p.seed = seed;
+  return p;
+}
+
 torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature, int64_t top_k, double top_p) {
   VERL_CHECK(temperature > 0, kComponent, "temperature must be positive for sampling, got ", temperature);
   VERL_CHECK(top_p > 0 && top_p <= 1, kComponent, "top_p must be in (0, 1], got ", top_p);

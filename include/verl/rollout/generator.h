@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "verl/config/ppo_config.h"
 #include "verl/model/transformer.h"
 
 namespace verl::rollout {
@@ -40,6 +41,11 @@ struct GenerationOutput {
   torch::Tensor rollout_log_probs;  // [B*n, R] fp32 (0 on padding), only with calculate_log_probs
   std::vector<int64_t> response_lengths;
 };
+
+// verl's sampling settings: actor_rollout_ref.rollout.{temperature, top_k, top_p, n, do_sample,
+// response_length, ignore_eos, calculate_log_probs}, or rollout.val_kwargs for validation (spec §7.1).
+SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout, bool validate,
+                                           std::vector<int64_t> eos_token_ids, int64_t pad_token_id, uint64_t seed);
 
 // Probabilities the sampler draws from for fp32 logits [b, V]: softmax(logits / temperature) restricted to
 // the top_k tokens, then to the smallest top set whose mass reaches top_p (the first token always stays),

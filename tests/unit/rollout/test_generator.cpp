@@ -226,3 +226,34 @@ TEST(Generator, BadParametersAreErrors) {
 
 }  // namespace
 }  // namespace verl::rollout
+
+namespace verl::rollout {
+namespace {
+
+TEST(Generator, SamplingParamsFromVerlRolloutConfig) {
+  config::RolloutConfig r;
+  r.sampling.temperature = 0.7;
+  r.sampling.top_k = 20;
+  r.sampling.top_p = 0.95;
+  r.sampling.n = 4;
+  r.sampling.do_sample = true;
+  r.val_kwargs.temperature = 0.0;
+  r.val_kwargs.n = 1;
+  r.val_kwargs.do_sample = false;
+  r.response_length = 64;
+  r.calculate_log_probs = true;
+  auto p = sampling_params_from_config(r, false, {2, 3}, 0, 7);
+  EXPECT_EQ(p.temperature, 0.7);
+  EXPECT_EQ(p.top_k, 20);
+  EXPECT_EQ(p.n, 4);
+  EXPECT_FALSE(p.greedy());
+  EXPECT_EQ(p.max_response_length, 64);
+  EXPECT_TRUE(p.calculate_log_probs);
+  EXPECT_EQ(p.eos_token_ids, (std::vector<int64_t>{2, 3}));
+  auto v = sampling_params_from_config(r, true, {2}, 0, 7);
+  EXPECT_TRUE(v.greedy());
+  EXPECT_EQ(v.n, 1);
+}
+
+}  // namespace
+}  // namespace verl::rollout
