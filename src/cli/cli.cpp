@@ -24,6 +24,8 @@ const std::vector<Command>& command_table() {
       {"detokenize", "JSON token ids on stdin -> text (--tokenizer DIR)", kDetokenizeUsage, run_detokenize_command},
       {"chat-template", "Render a model's chat template for messages (--tokenizer DIR --messages FILE)",
        kChatTemplateUsage, run_chat_template_command},
+      {"model", "Create a random-init HF model folder, or run a forward pass to logits", kModelUsage,
+       run_model_command},
   };
   return table;
 }

@@ -33,5 +33,7 @@ int run_tokenize_command(const Args& args);
 int run_detokenize_command(const Args& args);
 int run_chat_template_command(const Args& args);
 extern const char* const kTokenizeUsage, *const kDetokenizeUsage, *const kChatTemplateUsage;
+int run_model_command(const Args& args);
+extern const char* const kModelUsage;
 
 }  // namespace verl::cli

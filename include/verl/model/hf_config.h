@@ -1,0 +1,68 @@
+// Hugging Face config.json for the decoder families verl.cpp runs: LlamaForCausalLM, Qwen2ForCausalLM,
+// Qwen3ForCausalLM. Reading checks every field the forward uses; writing produces a config.json that HF
+// transformers loads. Any other architecture is an error that lists the supported ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace verl::model {
+
+enum class Arch { Llama, Qwen2, Qwen3 };
+
+const char* arch_class_name(Arch arch);  // "LlamaForCausalLM", ...
+const char* arch_model_type(Arch arch);  // "llama", "qwen2", "qwen3"
+// "llama" | "qwen2" | "qwen3" (CLI names); throws listing them otherwise.
+Arch parse_arch_short(const std::string& name);
+
+struct RopeScaling {
+  enum class Type { None, Linear, Llama3 } type = Type::None;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;                    // llama3
+  double high_freq_factor = 4.0;                   // llama3
+  int64_t original_max_position_embeddings = 8192;  // llama3
+};
+
+struct HFConfig {
+  Arch arch = Arch::Llama;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // hidden_size / num_attention_heads unless given
+  int64_t max_position_embeddings = 2048;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool attention_bias = false;  // q/k/v/o biases (Llama, Qwen3); Qwen2 always has q/k/v bias and no o bias
+  bool mlp_bias = false;        // Llama only
+  bool tie_word_embeddings = false;
+  double initializer_range = 0.02;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> pad_token_id;
+  std::string torch_dtype = "float32";
+  // <Family>ForTokenClassification with one label: the checkpoint of a critic / reward model (value head
+  // `score`). Written by save_model for value-head models so HF's AutoModelForTokenClassification loads it.
+  bool token_classification = false;
+
+  bool qkv_bias() const { return arch == Arch::Qwen2 || attention_bias; }
+  bool o_bias() const { return arch != Arch::Qwen2 && attention_bias; }
+  bool qk_norm() const { return arch == Arch::Qwen3; }
+  // Throws naming the inconsistent fields (heads not dividing, non-positive sizes, ...).
+  void validate() const;
+};
+
+HFConfig parse_hf_config_text(const std::string& json_text, const std::string& source = "config.json");
+// `path` is a model folder or a config.json file.
+HFConfig load_hf_config(const std::string& path);
+std::string hf_config_to_json(const HFConfig& config);
+void save_hf_config(const HFConfig& config, const std::string& dir);
+// generation_config.json: bos/eos/pad ids.
+void save_generation_config(const HFConfig& config, const std::string& dir);
+
+}  // namespace verl::model

@@ -1,0 +1,148 @@
+// Llama / Qwen2 / Qwen3 decoders in LibTorch. Modules are nested so named_parameters() are exactly Hugging
+// Face's names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight, ..., model.norm.weight,
+// lm_head.weight unless tied; score.weight / score.bias for the value head).
+//
+// Attention is written with matmul + softmax (LibTorch 1.13 has no scaled_dot_product_attention), batched
+// over grouped KV heads without repeating K/V, with a causal + padding mask; softmax runs in fp32 as in
+// HF's eager path. Rotary embeddings follow HF's rotate_half convention, including llama3 and linear
+// rope scaling.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "verl/model/hf_config.h"
+
+namespace verl::model {
+
+// Which head sits on the trunk: the LM head (lm_head, or the tied embedding), or verl's critic value head
+// (`score` = Linear(hidden, 1) with bias, AutoModelForTokenClassification style; also the reward model's).
+enum class HeadKind { LM, Value };
+
+// A preallocated key/value cache: per layer [batch, kv_heads, capacity, head_dim]; `length` positions are
+// filled (the same for every row: rows are kept aligned, padding is masked by the attention mask).
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t length = 0;
+  int64_t capacity = 0;
+  int64_t batch() const { return k.empty() ? 0 : k[0].size(0); }
+  // Keeps / reorders / repeats rows: row i of the result is row index[i] of this cache.
+  void select_rows(const torch::Tensor& index);
+};
+
+struct RMSNormImpl : torch::nn::Module {
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+struct AttentionImpl : torch::nn::Module {
+  explicit AttentionImpl(const HFConfig& config);
+  // x [B,T,H]; cos/sin [B,T,head_dim]; mask_bias [B,1,1,T,S] additive. With a cache, the new keys go to
+  // cache positions [cache->length, cache->length + T) of layer `layer` and attention covers [0, length + T).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
+  int64_t num_heads, num_kv_heads, head_dim;
+  double scaling;
+};
+TORCH_MODULE(Attention);
+
+struct MLPImpl : torch::nn::Module {
+  explicit MLPImpl(const HFConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(MLP);
+
+struct DecoderLayerImpl : torch::nn::Module {
+  explicit DecoderLayerImpl(const HFConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
+  Attention self_attn{nullptr};
+  MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// HF's `model` submodule: embeddings, layers, final norm.
+struct DecoderImpl : torch::nn::Module {
+  explicit DecoderImpl(const HFConfig& config);
+  // input_ids [B,T]; attention_mask [B,S] (S = cached length + T; 1 = real token); position_ids [B,T].
+  // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& position_ids, KVCache* cache = nullptr);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  std::vector<DecoderLayer> layer_list;
+  RMSNorm norm{nullptr};
+  torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
+  HFConfig config;
+};
+TORCH_MODULE(Decoder);
+
+// Rotary inverse frequencies [head_dim/2] in fp32 for the config's rope_theta and rope_scaling.
+torch::Tensor rope_inv_freq(const HFConfig& config);
+
+struct CausalLMImpl : torch::nn::Module {
+  CausalLMImpl(const HFConfig& config, HeadKind head = HeadKind::LM);
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              const torch::Tensor& position_ids, KVCache* cache = nullptr) {
+    return model->forward(input_ids, attention_mask, position_ids, cache);
+  }
+  // LM logits for the given hidden states (any leading shape), in the model dtype.
+  torch::Tensor logits(const torch::Tensor& hidden);
+  // Value-head outputs [..] (the trailing 1 squeezed), in the model dtype.
+  torch::Tensor values(const torch::Tensor& hidden);
+  // Full LM logits [B,T,V] (tests, `verl model forward`).
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& position_ids) {
+    return logits(hidden_states(input_ids, attention_mask, position_ids));
+  }
+  KVCache make_cache(int64_t batch, int64_t capacity) const;
+
+  Decoder model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tied or for the value head
+  torch::nn::Linear score{nullptr};    // value head only
+  HFConfig config;
+  HeadKind head;
+};
+TORCH_MODULE(CausalLM);
+
+// verl's position ids: clip(cumsum(attention_mask) - 1, 0) along the last dimension.
+torch::Tensor position_ids_from_mask(const torch::Tensor& attention_mask);
+
+// log softmax(logits / temperature) at `tokens`, in fp32. logits [..., V], tokens [...].
+torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, double temperature = 1.0);
+// Entropy of softmax(logits) over the last dimension, in fp32 (temperature applied by the caller).
+torch::Tensor entropy_from_logits(const torch::Tensor& logits);
+
+struct ResponseLogProbs {
+  torch::Tensor log_probs;  // [B,R] fp32
+  torch::Tensor entropy;    // [B,R] fp32, undefined unless requested
+};
+// verl's log-prob pass: runs the trunk over input_ids [B,P+R], applies the LM head only at positions
+// [P-1, P+R-1) (the ones that predict responses [B,R]), divides by temperature, returns fp32 log-probs.
+ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                    const torch::Tensor& responses, double temperature, bool with_entropy);
+// verl's critic pass: value-head outputs at positions [P-1, P+R-1) as [B,R] fp32.
+torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              const torch::Tensor& position_ids, int64_t response_length);
+// Reward-model scores [B] fp32: the value head at each row's last valid token (attention_mask == 1).
+torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                            const torch::Tensor& position_ids);
+
+// HF-style random init, seeded: Linear / Embedding weights ~ N(0, initializer_range), biases 0, norms 1.
+// With perturb_norms_and_biases, norm weights get 1 + N(0, 0.1) and biases N(0, initializer_range), so a
+// test model exercises every parameter.
+void init_weights(CausalLM& model, uint64_t seed, bool perturb_norms_and_biases = false);
+// A fresh value head (weight ~ N(0, initializer_range), bias 0) from its own seed.
+void init_value_head(CausalLM& model, uint64_t seed);
+
+}  // namespace verl::model

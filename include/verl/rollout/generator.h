@@ -1,0 +1,67 @@
+// The rollout engine: batched prefill and decode over a preallocated KV cache, temperature / top-k /
+// top-p / greedy sampling, n samples per prompt, eos ids, ignore_eos, finished rows dropped from the decode
+// batch, and verl's output layout (spec §1, §7.3, §7.4): prompts left-padded to P, responses right-padded
+// to R with pad id, response_mask / attention_mask 1 through the first eos, position_ids continuing past
+// the last prompt position, optional per-token log-probs. Seeded: the same seed gives the same tokens.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "verl/config/ppo_config.h"
+#include "verl/model/transformer.h"
+
+namespace verl::rollout {
+
+struct SamplingParams {
+  double temperature = 1.0;  // 0 means greedy
+  int64_t top_k = -1;        // <= 0: off
+  double top_p = 1.0;        // 1: off
+  bool do_sample = true;     // false: greedy
+  int64_t n = 1;             // samples per prompt; rows come out as [x0]*n + [x1]*n + ...
+  int64_t max_response_length = 16;
+  std::vector<int64_t> eos_token_ids;
+  int64_t pad_token_id = 0;
+  bool ignore_eos = false;  // generate max_response_length tokens; every one counts in the masks
+  bool calculate_log_probs = false;
+  uint64_t seed = 0;
+
+  bool greedy() const { return !do_sample || temperature == 0.0; }
+};
+
+struct GenerationOutput {
+  torch::Tensor prompts;            // [B*n, P] int64, left-padded
+  torch::Tensor responses;          // [B*n, R] int64, right-padded with pad id
+  torch::Tensor input_ids;          // [B*n, P+R]
+  torch::Tensor attention_mask;     // [B*n, P+R] int64
+  torch::Tensor position_ids;       // [B*n, P+R] int64
+  torch::Tensor response_mask;      // [B*n, R] int64
+  torch::Tensor rollout_log_probs;  // [B*n, R] fp32 (0 on padding), only with calculate_log_probs
+  std::vector<int64_t> response_lengths;
+};
+
+// verl's sampling settings: actor_rollout_ref.rollout.{temperature, top_k, top_p, n, do_sample,
+// response_length, ignore_eos, calculate_log_probs}, or rollout.val_kwargs for validation (spec §7.1).
+SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout, bool validate,
+                                           std::vector<int64_t> eos_token_ids, int64_t pad_token_id, uint64_t seed);
+
+// Probabilities the sampler draws from for fp32 logits [b, V]: softmax(logits / temperature) restricted to
+// the top_k tokens, then to the smallest top set whose mass reaches top_p (the first token always stays),
+// renormalised. Exposed for tests.
+torch::Tensor sampling_probs(const torch::Tensor& logits, double temperature, int64_t top_k, double top_p);
+
+// Draws one token per row from `probs` [b, V] by inverse CDF with uniforms from `generator` (CPU), so
+// results do not depend on the device.
+torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& generator);
+
+// prompts [B, P] left-padded, prompt_mask [B, P] (1 = real token; each row needs at least one).
+GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,
+                          const SamplingParams& params);
+
+// Left-pads ragged prompts to the longest one (or to `prompt_length` when larger) with pad_id.
+std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id,
+                                                 int64_t prompt_length = 0);
+
+}  // namespace verl::rollout

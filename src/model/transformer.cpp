@@ -1,0 +1,306 @@
+#include "verl/model/transformer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <limits>
+
+#include "verl/common/error.h"
+
+namespace verl::model {
+namespace {
+
+constexpr const char* kComponent = "model";
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+}  // namespace
+
+void KVCache::select_rows(const torch::Tensor& index) {
+  for (auto& t : k) t = t.index_select(0, index);
+  for (auto& t : v) t = t.index_select(0, index);
+}
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  auto xf = x.to(torch::kFloat32);
+  auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+  xf = xf * torch::rsqrt(variance + eps);
+  return weight * xf.to(x.scalar_type());
+}
+
+AttentionImpl::AttentionImpl(const HFConfig& c)
+    : num_heads(c.num_attention_heads), num_kv_heads(c.num_key_value_heads), head_dim(c.head_dim) {
+  scaling = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  q_proj = register_module("q_proj", make_linear(c.hidden_size, num_heads * head_dim, c.qkv_bias()));
+  k_proj = register_module("k_proj", make_linear(c.hidden_size, num_kv_heads * head_dim, c.qkv_bias()));
+  v_proj = register_module("v_proj", make_linear(c.hidden_size, num_kv_heads * head_dim, c.qkv_bias()));
+  o_proj = register_module("o_proj", make_linear(num_heads * head_dim, c.hidden_size, c.o_bias()));
+  if (c.qk_norm()) {
+    q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps));
+  }
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t groups = num_heads / num_kv_heads;
+  auto q = q_proj->forward(x).view({B, T, num_heads, head_dim});
+  auto k = k_proj->forward(x).view({B, T, num_kv_heads, head_dim});
+  auto v = v_proj->forward(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  q = q.transpose(1, 2);  // [B,H,T,D]
+  k = k.transpose(1, 2);  // [B,Hkv,T,D]
+  auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  q = q * c + rotate_half(q) * s;
+  k = k * c + rotate_half(k) * s;
+  torch::Tensor keys = k, vals = v;
+  if (cache != nullptr) {
+    const int64_t start = cache->length;
+    VERL_ASSERT(start + T <= cache->capacity, kComponent, "KV cache overflow");
+    cache->k[layer].narrow(2, start, T).copy_(k);
+    cache->v[layer].narrow(2, start, T).copy_(v);
+    keys = cache->k[layer].narrow(2, 0, start + T);
+    vals = cache->v[layer].narrow(2, 0, start + T);
+  }
+  const int64_t S = keys.size(2);
+  // Grouped heads without repeating K/V: head h uses kv head h / groups.
+  auto qg = q.reshape({B, num_kv_heads, groups * T, head_dim});
+  auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
+  scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  auto out = torch::matmul(probs.view({B, num_kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
+  out = out.view({B, num_heads, T, head_dim}).transpose(1, 2).reshape({B, T, num_heads * head_dim});
+  return o_proj->forward(out);
+}
+
+MLPImpl::MLPImpl(const HFConfig& c) {
+  const bool bias = c.arch == Arch::Llama && c.mlp_bias;
+  gate_proj = register_module("gate_proj", make_linear(c.hidden_size, c.intermediate_size, bias));
+  up_proj = register_module("up_proj", make_linear(c.hidden_size, c.intermediate_size, bias));
+  down_proj = register_module("down_proj", make_linear(c.intermediate_size, c.hidden_size, bias));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c) {
+  self_attn = register_module("self_attn", Attention(c));
+  mlp = register_module("mlp", MLP(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
+  auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+torch::Tensor rope_inv_freq(const HFConfig& c) {
+  const int64_t dim = c.head_dim;
+  auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim);
+  const auto& rs = c.rope_scaling;
+  if (rs.type == RopeScaling::Type::Linear) {
+    inv_freq = inv_freq / rs.factor;
+  } else if (rs.type == RopeScaling::Type::Llama3) {
+    const double old_len = static_cast<double>(rs.original_max_position_embeddings);
+    const double low_wavelen = old_len / rs.low_freq_factor;
+    const double high_wavelen = old_len / rs.high_freq_factor;
+    auto wavelen = 2 * M_PI / inv_freq;
+    auto scaled = torch::where(wavelen > low_wavelen, inv_freq / rs.factor, inv_freq);
+    auto smooth = (old_len / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
+    auto smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
+    auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+    inv_freq = torch::where(medium, smoothed, scaled);
+  }
+  return inv_freq.to(torch::kFloat32);
+}
+
+DecoderImpl::DecoderImpl(const HFConfig& c) : config(c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layer_list.push_back(DecoderLayer(c));
+    layers->push_back(layer_list.back());
+  }
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  inv_freq = rope_inv_freq(c);
+}
+
+torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                   const torch::Tensor& position_ids, KVCache* cache) {
+  VERL_CHECK(input_ids.dim() == 2, kComponent, "input_ids must be [batch, seq], got ", input_ids.sizes());
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  const int64_t past = cache ? cache->length : 0;
+  const int64_t S = past + T;
+  VERL_CHECK(attention_mask.dim() == 2 && attention_mask.size(0) == B && attention_mask.size(1) == S, kComponent,
+             "attention_mask must be [", B, ", ", S, "], got ", attention_mask.sizes());
+  VERL_CHECK(position_ids.sizes() == input_ids.sizes(), kComponent, "position_ids must match input_ids ",
+             input_ids.sizes(), ", got ", position_ids.sizes());
+  if (cache) VERL_CHECK(cache->batch() == B, kComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
+  auto device = embed_tokens->weight.device();
+  auto dtype = embed_tokens->weight.scalar_type();
+  auto h = embed_tokens->forward(input_ids.to(device));
+
+  // Rotary embeddings in fp32, then cast (HF computes them with autocast disabled).
+  if (inv_freq.device() != device) inv_freq = inv_freq.to(device);
+  auto freqs = position_ids.to(device).to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
+  auto emb = torch::cat({freqs, freqs}, -1);
+  auto cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+
+  // Causal + padding mask as an additive bias [B,1,1,T,S].
+  auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});             // [1,T,S]
+  auto allowed = causal.logical_and(attention_mask.to(device).view({B, 1, S}) != 0);  // [B,T,S]
+  const double min_value = dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
+                           : dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                           : dtype == torch::kFloat16 ? -65504.0
+                                                      : static_cast<double>(std::numeric_limits<float>::lowest());
+  auto mask_bias = torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
+                       .masked_fill(allowed.logical_not(), min_value)
+                       .view({B, 1, 1, T, S});
+  for (size_t i = 0; i < layer_list.size(); ++i)
+    h = layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+  if (cache) cache->length += T;
+  return norm->forward(h);
+}
+
+CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_) : config(c), head(head_) {
+  c.validate();
+  model = register_module("model", Decoder(c));
+  if (head == HeadKind::Value) {
+    score = register_module("score", make_linear(c.hidden_size, 1, true));
+  } else if (!c.tie_word_embeddings) {
+    lm_head = register_module("lm_head", make_linear(c.hidden_size, c.vocab_size, false));
+  }
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  VERL_CHECK(head == HeadKind::LM, kComponent, "this model has a value head, not an LM head");
+  if (lm_head) return lm_head->forward(hidden);
+  return torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+}
+
+torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
+  VERL_CHECK(head == HeadKind::Value, kComponent, "this model has an LM head, not a value head");
+  return score->forward(hidden).squeeze(-1);
+}
+
+KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
+  KVCache cache;
+  cache.capacity = capacity;
+  auto opts = model->embed_tokens->weight.options();
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    cache.k.push_back(torch::zeros({batch, config.num_key_value_heads, capacity, config.head_dim}, opts));
+    cache.v.push_back(torch::zeros({batch, config.num_key_value_heads, capacity, config.head_dim}, opts));
+  }
+  return cache;
+}
+
+torch::Tensor position_ids_from_mask(const torch::Tensor& attention_mask) {
+  return torch::clamp_min(attention_mask.to(torch::kInt64).cumsum(-1) - 1, 0);
+}
+
+torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, double temperature) {
+  VERL_CHECK(temperature > 0, kComponent, "temperature must be positive, got ", temperature);
+  auto lp = torch::log_softmax(logits.to(torch::kFloat32) / temperature, -1);
+  return lp.gather(-1, tokens.to(lp.device()).to(torch::kInt64).unsqueeze(-1)).squeeze(-1);
+}
+
+torch::Tensor entropy_from_logits(const torch::Tensor& logits) {
+  auto l = logits.to(torch::kFloat32);
+  auto lse = torch::logsumexp(l, -1);
+  auto p = torch::softmax(l, -1);
+  return lse - (p * l).sum(-1);
+}
+
+namespace {
+torch::Tensor response_hidden(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              const torch::Tensor& position_ids, int64_t R) {
+  const int64_t L = input_ids.size(1);
+  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  auto hidden = model->hidden_states(input_ids, attention_mask, position_ids);
+  return hidden.narrow(1, L - R - 1, R);
+}
+}  // namespace
+
+ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                    const torch::Tensor& responses, double temperature, bool with_entropy) {
+  auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
+  auto logits = model->logits(hidden).to(torch::kFloat32) / temperature;
+  ResponseLogProbs out;
+  out.log_probs = token_log_probs(logits, responses, 1.0);
+  if (with_entropy) out.entropy = entropy_from_logits(logits);
+  return out;
+}
+
+torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              const torch::Tensor& position_ids, int64_t response_length) {
+  auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, response_length);
+  return model->values(hidden).to(torch::kFloat32);
+}
+
+torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                            const torch::Tensor& position_ids) {
+  auto hidden = model->hidden_states(input_ids, attention_mask, position_ids);
+  const int64_t L = input_ids.size(1);
+  // Last index where attention_mask == 1 (works for left and right padding).
+  auto idx = (attention_mask.to(torch::kInt64) *
+              torch::arange(L, torch::TensorOptions().dtype(torch::kInt64).device(attention_mask.device())))
+                 .argmax(-1)
+                 .to(hidden.device());
+  auto last = hidden.gather(1, idx.view({-1, 1, 1}).expand({hidden.size(0), 1, hidden.size(2)})).squeeze(1);
+  return model->values(last).to(torch::kFloat32);
+}
+
+void init_weights(CausalLM& model, uint64_t seed, bool perturb) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const double std = model->config.initializer_range;
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    auto t = torch::empty(p.sizes(), torch::kFloat32);
+    const bool is_norm = name.find("norm.weight") != std::string::npos;
+    const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (is_norm) {
+      if (perturb) t.normal_(1.0, 0.1, gen);
+      else t.fill_(1.0);
+    } else if (is_bias) {
+      if (perturb) t.normal_(0.0, std, gen);
+      else t.zero_();
+    } else {
+      t.normal_(0.0, std, gen);
+    }
+    p.copy_(t);
+  }
+}
+
+void init_value_head(CausalLM& model, uint64_t seed) {
+  VERL_CHECK(model->score, kComponent, "init_value_head on a model without a value head");
+  auto gen = at::detail::createCPUGenerator(seed);
+  torch::NoGradGuard no_grad;
+  auto w = torch::empty(model->score->weight.sizes(), torch::kFloat32).normal_(0.0, model->config.initializer_range, gen);
+  model->score->weight.copy_(w);
+  model->score->bias.zero_();
+}
+
+}  // namespace verl::model

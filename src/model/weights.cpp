@@ -1,0 +1,177 @@
+#include "verl/model/weights.h"
+
+#include <filesystem>
+#include <set>
+
+#include "verl/common/error.h"
+
+namespace verl::model {
+namespace {
+constexpr const char* kComponent = "weights";
+
+std::string sizes_text(c10::IntArrayRef s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+const char* torch_dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat32: return "float32";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kFloat16: return "float16";
+    case torch::kFloat64: return "float64";
+    default: return "float32";
+  }
+}
+}  // namespace
+
+torch::ScalarType to_torch_dtype(io::DType dtype) {
+  switch (dtype) {
+    case io::DType::F64: return torch::kFloat64;
+    case io::DType::F32: return torch::kFloat32;
+    case io::DType::F16: return torch::kFloat16;
+    case io::DType::BF16: return torch::kBFloat16;
+    case io::DType::I64: return torch::kInt64;
+    case io::DType::I32: return torch::kInt32;
+    case io::DType::I8: return torch::kInt8;
+    case io::DType::U8: return torch::kUInt8;
+    case io::DType::BOOL: return torch::kBool;
+  }
+  VERL_ASSERT(false, kComponent, "unknown dtype");
+}
+
+io::DType to_safetensors_dtype(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat64: return io::DType::F64;
+    case torch::kFloat32: return io::DType::F32;
+    case torch::kFloat16: return io::DType::F16;
+    case torch::kBFloat16: return io::DType::BF16;
+    case torch::kInt64: return io::DType::I64;
+    case torch::kInt32: return io::DType::I32;
+    case torch::kInt8: return io::DType::I8;
+    case torch::kUInt8: return io::DType::U8;
+    case torch::kBool: return io::DType::BOOL;
+    default: break;
+  }
+  VERL_FAIL(kComponent, "tensor dtype ", c10::toString(dtype), " cannot be stored in safetensors");
+}
+
+torch::Tensor tensor_from_view(const io::TensorView& view) {
+  auto out = torch::empty(view.shape, torch::TensorOptions().dtype(to_torch_dtype(view.dtype)));
+  VERL_ASSERT(static_cast<size_t>(out.nbytes()) == view.nbytes, kComponent, "byte size mismatch");
+  if (view.nbytes > 0) std::memcpy(out.data_ptr(), view.data, view.nbytes);
+  return out;
+}
+
+namespace {
+std::vector<io::TensorBytes> to_bytes(const NamedTensors& tensors, std::vector<torch::Tensor>& keep) {
+  std::vector<io::TensorBytes> list;
+  for (const auto& [name, t] : tensors) {
+    keep.push_back(t.detach().to(torch::kCPU).contiguous());
+    const auto& c = keep.back();
+    io::TensorBytes b;
+    b.name = name;
+    b.dtype = to_safetensors_dtype(c.scalar_type());
+    b.shape.assign(c.sizes().begin(), c.sizes().end());
+    b.data = c.data_ptr();
+    b.nbytes = c.nbytes();
+    list.push_back(b);
+  }
+  return list;
+}
+}  // namespace
+
+void save_tensors(const std::string& path, const NamedTensors& tensors,
+                  const std::map<std::string, std::string>& metadata) {
+  std::vector<torch::Tensor> keep;
+  keep.reserve(tensors.size());
+  io::write_safetensors(path, to_bytes(tensors, keep), metadata);
+}
+
+NamedTensors load_tensors(const std::string& path) {
+  io::SafetensorsCheckpoint ckpt(path);
+  NamedTensors out;
+  for (const auto& name : ckpt.names()) out.emplace_back(name, tensor_from_view(ckpt.get(name)));
+  return out;
+}
+
+void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const LoadOptions& options) {
+  torch::NoGradGuard no_grad;
+  auto params = model->named_parameters();
+  std::set<std::string> expected;
+  for (const auto& item : params) expected.insert(item.key());
+  const bool value_head = model->head == HeadKind::Value;
+  const bool fresh_score = value_head && !ckpt.contains("score.weight");
+  for (const auto& name : ckpt.names()) {
+    if (expected.count(name)) continue;
+    if (name == "lm_head.weight" && (value_head || model->config.tie_word_embeddings)) continue;  // not used
+    if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old HF checkpoints persist it
+    VERL_FAIL(kComponent, "unexpected tensor '", name, "' in the checkpoint: the model built from config.json (",
+              arch_class_name(model->config.arch), ") has no such parameter");
+  }
+  for (auto& item : params) {
+    const std::string& name = item.key();
+    if (fresh_score && (name == "score.weight" || name == "score.bias")) continue;
+    VERL_CHECK(ckpt.contains(name), kComponent, "missing tensor '", name, "' in the checkpoint (config.json says ",
+               arch_class_name(model->config.arch), " with ", model->config.num_hidden_layers, " layers)");
+    const auto& view = ckpt.get(name);
+    auto& p = item.value();
+    VERL_CHECK(view.shape == std::vector<int64_t>(p.sizes().begin(), p.sizes().end()), kComponent, "tensor '", name,
+               "' has shape ", sizes_text(view.shape), " in the checkpoint but config.json implies ",
+               sizes_text(p.sizes()));
+    VERL_CHECK(view.dtype != io::DType::BOOL && view.dtype != io::DType::I64 && view.dtype != io::DType::I32 &&
+                   view.dtype != io::DType::I8 && view.dtype != io::DType::U8,
+               kComponent, "tensor '", name, "' has integer dtype ", io::dtype_name(view.dtype),
+               "; weights must be floating point");
+    p.copy_(tensor_from_view(view).to(p.scalar_type()));
+  }
+  if (fresh_score) init_value_head(model, options.value_head_seed);
+}
+
+CausalLM load_model(const std::string& dir, const LoadOptions& options) {
+  HFConfig config = load_hf_config(dir);
+  io::SafetensorsCheckpoint ckpt(dir);
+  CausalLM model(config, options.head);
+  model->to(options.dtype);
+  load_state(model, ckpt, options);
+  model->eval();
+  return model;
+}
+
+void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  NamedTensors tensors;
+  torch::ScalarType dtype = torch::kFloat32;
+  for (const auto& item : model->named_parameters()) {
+    auto t = item.value().detach();
+    if (options.dtype) t = t.to(*options.dtype);
+    dtype = t.scalar_type();
+    tensors.emplace_back(item.key(), t);
+  }
+  std::vector<torch::Tensor> keep;
+  keep.reserve(tensors.size());
+  io::write_checkpoint(dir, to_bytes(tensors, keep), options.max_shard_bytes);
+  HFConfig config = model->config;
+  config.torch_dtype = torch_dtype_name(dtype);
+  config.token_classification = model->head == HeadKind::Value;
+  save_hf_config(config, dir);
+  save_generation_config(config, dir);
+  if (options.tokenizer_dir) {
+    const fs::path src(*options.tokenizer_dir);
+    VERL_CHECK(fs::is_directory(src), kComponent, "tokenizer folder '", src.string(), "' does not exist");
+    int copied = 0;
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                             "merges.txt", "tokenizer.model", "added_tokens.json"}) {
+      if (fs::exists(src / name)) {
+        fs::copy_file(src / name, fs::path(dir) / name, fs::copy_options::overwrite_existing);
+        ++copied;
+      }
+    }
+    VERL_CHECK(copied > 0, kComponent, "tokenizer folder '", src.string(),
+               "' has no tokenizer files (tokenizer.json, tokenizer_config.json, ...)");
+  }
+}
+
+}  // namespace verl::model

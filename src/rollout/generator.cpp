@@ -1,0 +1,186 @@
+#include "verl/rollout/generator.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <limits>
+
+#include "verl/common/error.h"
+
+namespace verl::rollout {
+namespace {
+constexpr const char* kComponent = "rollout";
+}
+
+SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout, bool validate,
+                                           std::vector<int64_t> eos_token_ids, int64_t pad_token_id, uint64_t seed) {
+  const config::SamplingConfig& s = validate ? rollout.val_kwargs : rollout.sampling;
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.n = s.n;
+  p.do_sample = s.do_sample;
+  p.max_response_length = rollout.response_length;
+  p.ignore_eos = rollout.ignore_eos;
+  p.calculate_log_probs = rollout.calculate_log_probs;
+  p.eos_token_ids = std::move(eos_token_ids);
+  p.pad_token_id = pad_token_id;
+  p.seed = seed;
+  return p;
+}
+
+torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature, int64_t top_k, double top_p) {
+  VERL_CHECK(temperature > 0, kComponent, "temperature must be positive for sampling, got ", temperature);
+  VERL_CHECK(top_p > 0 && top_p <= 1, kComponent, "top_p must be in (0, 1], got ", top_p);
+  auto logits = logits_in.to(torch::kFloat32) / temperature;
+  const int64_t V = logits.size(-1);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (top_k > 0 && top_k < V) {
+    auto kth = std::get<0>(logits.topk(top_k, -1)).narrow(-1, top_k - 1, 1);
+    logits = logits.masked_fill(logits < kth, neg_inf);
+  }
+  auto probs = torch::softmax(logits, -1);
+  if (top_p < 1.0) {
+    auto sorted = probs.sort(-1, /*descending=*/true);
+    auto sorted_probs = std::get<0>(sorted), order = std::get<1>(sorted);
+    auto mass_before = sorted_probs.cumsum(-1) - sorted_probs;  // mass of strictly higher-ranked tokens
+    auto drop_sorted = mass_before >= top_p;
+    auto drop = torch::zeros_like(drop_sorted).scatter(-1, order, drop_sorted);
+    probs = probs.masked_fill(drop, 0.0);
+    probs = probs / probs.sum(-1, true);
+  }
+  return probs;
+}
+
+torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& generator) {
+  const int64_t b = probs.size(0), V = probs.size(1);
+  auto u = torch::empty({b, 1}, torch::kFloat64).uniform_(0.0, 1.0, generator).to(probs.device());
+  auto cdf = probs.to(torch::kFloat64).cumsum(-1);
+  auto target = u * cdf.narrow(-1, V - 1, 1);
+  // First index whose cdf exceeds the target; zero-probability tokens can never be chosen.
+  auto idx = (cdf <= target).sum(-1).clamp_max(V - 1);
+  // Guard against rounding landing on a zero-probability tail token: step back to the last positive one.
+  auto chosen_p = probs.gather(-1, idx.unsqueeze(-1)).squeeze(-1);
+  if ((chosen_p <= 0).any().item<bool>()) {
+    auto positive = (probs > 0).to(torch::kInt64) * torch::arange(V, torch::TensorOptions().dtype(torch::kInt64).device(probs.device()));
+    idx = torch::where(chosen_p > 0, idx, positive.argmax(-1));
+  }
+  return idx;
+}
+
+std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id,
+                                                 int64_t prompt_length) {
+  int64_t P = prompt_length;
+  for (const auto& r : rows) P = std::max<int64_t>(P, r.size());
+  const int64_t B = rows.size();
+  auto ids = torch::full({B, P}, pad_id, torch::kInt64);
+  auto mask = torch::zeros({B, P}, torch::kInt64);
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t len = rows[i].size();
+    if (len == 0) continue;
+    ids[i].narrow(0, P - len, len).copy_(torch::tensor(rows[i], torch::kInt64));
+    mask[i].narrow(0, P - len, len).fill_(1);
+  }
+  return {ids, mask};
+}
+
+GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,
+                          const SamplingParams& params) {
+  VERL_CHECK(prompts.dim() == 2 && prompt_mask.sizes() == prompts.sizes(), kComponent,
+             "prompts and prompt_mask must both be [batch, prompt_length]");
+  VERL_CHECK(params.n >= 1, kComponent, "n must be at least 1, got ", params.n);
+  VERL_CHECK(params.max_response_length >= 1, kComponent, "max_response_length must be at least 1");
+  const bool greedy = params.greedy();
+  if (!greedy) {
+    VERL_CHECK(params.temperature > 0, kComponent, "temperature must be >= 0, got ", params.temperature);
+  }
+  torch::NoGradGuard no_grad;
+  const auto device = model->model->embed_tokens->weight.device();
+  const int64_t B0 = prompts.size(0), P = prompts.size(1), R = params.max_response_length;
+  const int64_t N = B0 * params.n;
+  auto pmask = prompt_mask.to(torch::kInt64).to(device);
+  auto pids = prompts.to(torch::kInt64).to(device);
+  VERL_CHECK((pmask.sum(-1) > 0).all().item<bool>(), kComponent, "every prompt needs at least one token");
+  auto prompt_pos = model::position_ids_from_mask(pmask);
+  auto gen = at::detail::createCPUGenerator(params.seed);
+
+  // Prefill the distinct prompts once, then give each of the n samples its own copy of the cache rows.
+  model::KVCache cache = model->make_cache(B0, P + R);
+  auto hidden = model->hidden_states(pids, pmask, prompt_pos, &cache);
+  auto last_logits = model->logits(hidden.narrow(1, P - 1, 1).squeeze(1)).to(torch::kFloat32);  // [B0,V]
+  auto rows = torch::arange(B0, torch::TensorOptions().dtype(torch::kInt64).device(device))
+                  .repeat_interleave(params.n);
+  if (params.n > 1) {
+    cache.select_rows(rows);
+    last_logits = last_logits.index_select(0, rows);
+  }
+  auto out_prompts = pids.index_select(0, rows);
+  auto out_pmask = pmask.index_select(0, rows);
+  auto out_ppos = prompt_pos.index_select(0, rows);
+
+  auto responses = torch::full({N, R}, params.pad_token_id, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto log_probs = torch::zeros({N, R}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  std::vector<int64_t> lengths(N, 0);
+  // Active rows (indices into the N outputs) and their attention mask over cache positions.
+  auto active = torch::arange(N, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto mask_buf = torch::cat({out_pmask, torch::ones({N, R}, out_pmask.options())}, 1);  // [a, P+R]
+  auto next_pos = out_ppos.narrow(1, P - 1, 1) + 1;                                      // [a,1]
+  torch::Tensor eos;
+  if (!params.eos_token_ids.empty())
+    eos = torch::tensor(params.eos_token_ids, torch::kInt64).to(device);
+  auto logits = last_logits;
+  for (int64_t t = 0; t < R; ++t) {
+    torch::Tensor tokens;
+    if (greedy) {
+      tokens = logits.argmax(-1);
+    } else {
+      tokens = sample_from_probs(sampling_probs(logits, params.temperature, params.top_k, params.top_p), gen);
+    }
+    responses.index_put_({active, t}, tokens);
+    if (params.calculate_log_probs) {
+      const double temp = greedy ? 1.0 : params.temperature;
+      log_probs.index_put_({active, t}, model::token_log_probs(logits, tokens, temp));
+    }
+    auto active_cpu = active.to(torch::kCPU);
+    const int64_t* act = active_cpu.data_ptr<int64_t>();
+    for (int64_t i = 0; i < active_cpu.size(0); ++i) lengths[act[i]] = t + 1;
+    if (t + 1 == R) break;
+    torch::Tensor finished;
+    if (eos.defined() && !params.ignore_eos) {
+      finished = torch::isin(tokens, eos);
+    } else {
+      finished = torch::zeros_like(tokens, torch::kBool);
+    }
+    if (finished.any().item<bool>()) {
+      auto keep = finished.logical_not().nonzero().squeeze(-1);
+      if (keep.numel() == 0) break;
+      active = active.index_select(0, keep);
+      tokens = tokens.index_select(0, keep);
+      mask_buf = mask_buf.index_select(0, keep);
+      next_pos = next_pos.index_select(0, keep);
+      cache.select_rows(keep);
+    }
+    auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
+    logits = model->logits(step_hidden.squeeze(1)).to(torch::kFloat32);
+    next_pos = next_pos + 1;
+  }
+
+  GenerationOutput out;
+  out.prompts = out_prompts;
+  out.responses = responses;
+  auto lengths_t = torch::tensor(lengths, torch::kInt64).to(device);
+  auto resp_mask = (torch::arange(R, torch::TensorOptions().dtype(torch::kInt64).device(device)).unsqueeze(0) <
+                    lengths_t.unsqueeze(1))
+                       .to(torch::kInt64);
+  out.response_mask = resp_mask;
+  out.attention_mask = torch::cat({out_pmask, resp_mask}, 1);
+  out.input_ids = torch::cat({out_prompts, responses}, 1);
+  auto resp_pos = out_ppos.narrow(1, P - 1, 1) +
+                  torch::arange(1, R + 1, torch::TensorOptions().dtype(torch::kInt64).device(device)).unsqueeze(0);
+  out.position_ids = torch::cat({out_ppos, resp_pos}, 1);
+  if (params.calculate_log_probs) out.rollout_log_probs = log_probs * resp_mask.to(torch::kFloat32);
+  out.response_lengths = lengths;
+  return out;
+}
+
+}  // namespace verl::rollout

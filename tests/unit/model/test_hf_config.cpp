@@ -1,0 +1,143 @@
+// config.json parsing for the supported families, and the error for others.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "verl/common/error.h"
+#include "verl/model/hf_config.h"
+
+namespace verl::model {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_hf_config_text(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HFConfig, ParsesLlama3WithGqaAndRopeScaling) {
+  // The fields of Llama-3.2-1B's config.json.
+  auto c = parse_hf_config_text(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+    "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+    "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 128256})");
+  EXPECT_EQ(c.arch, Arch::Llama);
+  EXPECT_EQ(c.num_key_value_heads, 8);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Llama3);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{128001});
+  EXPECT_FALSE(c.qkv_bias());
+  EXPECT_FALSE(c.qk_norm());
+}
+
+TEST(HFConfig, ParsesQwen2WithQkvBiasAndEosList) {
+  // Qwen2.5-0.5B-Instruct's shape; head_dim absent -> hidden / heads.
+  auto c = parse_hf_config_text(R"({
+    "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": [151645, 151643],
+    "hidden_act": "silu", "hidden_size": 896, "intermediate_size": 4864, "max_position_embeddings": 32768,
+    "max_window_layers": 21, "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false,
+    "vocab_size": 151936})");
+  EXPECT_EQ(c.arch, Arch::Qwen2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_TRUE(c.qkv_bias());
+  EXPECT_FALSE(c.o_bias());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::None);
+}
+
+TEST(HFConfig, ParsesQwen3WithQkNormAndExplicitHeadDim) {
+  auto c = parse_hf_config_text(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "head_dim": 128, "hidden_size": 1024,
+    "intermediate_size": 3072, "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "tie_word_embeddings": true,
+    "vocab_size": 151936, "eos_token_id": 151645})");
+  EXPECT_EQ(c.arch, Arch::Qwen3);
+  EXPECT_EQ(c.head_dim, 128);  // not hidden / heads = 64
+  EXPECT_TRUE(c.qk_norm());
+  EXPECT_FALSE(c.qkv_bias());
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+}
+
+TEST(HFConfig, LinearRopeScalingAndLlamaBiases) {
+  auto c = parse_hf_config_text(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 1, "vocab_size": 10,
+    "attention_bias": true, "mlp_bias": true, "rope_scaling": {"type": "linear", "factor": 2.0}})");
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Linear);
+  EXPECT_EQ(c.rope_scaling.factor, 2.0);
+  EXPECT_EQ(c.num_key_value_heads, 4);  // defaults to num_attention_heads
+  EXPECT_TRUE(c.qkv_bias());
+  EXPECT_TRUE(c.o_bias());
+  EXPECT_TRUE(c.mlp_bias);
+}
+
+TEST(HFConfig, UnsupportedArchitectureListsSupportedOnes) {
+  std::string err = error_of(R"({"architectures": ["MistralForCausalLM"], "hidden_size": 8})");
+  EXPECT_NE(err.find("unsupported architecture 'MistralForCausalLM'"), std::string::npos) << err;
+  EXPECT_NE(err.find("LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"), std::string::npos) << err;
+}
+
+TEST(HFConfig, BadFieldsAreClearErrors) {
+  const std::string base = R"("architectures": ["Qwen2ForCausalLM"], "intermediate_size": 128,
+    "num_hidden_layers": 1, "vocab_size": 10)";
+  EXPECT_NE(error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})")
+                .find("multiple of num_key_value_heads"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "num_attention_heads": 4})").find("missing required integer \"hidden_size\""),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "hidden_size": "big", "num_attention_heads": 4})").find("must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "hidden_act": "gelu"})")
+                .find("hidden_act"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "yarn", "factor": 2}})")
+                .find("'yarn' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of("not json").find("not valid JSON"), std::string::npos);
+}
+
+TEST(HFConfig, WritesWhatItReads) {
+  HFConfig c;
+  c.arch = Arch::Llama;
+  c.vocab_size = 100;
+  c.hidden_size = 48;
+  c.intermediate_size = 96;
+  c.num_hidden_layers = 3;
+  c.num_attention_heads = 6;
+  c.num_key_value_heads = 2;
+  c.head_dim = 16;
+  c.rope_theta = 500000.0;
+  c.rope_scaling.type = RopeScaling::Type::Llama3;
+  c.rope_scaling.factor = 8.0;
+  c.rope_scaling.original_max_position_embeddings = 1024;
+  c.attention_bias = true;
+  c.mlp_bias = true;
+  c.tie_word_embeddings = true;
+  c.rms_norm_eps = 1e-5;
+  c.eos_token_ids = {7, 9};
+  c.pad_token_id = 3;
+  auto d = parse_hf_config_text(hf_config_to_json(c));
+  EXPECT_EQ(hf_config_to_json(d), hf_config_to_json(c));
+  EXPECT_EQ(d.head_dim, 16);
+  EXPECT_EQ(d.rope_scaling.type, RopeScaling::Type::Llama3);
+  EXPECT_EQ(d.rope_scaling.original_max_position_embeddings, 1024);
+  EXPECT_EQ(d.eos_token_ids, (std::vector<int64_t>{7, 9}));
+  EXPECT_EQ(d.pad_token_id, 3);
+  EXPECT_TRUE(d.mlp_bias && d.attention_bias && d.tie_word_embeddings);
+}
+
+}  // namespace
+}  // namespace verl::model

@@ -1,0 +1,259 @@
+// The rollout engine against full forwards (greedy tokens, log-probs), verl's output layout, stop rules,
+// n samples, reproducibility, and chi-square tests of the sampler on a fixed distribution.
+#include <gtest/gtest.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+#include "verl/common/error.h"
+#include "verl/model/transformer.h"
+#include "verl/rollout/generator.h"
+
+namespace verl::rollout {
+namespace {
+
+using model::CausalLM;
+
+CausalLM tiny_model(model::Arch arch, uint64_t seed) {
+  model::HFConfig c;
+  c.arch = arch;
+  c.vocab_size = 24;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 8;
+  c.initializer_range = 0.3;  // peaked distributions, so argmax is not a near tie
+  CausalLM m(c);
+  model::init_weights(m, seed, true);
+  m->eval();
+  return m;
+}
+
+const std::vector<std::vector<int64_t>> kPrompts = {{3, 4, 5}, {7}, {1, 2, 3, 4, 5, 6}, {9, 10}};
+constexpr int64_t kPad = 23;
+
+// Greedy continuation of one unpadded row by repeated full forwards.
+std::vector<int64_t> reference_greedy(CausalLM& m, std::vector<int64_t> ids, int64_t steps,
+                                      const std::vector<int64_t>& eos) {
+  torch::NoGradGuard ng;
+  std::vector<int64_t> out;
+  for (int64_t s = 0; s < steps; ++s) {
+    auto t = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+    auto mask = torch::ones_like(t);
+    auto logits = m->forward(t, mask, model::position_ids_from_mask(mask));
+    int64_t next = logits[0][-1].argmax().item<int64_t>();
+    out.push_back(next);
+    ids.push_back(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
+  }
+  return out;
+}
+
+TEST(Generator, GreedyEqualsStepwiseArgmaxOfFullForwards) {
+  for (auto arch : {model::Arch::Llama, model::Arch::Qwen2, model::Arch::Qwen3}) {
+    CausalLM m = tiny_model(arch, 21);
+    auto [prompts, mask] = left_pad(kPrompts, kPad);
+    SamplingParams p;
+    p.do_sample = false;
+    p.max_response_length = 7;
+    p.pad_token_id = kPad;
+    auto out = generate(m, prompts, mask, p);
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      auto ref = reference_greedy(m, kPrompts[i], 7, {});
+      for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
+    }
+  }
+}
+
+TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
+  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  const int64_t R = 8, P = prompts.size(1);
+  SamplingParams p;
+  p.do_sample = false;
+  p.max_response_length = R;
+  p.pad_token_id = kPad;
+  auto free_run = generate(m, prompts, mask, p);
+  // Pick as eos the second token of row 0, so at least one row stops early.
+  const int64_t eos = free_run.responses[0][1].item<int64_t>();
+  p.eos_token_ids = {eos, 1000};
+  p.calculate_log_probs = true;
+  auto out = generate(m, prompts, mask, p);
+  const int64_t B = kPrompts.size();
+  ASSERT_EQ(out.responses.sizes(), (std::vector<int64_t>{B, R}));
+  ASSERT_EQ(out.input_ids.sizes(), (std::vector<int64_t>{B, P + R}));
+  bool some_early = false;
+  for (int64_t i = 0; i < B; ++i) {
+    auto ref = reference_greedy(m, kPrompts[i], R, {eos});
+    const int64_t len = ref.size();
+    some_early |= len < R;
+    EXPECT_EQ(out.response_lengths[i], len);
+    for (int64_t t = 0; t < R; ++t) {
+      EXPECT_EQ(out.responses[i][t].item<int64_t>(), t < len ? ref[t] : kPad) << i << "," << t;
+      EXPECT_EQ(out.response_mask[i][t].item<int64_t>(), t < len ? 1 : 0);
+      EXPECT_EQ(out.attention_mask[i][P + t].item<int64_t>(), t < len ? 1 : 0);
+      // Positions continue past the last prompt position, also over padding.
+      EXPECT_EQ(out.position_ids[i][P + t].item<int64_t>(), static_cast<int64_t>(kPrompts[i].size()) + t);
+    }
+    const int64_t plen = kPrompts[i].size();
+    for (int64_t j = 0; j < P; ++j) {
+      EXPECT_EQ(out.attention_mask[i][j].item<int64_t>(), j >= P - plen ? 1 : 0);
+      EXPECT_EQ(out.prompts[i][j].item<int64_t>(), j >= P - plen ? kPrompts[i][j - (P - plen)] : kPad);
+    }
+  }
+  EXPECT_TRUE(some_early);
+  EXPECT_TRUE(torch::equal(out.input_ids, torch::cat({out.prompts, out.responses}, 1)));
+  // KV-cache log-probs equal those of a full forward over verl's layout (positions P-1+t).
+  torch::NoGradGuard ng;
+  auto lp = model::response_log_probs(m, out.input_ids, out.attention_mask, out.position_ids, out.responses, 1.0, false);
+  auto diff = ((lp.log_probs - out.rollout_log_probs) * out.response_mask.to(torch::kFloat32)).abs().max();
+  EXPECT_LT(diff.item<float>(), 1e-5);
+  EXPECT_EQ((out.rollout_log_probs * (1 - out.response_mask).to(torch::kFloat32)).abs().sum().item<float>(), 0.0f);
+
+  p.ignore_eos = true;
+  auto all = generate(m, prompts, mask, p);
+  for (int64_t i = 0; i < B; ++i) EXPECT_EQ(all.response_lengths[i], R);
+  EXPECT_EQ(all.response_mask.sum().item<int64_t>(), B * R);
+}
+
+TEST(Generator, SampledTokensWithLogProbsMatchFullForward) {
+  CausalLM m = tiny_model(model::Arch::Llama, 8);
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  SamplingParams p;
+  p.temperature = 0.8;
+  p.top_k = 10;
+  p.top_p = 0.9;
+  p.n = 3;
+  p.max_response_length = 6;
+  p.eos_token_ids = {2, 5};
+  p.pad_token_id = kPad;
+  p.calculate_log_probs = true;
+  p.seed = 1234;
+  auto a = generate(m, prompts, mask, p);
+  auto b = generate(m, prompts, mask, p);
+  EXPECT_TRUE(torch::equal(a.responses, b.responses));  // seeded and reproducible
+  p.seed = 99;
+  auto c = generate(m, prompts, mask, p);
+  EXPECT_FALSE(torch::equal(a.responses, c.responses));
+  const int64_t N = kPrompts.size() * 3;
+  ASSERT_EQ(a.prompts.size(0), N);
+  for (int64_t i = 0; i < N; ++i) EXPECT_TRUE(torch::equal(a.prompts[i], prompts[i / 3]));  // [x0]*n + [x1]*n ...
+  torch::NoGradGuard ng;
+  auto lp = model::response_log_probs(m, a.input_ids, a.attention_mask, a.position_ids, a.responses, 0.8, false);
+  auto diff = ((lp.log_probs - a.rollout_log_probs) * a.response_mask.to(torch::kFloat32)).abs().max();
+  EXPECT_LT(diff.item<float>(), 1e-5);
+  // A token after eos never appears: the mask ends at the first eos.
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t t = 0; t + 1 < a.response_lengths[i]; ++t) {
+      int64_t tok = a.responses[i][t].item<int64_t>();
+      EXPECT_TRUE(tok != 2 && tok != 5);
+    }
+}
+
+// Pearson chi-square of counts against probabilities (only categories with p > 0).
+double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& probs, int64_t n) {
+  double x2 = 0;
+  for (size_t i = 0; i < probs.size(); ++i)
+    if (probs[i] > 0) x2 += std::pow(counts[i] - n * probs[i], 2) / (n * probs[i]);
+  return x2;
+}
+
+std::vector<int64_t> draw(const torch::Tensor& probs_row, int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  auto probs = probs_row.unsqueeze(0).expand({n, probs_row.size(0)}).contiguous();
+  auto idx = sample_from_probs(probs, gen);
+  std::vector<int64_t> counts(probs_row.size(0), 0);
+  auto acc = idx.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < n; ++i) counts[acc[i]]++;
+  return counts;
+}
+
+TEST(Generator, SamplerMatchesFixedDistributionsChiSquare) {
+  const std::vector<double> p = {0.4, 0.25, 0.15, 0.12, 0.08};
+  std::vector<float> logp;
+  for (double v : p) logp.push_back(static_cast<float>(std::log(v)));
+  auto logits = torch::tensor(logp).unsqueeze(0);
+  const int64_t n = 40000;
+  // Critical values of chi-square at p = 0.001: df 1: 10.83, df 2: 13.82, df 4: 18.47.
+  struct Case {
+    double temperature;
+    int64_t top_k;
+    double top_p;
+    std::vector<double> expect;
+    double critical;
+  };
+  double z = 0;
+  for (double v : p) z += std::sqrt(v);
+  std::vector<double> t2;
+  for (double v : p) t2.push_back(std::sqrt(v) / z);  // temperature 2: p^(1/2), renormalised
+  const std::vector<Case> cases = {
+      {1.0, -1, 1.0, p, 18.47},
+      {2.0, -1, 1.0, t2, 18.47},
+      {1.0, 3, 1.0, {0.4 / 0.8, 0.25 / 0.8, 0.15 / 0.8, 0, 0}, 13.82},
+      // top_p 0.6: 0.4 (mass before 0), 0.25 (mass before 0.4 < 0.6) kept; 0.15 has 0.65 before: dropped.
+      {1.0, -1, 0.6, {0.4 / 0.65, 0.25 / 0.65, 0, 0, 0}, 10.83},
+      {1.0, -1, 0.3, {1, 0, 0, 0, 0}, 0},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    auto probs = sampling_probs(logits, cases[c].temperature, cases[c].top_k, cases[c].top_p)[0];
+    for (size_t i = 0; i < p.size(); ++i)
+      EXPECT_NEAR(probs[i].item<float>(), cases[c].expect[i], 1e-6) << "case " << c << " token " << i;
+    auto counts = draw(probs, n, 17 + c);
+    for (size_t i = 0; i < p.size(); ++i)
+      if (cases[c].expect[i] == 0) EXPECT_EQ(counts[i], 0) << "case " << c << " token " << i;
+    if (cases[c].critical > 0) EXPECT_LT(chi_square(counts, cases[c].expect, n), cases[c].critical) << "case " << c;
+  }
+  // The test can fail: counts drawn from p judged against the temperature-2 distribution.
+  auto counts = draw(sampling_probs(logits, 1.0, -1, 1.0)[0], n, 5);
+  EXPECT_GT(chi_square(counts, t2, n), 18.47);
+}
+
+TEST(Generator, BadParametersAreErrors) {
+  CausalLM m = tiny_model(model::Arch::Qwen2, 1);
+  auto [prompts, mask] = left_pad({{1, 2}, {}}, kPad);
+  SamplingParams p;
+  EXPECT_THROW(generate(m, prompts, mask, p), Error);  // an empty prompt
+  auto [pr, mk] = left_pad({{1, 2}}, kPad);
+  p.n = 0;
+  EXPECT_THROW(generate(m, pr, mk, p), Error);
+  p.n = 1;
+  p.top_p = 0;
+  EXPECT_THROW(generate(m, pr, mk, p), Error);
+}
+
+}  // namespace
+}  // namespace verl::rollout
+
+namespace verl::rollout {
+namespace {
+
+TEST(Generator, SamplingParamsFromVerlRolloutConfig) {
+  config::RolloutConfig r;
+  r.sampling.temperature = 0.7;
+  r.sampling.top_k = 20;
+  r.sampling.top_p = 0.95;
+  r.sampling.n = 4;
+  r.sampling.do_sample = true;
+  r.val_kwargs.temperature = 0.0;
+  r.val_kwargs.n = 1;
+  r.val_kwargs.do_sample = false;
+  r.response_length = 64;
+  r.calculate_log_probs = true;
+  auto p = sampling_params_from_config(r, false, {2, 3}, 0, 7);
+  EXPECT_EQ(p.temperature, 0.7);
+  EXPECT_EQ(p.top_k, 20);
+  EXPECT_EQ(p.n, 4);
+  EXPECT_FALSE(p.greedy());
+  EXPECT_EQ(p.max_response_length, 64);
+  EXPECT_TRUE(p.calculate_log_probs);
+  EXPECT_EQ(p.eos_token_ids, (std::vector<int64_t>{2, 3}));
+  auto v = sampling_params_from_config(r, true, {2}, 0, 7);
+  EXPECT_TRUE(v.greedy());
+  EXPECT_EQ(v.n, 1);
+}
+
+}  // namespace
+}  // namespace verl::rollout
