@@ -17,6 +17,8 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"config", "Show the resolved config (defaults + --config FILE + key=value overrides)", kConfigUsage,
        run_config_command},
+      {"report", "Rebuild a run's HTML report (SVG charts) from RUN_DIR/metrics.jsonl", kReportUsage,
+       run_report_command},
   };
   return table;
 }

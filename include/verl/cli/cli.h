@@ -25,5 +25,7 @@ int main_entry(int argc, char** argv);
 // Subcommand entry points (declared here so the table in cli.cpp is the only place that lists them).
 int run_config_command(const Args& args);
 extern const char* const kConfigUsage;
+int run_report_command(const Args& args);
+extern const char* const kReportUsage;
 
 }  // namespace verl::cli
