@@ -70,9 +70,9 @@ std::string render_chart(const std::string& name, const std::map<int64_t, double
                             kWidth, " ", kHeight, "\" role=\"img\" data-metric=\"", escape_html(name),
                             "\" data-points=\"", points.size(), "\">\n");
   std::string last = series.empty() ? "" : fmt("%.6g", series.rbegin()->second);
-  svg += str_cat("<text class=\"title\" x=\"", kLeft, "\" y=\"16\">", escape_html(name), "</text>\n");
-  svg += str_cat("<text class=\"last\" x=\"", kWidth - kRight, "\" y=\"16\" text-anchor=\"end\">last ",
-                 escape_html(last), "</text>\n");
+  svg += str_cat("<text class=\"title\" x=\"8\" y=\"16\">", escape_html(name), "</text>\n");
+  svg += str_cat("<text class=\"last\" x=\"", kLeft + (kWidth - kLeft - kRight) / 2, "\" y=\"", kHeight - 10,
+                 "\" text-anchor=\"middle\">last ", escape_html(last), "</text>\n");
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   svg += str_cat("<rect class=\"frame\" x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", plot_w, "\" height=\"",
                  plot_h, "\"/>\n");
@@ -104,7 +104,7 @@ std::string render_chart(const std::string& name, const std::map<int64_t, double
     svg += str_cat("<line class=\"grid\" x1=\"", kLeft, "\" x2=\"", kLeft + plot_w, "\" y1=\"", fmt("%.1f", sy(y)),
                    "\" y2=\"", fmt("%.1f", sy(y)), "\"/>\n");
     svg += str_cat("<text class=\"axis\" x=\"", kLeft - 4, "\" y=\"", fmt("%.1f", sy(y) + 4),
-                   "\" text-anchor=\"end\">", fmt("%.4g", y), "</text>\n");
+                   "\" text-anchor=\"end\">", fmt("%.3g", y), "</text>\n");
   }
   svg += str_cat("<text class=\"axis\" x=\"", kLeft, "\" y=\"", kHeight - 10, "\">step ",
                  fmt("%.0f", points.front().first), "</text>\n");
@@ -116,9 +116,12 @@ std::string render_chart(const std::string& name, const std::map<int64_t, double
     svg += fmt("%.1f", sx(points[i].first)) + "," + fmt("%.1f", sy(points[i].second));
   }
   svg += "\"/>\n";
-  if (points.size() == 1) {
-    svg += str_cat("<circle class=\"dot\" cx=\"", fmt("%.1f", sx(points[0].first)), "\" cy=\"",
-                   fmt("%.1f", sy(points[0].second)), "\" r=\"3\"/>\n");
+  // Sparse series (validation every test_freq steps) get a marker per point.
+  if (points.size() <= 40) {
+    for (const auto& p : points) {
+      svg += str_cat("<circle class=\"dot\" cx=\"", fmt("%.1f", sx(p.first)), "\" cy=\"", fmt("%.1f", sy(p.second)),
+                     "\" r=\"", points.size() == 1 ? 3 : 2, "\"/>\n");
+    }
   }
   svg += "</svg>\n";
   return svg;

@@ -200,8 +200,8 @@ TEST(TrackingTensorboard, EventBytesByHand) {
   // Event{wall_time=1.0, step=300, summary{value{tag:"a", simple_value:1.0}}}
   std::string expected = std::string("\x09\0\0\0\0\0\0\xf0\x3f", 9)  // field 1, fixed64: 1.0
                          + std::string("\x10\xac\x02", 3)             // field 2, varint: 300
-                         + std::string("\x2a\x09", 2)                 // field 5, 9 bytes
-                         + std::string("\x0a\x07", 2)                 //   value, 7 bytes
+                         + std::string("\x2a\x0a", 2)                 // field 5, 10 bytes
+                         + std::string("\x0a\x08", 2)                 //   value, 8 bytes
                          + std::string("\x0a\x01" "a", 3)             //     tag "a"
                          + std::string("\x15\0\0\x80\x3f", 5);        //     simple_value 1.0f
   EXPECT_EQ(trainer::encode_scalar_event(1.0, 300, "a", 1.0f), expected);
