@@ -20,17 +20,23 @@ namespace fs = std::filesystem;
 
 void write_text_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = str_cat(path, ".tmp.", ::getpid());
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     VERL_CHECK(out.good(), "tracking", "cannot write '", tmp, "' (does the folder exist and is it writable?)");
     out << text;
     out.flush();
-    VERL_CHECK(out.good(), "tracking", "writing '", tmp, "' failed (disk full?)");
+    written = out.good();
   }
   std::error_code ec;
+  if (!written) {
+    fs::remove(tmp, ec);
+    VERL_FAIL("tracking", "writing '", tmp, "' failed (disk full?)");
+  }
   fs::rename(tmp, path, ec);
   if (ec) {
-    fs::remove(tmp);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     VERL_FAIL("tracking", "cannot rename '", tmp, "' to '", path, "': ", ec.message());
   }
 }

@@ -277,6 +277,21 @@ TEST(TrackingHtml, BackendRewritesReportEachStep) {
   EXPECT_NE(html.find("last 0.4<"), std::string::npos);
 }
 
+TEST(TrackingHtml, RendersInHeadlessChromiumWhenInstalled) {
+  // Optional check: the suite does not depend on chromium (apt-get install chromium to run it).
+  if (run_command("command -v chromium").exit_code != 0) GTEST_SKIP() << "chromium is not installed";
+  std::string dir = make_temp_dir("tracking_chromium");
+  trainer::MetricHistory h;
+  for (int step = 1; step <= 20; ++step) h["critic/score/mean"][step] = 1.0 - 1.0 / step;
+  trainer::write_html_report(dir + "/report.html", "chromium check", h);
+  CommandResult r = run_command("timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=800,600 "
+                                "--screenshot=" + dir + "/shot.png file://" + dir + "/report.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string png = read_file(dir + "/shot.png");
+  ASSERT_GT(png.size(), 2000u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
 // ---- verl report ----
 
 TEST(VerlReport, RebuildsReportFromMetricsJsonl) {
