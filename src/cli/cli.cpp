@@ -26,6 +26,8 @@ const std::vector<Command>& command_table() {
        kChatTemplateUsage, run_chat_template_command},
       {"model", "Create a random-init HF model folder, or run a forward pass to logits", kModelUsage,
        run_model_command},
+      {"report", "Rebuild a run's HTML report (SVG charts) from RUN_DIR/metrics.jsonl", kReportUsage,
+       run_report_command},
   };
   return table;
 }

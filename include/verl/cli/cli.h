@@ -35,5 +35,7 @@ int run_chat_template_command(const Args& args);
 extern const char* const kTokenizeUsage, *const kDetokenizeUsage, *const kChatTemplateUsage;
 int run_model_command(const Args& args);
 extern const char* const kModelUsage;
+int run_report_command(const Args& args);
+extern const char* const kReportUsage;
 
 }  // namespace verl::cli
