@@ -1,5 +1,7 @@
 #include "verl/tokenizer/unicode.h"
 
+#include "verl/common/utf8.h"
+
 #include <utf8proc.h>
 
 #include <array>
@@ -91,23 +93,7 @@ int32_t next_code_point(std::string_view text, size_t& pos) {
   return cp;
 }
 
-void append_utf8(std::string& out, int32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
+void append_utf8(std::string& out, int32_t c) { verl::append_utf8(out, static_cast<char32_t>(c)); }
 
 size_t find_invalid_utf8(std::string_view text) {
   size_t pos = 0;
