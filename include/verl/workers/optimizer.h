@@ -1,0 +1,62 @@
+// The optimizer and learning-rate schedule of verl's workers (spec §4.6): AdamW with verl's defaults
+// (betas (0.9, 0.999), weight_decay 0.01, eps 1e-8) and a per-step LR schedule, `constant` or `cosine`,
+// each with linear warmup. Both actor and critic use them; state saves and loads for exact resume.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "verl/config/ppo_config.h"
+
+namespace verl::workers {
+
+// torch.optim.AdamW(params, lr, betas, weight_decay, eps=1e-8) from an `optim` config section.
+std::unique_ptr<torch::optim::AdamW> build_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                     const config::OptimConfig& optim);
+
+// Warmup steps as verl computes them: lr_warmup_steps when > 0, else int(lr_warmup_steps_ratio * total).
+int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_training_steps);
+
+// The multiplier of the base LR after `step` scheduler steps (transformers' schedules):
+//   constant: step / max(1, warmup) during warmup, then 1
+//   cosine:   the same warmup, then max(min_lr_ratio, 0.5 * (1 + cos(2*pi*num_cycles*p)) * (1 - min) + min)
+//             with p = (step - warmup) / max(1, total - warmup)
+double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step);
+
+// torch.optim.lr_scheduler.LambdaLR over lr_factor: construction sets lr = base * factor(0); step() advances
+// one training step. verl logs `actor/lr` / `critic/lr` as last_lr() after step().
+class LRScheduler {
+ public:
+  LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps);
+  void step();
+  double last_lr() const { return last_lr_; }
+  int64_t step_count() const { return step_; }
+  nlohmann::json state_dict() const;               // {"step": N, "base_lr": x}
+  void load_state_dict(const nlohmann::json& state);  // error naming the missing field
+
+ private:
+  void apply();
+  torch::optim::Optimizer& optimizer_;
+  config::OptimConfig optim_;
+  int64_t total_;
+  double base_lr_;
+  int64_t step_ = 0;
+  double last_lr_ = 0;
+};
+
+// Total 2-norm of the gradients (parameters without a gradient are skipped); when finite, scales the
+// gradients so the norm is at most max_norm (torch.nn.utils.clip_grad_norm_). Returns the norm before
+// clipping; a non-finite norm leaves the gradients untouched (verl then skips the optimizer step).
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+// Optimizer state (AdamW moments and step counts) to and from a file (LibTorch archive). The write is
+// atomic; loading a file made for other parameters is an error naming the file.
+void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& path);
+
+}  // namespace verl::workers
