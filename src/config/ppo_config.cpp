@@ -100,11 +100,26 @@ SamplingConfig read_sampling(ConfigReader& in, const std::string& p) {
   return s;
 }
 
+// verl's data.train_files / val_files: one path or a list of paths.
+std::vector<std::string> read_file_list(ConfigReader& in, const std::string& path) {
+  const Node node = in.get_node(path);
+  if (node.kind() == Kind::String) return {node.as_string()};
+  VERL_CHECK(node.is_list() && !node.items().empty(), "config", "config key '", path,
+             "' expects a file path or a non-empty list of paths, got ", kind_name(node.kind()));
+  std::vector<std::string> files;
+  for (const Node& item : node.items()) {
+    VERL_CHECK(item.kind() == Kind::String, "config", "config key '", path, "' expects a list of paths, found ",
+               kind_name(item.kind()), " '", item.to_text(), "'");
+    files.push_back(item.as_string());
+  }
+  return files;
+}
+
 DataConfig read_data(ConfigReader& in) {
   DataConfig d;
   d.tokenizer = in.get_optional_string("data.tokenizer");
-  d.train_files = in.get_string("data.train_files");
-  d.val_files = in.get_string("data.val_files");
+  d.train_files = read_file_list(in, "data.train_files");
+  d.val_files = read_file_list(in, "data.val_files");
   d.prompt_key = in.get_string("data.prompt_key");
   d.reward_fn_key = in.get_string("data.reward_fn_key");
   d.max_prompt_length = in.get_int("data.max_prompt_length");

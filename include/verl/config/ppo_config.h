@@ -14,8 +14,9 @@ namespace verl::config {
 
 struct DataConfig {
   std::optional<std::string> tokenizer;
-  std::string train_files;
-  std::string val_files;
+  // As written in the config (a string or a list there), `~` not yet expanded: data::data_files_from_config.
+  std::vector<std::string> train_files;
+  std::vector<std::string> val_files;
   std::string prompt_key;
   std::string reward_fn_key;
   int64_t max_prompt_length = 0;
