@@ -99,7 +99,7 @@ DataProto make_batch(const std::vector<Sample>& samples, int64_t P, int64_t R,
 }
 
 // Rewards as {row, column, value} for every non-zero entry.
-std::vector<std::tuple<int64_t, int64_t, float>> nonzero(const torch::Tensor& t) {
+std::vector<std::tuple<int64_t, int64_t, float>> reward_cells(const torch::Tensor& t) {
   std::vector<std::tuple<int64_t, int64_t, float>> out;
   for (int64_t i = 0; i < t.size(0); ++i) {
     for (int64_t j = 0; j < t.size(1); ++j) {
@@ -141,7 +141,7 @@ TEST(NaiveRewardManager, ScoreOnLastValidTokenAndDictExtraInfo) {
   ASSERT_EQ(r.reward_tensor.sizes(), (std::vector<int64_t>{2, 12}));
   EXPECT_EQ(r.reward_tensor.dtype(), torch::kFloat32);
   // Row 0: 9 valid response tokens -> column 8; row 1: 11 (special token and eos included) -> column 10.
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 8, -1.0f}, {1, 10, 1.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 8, -1.0f}, {1, 10, 1.0f}}));
   ASSERT_EQ(r.reward_extra_info.size(), 3u);
   EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{-1.0, 1.0}));
   EXPECT_EQ(r.reward_extra_info.at("acc"), (std::vector<Json>{false, true}));
@@ -155,7 +155,7 @@ TEST(NaiveRewardManager, ScalarScoresHaveNoExtraInfo) {
                                       {bytes("q"), bytes("#### 7"), "openai/gsm8k", "8"}},
                                      4, 12);
   const RewardResult r = manager.compute(batch);
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 10, 1.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 10, 1.0f}}));
   EXPECT_TRUE(r.reward_extra_info.empty());
 }
 
@@ -188,7 +188,7 @@ TEST(NaiveRewardManager, ScorerSeesDecodedTextGroundTruthAndExtraInfo) {
   EXPECT_EQ(calls[1].solution, "");
   EXPECT_EQ(calls[1].extra_info, (Json{{"num_turns", 3}, {"rollout_reward_scores", Json::object()}}));
   EXPECT_EQ(calls[2].ground_truth, 5);
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 4, 1.5f}, {1, 5, 2.5f}, {2, 0, 3.5f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 4, 1.5f}, {1, 5, 2.5f}, {2, 0, 3.5f}}));
 }
 
 TEST(NaiveRewardManager, PrintsNumExamineSamplesPerDataSource) {
@@ -258,7 +258,7 @@ TEST(LoadRewardManager, PythonRewardFunctionThroughTheConfig) {
   const RewardResult r = manager->compute(make_batch(
       {{bytes("q"), bytes("42") + std::vector<int64_t>{kEos}, "anything", "42"}, {bytes("q"), bytes(" 7"), "x", "8"}},
       2, 4));
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 2, 3.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 2, 3.0f}}));
   EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{3.0, 0.0}));
   EXPECT_EQ(r.reward_extra_info.at("len"), (std::vector<Json>{2, 2}));
 }
@@ -283,7 +283,7 @@ TEST(LoadRewardManager, RaisingFunctionUnderBothPolicies) {
   testing::internal::CaptureStderr();
   const RewardResult r = lenient->compute(batch);
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 0, 1.0f}, {3, 0, 1.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 0, 1.0f}, {3, 0, 1.0f}}));
   EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{1.0, 0.0, 0.0, 1.0}));
   EXPECT_EQ(r.reward_extra_info.at("len"), (std::vector<Json>{1, nullptr, nullptr, 1}));
   // One warning for the step, naming the first failure.
@@ -297,7 +297,7 @@ TEST(LoadRewardManager, PluginThroughTheConfig) {
       load_config({std::string("custom_reward_function.path=") + VERL_TEST_REWARD_PLUGIN}), byte_tokenizer(), 0);
   const RewardResult r = manager->compute(make_batch(
       {{bytes("q"), bytes("it is 42"), "s", "42"}, {bytes("q"), bytes("it is 4"), "s", "42"}}, 2, 10));
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 7, 1.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 7, 1.0f}}));
   EXPECT_TRUE(r.reward_extra_info.empty());
   const std::string e = error_of([&] {
     manager->compute(make_batch({{bytes("q"), bytes("1"), "s", "1"}, {bytes("q"), bytes("FAIL"), "s9", "1"}}, 2, 4));
@@ -321,13 +321,13 @@ TEST(LoadRewardManager, DapoOverlongBufferPenalty) {
   const RewardResult r = manager->compute(make_batch(samples, 6, 12));
   // Row 0: 9 tokens, exceed 1 -> -0.25, score -1; row 1: 11 tokens, exceed 3 -> -0.75, score 1;
   // row 2: no penalty, score -1 (no answer).
-  EXPECT_EQ(nonzero(r.reward_tensor), (Cells{{0, 8, -1.25f}, {1, 10, 0.25f}, {2, 4, -1.0f}}));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 8, -1.25f}, {1, 10, 0.25f}, {2, 4, -1.0f}}));
   EXPECT_EQ(r.reward_extra_info.at("overlong_reward"), (std::vector<Json>{-0.25, -0.75, 0.0}));
   EXPECT_EQ(r.reward_extra_info.at("overlong"), (std::vector<Json>{true, true, false}));
   EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{-1.0, 1.0, -1.0}));
   // Without the buffer config dapo scores like naive.
   auto plain = load_reward_manager(load_config({"reward_model.reward_manager=dapo"}), byte_tokenizer(), 0);
-  EXPECT_EQ(nonzero(plain->compute(make_batch(math_dapo_samples(), 6, 12)).reward_tensor),
+  EXPECT_EQ(reward_cells(plain->compute(make_batch(math_dapo_samples(), 6, 12)).reward_tensor),
             (Cells{{0, 8, -1.0f}, {1, 10, 1.0f}}));
 }
 
