@@ -255,7 +255,10 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   check_optional_positive(r.max_length, "reward_model.max_length");
   r.use_dynamic_bsz = in.get_bool("reward_model.use_dynamic_bsz");
   r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
-  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive"});
+  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive", "dapo"});
+  r.reward_kwargs = in.get_node("reward_model.reward_kwargs");
+  VERL_CHECK(r.reward_kwargs.is_map(), "config", "config key 'reward_model.reward_kwargs' expects map, got ",
+             kind_name(r.reward_kwargs.kind()));
   return r;
 }
 
@@ -323,6 +326,11 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.reward_model = read_reward_model(in);
   c.custom_reward_function.path = in.get_optional_string("custom_reward_function.path");
   c.custom_reward_function.name = in.get_string("custom_reward_function.name");
+  c.custom_reward_function.reward_kwargs = in.get_node("custom_reward_function.reward_kwargs");
+  VERL_CHECK(c.custom_reward_function.reward_kwargs.is_map(), "config",
+             "config key 'custom_reward_function.reward_kwargs' expects map, got ",
+             kind_name(c.custom_reward_function.reward_kwargs.kind()));
+  c.custom_reward_function.on_error = in.get_choice("custom_reward_function.on_error", {"raise", "zero"});
   c.algorithm = read_algorithm(in);
   c.trainer = read_trainer(in);
   in.check_all_read();

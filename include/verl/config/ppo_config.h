@@ -155,11 +155,14 @@ struct RewardModelConfig {
   bool use_dynamic_bsz = false;
   int64_t forward_max_token_len_per_gpu = 0;
   std::string reward_manager;
+  Node reward_kwargs;  // free-form map passed to the reward manager (dapo: max_resp_len, overlong_buffer_cfg)
 };
 
 struct CustomRewardFunctionConfig {
   std::optional<std::string> path;
   std::string name;
+  Node reward_kwargs;                // free-form map: extra keyword arguments of the function
+  std::string on_error = "raise";    // verl.cpp extension: raise | zero
 };
 
 struct KLControlConfig {
