@@ -62,12 +62,12 @@ torch::Tensor from_hex(const std::string& hex, const std::string& what) {
   return t;
 }
 
-std::string generator_state(at::Generator& gen) {
+std::string generator_state(at::Generator gen) {  // a handle: copies share the state
   std::lock_guard<std::mutex> lock(gen.mutex());
   return to_hex(gen.get_state());
 }
 
-void set_generator_state(at::Generator& gen, const std::string& hex, const std::string& what) {
+void set_generator_state(at::Generator gen, const std::string& hex, const std::string& what) {
   auto state = from_hex(hex, what);
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
@@ -263,6 +263,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     actor_module_ = model::load_model(path);
     actor_module_->to(device_);
     if (is_actor_) {
+      actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       std::vector<torch::Tensor> params = actor_module_->parameters();
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
