@@ -84,7 +84,8 @@ TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
     }
     for (int64_t t = 0; t < R; ++t) {
       adv[i][t] = 1.5 * std::cos(0.7 * i + 1.3 * t);
-      delta[i][t] = 0.3 * std::sin(1.1 * i + 0.6 * t + 0.5);
+      // Mostly small ratio offsets (PPO clipping); a few large ones (ratio > clip_ratio_c: dual clip).
+      delta[i][t] = 0.3 * std::sin(1.1 * i + 0.6 * t + 0.5) + ((i * 5 + t) % 7 == 0 ? -1.3 : 0.0);
     }
   }
   auto response_mask = attention_mask.narrow(1, P, R).clone();
@@ -152,6 +153,9 @@ TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
   double clipped = 0;
   for (int k = 1; k <= 3; ++k) clipped += g.at("u" + std::to_string(k) + ".pg_clipfrac").sum().item<double>();
   EXPECT_GT(clipped, 0.0);
+  double lower = 0;
+  for (int k = 1; k <= 3; ++k) lower += g.at("u" + std::to_string(k) + ".pg_clipfrac_lower").sum().item<double>();
+  EXPECT_GT(lower, 0.0);
 
   double max_param_diff = 0, max_param_change = 0;
   auto initial = model::load_tensors(model_dir);
