@@ -210,16 +210,16 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
 
-  register_method({"init_model", Dispatch::OneToAll}, [this](const DataProto& in) { return init_model(in); });
-  register_method({"generate_sequences", Dispatch::DpComputeProto},
+  register_method({"init_model", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return init_model(in); });
+  register_method({"generate_sequences", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
                   [this](const DataProto& in) { return generate_sequences(in); });
-  register_method({"compute_log_prob", Dispatch::DpComputeProto},
+  register_method({"compute_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
                   [this](const DataProto& in) { return compute_log_prob(in); });
-  register_method({"compute_ref_log_prob", Dispatch::DpComputeProto},
+  register_method({"compute_ref_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
                   [this](const DataProto& in) { return compute_ref_log_prob(in); });
-  register_method({"update_actor", Dispatch::DpComputeProto}, [this](const DataProto& in) { return update_actor(in); });
-  register_method({"save_checkpoint", Dispatch::OneToAll}, [this](const DataProto& in) { return save_checkpoint(in); });
-  register_method({"load_checkpoint", Dispatch::OneToAll}, [this](const DataProto& in) { return load_checkpoint(in); });
+  register_method({"update_actor", Dispatch::DpComputeProto, single_controller::Execute::All, ""}, [this](const DataProto& in) { return update_actor(in); });
+  register_method({"save_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return save_checkpoint(in); });
+  register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
 }
 
 void ActorRolloutRefWorker::require_initialised(const char* method) const {
