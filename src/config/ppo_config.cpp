@@ -193,6 +193,7 @@ RolloutConfig read_rollout(ConfigReader& in) {
   check_positive(r.response_length, p + ".response_length");
   r.ignore_eos = in.get_bool(p + ".ignore_eos");
   r.calculate_log_probs = in.get_bool(p + ".calculate_log_probs");
+  r.seed = in.get_int(p + ".seed");
   r.log_prob_micro_batch_size_per_gpu = in.get_optional_int(p + ".log_prob_micro_batch_size_per_gpu");
   check_optional_positive(r.log_prob_micro_batch_size_per_gpu, p + ".log_prob_micro_batch_size_per_gpu");
   r.log_prob_use_dynamic_bsz = in.get_bool(p + ".log_prob_use_dynamic_bsz");

@@ -106,6 +106,7 @@ struct RolloutConfig {
   int64_t response_length = 0;
   bool ignore_eos = false;
   bool calculate_log_probs = false;
+  int64_t seed = 0;  // sampling seed (+ rank per worker)
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;
