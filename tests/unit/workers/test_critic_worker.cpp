@@ -168,7 +168,9 @@ TEST(CriticWorker, LrIsTheOneUsedAndTheSchedulerStepsOncePerCall) {
                                                       "critic.optim.total_training_steps=4"}));
   DataProto batch = test::make_ppo_batch(4, 4, 3, 2);
   std::vector<double> lrs;
-  for (int i = 0; i < 3; ++i) lrs.push_back(worker->update_critic(batch).meta_info["metrics"]["critic/lr"][0]);
+  for (int i = 0; i < 3; ++i) {
+    lrs.push_back(worker->update_critic(batch).meta_info["metrics"]["critic/lr"][0].get<double>());
+  }
   // constant schedule with 2 warmup steps: factor s / 2, then 1.
   EXPECT_NEAR(lrs[0], 0.0, 1e-12);
   EXPECT_NEAR(lrs[1], 0.005, 1e-9);
@@ -257,14 +259,16 @@ TEST(CriticWorker, LoadNamesAnotherWorldSizeAndAMissingFolder) {
   save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
   worker->save_checkpoint(save);
   EXPECT_FALSE(fs::exists(ckpt + "/huggingface/model.safetensors"));  // hf_model not in save_contents
-  for (const char* stem : {"model", "optim", "extra_state"}) {
-    for (const auto& entry : fs::directory_iterator(ckpt)) {
-      std::string name = entry.path().filename().string();
-      if (name.rfind(std::string(stem) + "_world_size_1_rank_0", 0) == 0) {
-        fs::rename(entry.path(), ckpt + "/" + std::string(stem) + "_world_size_2_rank_0" +
-                                     name.substr(name.find("_rank_0") + 7));
-      }
-    }
+  std::vector<std::string> rank_files;
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("_world_size_1_rank_0") != std::string::npos) rank_files.push_back(name);
+  }
+  ASSERT_EQ(rank_files.size(), 3u);
+  for (const auto& name : rank_files) {
+    std::string renamed = name;
+    renamed.replace(renamed.find("_world_size_1_"), 14, "_world_size_2_");
+    fs::rename(ckpt + "/" + name, ckpt + "/" + renamed);
   }
   DataProto load;
   load.meta_info = {{"local_path", ckpt}};
