@@ -15,6 +15,7 @@ namespace verl::workers {
 namespace fs = std::filesystem;
 using protocol::DataProto;
 using single_controller::Dispatch;
+using single_controller::Execute;
 
 namespace {
 
@@ -89,13 +90,16 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
   critic_config_ = normalize_critic_config(*config_, world_size());
   model_path_ = expand_user(config_->critic.model.path);
   tokenizer_path_ = expand_user(config_->critic.model.tokenizer_path);
-  register_method({"init_model", Dispatch::OneToAll}, [this](const DataProto& in) { return init_model(in); });
-  register_method({"compute_values", Dispatch::DpComputeProto},
+  register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return init_model(in); });
+  register_method({"compute_values", Dispatch::DpComputeProto, Execute::All, ""},
                   [this](const DataProto& in) { return compute_values(in); });
-  register_method({"update_critic", Dispatch::DpComputeProto},
+  register_method({"update_critic", Dispatch::DpComputeProto, Execute::All, ""},
                   [this](const DataProto& in) { return update_critic(in); });
-  register_method({"save_checkpoint", Dispatch::OneToAll}, [this](const DataProto& in) { return save_checkpoint(in); });
-  register_method({"load_checkpoint", Dispatch::OneToAll}, [this](const DataProto& in) { return load_checkpoint(in); });
+  register_method({"save_checkpoint", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return save_checkpoint(in); });
+  register_method({"load_checkpoint", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return load_checkpoint(in); });
 }
 
 uint64_t CriticWorker::value_head_seed() const {

@@ -14,6 +14,7 @@ namespace verl::workers {
 namespace fs = std::filesystem;
 using protocol::DataProto;
 using single_controller::Dispatch;
+using single_controller::Execute;
 
 namespace {
 
@@ -45,8 +46,9 @@ RewardModelWorker::RewardModelWorker(const single_controller::WorkerContext& con
                "reward_model.forward_max_token_len_per_gpu must be > 0, got ", rm.forward_max_token_len_per_gpu);
   }
   model_path_ = expand_user(rm.path);
-  register_method({"init_model", Dispatch::OneToAll}, [this](const DataProto& in) { return init_model(in); });
-  register_method({"compute_rm_score", Dispatch::DpComputeProto},
+  register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return init_model(in); });
+  register_method({"compute_rm_score", Dispatch::DpComputeProto, Execute::All, ""},
                   [this](const DataProto& in) { return compute_rm_score(in); });
 }
 
