@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "verl/common/error.h"
 #include "verl/trainer/balance_batch.h"
 #include "verl/trainer/uid_generator.h"
 
