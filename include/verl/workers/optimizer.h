@@ -29,7 +29,8 @@ int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_trainin
 double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step);
 
 // torch.optim.lr_scheduler.LambdaLR over lr_factor: construction sets lr = base * factor(0); step() advances
-// one training step. verl logs `actor/lr` / `critic/lr` as last_lr() after step().
+// one training step. The workers log `actor/lr` / `critic/lr` as last_lr() before step(), the LR the update
+// used (verl's fsdp_workers read get_last_lr() before stepping).
 class LRScheduler {
  public:
   LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps);
