@@ -105,7 +105,8 @@ TEST(StatefulDataLoader, StateFromOtherSettingsIsRejected) {
   auto dataset = numbered_dataset(12);
   StatefulDataLoader loader(dataset, 4, true, 5, true);
   loader.start_epoch(0);
-  EXPECT_EQ(loader.peek_rows(), rows_of(loader.next()));
+  const std::vector<int64_t> peeked = loader.peek_rows();
+  EXPECT_EQ(rows_of(loader.next()), peeked);
   StatefulDataLoader other_batch(dataset, 3, true, 5, true);
   EXPECT_THROW(other_batch.load_state_dict(loader.state_dict()), Error);
   StatefulDataLoader other_seed(dataset, 4, true, 6, true);

@@ -213,7 +213,8 @@ TEST(RLHFDataset, MaxSamples) {
     std::vector<std::string> out;
     std::vector<int64_t> all;
     for (int64_t i = 0; i < d.size(); ++i) all.push_back(i);
-    for (const auto& rm : d.collate(all).column("reward_model")) out.push_back(rm["ground_truth"]);
+    const protocol::DataProto batch = d.collate(all);
+    for (const auto& rm : batch.column("reward_model")) out.push_back(rm["ground_truth"]);
     return out;
   };
   config::DataConfig c = data_config(8, "error");
@@ -237,7 +238,8 @@ TEST(RLHFDataset, SeveralFilesJsonlAndJson) {
                       data_config(8, "left"));
   ASSERT_EQ(dataset.size(), 3);
   std::vector<nlohmann::json> truths;
-  for (const auto& rm : dataset.collate({0, 1, 2}).column("reward_model")) truths.push_back(rm["ground_truth"]);
+  const protocol::DataProto batch = dataset.collate({0, 1, 2});
+  for (const auto& rm : batch.column("reward_model")) truths.push_back(rm["ground_truth"]);
   EXPECT_EQ(truths, (std::vector<nlohmann::json>{"1", "2", "3"}));
 }
 
