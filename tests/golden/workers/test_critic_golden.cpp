@@ -3,8 +3,8 @@
 // update (value forward per row without padding, clipped value loss, micro-batch scaling, grad clipping,
 // torch.optim.AdamW, LambdaLR). The script runs at test time on a model made by `verl model init`; without
 // /usr/bin/python3 + torch the test is skipped.
-// Tolerances (C++ runs in float32): metrics within 2e-5 relative (+1e-7 absolute); clip fractions exactly
-// within the same bound; final parameters within 5e-5 absolute (measured: 8.8e-6 and 1.7e-6, Adam amplifies
+// Tolerances (C++ runs in float32): metrics (clip fractions included) within 2e-5 relative (+1e-7 absolute);
+// final parameters within 5e-5 absolute (measured: 8.8e-6 and 1.7e-6, Adam amplifies
 // float32 rounding of tiny gradients), while the three updates move parameters by up to 0.06-0.08, over 1000x
 // the tolerance.
 #include <gtest/gtest.h>
