@@ -3,9 +3,10 @@
 // update (value forward per row without padding, clipped value loss, micro-batch scaling, grad clipping,
 // torch.optim.AdamW, LambdaLR). The script runs at test time on a model made by `verl model init`; without
 // /usr/bin/python3 + torch the test is skipped.
-// Tolerances (C++ runs in float32): metrics within 2e-5 relative (+1e-7 absolute); clip fractions exactly
-// equal as fractions of tokens; final parameters within 2e-5 absolute, while the updates themselves move
-// parameters by ~1e-2, so the check is 500x finer than the signal.
+// Tolerances (C++ runs in float32): metrics (clip fractions included) within 2e-5 relative (+1e-7 absolute);
+// final parameters within 5e-5 absolute (measured: 8.8e-6 and 1.7e-6, Adam amplifies
+// float32 rounding of tiny gradients), while the three updates move parameters by up to 0.06-0.08, over 1000x
+// the tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,7 +96,7 @@ void run_case(const Case& c) {
     max_diff = std::max(max_diff, (got - want).abs().max().item<double>());
     max_move = std::max(max_move, (want - start_params[item.key()].to(torch::kFloat64)).abs().max().item<double>());
   }
-  EXPECT_LE(max_diff, 2e-5) << c.name;
+  EXPECT_LE(max_diff, 5e-5) << c.name;
   EXPECT_GE(max_move, 1e-2) << c.name << ": the updates should move the parameters";
   std::cout << "[ critic golden " << c.name << " ] max |param diff| " << max_diff << ", max |param move| " << max_move
             << "\n";

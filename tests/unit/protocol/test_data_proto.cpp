@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "verl/common/error.h"
 #include "verl/protocol/data_proto.h"
@@ -271,7 +272,7 @@ TEST(DataProto, SerializeRoundTripsEveryDtypeEmptyAndStridedInputs) {
     d.batch["t" + std::to_string(i)] = (torch::arange(4 * 3, torch::kFloat64).reshape({4, 3}) * 7.25).to(dtypes[i]);
   }
   d.batch["strided"] = torch::arange(12, torch::kFloat32).reshape({3, 4}).t();  // non-contiguous [4, 3]
-  d.batch["nan"] = torch::tensor({std::nan(""), -0.0, INFINITY, 1e-45}, torch::kFloat32);
+  d.batch["nan"] = torch::tensor({std::nan(""), -0.0, std::numeric_limits<double>::infinity(), 1e-45}, torch::kFloat32);
   d.non_tensor_batch["unicode"] = {Json("é∑"), Json(""), Json::object(), Json(-3)};
   DataProto back = DataProto::deserialize(d.serialize());
   for (const auto& [key, value] : d.batch) {

@@ -296,5 +296,26 @@ TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTrainin
   EXPECT_NE(message.find("gradient all-reduce"), std::string::npos) << message;
 }
 
+// With seq-mean-token-mean each micro-batch loss is a mean over its rows, so verl's scales (1/grad_accum for
+// fixed micro-batches, rows/mini for token-budget ones) both give the mini-batch mean: same loss, same gradient.
+TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatchesWhenNormalizationAgrees) {
+  const std::string lm = test::make_lm_folder("critic_dynamic_lm");
+  auto common = with(base_overrides(lm), {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
+  auto fixed = make_worker(common);
+  auto dynamic = make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
+                                           "critic.forward_max_token_len_per_gpu=9"}));
+  DataProto batch = test::make_ppo_batch(8, 4, 3, 12);
+  torch::Tensor v_fixed = fixed->compute_values(batch).tensor("values");
+  torch::Tensor v_dynamic = dynamic->compute_values(batch).tensor("values");
+  EXPECT_TRUE(torch::allclose(v_fixed, v_dynamic, 1e-5, 1e-6));  // order restored
+  Json a = fixed->update_critic(batch).meta_info["metrics"];
+  Json b = dynamic->update_critic(batch).meta_info["metrics"];
+  EXPECT_EQ(a["critic/vf_clipfrac"].size(), 4u);  // 8 rows in micro-batches of 2
+  EXPECT_GE(b["critic/vf_clipfrac"].size(), 2u);  // at most 9 tokens per micro-batch
+  EXPECT_NEAR(a["critic/vf_loss"][0].get<double>(), b["critic/vf_loss"][0].get<double>(), 1e-5);
+  EXPECT_NEAR(a["critic/grad_norm"][0].get<double>(), b["critic/grad_norm"][0].get<double>(),
+              1e-5 * a["critic/grad_norm"][0].get<double>());
+}
+
 }  // namespace
 }  // namespace verl::workers

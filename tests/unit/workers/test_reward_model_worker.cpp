@@ -121,7 +121,8 @@ TEST(RewardModelWorker, SwitchChatTemplateReencodesWithTheRewardModelsTemplate) 
   const int64_t eos = static_cast<int64_t>(kChars.size()) + 1, pad = eos + 1;
 
   // Policy layout, P = R = 4; responses in the actor tokenizer's ids.
-  torch::Tensor prompts = torch::tensor({{pad, pad, 7, 8}, {pad, 3, 4, 5}}, torch::kInt64);
+  const int64_t a = 3, b = 4, c = 5, d = 7, e = 8;
+  torch::Tensor prompts = torch::tensor({{pad, pad, d, e}, {pad, a, b, c}}, torch::kInt64);
   torch::Tensor responses = torch::tensor({{reversed_id('c'), reversed_id('d'), eos, pad},
                                            {reversed_id('w'), reversed_id('x'), reversed_id('y'), reversed_id('z')}},
                                           torch::kInt64);
