@@ -1,0 +1,108 @@
+#include "verl/workers/optimizer.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+
+namespace verl::workers {
+
+std::unique_ptr<torch::optim::AdamW> build_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                     const config::OptimConfig& optim) {
+  VERL_CHECK(optim.betas.size() == 2, "optim", "optim.betas must hold two numbers (beta1, beta2), got ",
+             optim.betas.size());
+  VERL_CHECK(optim.lr >= 0, "optim", "optim.lr must be >= 0, got ", optim.lr);
+  auto options = torch::optim::AdamWOptions(optim.lr)
+                     .betas(std::make_tuple(optim.betas[0], optim.betas[1]))
+                     .eps(1e-8)
+                     .weight_decay(optim.weight_decay);
+  return std::make_unique<torch::optim::AdamW>(parameters, options);
+}
+
+int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_training_steps) {
+  if (optim.lr_warmup_steps > 0) return optim.lr_warmup_steps;
+  return static_cast<int64_t>(optim.lr_warmup_steps_ratio * static_cast<double>(total_training_steps));
+}
+
+double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step) {
+  const int64_t warmup = num_warmup_steps(optim, total_training_steps);
+  if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
+  if (optim.lr_scheduler_type == "constant") return 1.0;
+  VERL_CHECK(optim.lr_scheduler_type == "cosine", "optim",
+             "optim.lr_scheduler_type must be 'constant' or 'cosine', got '", optim.lr_scheduler_type, "'");
+  const double progress = static_cast<double>(step - warmup) /
+                          static_cast<double>(std::max<int64_t>(1, total_training_steps - warmup));
+  const double min_ratio = optim.min_lr_ratio;
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * optim.num_cycles * 2.0 * progress));
+  return std::max(min_ratio, cosine * (1.0 - min_ratio) + min_ratio);
+}
+
+LRScheduler::LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps)
+    : optimizer_(optimizer), optim_(std::move(optim)), total_(total_training_steps), base_lr_(optim_.lr) {
+  lr_factor(optim_, total_, 0);  // validates the schedule type up front
+  apply();
+}
+
+void LRScheduler::apply() {
+  last_lr_ = base_lr_ * lr_factor(optim_, total_, step_);
+  for (auto& group : optimizer_.param_groups()) group.options().set_lr(last_lr_);
+}
+
+void LRScheduler::step() {
+  ++step_;
+  apply();
+}
+
+nlohmann::json LRScheduler::state_dict() const { return {{"step", step_}, {"base_lr", base_lr_}}; }
+
+void LRScheduler::load_state_dict(const nlohmann::json& state) {
+  VERL_CHECK(state.is_object() && state.contains("step") && state["step"].is_number_integer(), "optim",
+             "lr_scheduler state needs an integer 'step'");
+  VERL_CHECK(state.contains("base_lr") && state["base_lr"].is_number(), "optim",
+             "lr_scheduler state needs a number 'base_lr'");
+  step_ = state["step"].get<int64_t>();
+  base_lr_ = state["base_lr"].get<double>();
+  apply();
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  // As torch.nn.utils.clip_grad_norm_: per-tensor norms in the gradients' dtype, the norm of those, and one
+  // clip coefficient max_norm / (norm + 1e-6) clamped to 1.
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  norms.reserve(grads.size());
+  for (const auto& g : grads) norms.push_back(g.norm(2));
+  const torch::Tensor total = torch::stack(norms).norm(2);
+  const double total_value = total.item<double>();
+  if (!std::isfinite(total_value)) return total_value;
+  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  for (auto& g : grads) g.mul_(coef);
+  return total_value;
+}
+
+void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path) {
+  std::ostringstream out;
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  archive.save_to(out);
+  write_file_atomic(path, out.str());
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& path) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+    optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    VERL_FAIL("optim", path, ": not an optimizer state for these parameters (", e.what_without_backtrace(), ")");
+  } catch (const std::runtime_error& e) {
+    VERL_FAIL("optim", path, ": not an optimizer state for these parameters (", e.what(), ")");
+  }
+}
+
+}  // namespace verl::workers
