@@ -1,4 +1,5 @@
-// `verl score --input FILE.jsonl`: verl's rule rewards (default_compute_score) for one sample per line.
+// `verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME]]`: verl's rule rewards
+// (default_compute_score), or the user's reward function, for one sample per line.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -8,18 +9,26 @@
 
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
+#include "verl/reward/scorers/custom_reward_function.h"
 #include "verl/reward/scorers/default_compute_score.h"
 
 namespace verl::cli {
 
 const char* const kScoreUsage =
-    "usage: verl score --input FILE.jsonl\n"
+    "usage: verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME]]\n"
     "\n"
     "Scores responses with verl's rule rewards (default_compute_score). Each line of FILE (\"-\" reads stdin)\n"
     "is a JSON object with the strings \"data_source\", \"solution_str\" and \"ground_truth\" and an optional\n"
     "\"extra_info\" object; other keys are ignored, blank lines skipped. For every input line one JSON line is\n"
     "printed: {\"score\": ...} plus the scorer's extra fields (math_dapo adds \"acc\" and \"pred\").\n"
     "Nothing is printed when a line is bad: the error names the file and line.\n"
+    "\n"
+    "--reward-function FILE  score with your own function instead, as custom_reward_function.path does in\n"
+    "                        training: a verl-style Python file with\n"
+    "                        def compute_score(data_source, solution_str, ground_truth, extra_info=None)\n"
+    "                        returning a number or a dict with \"score\", or a .so plugin exporting the C ABI\n"
+    "                        of verl/reward/reward_plugin.h. ground_truth may then be any JSON value.\n"
+    "--reward-name NAME      the function's name (default compute_score)\n"
     "\n"
     "data sources: openai/gsm8k, arithmetic (\"#### N\" answers); lighteval/MATH,\n"
     "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500 (last \\boxed{}); math_dapo, math,\n"
@@ -52,8 +61,9 @@ const std::string& required_string(const nlohmann::json& row, const char* key, c
   return it->get_ref<const std::string&>();
 }
 
-// One output line for one input line; errors carry `where` ("FILE:LINE").
-std::string score_line(const std::string& line, const std::string& where) {
+// One output line for one input line; errors carry `where` ("FILE:LINE"). `custom` is the user's function
+// (empty: default_compute_score).
+std::string score_line(const std::string& line, const std::string& where, const reward::ComputeScoreFn& custom) {
   nlohmann::json row;
   try {
     row = nlohmann::json::parse(line);
@@ -63,7 +73,14 @@ std::string score_line(const std::string& line, const std::string& where) {
   VERL_CHECK(row.is_object(), "score", where, ": expected a JSON object, got ", row.type_name());
   const std::string& data_source = required_string(row, "data_source", where);
   const std::string& solution_str = required_string(row, "solution_str", where);
-  const std::string& ground_truth = required_string(row, "ground_truth", where);
+  nlohmann::json ground_truth;
+  if (custom) {
+    const auto it = row.find("ground_truth");
+    VERL_CHECK(it != row.end(), "score", where, ": missing \"ground_truth\"");
+    ground_truth = *it;
+  } else {
+    ground_truth = required_string(row, "ground_truth", where);
+  }
   nlohmann::json extra_info;
   if (const auto it = row.find("extra_info"); it != row.end()) {
     VERL_CHECK(it->is_object() || it->is_null(), "score", where, ": \"extra_info\" must be an object or null, got ",
@@ -72,7 +89,14 @@ std::string score_line(const std::string& line, const std::string& where) {
   }
   reward::ScoreResult result;
   try {
-    result = reward::default_compute_score(data_source, solution_str, ground_truth, extra_info);
+    if (custom) {
+      result = custom(data_source, solution_str, ground_truth, extra_info.is_null() ? nlohmann::json::object()
+                                                                                      : extra_info);
+    } else {
+      result = reward::default_compute_score(data_source, solution_str, ground_truth.get<std::string>(), extra_info);
+    }
+  } catch (const reward::RewardFunctionError& e) {
+    VERL_FAIL("score", where, ": the reward function raised: ", e.message());
   } catch (const Error& e) {
     VERL_FAIL("score", where, ": ", e.message());
   }
@@ -82,7 +106,7 @@ std::string score_line(const std::string& line, const std::string& where) {
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string score_stream(std::istream& in, const std::string& name) {
+std::string score_stream(std::istream& in, const std::string& name, const reward::ComputeScoreFn& custom) {
   std::string output;
   std::string line;
   size_t line_number = 0;
@@ -90,7 +114,7 @@ std::string score_stream(std::istream& in, const std::string& name) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    output += score_line(line, name + ":" + std::to_string(line_number));
+    output += score_line(line, name + ":" + std::to_string(line_number), custom);
     output += '\n';
   }
   VERL_CHECK(!in.bad(), "score", "reading ", name, " failed at line ", line_number + 1);
@@ -101,11 +125,24 @@ std::string score_stream(std::istream& in, const std::string& name) {
 
 int run_score_command(const Args& args) {
   std::string input;
+  std::string reward_function;
+  std::string reward_name = "compute_score";
+  bool name_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--input" && i + 1 < args.size()) {
       input = args[++i];
     } else if (args[i].rfind("--input=", 0) == 0) {
       input = args[i].substr(8);
+    } else if (args[i] == "--reward-function" && i + 1 < args.size()) {
+      reward_function = args[++i];
+    } else if (args[i].rfind("--reward-function=", 0) == 0) {
+      reward_function = args[i].substr(18);
+    } else if (args[i] == "--reward-name" && i + 1 < args.size()) {
+      reward_name = args[++i];
+      name_given = true;
+    } else if (args[i].rfind("--reward-name=", 0) == 0) {
+      reward_name = args[i].substr(14);
+      name_given = true;
     } else {
       std::cerr << "error: unexpected argument '" << args[i] << "'\n" << kScoreUsage;
       return 2;
@@ -115,13 +152,21 @@ int run_score_command(const Args& args) {
     std::cerr << "error: verl score needs --input FILE.jsonl\n" << kScoreUsage;
     return 2;
   }
+  if (name_given && reward_function.empty()) {
+    std::cerr << "error: --reward-name needs --reward-function FILE\n" << kScoreUsage;
+    return 2;
+  }
+  reward::ComputeScoreFn custom;
+  if (!reward_function.empty()) {
+    custom = reward::load_custom_reward_function(reward_function, reward_name, nlohmann::json::object());
+  }
   std::string output;
   if (input == "-") {
-    output = score_stream(std::cin, "<stdin>");
+    output = score_stream(std::cin, "<stdin>", custom);
   } else {
     std::ifstream file(input, std::ios::binary);
     VERL_CHECK(file.is_open(), "score", "cannot open --input file '", input, "'");
-    output = score_stream(file, input);
+    output = score_stream(file, input, custom);
   }
   std::cout << output;
   return 0;

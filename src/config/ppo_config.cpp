@@ -100,11 +100,26 @@ SamplingConfig read_sampling(ConfigReader& in, const std::string& p) {
   return s;
 }
 
+// verl's data.train_files / val_files: one path or a list of paths.
+std::vector<std::string> read_file_list(ConfigReader& in, const std::string& path) {
+  const Node node = in.get_node(path);
+  if (node.kind() == Kind::String) return {node.as_string()};
+  VERL_CHECK(node.is_list() && !node.items().empty(), "config", "config key '", path,
+             "' expects a file path or a non-empty list of paths, got ", kind_name(node.kind()));
+  std::vector<std::string> files;
+  for (const Node& item : node.items()) {
+    VERL_CHECK(item.kind() == Kind::String, "config", "config key '", path, "' expects a list of paths, found ",
+               kind_name(item.kind()), " '", item.to_text(), "'");
+    files.push_back(item.as_string());
+  }
+  return files;
+}
+
 DataConfig read_data(ConfigReader& in) {
   DataConfig d;
   d.tokenizer = in.get_optional_string("data.tokenizer");
-  d.train_files = in.get_string("data.train_files");
-  d.val_files = in.get_string("data.val_files");
+  d.train_files = read_file_list(in, "data.train_files");
+  d.val_files = read_file_list(in, "data.val_files");
   d.prompt_key = in.get_string("data.prompt_key");
   d.reward_fn_key = in.get_string("data.reward_fn_key");
   d.max_prompt_length = in.get_int("data.max_prompt_length");
@@ -178,6 +193,7 @@ RolloutConfig read_rollout(ConfigReader& in) {
   check_positive(r.response_length, p + ".response_length");
   r.ignore_eos = in.get_bool(p + ".ignore_eos");
   r.calculate_log_probs = in.get_bool(p + ".calculate_log_probs");
+  r.seed = in.get_int(p + ".seed");
   r.log_prob_micro_batch_size_per_gpu = in.get_optional_int(p + ".log_prob_micro_batch_size_per_gpu");
   check_optional_positive(r.log_prob_micro_batch_size_per_gpu, p + ".log_prob_micro_batch_size_per_gpu");
   r.log_prob_use_dynamic_bsz = in.get_bool(p + ".log_prob_use_dynamic_bsz");
@@ -240,7 +256,10 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   check_optional_positive(r.max_length, "reward_model.max_length");
   r.use_dynamic_bsz = in.get_bool("reward_model.use_dynamic_bsz");
   r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
-  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive"});
+  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive", "dapo"});
+  r.reward_kwargs = in.get_node("reward_model.reward_kwargs");
+  VERL_CHECK(r.reward_kwargs.is_map(), "config", "config key 'reward_model.reward_kwargs' expects map, got ",
+             kind_name(r.reward_kwargs.kind()));
   return r;
 }
 
@@ -308,6 +327,11 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.reward_model = read_reward_model(in);
   c.custom_reward_function.path = in.get_optional_string("custom_reward_function.path");
   c.custom_reward_function.name = in.get_string("custom_reward_function.name");
+  c.custom_reward_function.reward_kwargs = in.get_node("custom_reward_function.reward_kwargs");
+  VERL_CHECK(c.custom_reward_function.reward_kwargs.is_map(), "config",
+             "config key 'custom_reward_function.reward_kwargs' expects map, got ",
+             kind_name(c.custom_reward_function.reward_kwargs.kind()));
+  c.custom_reward_function.on_error = in.get_choice("custom_reward_function.on_error", {"raise", "zero"});
   c.algorithm = read_algorithm(in);
   c.trainer = read_trainer(in);
   in.check_all_read();

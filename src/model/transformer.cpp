@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "verl/common/error.h"
+#include "verl/model/gradient_checkpointing.h"
 
 namespace verl::model {
 namespace {
@@ -176,8 +177,11 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   auto mask_bias = torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
                        .masked_fill(allowed.logical_not(), min_value)
                        .view({B, 1, 1, T, S});
-  for (size_t i = 0; i < layer_list.size(); ++i)
-    h = layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+  const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
+  for (size_t i = 0; i < layer_list.size(); ++i) {
+    h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias)
+                   : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+  }
   if (cache) cache->length += T;
   return norm->forward(h);
 }

@@ -14,8 +14,9 @@ namespace verl::config {
 
 struct DataConfig {
   std::optional<std::string> tokenizer;
-  std::string train_files;
-  std::string val_files;
+  // As written in the config (a string or a list there), `~` not yet expanded: data::data_files_from_config.
+  std::vector<std::string> train_files;
+  std::vector<std::string> val_files;
   std::string prompt_key;
   std::string reward_fn_key;
   int64_t max_prompt_length = 0;
@@ -105,6 +106,7 @@ struct RolloutConfig {
   int64_t response_length = 0;
   bool ignore_eos = false;
   bool calculate_log_probs = false;
+  int64_t seed = 0;  // sampling seed (+ rank per worker)
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;
@@ -154,11 +156,14 @@ struct RewardModelConfig {
   bool use_dynamic_bsz = false;
   int64_t forward_max_token_len_per_gpu = 0;
   std::string reward_manager;
+  Node reward_kwargs;  // free-form map passed to the reward manager (dapo: max_resp_len, overlong_buffer_cfg)
 };
 
 struct CustomRewardFunctionConfig {
   std::optional<std::string> path;
   std::string name;
+  Node reward_kwargs;                // free-form map: extra keyword arguments of the function
+  std::string on_error = "raise";    // verl.cpp extension: raise | zero
 };
 
 struct KLControlConfig {

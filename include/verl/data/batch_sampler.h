@@ -31,6 +31,7 @@ class BatchSampler {
 
   // Stateful iteration: the current epoch's remaining batches.
   int64_t epoch() const { return epoch_; }
+  int64_t position() const { return next_batch_; }  // batches of the current epoch already taken
   bool epoch_done() const { return next_batch_ >= batches_per_epoch(); }
   std::vector<int64_t> next_batch();  // error when the epoch is done
   void start_epoch(int64_t epoch);    // keeps the position when resuming into the same epoch

@@ -83,6 +83,9 @@ struct DecoderImpl : torch::nn::Module {
   RMSNorm norm{nullptr};
   torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
   HFConfig config;
+  // HF's gradient checkpointing: with grad enabled and no cache, each layer's activations are dropped in
+  // forward and recomputed in backward (model/gradient_checkpointing.h). Same gradients, less memory.
+  bool gradient_checkpointing = false;
 };
 TORCH_MODULE(Decoder);
 

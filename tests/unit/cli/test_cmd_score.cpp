@@ -80,6 +80,46 @@ TEST(CliScore, EveryGsm8kGoldAnswerScoresOne) {
   EXPECT_EQ(r.out, expected);
 }
 
+TEST(CliScore, RewardFunctionFileAndPlugin) {
+  const std::string dir = make_temp_dir("cli_score_custom");
+  write_file(dir + "/reward.py",
+             "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    return {'score': float(solution_str == str(ground_truth)), 'n': extra_info.get('n'), 'src': data_source}\n"
+             "def boom(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    raise KeyError('x')\n");
+  write_file(dir + "/in.jsonl",
+             R"({"data_source":"mine","solution_str":"[1, 2]","ground_truth":[1,2],"extra_info":{"n":3}})"
+             "\n"
+             R"({"data_source":"other","solution_str":"7","ground_truth":"8"})"
+             "\n");
+  CommandResult r = run_command(score_command(dir + "/in.jsonl") + " --reward-function " + dir + "/reward.py");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"score\":1.0,\"n\":3,\"src\":\"mine\"}\n"
+            "{\"score\":0.0,\"n\":null,\"src\":\"other\"}\n");
+  r = run_command(score_command(dir + "/in.jsonl") + " --reward-function " + dir + "/reward.py --reward-name boom");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(dir + "/in.jsonl:1: the reward function raised: KeyError: 'x' (at " + dir + "/reward.py:4)"),
+            std::string::npos)
+      << r.err;
+  r = run_command(score_command(dir + "/in.jsonl") + " --reward-function " + dir + "/reward.py --reward-name nope");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("reward function 'nope' not found in '" + dir + "/reward.py'"), std::string::npos) << r.err;
+  r = run_command(score_command(dir + "/in.jsonl") + " --reward-function " + dir + "/missing.py");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("reward function file '" + dir + "/missing.py' not found"), std::string::npos) << r.err;
+  r = run_command(score_command(dir + "/in.jsonl") + " --reward-name boom");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--reward-name needs --reward-function"), std::string::npos) << r.err;
+  // A C ABI plugin (tests/plugins/reward_plugin.cpp): 1.0 when the solution contains the ground truth.
+  write_file(dir + "/plain.jsonl", R"({"data_source":"s","solution_str":"so 8","ground_truth":"8"})"
+                                   "\n");
+  r = run_command(score_command(dir + "/plain.jsonl") + " --reward-function " + VERL_TEST_REWARD_PLUGIN);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"score\":1.0}\n");
+}
+
 struct BadLineCase {
   const char* second_line;
   const char* expected_message;

@@ -3,6 +3,10 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <cstring>
+#include <functional>
+
 #include "verl/common/error.h"
 #include "verl/protocol/data_proto.h"
 
@@ -152,6 +156,149 @@ TEST(DataProto, DeserializeRejectsCorruptBytes) {
   bad_magic[0] = 'X';
   EXPECT_THROW(DataProto::deserialize(bad_magic), Error);
   EXPECT_THROW(DataProto::deserialize(bytes + "extra"), Error);
+}
+
+// ---- cases the tests above leave out: missing keys, bounds, keep-all select, column conflicts, dtypes ----
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DataProto, MissingKeysAreErrorsNamingTheKey) {
+  DataProto d = make(2);
+  EXPECT_NE(error_of([&] { d.tensor("values"); }).find("'values'"), std::string::npos);
+  EXPECT_NE(error_of([&] { d.column("uid"); }).find("'uid'"), std::string::npos);
+  EXPECT_NE(error_of([&] { d.select({}, {"uid"}); }).find("'uid'"), std::string::npos);
+  EXPECT_NE(error_of([&] { d.select({}, {}, {"eos"}); }).find("'eos'"), std::string::npos);
+  EXPECT_NE(error_of([&] { d.pop({"obs", "nope"}); }).find("'nope'"), std::string::npos);
+  EXPECT_TRUE(d.has_tensor("obs"));  // a failed pop removes nothing
+  EXPECT_EQ(DataProto().size(), 0);
+}
+
+TEST(DataProto, SelectSharesStorageKeepsMetaAndKeepsAllWhenAsked) {
+  DataProto d = make(3);
+  DataProto s = d.select({"obs"}, {}, {"temperature"});
+  EXPECT_EQ(s.tensor("obs").data_ptr(), d.tensor("obs").data_ptr());
+  EXPECT_EQ(s.meta_info, Json({{"temperature", 1.0}}));
+  EXPECT_TRUE(s.non_tensor_batch.empty());
+  DataProto all = d.select({}, {}, {}, /*keep_all_if_empty=*/true);
+  EXPECT_EQ(all.batch.size(), 2u);
+  EXPECT_EQ(labels(all), labels(d));
+  EXPECT_EQ(all.meta_info, d.meta_info);
+  DataProto popped = d.pop({}, {"label"}, {"temperature"});
+  EXPECT_EQ(labels(popped), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(popped.meta_info["temperature"], 1.0);
+  EXPECT_EQ(d.non_tensor_batch.count("label"), 0u);
+  EXPECT_FALSE(d.meta_info.contains("temperature"));
+}
+
+TEST(DataProto, UnionRejectsAConflictingColumnAndFillsAnEmptyProto) {
+  DataProto d = make(2);
+  DataProto other = make(2);
+  other.non_tensor_batch["label"][1] = "z";
+  EXPECT_NE(error_of([&] { d.union_with(other); }).find("non-tensor column 'label'"), std::string::npos);
+  DataProto dtype_clash = make(2);
+  dtype_clash.batch["score"] = dtype_clash.batch["score"].to(torch::kFloat64);
+  EXPECT_NE(error_of([&] { d.union_with(dtype_clash); }).find("tensor 'score'"), std::string::npos);
+  DataProto empty;
+  empty.union_with(make(2));
+  EXPECT_EQ(empty.size(), 2);
+  EXPECT_EQ(labels(empty), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(DataProto, BoundsAndCountsAreErrors) {
+  DataProto d = make(3);
+  EXPECT_THROW(d.index({3}), Error);
+  EXPECT_THROW(d.index({-1}), Error);
+  EXPECT_THROW(d.slice(2, 4), Error);
+  EXPECT_THROW(d.slice(2, 1), Error);
+  EXPECT_THROW(d.chunk(0), Error);
+  EXPECT_THROW(d.split(0), Error);
+  EXPECT_THROW(d.repeat(0), Error);
+  EXPECT_THROW(d.pad_to_divisor(0), Error);
+  EXPECT_THROW(d.unpad(4), Error);
+  EXPECT_THROW(d.reorder({0, 1}), Error);
+  EXPECT_THROW(DataProto::concat({}), Error);
+  DataProto s = d.slice(1, 3);
+  EXPECT_EQ(labels(s), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(first_column(s), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(s.meta_info["temperature"], 1.0);
+  EXPECT_EQ(d.slice(1, 1).size(), 0);
+}
+
+TEST(DataProto, ConcatRejectsPartsWithDifferentKeysAndMergesEveryMetric) {
+  DataProto a = make(2), b = make(1);
+  b.batch.erase("score");
+  EXPECT_NE(error_of([&] { DataProto::concat({a, b}); }).find("'score'"), std::string::npos);
+  DataProto c = make(1);
+  c.batch["extra"] = torch::zeros({1});
+  EXPECT_NE(error_of([&] { DataProto::concat({a, c}); }).find("different keys"), std::string::npos);
+  DataProto x = make(1), y = make(1), z = make(1);
+  x.meta_info["metrics"] = {{"critic/vf_loss", 1.5}, {"critic/grad_norm", Json::array({2.0, 3.0})}};
+  y.meta_info["metrics"] = {{"critic/vf_loss", 0.5}};
+  z.meta_info["metrics"] = {{"critic/grad_norm", Json::array({4.0})}, {"critic/lr", 1e-5}};
+  Json merged = DataProto::concat({x, y, z}).meta_info["metrics"];
+  EXPECT_EQ(merged["critic/vf_loss"], Json::array({1.5, 0.5}));
+  EXPECT_EQ(merged["critic/grad_norm"], Json::array({2.0, 3.0, 4.0}));
+  EXPECT_EQ(merged["critic/lr"], Json::array({1e-5}));
+  x.meta_info["metrics"] = Json::array({1});
+  EXPECT_NE(error_of([&] { DataProto::concat({x, y}); }).find("must be an object"), std::string::npos);
+}
+
+TEST(DataProto, RepeatTilesColumnsAndKeepsTrailingDimensions) {
+  DataProto d = make(3);
+  d.batch["cube"] = torch::arange(3 * 2 * 2, torch::kInt64).reshape({3, 2, 2});
+  DataProto tiled = d.repeat(2, /*interleave=*/false);
+  EXPECT_EQ(labels(tiled), (std::vector<std::string>{"a", "b", "c", "a", "b", "c"}));
+  EXPECT_EQ(tiled.tensor("cube").sizes(), (std::vector<int64_t>{6, 2, 2}));
+  EXPECT_TRUE(torch::equal(tiled.tensor("cube").slice(0, 3, 6), d.tensor("cube")));
+  DataProto inter = d.repeat(2);
+  EXPECT_TRUE(torch::equal(inter.tensor("cube")[1], d.tensor("cube")[0]));
+  EXPECT_TRUE(torch::equal(inter.tensor("cube")[4], d.tensor("cube")[2]));
+}
+
+TEST(DataProto, SerializeRoundTripsEveryDtypeEmptyAndStridedInputs) {
+  DataProto d = make(4);
+  const std::vector<torch::ScalarType> dtypes = {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16,
+                                                 torch::kInt64,   torch::kInt32,   torch::kInt16,   torch::kInt8,
+                                                 torch::kUInt8,   torch::kBool};
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    d.batch["t" + std::to_string(i)] = (torch::arange(4 * 3, torch::kFloat64).reshape({4, 3}) * 7.25).to(dtypes[i]);
+  }
+  d.batch["strided"] = torch::arange(12, torch::kFloat32).reshape({3, 4}).t();  // non-contiguous [4, 3]
+  d.batch["nan"] = torch::tensor({std::nan(""), -0.0, INFINITY, 1e-45}, torch::kFloat32);
+  d.non_tensor_batch["unicode"] = {Json("é∑"), Json(""), Json::object(), Json(-3)};
+  DataProto back = DataProto::deserialize(d.serialize());
+  for (const auto& [key, value] : d.batch) {
+    const torch::Tensor& got = back.tensor(key);
+    EXPECT_EQ(got.scalar_type(), value.scalar_type()) << key;
+    EXPECT_EQ(got.sizes(), value.sizes()) << key;
+    // Bitwise: compare the raw bytes (NaN and -0.0 included).
+    torch::Tensor a = got.contiguous(), b = value.contiguous();
+    EXPECT_EQ(std::memcmp(a.data_ptr(), b.data_ptr(), a.numel() * a.element_size()), 0) << key;
+  }
+  EXPECT_EQ(back.non_tensor_batch, d.non_tensor_batch);
+
+  DataProto empty_back = DataProto::deserialize(DataProto().serialize());
+  EXPECT_EQ(empty_back.size(), 0);
+  EXPECT_TRUE(empty_back.batch.empty());
+  EXPECT_TRUE(empty_back.meta_info.empty());
+  DataProto zero_rows = DataProto::from_dict({{"x", torch::zeros({0, 5}, torch::kInt64)}}, {{"uid", {}}});
+  DataProto zero_back = DataProto::deserialize(zero_rows.serialize());
+  EXPECT_EQ(zero_back.tensor("x").sizes(), (std::vector<int64_t>{0, 5}));
+  EXPECT_EQ(zero_back.column("uid").size(), 0u);
+
+  std::string bytes = make(2).serialize();
+  std::string other_version = bytes;
+  other_version[6] = 9;  // the uint32 format version follows the 6-byte magic
+  EXPECT_NE(error_of([&] { DataProto::deserialize(other_version); }).find("format version 9"), std::string::npos);
+  DataProto complex = DataProto::from_dict({{"c", torch::zeros({2}, torch::kComplexFloat)}});
+  EXPECT_NE(error_of([&] { complex.serialize(); }).find("unsupported dtype"), std::string::npos);
 }
 
 }  // namespace

@@ -202,5 +202,60 @@ TEST(WorkerGroup, ColocatedRolesSpawnPerRoleViews) {
   EXPECT_NE(error_of([&] { views.at("critic").call("update"); }).find("methods: bump"), std::string::npos);
 }
 
+// ---- an uneven batch with non-tensor columns over several slots, metric-only dispatch, nd padding ----
+
+// Per row: y = 10 * x + rank, uid + "@" + rank; metrics: rows seen and two loss values per rank.
+class EchoWorker : public Worker {
+ public:
+  explicit EchoWorker(const WorkerContext& context) : Worker(context) {
+    register_method({"echo", Dispatch::DpComputeProto}, [this](const DataProto& in) {
+      std::vector<protocol::Json> uids;
+      for (const auto& uid : in.column("uid")) uids.push_back(uid.get<std::string>() + "@" + std::to_string(rank()));
+      DataProto out = DataProto::from_dict({{"y", in.tensor("x") * 10 + rank()}}, {{"uid", uids}});
+      out.meta_info["metrics"] = {{"rows", in.size()}, {"loss", protocol::Json::array({rank(), rank() + 0.5})}};
+      return out;
+    });
+    register_method({"metric", Dispatch::DpComputeMetric}, [this](const DataProto& in) {
+      DataProto out;
+      out.meta_info["metrics"] = {{"seen", in.size()}, {"first", in.tensor("x")[0].item<int64_t>()}};
+      return out;
+    });
+  }
+};
+
+TEST(WorkerGroup, UnevenBatchOverFourSlotsComesBackInOrderWithColumnsAndMergedMetrics) {
+  WorkerGroup group("echo", std::make_shared<InProcessTransport>(
+                                "echo", 4, [](const WorkerContext& c) { return std::make_unique<EchoWorker>(c); }));
+  std::vector<protocol::Json> uids;
+  for (int i = 0; i < 10; ++i) uids.push_back("u" + std::to_string(i));
+  DataProto batch = DataProto::from_dict({{"x", torch::arange(10, torch::kInt64)}}, {{"uid", uids}});
+  // 10 rows padded to 12 (rows 0, 1 appended), 3 per slot; the padding is removed from the result.
+  DataProto out = group.call("echo", batch);
+  ASSERT_EQ(out.size(), 10);
+  EXPECT_EQ(values(out.tensor("y")), (std::vector<int64_t>{0, 10, 20, 31, 41, 51, 62, 72, 82, 93}));
+  std::vector<std::string> got;
+  for (const auto& uid : out.column("uid")) got.push_back(uid.get<std::string>());
+  EXPECT_EQ(got, (std::vector<std::string>{"u0@0", "u1@0", "u2@0", "u3@1", "u4@1", "u5@1", "u6@2", "u7@2", "u8@2",
+                                           "u9@3"}));
+  EXPECT_EQ(out.meta_info["metrics"]["rows"], protocol::Json::array({3, 3, 3, 3}));
+  EXPECT_EQ(out.meta_info["metrics"]["loss"], protocol::Json::array({0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5}));
+  // The input is untouched and call_async gives the same answer.
+  EXPECT_EQ(batch.size(), 10);
+  DataProto async_out = group.call_async("echo", batch).get();
+  EXPECT_TRUE(torch::equal(async_out.tensor("y"), out.tensor("y")));
+  // Metric-only dispatch: no rows come back, metrics from every slot in rank order.
+  DataProto metrics = group.call("metric", DataProto::from_dict({{"x", torch::arange(6, torch::kInt64)}}));
+  EXPECT_EQ(metrics.size(), 0);
+  EXPECT_EQ(metrics.meta_info["metrics"]["seen"], protocol::Json::array({2, 2, 2, 2}));  // 6 padded to 8
+  EXPECT_EQ(metrics.meta_info["metrics"]["first"], protocol::Json::array({0, 2, 4, 0}));
+}
+
+TEST(WorkerGroup, NdDispatchPadsAnUnevenBatchPerDpRank) {
+  WorkerGroup group("tag", tag_transport(4));
+  DataProto out = group.call("nd", rows(5));  // 2 dp ranks: padded to 6, 3 rows each, one padding row dropped
+  EXPECT_EQ(values(out.tensor("x")), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(values(out.tensor("rank")), (std::vector<int64_t>{0, 0, 0, 2, 2}));
+}
+
 }  // namespace
 }  // namespace verl::single_controller

@@ -1,0 +1,96 @@
+// verl's RLHFDataset (verl/utils/dataset/rl_dataset.py) with the classic tokenized __getitem__ + collate_fn
+// (reference spec §5.2-5.3):
+//   * rows from .parquet, .jsonl or .json files (one or several, concatenated in order);
+//   * max_samples (data.train_max_samples / val_max_samples) > 0 and < rows: with data.shuffle, numpy's
+//     default_rng(data.seed).choice(rows, max_samples, replace=False) reproduced exactly (numpy_random.h);
+//     data.seed null uses seed 1 (numpy would draw OS entropy, a different subset every run and after a
+//     resume); without data.shuffle the first max_samples rows. Chosen before filtering, as verl does;
+//   * filter_overlong_prompts: keeps rows whose chat-templated prompt is <= max_prompt_length tokens;
+//   * collate(rows): prompt = tokenizer's chat template over the prompt_key messages with
+//     add_generation_prompt=True and data.apply_chat_template_kwargs, encoded without special tokens,
+//     truncated (data.truncation: error | left | right | middle) and left-padded to max_prompt_length with
+//     the pad id (the eos id when the tokenizer has no pad token, as verl's hf_tokenizer sets it);
+//     position_ids = clip(cumsum(attention_mask) - 1, min 0).
+// Errors are one line naming the file (and row, 0-based, and key where it applies).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "verl/config/config_node.h"
+#include "verl/config/ppo_config.h"
+#include "verl/io/value.h"
+#include "verl/protocol/data_proto.h"
+#include "verl/tokenizer/tokenizer.h"
+
+namespace verl::data {
+
+class RLHFDataset {
+ public:
+  RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+              const config::DataConfig& config, int64_t max_samples = -1);
+
+  int64_t size() const { return static_cast<int64_t>(rows_.size()); }
+
+  // verl's __getitem__ for each row, then collate_fn. Tensors (int64) input_ids, attention_mask,
+  // position_ids [n, max_prompt_length]; non-tensor columns: every dataset column except the prompt key
+  // (null where a row lacks it), raw_prompt_ids, raw_prompt (return_raw_chat), full_prompts
+  // (return_full_prompt), index (extra_info.index, else 0), tools_kwargs and interaction_kwargs (from
+  // extra_info, else {}).
+  protocol::DataProto collate(const std::vector<int64_t>& rows) const;
+
+  // The chat-templated prompt text of one row, and its ids before truncation / padding.
+  std::string prompt_text(int64_t row) const;
+  std::vector<int32_t> prompt_ids(int64_t row) const;
+
+  int32_t pad_token_id() const { return pad_token_id_; }
+  const std::vector<std::string>& files() const { return files_; }
+  // Rows before max_samples and filtering, and how many the filter dropped.
+  int64_t rows_read() const { return rows_read_; }
+  int64_t rows_filtered_out() const { return rows_filtered_out_; }
+  // Dataset columns in first-seen order (the prompt key included).
+  const std::vector<std::string>& columns() const { return columns_; }
+
+ private:
+  struct Row {
+    io::Value value;  // the struct read from the file
+    int32_t file = 0;
+    int64_t row_in_file = 0;
+  };
+
+  std::string where(const Row& row) const;
+  void load_file(int32_t file_index);
+  std::vector<int32_t> truncate(const Row& row, std::vector<int32_t> ids) const;
+
+  std::vector<std::string> files_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  config::DataConfig config_;
+  nlohmann::ordered_json chat_template_kwargs_;
+  int32_t pad_token_id_ = 0;
+  std::vector<Row> rows_;
+  std::vector<std::string> columns_;
+  int64_t rows_read_ = 0;
+  int64_t rows_filtered_out_ = 0;
+};
+
+// One file spec from the config, `~` expanded: data.train_files / data.val_files hold a path or a list of paths
+// (config::DataConfig keeps them as a list of strings; the Node and single-path forms are for other callers).
+std::vector<std::string> data_files_from_config(const config::Node& node_or_string);
+std::vector<std::string> data_files_from_config(const std::vector<std::string>& files);
+std::vector<std::string> data_files_from_config(const std::string& file);
+
+// `~` or `~/...` -> $HOME/...; anything else unchanged.
+std::string expand_user(const std::string& path);
+
+// verl's torch_functional.postprocess_data for one unbatched sequence (exposed for tests and the SFT data):
+// pads (left or right) to max_length with pad_id (mask 0), or truncates with "left" | "right" | "middle";
+// "error" throws. Returns (ids, mask).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> pad_or_truncate(const std::vector<int32_t>& ids, int64_t max_length,
+                                                                     int32_t pad_id, bool left_pad,
+                                                                     const std::string& truncation);
+
+}  // namespace verl::data

@@ -1,0 +1,60 @@
+// The compute_score a reward manager calls for each sample, as verl's load_reward_manager picks it
+// (verl/trainer/ppo/reward.py, get_custom_reward_fn):
+//
+//   custom_reward_function.path unset  -> default_compute_score (the rule scorers; ground_truth must be a string)
+//   path ending in ".so"               -> a C ABI plugin (verl/reward/reward_plugin.h), dlopen'ed, the exported
+//                                         function `name`
+//   any other path                     -> a verl-style Python file loaded as a module (importlib spec loading, as
+//                                         "custom_module") into the embedded interpreter; `name` (default
+//                                         compute_score) is called with keyword arguments
+//                                         data_source=, solution_str=, ground_truth=, extra_info=, **reward_kwargs
+//
+// A Python function may return a number (int / float / bool, or anything with __float__ such as numpy scalars)
+// or a dict with a "score" key; the dict's other values become ScoreResult::extra (None / bool / int / float /
+// str as themselves, numpy scalars through .item(), anything else as its str()). An exception raised by user
+// code (Python or plugin) is a RewardFunctionError, which the reward manager reports with the row index and
+// data source or, with custom_reward_function.on_error=zero, scores as 0.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "verl/common/error.h"
+#include "verl/reward/scorers/score_result.h"
+
+namespace verl::reward {
+
+// data_source, solution_str, ground_truth (any JSON value; usually a string), extra_info (a JSON object).
+using ComputeScoreFn = std::function<ScoreResult(const std::string& data_source, const std::string& solution_str,
+                                                 const nlohmann::json& ground_truth,
+                                                 const nlohmann::json& extra_info)>;
+
+// An exception raised inside user code (the Python function or the plugin), as opposed to a setup error.
+class RewardFunctionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// default_compute_score for the manager: a non-string ground truth is an error naming its JSON type.
+ComputeScoreFn default_score_function();
+
+// Loads custom_reward_function.path / .name with reward_kwargs (a JSON object). Errors (one line, naming path
+// and name): missing file, a Python file that fails to import, no such function / exported symbol, a
+// reward_kwargs that is not an object.
+ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
+                                           const nlohmann::json& reward_kwargs);
+
+// The two ways, used by load_custom_reward_function (exposed for tests and `verl score`).
+ComputeScoreFn load_python_reward_function(const std::string& path, const std::string& name,
+                                           const nlohmann::json& reward_kwargs);
+ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::string& name,
+                                           const nlohmann::json& reward_kwargs);
+
+// Python's str() of a ScoreResult value ("True", "None", "1.0", text as is), for verl's "[key] value" lines.
+std::string python_str(const ExtraValue& value);
+// Python's str() of a float: "1.0", "0.5", "1e-07", "inf", "nan".
+std::string python_float_str(double value);
+
+}  // namespace verl::reward

@@ -1,0 +1,98 @@
+// verl's ActorRolloutRefWorker (verl/workers/fsdp_workers.py) in its role forms:
+//   "actor"               policy trainer (update_actor, compute_log_prob, checkpoints)
+//   "rollout"             generation only
+//   "actor_rollout"       both, sharing one set of parameters (the hybrid engine)
+//   "actor_rollout_ref"   both plus a frozen reference copy (compute_ref_log_prob)
+//   "ref"                 the frozen reference policy only
+// Methods (dispatch mode): init_model (ONE_TO_ALL), generate_sequences, compute_log_prob,
+// compute_ref_log_prob, update_actor (DP_COMPUTE_PROTO), save_checkpoint, load_checkpoint (ONE_TO_ALL).
+// Every method is registered for every role; calling one the role lacks is an error naming the role.
+//
+// Batch sizes (spec §4.1): ppo_mini_batch_size is in prompts across all ranks and becomes
+// ppo_mini_batch_size * rollout.n / world_size responses per rank; micro sizes are per rank. Checked at
+// construction with one-line errors naming the keys.
+//
+// Checkpoint folder (save_checkpoint meta local_path), written as a whole through StagedDirectory:
+//   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names)
+//   optim_world_size_{W}_rank_{r}.pt            AdamW state (workers/optimizer.h)
+//   extra_state_world_size_{W}_rank_{r}.json    {"lr_scheduler": {...}, "rng": {"cpu": hex, "rollout": hex},
+//                                                "global_step": N}
+//   huggingface/                                config.json, generation_config.json, tokenizer files
+//                                                (+ model.safetensors when checkpoint.save_contents has hf_model)
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "verl/config/ppo_config.h"
+#include "verl/model/transformer.h"
+#include "verl/single_controller/worker.h"
+#include "verl/workers/dp_actor.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::workers {
+
+class ActorRolloutRefWorker : public single_controller::Worker {
+ public:
+  ActorRolloutRefWorker(const single_controller::WorkerContext& context,
+                        std::shared_ptr<const config::PPOConfig> config, std::string role);
+
+  protocol::DataProto init_model(const protocol::DataProto& input);
+  protocol::DataProto generate_sequences(const protocol::DataProto& prompts);
+  protocol::DataProto compute_log_prob(const protocol::DataProto& data);
+  protocol::DataProto compute_ref_log_prob(const protocol::DataProto& data);
+  protocol::DataProto update_actor(const protocol::DataProto& data);
+  protocol::DataProto save_checkpoint(const protocol::DataProto& input);
+  protocol::DataProto load_checkpoint(const protocol::DataProto& input);
+
+  const std::string& role() const { return role_; }
+  bool is_actor() const { return is_actor_; }
+  bool is_rollout() const { return is_rollout_; }
+  bool is_ref() const { return is_ref_; }
+  // The per-rank (normalised) actor section.
+  const config::ActorConfig& actor_config() const { return actor_cfg_; }
+  // After init_model: the policy (actor/rollout) and the reference model.
+  model::CausalLM& actor_module();
+  model::CausalLM& ref_module();
+  DataParallelPPOActor& actor();
+  LRScheduler& lr_scheduler();
+  torch::Device device() const { return device_; }
+
+ private:
+  void require_initialised(const char* method) const;
+
+  std::shared_ptr<const config::PPOConfig> config_;
+  std::string role_;
+  bool is_actor_ = false, is_rollout_ = false, is_ref_ = false;
+  config::ActorConfig actor_cfg_;
+  torch::Device device_{torch::kCPU};
+  bool initialised_ = false;
+
+  model::CausalLM actor_module_{nullptr};
+  model::CausalLM ref_module_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<LRScheduler> lr_scheduler_;
+  std::unique_ptr<DataParallelPPOActor> actor_;
+  std::unique_ptr<DataParallelPPOActor> ref_policy_;
+  std::optional<at::Generator> rollout_generator_;
+};
+
+// role: "actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"
+single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_ptr<const config::PPOConfig> config,
+                                                                  std::string role);
+
+// The checkpoint file names of one rank.
+std::string model_checkpoint_file(int64_t world_size, int64_t rank);
+std::string optim_checkpoint_file(int64_t world_size, int64_t rank);
+std::string extra_state_checkpoint_file(int64_t world_size, int64_t rank);
+
+// verl's model merger for this layout: an HF model folder (config.json, model.safetensors,
+// generation_config.json, tokenizer files) from an actor checkpoint folder (.../global_step_N/actor),
+// read from rank 0's weights (every rank holds the full parameters). Errors name missing files.
+void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir);
+
+}  // namespace verl::workers

@@ -1,0 +1,44 @@
+// verl's per-rank checkpoint layout for a worker folder (".../global_step_N/actor" or ".../critic"):
+//   model_world_size_{W}_rank_{r}.safetensors   parameters by HF name (fp32, exact)
+//   optim_world_size_{W}_rank_{r}.pt            optimizer state (save_optimizer_state)
+//   extra_state_world_size_{W}_rank_{r}.json    {"lr_scheduler": ..., "rng": ...}
+//   huggingface/                                config.json, generation_config.json, tokenizer files
+//                                               (+ model.safetensors when "hf_model" is saved)
+// Shared by the workers that save checkpoints; the folder itself is written through StagedDirectory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "verl/model/transformer.h"
+
+namespace verl::workers {
+
+std::string model_file_name(int world_size, int rank);
+std::string optim_file_name(int world_size, int rank);
+std::string extra_state_file_name(int world_size, int rank);
+
+// "~" and "~/..." expanded with $HOME (Python's os.path.expanduser for the current user).
+std::string expand_user(const std::string& path);
+
+// Errors, naming the folder, when `dir` does not exist or lacks this rank's file for `world_size` while
+// holding files of another world size ("saved with world size 2, this run has 1").
+void check_checkpoint_rank_file(const std::string& dir, const std::string& file_name, int world_size);
+
+// Parameters by name, exactly (no dtype change), into a safetensors file written atomically.
+void save_module_state(model::CausalLM& module, const std::string& path);
+// Copies a file written by save_module_state into the parameters; a missing, extra or reshaped tensor is an
+// error naming it and the file.
+void load_module_state(model::CausalLM& module, const std::string& path);
+
+// Copies the tokenizer files that exist in `from_dir` (tokenizer.json, tokenizer_config.json, ...) into
+// `to_dir`; returns how many were copied (0 when the folder has none or does not exist).
+int copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir);
+
+// Writes `dir`/huggingface: config.json and generation_config.json of the module (a value-head module is
+// saved as <Family>ForTokenClassification), the tokenizer files of `tokenizer_dir`, and the weights as
+// model.safetensors when `with_weights`.
+void save_hf_folder(model::CausalLM& module, const std::string& dir, const std::string& tokenizer_dir,
+                    bool with_weights);
+
+}  // namespace verl::workers

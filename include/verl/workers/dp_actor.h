@@ -1,0 +1,65 @@
+// verl's DataParallelPPOActor (verl/workers/actor/dp_actor.py, spec §4.2-4.4): the per-rank policy trainer.
+//   compute_log_prob  eval, no grad, micro-batches of meta micro_batch_size or dynamic batches under
+//                     meta max_token_len; log-probs (and entropy) [B,R] fp32 in the input's row order
+//   update_policy     mini-batches of ppo_mini_batch_size rows (already normalised: prompts x n / dp),
+//                     ppo_epochs passes, micro-batches (or dynamic batches) with gradient-accumulation
+//                     scaling, the on-policy shortcut, entropy coefficient, KL loss, gradient clipping and a
+//                     skipped step on a non-finite norm; verl's metric names and accumulation
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "verl/config/ppo_config.h"
+#include "verl/model/transformer.h"
+#include "verl/protocol/data_proto.h"
+
+namespace verl::workers {
+
+class DataParallelPPOActor {
+ public:
+  // `config` must hold per-rank sizes (ActorRolloutRefWorker normalises them, spec §4.1). `optimizer` may be
+  // null for a log-prob-only actor (ref, rollout); update_policy then errors.
+  DataParallelPPOActor(config::ActorConfig config, model::CausalLM model, torch::optim::Optimizer* optimizer);
+
+  // data: input_ids, attention_mask, position_ids, responses; meta_info: temperature, micro_batch_size,
+  // use_dynamic_bsz, max_token_len (when dynamic). Returns (log_probs [B,R], entropys [B,R] or undefined),
+  // on the CPU.
+  std::pair<torch::Tensor, torch::Tensor> compute_log_prob(const protocol::DataProto& data, bool calculate_entropy);
+
+  // data: responses, response_mask, input_ids, attention_mask, position_ids, old_log_probs, advantages
+  // (+ ref_log_prob with use_kl_loss, + rollout_is_weights when present); meta_info: temperature.
+  // Returns verl's metrics as key -> list of numbers: actor/pg_loss and actor/kl_loss are one number each
+  // (sums over mini-batches and epochs of the scaled micro-batch losses), actor/pg_clipfrac, actor/ppo_kl,
+  // actor/pg_clipfrac_lower (+ actor/entropy, actor/kl_coef) one per micro-batch, actor/grad_norm one per
+  // optimizer step.
+  nlohmann::json update_policy(const protocol::DataProto& data);
+
+  // Data-parallel gradient averaging across ranks, called after the backward passes of a mini-batch and
+  // before clipping (FSDP's reduce-scatter). Unset: this rank is the only one (world size 1).
+  std::function<void(const std::vector<torch::Tensor>&)> gradient_all_reduce;
+
+  const config::ActorConfig& config() const { return config_; }
+  model::CausalLM& module() { return model_; }
+
+ private:
+  // Forward of one micro-batch already on the model's device: (log_probs, entropy) [b,R] fp32.
+  std::pair<torch::Tensor, torch::Tensor> forward_micro_batch(const protocol::DataProto& micro, double temperature,
+                                                              bool calculate_entropy);
+  // Clip, then step or skip (non-finite norm). Returns the norm before clipping.
+  double optimizer_step();
+
+  config::ActorConfig config_;
+  model::CausalLM model_;
+  torch::optim::Optimizer* optimizer_;
+  std::vector<torch::Tensor> parameters_;
+};
+
+// Rows of `data` moved to `device` (tensors only; columns and meta kept).
+protocol::DataProto to_device(const protocol::DataProto& data, const torch::Device& device);
+
+}  // namespace verl::workers

@@ -1,0 +1,77 @@
+// verl's DataParallelPPOCritic (workers/critic/dp_critic.py): the critic's forward and update on one
+// data-parallel rank. Sizes here are per rank, already normalized by the worker (spec §4.1).
+//
+// compute_values: eval mode, no grad, micro-batches of forward_micro_batch_size_per_gpu (or token-budget
+//   micro-batches with use_dynamic_bsz, order restored); values[b, t] = value head at position P+t-1,
+//   multiplied by response_mask.
+// update_critic: mini-batches = data.split(ppo_mini_batch_size) (contiguous, no shuffle), ppo_epochs passes;
+//   per mini-batch: zero_grad, micro-batches of ppo_micro_batch_size_per_gpu each backpropagating
+//   compute_value_loss * (1 / grad_accum) (dynamic bsz: * rows / ppo_mini_batch_size), then
+//   clip_grad_norm(grad_clip) and an optimizer step, skipped when the norm is not finite.
+//   Metrics (verl's accumulation): critic/vf_loss one value = sum over every micro-batch of vf_loss * scale
+//   (so the sum over mini-batches and epochs of the mini-batch mean); critic/vf_clipfrac and
+//   critic/vpred_mean one value per micro-batch; critic/grad_norm one value per mini-batch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "verl/model/transformer.h"
+#include "verl/protocol/data_proto.h"
+
+namespace verl::workers {
+
+// Key -> values, verl's dict of lists (meta_info["metrics"]).
+using MetricLists = std::map<std::string, std::vector<double>>;
+nlohmann::json metrics_to_json(const MetricLists& metrics);
+
+struct DPCriticConfig {
+  int64_t ppo_mini_batch_size = 0;                         // responses per rank per optimizer step
+  std::optional<int64_t> ppo_micro_batch_size_per_gpu;     // update micro-batch (fixed bsz)
+  std::optional<int64_t> forward_micro_batch_size_per_gpu; // compute_values micro-batch (fixed bsz)
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 32768;
+  int64_t forward_max_token_len_per_gpu = 32768;
+  int64_t ppo_epochs = 1;
+  double grad_clip = 1.0;
+  double cliprange_value = 0.5;
+  std::string loss_agg_mode = "token-mean";
+};
+
+// Averages gradients across data-parallel ranks before clipping (FSDP's reduce); unset for one rank.
+using GradientAllReduce = std::function<void(const std::vector<torch::Tensor>& parameters)>;
+
+class DataParallelPPOCritic {
+ public:
+  // `module` must have the value head; `optimizer` holds the module's parameters and outlives this object.
+  DataParallelPPOCritic(model::CausalLM module, torch::optim::Optimizer& optimizer, DPCriticConfig config,
+                        GradientAllReduce all_reduce = nullptr);
+
+  // Needs input_ids, attention_mask, position_ids [b, P+R] and responses [b, R]; response_mask [b, R] when
+  // present (else attention_mask[:, -R:], verl's compute_response_mask). Returns values [b, R] fp32.
+  torch::Tensor compute_values(const protocol::DataProto& data);
+
+  // Needs input_ids, attention_mask, position_ids, responses, response_mask, values, returns.
+  MetricLists update_critic(const protocol::DataProto& data);
+
+  const DPCriticConfig& config() const { return config_; }
+
+ private:
+  // Value-head outputs for the rows of one micro-batch: [b, R] fp32.
+  torch::Tensor forward_micro_batch(const protocol::DataProto& micro);
+  // Row groups of one mini-batch (fixed micro-batches or the token-budget plan) with their loss scales.
+  std::vector<std::pair<protocol::DataProto, double>> update_micro_batches(const protocol::DataProto& mini);
+
+  model::CausalLM module_;
+  torch::optim::Optimizer& optimizer_;
+  DPCriticConfig config_;
+  GradientAllReduce all_reduce_;
+};
+
+}  // namespace verl::workers

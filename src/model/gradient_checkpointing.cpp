@@ -1,0 +1,41 @@
+#include "verl/model/gradient_checkpointing.h"
+
+#include <cstdint>
+
+namespace verl::model {
+namespace {
+
+struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+  // grad mode is off inside forward (Function::apply), so no graph is kept for the layer's internals.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& cos,
+                               const torch::Tensor& sin, const torch::Tensor& mask_bias, DecoderLayerImpl* layer) {
+    ctx->saved_data["layer"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(layer));
+    ctx->save_for_backward({h, cos, sin, mask_bias});
+    return layer->forward(h, cos, sin, mask_bias, nullptr, 0);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto* layer = reinterpret_cast<DecoderLayerImpl*>(static_cast<intptr_t>(ctx->saved_data["layer"].toInt()));
+    auto saved = ctx->get_saved_variables();
+    auto h = saved[0].detach().requires_grad_(true);
+    torch::Tensor out;
+    {
+      torch::AutoGradMode enable(true);
+      out = layer->forward(h, saved[1], saved[2], saved[3], nullptr, 0);
+    }
+    torch::autograd::backward({out}, {grad_outputs[0]});
+    // One gradient per forward argument: h, cos, sin, mask_bias (constants) and the layer (not a tensor).
+    return {h.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor checkpointed_layer_forward(DecoderLayer& layer, const torch::Tensor& h, const torch::Tensor& cos,
+                                         const torch::Tensor& sin, const torch::Tensor& mask_bias) {
+  if (!h.requires_grad()) return layer->forward(h, cos, sin, mask_bias, nullptr, 0);
+  return CheckpointedLayer::apply(h, cos, sin, mask_bias, layer.get());
+}
+
+}  // namespace verl::model

@@ -1,0 +1,400 @@
+#include "verl/reward/reward_manager.h"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "verl/common/logging.h"
+#include "verl/common/strings.h"
+
+namespace verl::reward {
+
+namespace {
+
+using Json = nlohmann::json;
+using RowExtra = std::vector<std::pair<std::string, Json>>;
+
+Json extra_to_json(const ExtraValue& value) {
+  struct Visitor {
+    Json operator()(std::monostate) const { return nullptr; }
+    Json operator()(bool v) const { return v; }
+    Json operator()(int64_t v) const { return v; }
+    Json operator()(double v) const { return v; }
+    Json operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+Json node_to_json(const config::Node& node) {
+  switch (node.kind()) {
+    case config::Kind::Null:
+      return nullptr;
+    case config::Kind::Bool:
+      return node.as_bool();
+    case config::Kind::Int:
+      return node.as_int();
+    case config::Kind::Float:
+      return node.as_double();
+    case config::Kind::String:
+      return node.as_string();
+    case config::Kind::List: {
+      Json out = Json::array();
+      for (const auto& item : node.items()) out.push_back(node_to_json(item));
+      return out;
+    }
+    case config::Kind::Map: {
+      Json out = Json::object();
+      for (const auto& [key, value] : node.fields()) out[key] = node_to_json(value);
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+// Python's print() text of a JSON value as verl would show it (strings as is).
+std::string print_text(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "None";
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_number_float()) return python_float_str(value.get<double>());
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::vector<int32_t> row_ids(const torch::Tensor& row, int64_t start, int64_t end) {
+  std::vector<int32_t> ids;
+  ids.reserve(static_cast<size_t>(std::max<int64_t>(end - start, 0)));
+  const auto values = row.accessor<int64_t, 1>();
+  for (int64_t j = start; j < end; ++j) ids.push_back(static_cast<int32_t>(values[j]));
+  return ids;
+}
+
+const std::vector<Json>& required_column(const protocol::DataProto& data, const std::string& key,
+                                         const std::string& why) {
+  const auto it = data.non_tensor_batch.find(key);
+  VERL_CHECK(it != data.non_tensor_batch.end(), "reward", "the batch has no non-tensor column '", key, "' (", why,
+             ")");
+  return it->second;
+}
+
+// One row's outcome before the extra-info columns are assembled.
+struct RowOutcome {
+  ScoreResult result;
+  bool failed = false;  // user code raised and on_error=zero
+  RowExtra manager_extra;
+};
+
+}  // namespace
+
+OnRewardError parse_on_reward_error(const std::string& text) {
+  if (text == "raise") return OnRewardError::kRaise;
+  if (text == "zero") return OnRewardError::kZero;
+  VERL_FAIL("reward", "custom_reward_function.on_error is '", text, "'; expected one of: raise, zero");
+}
+
+NaiveRewardManager::NaiveRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                       ComputeScoreFn compute_score, RewardManagerOptions options)
+    : tokenizer_(std::move(tokenizer)), compute_score_(std::move(compute_score)), options_(std::move(options)) {
+  VERL_CHECK(tokenizer_ != nullptr, "reward", "the reward manager needs a tokenizer");
+  VERL_CHECK(static_cast<bool>(compute_score_), "reward", "the reward manager needs a compute_score function");
+  VERL_CHECK(options_.num_examine >= 0, "reward", "num_examine must be >= 0, got ", options_.num_examine);
+}
+
+double NaiveRewardManager::shape_reward(double score, int64_t /*valid_response_length*/, RowExtra& /*row_extra*/) {
+  return score;
+}
+
+RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
+  RewardResult out;
+  // A reward model already scored the batch: its scores are the reward (and the keys it lists, the extra info).
+  if (data.has_tensor("rm_scores")) {
+    out.reward_tensor = data.tensor("rm_scores");
+    if (data.meta_info.is_object() && data.meta_info.contains("reward_extra_keys")) {
+      for (const auto& key : data.meta_info.at("reward_extra_keys")) {
+        VERL_CHECK(key.is_string(), "reward", "meta_info.reward_extra_keys must list strings, got ", key.dump());
+        const std::string name = key.get<std::string>();
+        out.reward_extra_info[name] = required_column(data, name, "listed in meta_info.reward_extra_keys");
+      }
+    }
+    return out;
+  }
+
+  for (const char* key : {"prompts", "responses", "attention_mask"}) {
+    VERL_CHECK(data.has_tensor(key), "reward", "the batch has no '", key,
+               "' tensor (the reward manager needs prompts, responses and attention_mask)");
+  }
+  const torch::Tensor prompts = data.tensor("prompts").to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor responses = data.tensor("responses").to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor attention_mask = data.tensor("attention_mask").to(torch::kCPU, torch::kInt64).contiguous();
+  VERL_CHECK(prompts.dim() == 2 && responses.dim() == 2 && attention_mask.dim() == 2, "reward",
+             "prompts, responses and attention_mask must be 2-D, got ", prompts.sizes(), ", ", responses.sizes(), ", ",
+             attention_mask.sizes());
+  const int64_t batch = responses.size(0);
+  const int64_t prompt_length = prompts.size(1);
+  const int64_t response_length = responses.size(1);
+  VERL_CHECK(attention_mask.size(1) == prompt_length + response_length, "reward", "attention_mask has ",
+             attention_mask.size(1), " columns; expected prompts + responses = ", prompt_length, " + ",
+             response_length);
+
+  const auto& data_sources = required_column(data, options_.reward_fn_key, "data.reward_fn_key");
+  const auto& reward_models = required_column(data, "reward_model", "its ground_truth is scored against");
+  const auto extra_it = data.non_tensor_batch.find("extra_info");
+  const auto turns_it = data.non_tensor_batch.find("__num_turns__");
+  const auto rollout_scores_it = data.non_tensor_batch.find("reward_scores");
+
+  torch::Tensor reward_tensor = torch::zeros({batch, response_length}, torch::kFloat32);
+  auto rewards = reward_tensor.accessor<float, 2>();
+  const auto mask = attention_mask.accessor<int64_t, 2>();
+  std::vector<RowOutcome> rows(static_cast<size_t>(batch));
+  std::map<std::string, int64_t> printed;  // data source -> samples printed (verl's already_print_data_sources)
+  int64_t failures = 0;
+  std::string first_failure;
+
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t valid_prompt = 0;
+    int64_t valid_response = 0;
+    for (int64_t j = 0; j < prompt_length; ++j) valid_prompt += mask[i][j];
+    for (int64_t j = prompt_length; j < prompt_length + response_length; ++j) valid_response += mask[i][j];
+    VERL_CHECK(valid_prompt <= prompt_length && valid_response <= response_length && valid_prompt >= 0 &&
+                   valid_response >= 0,
+               "reward", "attention_mask row ", i, " is not a 0/1 mask");
+    // prompts[-valid_prompt:]: left padding; with no valid token Python's [-0:] is the whole row.
+    const int64_t prompt_start = valid_prompt == 0 ? 0 : prompt_length - valid_prompt;
+    const std::string prompt_str = tokenizer_->decode(row_ids(prompts[i], prompt_start, prompt_length), true);
+    const std::string response_str =
+        prepare_response(tokenizer_->decode(row_ids(responses[i], 0, valid_response), true));
+
+    const Json& source_value = data_sources[static_cast<size_t>(i)];
+    VERL_CHECK(source_value.is_string(), "reward", "row ", i, ": column '", options_.reward_fn_key,
+               "' (data.reward_fn_key) must be a string, got ", source_value.dump());
+    const std::string& data_source = source_value.get_ref<const std::string&>();
+    const Json& reward_model = reward_models[static_cast<size_t>(i)];
+    VERL_CHECK(reward_model.is_object() && reward_model.contains("ground_truth"), "reward", "row ", i,
+               " (data_source '", data_source, "'): reward_model must be an object with a \"ground_truth\", got ",
+               reward_model.dump());
+    const Json& ground_truth = reward_model.at("ground_truth");
+    Json extra_info = Json::object();
+    if (extra_it != data.non_tensor_batch.end()) {
+      const Json& value = extra_it->second[static_cast<size_t>(i)];
+      VERL_CHECK(value.is_object() || value.is_null(), "reward", "row ", i, ": extra_info must be an object, got ",
+                 value.dump());
+      if (value.is_object()) extra_info = value;
+    }
+    extra_info["num_turns"] =
+        turns_it != data.non_tensor_batch.end() ? turns_it->second[static_cast<size_t>(i)] : Json(nullptr);
+    extra_info["rollout_reward_scores"] = rollout_scores_it != data.non_tensor_batch.end()
+                                              ? rollout_scores_it->second[static_cast<size_t>(i)]
+                                              : Json::object();
+
+    RowOutcome& row = rows[static_cast<size_t>(i)];
+    try {
+      row.result = compute_score_(data_source, response_str, ground_truth, extra_info);
+    } catch (const RewardFunctionError& e) {
+      const std::string text = str_cat("reward function ", options_.score_fn_name, " raised on row ", i,
+                                       " (data_source '", data_source, "'): ", e.message());
+      if (options_.on_error == OnRewardError::kRaise) {
+        throw Error("reward", text + " (set custom_reward_function.on_error=zero to score such samples 0)");
+      }
+      row.failed = true;
+      row.result = ScoreResult::scalar(0.0);
+      if (failures++ == 0) first_failure = text;
+    } catch (const Error& e) {
+      throw Error("reward", str_cat("row ", i, " (data_source '", data_source, "'): ", e.message()));
+    }
+
+    const double reward = shape_reward(row.result.score, valid_response, row.manager_extra);
+    // reward_tensor[i, valid_response_length - 1]: with no valid token, index -1 is the last column.
+    const int64_t column = valid_response > 0 ? valid_response - 1 : response_length - 1;
+    if (response_length > 0) rewards[i][column] = static_cast<float>(reward);
+
+    int64_t& shown = printed[data_source];
+    if (shown < options_.num_examine) {
+      ++shown;
+      std::ostringstream text;
+      text << "[prompt] " << prompt_str << "\n[response] " << response_str << "\n[ground_truth] "
+           << print_text(ground_truth) << "\n";
+      text << "[score] " << python_float_str(row.result.score) << "\n";
+      for (const auto& [key, value] : row.result.extra) text << "[" << key << "] " << python_str(value) << "\n";
+      std::cout << text.str() << std::flush;
+    }
+  }
+
+  if (failures > 0) {
+    VERL_LOG(Warn, "reward") << failures << " of " << batch
+                             << " samples scored 0 because the reward function raised "
+                                "(custom_reward_function.on_error=zero); first: "
+                             << first_failure;
+  }
+
+  // reward_extra_info: every key of the dict results (score included) and the manager's own entries, one value
+  // per row. A row that failed under on_error=zero gets score 0.0 and null for the other keys.
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  const auto add_key = [&](const std::string& key) {
+    if (seen.insert(key).second) keys.push_back(key);
+  };
+  for (const RowOutcome& row : rows) {
+    if (row.result.is_dict) {
+      add_key("score");
+      for (const auto& [key, value] : row.result.extra) add_key(key);
+    }
+    for (const auto& [key, value] : row.manager_extra) add_key(key);
+  }
+  for (const std::string& key : keys) {
+    std::vector<Json> values;
+    values.reserve(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const RowOutcome& row = rows[i];
+      const Json* found = nullptr;
+      Json scratch;
+      for (const auto& [k, v] : row.manager_extra) {
+        if (k == key) found = &v;
+      }
+      if (found == nullptr && row.result.is_dict) {
+        if (key == "score") {
+          scratch = row.result.score;
+          found = &scratch;
+        }
+        for (const auto& [k, v] : row.result.extra) {
+          if (k == key) {
+            scratch = extra_to_json(v);
+            found = &scratch;
+          }
+        }
+      }
+      if (found != nullptr) {
+        values.push_back(*found);
+      } else if (row.failed) {
+        values.push_back(key == "score" ? Json(0.0) : Json(nullptr));
+      } else {
+        VERL_FAIL("reward", "reward function ", options_.score_fn_name, " returned the key '", key,
+                  "' for some samples but not for row ", i, " (data_source '",
+                  data_sources[i].get<std::string>(),
+                  "'); every sample's result must have the same keys (a number counts as no keys)");
+      }
+    }
+    out.reward_extra_info[key] = std::move(values);
+  }
+  out.reward_tensor = reward_tensor;
+  return out;
+}
+
+DAPORewardManager::DAPORewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                     ComputeScoreFn compute_score, RewardManagerOptions options)
+    : NaiveRewardManager(std::move(tokenizer), std::move(compute_score), std::move(options)) {
+  if (options_.overlong_buffer.has_value()) {
+    VERL_CHECK(options_.max_resp_len.has_value(), "reward",
+               "reward_model.reward_kwargs.max_resp_len must be set when overlong_buffer_cfg is given (dapo)");
+    if (options_.overlong_buffer->enable) {
+      VERL_CHECK(options_.overlong_buffer->len > 0, "reward",
+                 "reward_model.reward_kwargs.overlong_buffer_cfg.len must be > 0 when enabled, got ",
+                 options_.overlong_buffer->len);
+      if (*options_.max_resp_len - options_.overlong_buffer->len < 0) {
+        VERL_LOG(Warn, "reward") << "overlong buffer: expected_len = max_resp_len (" << *options_.max_resp_len
+                                 << ") - len (" << options_.overlong_buffer->len
+                                 << ") < 0, so every response is penalized";
+      }
+    }
+  }
+}
+
+std::string DAPORewardManager::prepare_response(std::string response) const {
+  const auto& eos = tokenizer_->config().eos_token;
+  if (eos.has_value() && !eos->empty() && ends_with(response, *eos)) response.resize(response.size() - eos->size());
+  return response;
+}
+
+double DAPORewardManager::shape_reward(double score, int64_t valid_response_length, RowExtra& row_extra) {
+  if (!options_.overlong_buffer.has_value() || !options_.overlong_buffer->enable) return score;
+  const OverlongBufferConfig& cfg = *options_.overlong_buffer;
+  const int64_t expected_len = *options_.max_resp_len - cfg.len;
+  const int64_t exceed_len = valid_response_length - expected_len;
+  // verl computes this with a float32 tensor: -exceed_len / len * penalty_factor, capped at 0.
+  float penalty = static_cast<float>(-exceed_len) / static_cast<float>(cfg.len);
+  penalty = penalty * static_cast<float>(cfg.penalty_factor);
+  penalty = std::min(penalty, 0.0f);
+  if (cfg.log) {
+    row_extra.emplace_back("overlong_reward", static_cast<double>(penalty));
+    row_extra.emplace_back("overlong", penalty < 0);
+  }
+  return static_cast<double>(static_cast<float>(score) + penalty);
+}
+
+const std::vector<std::string>& supported_reward_managers() {
+  static const std::vector<std::string> names = {"naive", "dapo"};
+  return names;
+}
+
+namespace {
+
+std::optional<OverlongBufferConfig> parse_overlong_buffer(const Json& value) {
+  if (value.is_null()) return std::nullopt;
+  VERL_CHECK(value.is_object(), "reward", "reward_model.reward_kwargs.overlong_buffer_cfg must be a map, got ",
+             value.dump());
+  OverlongBufferConfig cfg;
+  for (const auto& [key, item] : value.items()) {
+    const std::string where = "reward_model.reward_kwargs.overlong_buffer_cfg." + key;
+    if (key == "enable" || key == "log") {
+      VERL_CHECK(item.is_boolean(), "reward", where, " must be a bool, got ", item.dump());
+      (key == "enable" ? cfg.enable : cfg.log) = item.get<bool>();
+    } else if (key == "len") {
+      VERL_CHECK(item.is_number_integer(), "reward", where, " must be an integer, got ", item.dump());
+      cfg.len = item.get<int64_t>();
+    } else if (key == "penalty_factor") {
+      VERL_CHECK(item.is_number(), "reward", where, " must be a number, got ", item.dump());
+      cfg.penalty_factor = item.get<double>();
+    } else {
+      VERL_FAIL("reward", "unknown key '", where, "'; expected enable, len, penalty_factor, log");
+    }
+  }
+  return cfg;
+}
+
+}  // namespace
+
+std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& config,
+                                                   std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                                   int64_t num_examine) {
+  const std::string& manager = config.reward_model.reward_manager;
+  const auto& names = supported_reward_managers();
+  VERL_CHECK(std::find(names.begin(), names.end(), manager) != names.end(), "reward",
+             "reward_model.reward_manager is '", manager, "'; verl.cpp implements: ", join(names, ", "));
+
+  RewardManagerOptions options;
+  options.num_examine = num_examine;
+  options.reward_fn_key = config.data.reward_fn_key;
+  options.on_error = parse_on_reward_error(config.custom_reward_function.on_error);
+
+  ComputeScoreFn compute_score;
+  const auto& custom = config.custom_reward_function;
+  if (custom.path.has_value() && !custom.path->empty()) {
+    compute_score = load_custom_reward_function(*custom.path, custom.name, node_to_json(custom.reward_kwargs));
+    options.score_fn_name = "'" + custom.name + "' from '" + *custom.path + "'";
+    VERL_LOG(Info, "reward") << "using customized reward function '" << custom.name << "' from '" << *custom.path
+                             << "'";
+  } else {
+    compute_score = default_score_function();
+  }
+
+  const Json reward_kwargs = node_to_json(config.reward_model.reward_kwargs);
+  if (manager == "dapo") {
+    for (const auto& [key, value] : reward_kwargs.items()) {
+      if (key == "max_resp_len") {
+        VERL_CHECK(value.is_number_integer() || value.is_null(), "reward",
+                   "reward_model.reward_kwargs.max_resp_len must be an integer, got ", value.dump());
+        if (value.is_number_integer()) options.max_resp_len = value.get<int64_t>();
+      } else if (key == "overlong_buffer_cfg") {
+        options.overlong_buffer = parse_overlong_buffer(value);
+      } else {
+        VERL_FAIL("reward", "reward_model.reward_kwargs has key '", key,
+                  "', which the dapo reward manager does not take (it takes max_resp_len, overlong_buffer_cfg)");
+      }
+    }
+    return std::make_unique<DAPORewardManager>(std::move(tokenizer), std::move(compute_score), std::move(options));
+  }
+  VERL_CHECK(reward_kwargs.empty(), "reward", "reward_model.reward_kwargs has key '", reward_kwargs.begin().key(),
+             "', which the ", manager, " reward manager does not take");
+  return std::make_unique<NaiveRewardManager>(std::move(tokenizer), std::move(compute_score), std::move(options));
+}
+
+}  // namespace verl::reward

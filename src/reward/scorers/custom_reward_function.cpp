@@ -1,0 +1,83 @@
+#include "verl/reward/scorers/custom_reward_function.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "verl/common/strings.h"
+#include "verl/reward/scorers/default_compute_score.h"
+
+namespace verl::reward {
+
+ComputeScoreFn default_score_function() {
+  return [](const std::string& data_source, const std::string& solution_str, const nlohmann::json& ground_truth,
+            const nlohmann::json& extra_info) {
+    VERL_CHECK(ground_truth.is_string(), "reward",
+               "reward_model.ground_truth must be a string for the built-in scorer of data_source '", data_source,
+               "', got ", ground_truth.type_name(), " ", ground_truth.dump(),
+               " (set custom_reward_function.path for other ground truths)");
+    return default_compute_score(data_source, solution_str, ground_truth.get_ref<const std::string&>(), extra_info);
+  };
+}
+
+ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
+                                           const nlohmann::json& reward_kwargs) {
+  VERL_CHECK(!path.empty(), "reward", "custom_reward_function.path is empty");
+  VERL_CHECK(!name.empty(), "reward", "custom_reward_function.name is empty (verl's default is compute_score)");
+  VERL_CHECK(reward_kwargs.is_object() || reward_kwargs.is_null(), "reward",
+             "custom_reward_function.reward_kwargs must be a map, got ", reward_kwargs.type_name());
+  std::error_code ec;
+  VERL_CHECK(std::filesystem::is_regular_file(path, ec), "reward", "reward function file '", path,
+             "' not found (custom_reward_function.path, function '", name, "')");
+  const nlohmann::json kwargs = reward_kwargs.is_null() ? nlohmann::json::object() : reward_kwargs;
+  if (ends_with(path, ".so")) return load_plugin_reward_function(path, name, kwargs);
+  return load_python_reward_function(path, name, kwargs);
+}
+
+std::string python_float_str(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (value == 0) return std::signbit(value) ? "-0.0" : "0.0";
+  // Shortest round-trip digits, then Python's repr layout: fixed notation for 1e-4 <= |x| < 1e16.
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  std::string text(buffer, result.ptr);
+  std::string sign;
+  if (text[0] == '-') {
+    sign = "-";
+    text.erase(0, 1);
+  }
+  const size_t e = text.find('e');
+  const int exponent = std::atoi(text.c_str() + e + 1);
+  std::string digits;
+  for (size_t i = 0; i < e; ++i) {
+    if (text[i] != '.') digits += text[i];
+  }
+  const int decpt = exponent + 1;  // value = 0.digits * 10^decpt
+  if (decpt <= -4 || decpt > 16) {
+    std::string mantissa = digits.substr(0, 1);
+    if (digits.size() > 1) mantissa += "." + digits.substr(1);
+    const int abs_exp = std::abs(exponent);
+    return sign + mantissa + (exponent < 0 ? "e-" : "e+") + (abs_exp < 10 ? "0" : "") + std::to_string(abs_exp);
+  }
+  if (decpt <= 0) return sign + "0." + std::string(static_cast<size_t>(-decpt), '0') + digits;
+  if (static_cast<size_t>(decpt) >= digits.size()) {
+    return sign + digits + std::string(static_cast<size_t>(decpt) - digits.size(), '0') + ".0";
+  }
+  return sign + digits.substr(0, static_cast<size_t>(decpt)) + "." + digits.substr(static_cast<size_t>(decpt));
+}
+
+std::string python_str(const ExtraValue& value) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return "None"; }
+    std::string operator()(bool v) const { return v ? "True" : "False"; }
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const { return python_float_str(v); }
+    std::string operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+}  // namespace verl::reward

@@ -1,0 +1,77 @@
+// verl's RayPPOTrainer._validate_config and the batch-size normalisation the workers assert
+// (ActorConfig/CriticConfig.validate, fsdp_workers.__init__): checked on the controller before any weights
+// load, each failure one line naming the keys.
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/trainer/ppo_trainer.h"
+
+namespace verl::trainer {
+
+namespace {
+
+// ppo_mini_batch_size counts prompts; each device gets mini * n / n_gpus responses per optimizer step, which
+// the micro-batch size must divide.
+void check_mini_batch(const std::string& section, int64_t train_batch_size, int64_t mini_batch_size,
+                      std::optional<int64_t> micro_per_gpu, bool use_dynamic_bsz, int64_t n, int64_t n_gpus) {
+  VERL_CHECK(mini_batch_size > 0, "config", section, ".ppo_mini_batch_size must be > 0, got ", mini_batch_size);
+  if (use_dynamic_bsz) return;
+  VERL_CHECK(train_batch_size >= mini_batch_size, "config", "data.train_batch_size (", train_batch_size,
+             ") must be >= ", section, ".ppo_mini_batch_size (", mini_batch_size, ")");
+  const int64_t responses = mini_batch_size * n;
+  VERL_CHECK(responses % n_gpus == 0, "config", section, ".ppo_mini_batch_size (", mini_batch_size,
+             ") x actor_rollout_ref.rollout.n (", n, ") = ", responses, " responses per mini-batch does not divide over ",
+             n_gpus, " devices (trainer.n_gpus_per_node x trainer.nnodes)");
+  if (micro_per_gpu) {
+    VERL_CHECK(*micro_per_gpu > 0, "config", section, ".ppo_micro_batch_size_per_gpu must be > 0, got ",
+               *micro_per_gpu);
+    const int64_t per_gpu = responses / n_gpus;
+    VERL_CHECK(per_gpu % *micro_per_gpu == 0, "config", "the per-device mini-batch of ", section, " (",
+               mini_batch_size, " prompts x ", n, " / ", n_gpus, " devices = ", per_gpu,
+               " responses) is not divisible by ", section, ".ppo_micro_batch_size_per_gpu (", *micro_per_gpu, ")");
+  }
+}
+
+}  // namespace
+
+void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
+  VERL_CHECK(n_gpus > 0, "config", "no devices: trainer.n_gpus_per_node x trainer.nnodes must be > 0");
+  const auto& data = config.data;
+  const auto& actor = config.actor_rollout_ref.actor;
+  const auto& rollout = config.actor_rollout_ref.rollout;
+  const int64_t n = rollout.sampling.n;
+  VERL_CHECK(n >= 1, "config", "actor_rollout_ref.rollout.n must be >= 1, got ", n);
+  VERL_CHECK(data.train_batch_size > 0, "config", "data.train_batch_size must be > 0, got ", data.train_batch_size);
+  const int64_t real_train_batch_size = data.train_batch_size * n;
+  VERL_CHECK(real_train_batch_size % n_gpus == 0, "config", "data.train_batch_size (", data.train_batch_size,
+             ") x actor_rollout_ref.rollout.n (", n, ") = ", real_train_batch_size,
+             " responses per step must be divisible by the ", n_gpus,
+             " devices (trainer.n_gpus_per_node x trainer.nnodes)");
+  check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
+                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, n_gpus);
+  if (need_critic(config)) {
+    const auto& critic = config.critic;
+    check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
+                     critic.use_dynamic_bsz, n, n_gpus);
+  }
+  VERL_CHECK(rollout.val_kwargs.n >= 1, "config", "actor_rollout_ref.rollout.val_kwargs.n must be >= 1");
+  if (rollout.val_kwargs.do_sample) {
+    VERL_CHECK(rollout.sampling.temperature > 0, "config",
+               "validation sampling (actor_rollout_ref.rollout.val_kwargs.do_sample=true) needs "
+               "actor_rollout_ref.rollout.temperature > 0");
+  }
+  VERL_CHECK(rollout.response_length > 0 && rollout.prompt_length > 0, "config",
+             "data.max_prompt_length and data.max_response_length must be > 0");
+  VERL_CHECK(config.trainer.total_epochs >= 1 || config.trainer.total_training_steps, "config",
+             "trainer.total_epochs must be >= 1");
+  if (config.trainer.total_training_steps) {
+    VERL_CHECK(*config.trainer.total_training_steps >= 1, "config", "trainer.total_training_steps must be >= 1");
+  }
+  if (config.algorithm.use_kl_in_reward && actor.use_kl_loss) {
+    VERL_LOG(Warn, "config") << "both algorithm.use_kl_in_reward and actor_rollout_ref.actor.use_kl_loss are on";
+  }
+  if (data.val_batch_size) {
+    VERL_LOG(Warn, "config") << "data.val_batch_size is deprecated in verl (validation runs as one batch)";
+  }
+}
+
+}  // namespace verl::trainer

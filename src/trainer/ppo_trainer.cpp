@@ -1,0 +1,452 @@
+// PPOTrainer set-up and the step loop (verl's RayPPOTrainer.__init__, init_workers, fit). Validation lives in
+// ppo_trainer_validate.cpp, checkpoints in ppo_trainer_checkpoint.cpp, config checks in ppo_config_checks.cpp.
+#include "verl/trainer/ppo_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "verl/algo/core_algos.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/single_controller/transport.h"
+
+namespace verl::trainer {
+
+namespace {
+
+using algo::MetricMap;
+using single_controller::WorkerFactory;
+using single_controller::WorkerGroup;
+
+// verl's marked_timer: adds the seconds spent in a scope to timing_raw[name].
+class PhaseTimer {
+ public:
+  PhaseTimer(const std::string& name, MetricMap& timing_raw)
+      : name_(name), timing_raw_(timing_raw), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    timing_raw_[name_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  std::string name_;
+  MetricMap& timing_raw_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// The tensors of a worker's output, merged into `batch` (meta_info stays the controller's: workers' timing
+// and metrics are read by the caller first).
+void union_tensors(DataProto& batch, const DataProto& output) {
+  DataProto tensors = output;
+  tensors.meta_info = nlohmann::json::object();
+  batch.union_with(tensors);
+}
+
+// meta_info["metrics"] of a worker output (key -> list of numbers, possibly nested by dp concat) reduced with
+// verl's reduce_metrics.
+MetricMap reduce_worker_metrics(const DataProto& output) {
+  std::map<std::string, std::vector<double>> lists;
+  if (!output.meta_info.contains("metrics")) return {};
+  std::function<void(const nlohmann::json&, std::vector<double>&)> flatten = [&](const nlohmann::json& value,
+                                                                                std::vector<double>& out) {
+    if (value.is_array()) {
+      for (const auto& item : value) flatten(item, out);
+    } else if (value.is_number() || value.is_boolean()) {
+      out.push_back(value.get<double>());
+    }
+  };
+  for (auto it = output.meta_info["metrics"].begin(); it != output.meta_info["metrics"].end(); ++it) {
+    std::vector<double> values;
+    flatten(it.value(), values);
+    if (!values.empty()) lists[it.key()] = std::move(values);
+  }
+  return algo::reduce_metrics(lists);
+}
+
+std::shared_ptr<single_controller::Transport> in_process_transport(const std::string& name, int world_size,
+                                                                   const WorkerFactory& factory) {
+  return std::make_shared<single_controller::InProcessTransport>(name, world_size, factory);
+}
+
+uint64_t controller_seed(const config::PPOConfig& config) {
+  // verl's classic default for an unset data.seed is 1; the uid stream is offset so it is not the sampler's.
+  return static_cast<uint64_t>(config.data.seed.value_or(1)) ^ 0x7569645f73656564ull;  // "uid_seed"
+}
+
+}  // namespace
+
+bool need_critic(const config::PPOConfig& config) {
+  if (config.critic.enable.has_value()) return *config.critic.enable;
+  return config.algorithm.adv_estimator == "gae";
+}
+
+bool need_reference_policy(const config::PPOConfig& config) {
+  return config.algorithm.use_kl_in_reward || config.actor_rollout_ref.actor.use_kl_loss;
+}
+
+PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                       RoleWorkerMapping role_worker_mapping,
+                       single_controller::ResourcePoolManager resource_pool_manager, RewardFn reward_fn,
+                       RewardFn val_reward_fn, std::shared_ptr<PromptDataLoader> train_dataloader,
+                       std::shared_ptr<PromptDataLoader> val_dataloader, PPOTrainerOptions options)
+    : config_(std::move(config)),
+      tokenizer_(std::move(tokenizer)),
+      role_worker_mapping_(std::move(role_worker_mapping)),
+      resource_pool_manager_(std::move(resource_pool_manager)),
+      reward_fn_(std::move(reward_fn)),
+      val_reward_fn_(std::move(val_reward_fn)),
+      train_dataloader_(std::move(train_dataloader)),
+      val_dataloader_(std::move(val_dataloader)),
+      options_(std::move(options)),
+      uid_generator_(0) {
+  VERL_ASSERT(config_ && tokenizer_ && train_dataloader_, "trainer", "config, tokenizer and train dataloader needed");
+  const config::PPOConfig& cfg = *config_;
+  VERL_CHECK(cfg.actor_rollout_ref.hybrid_engine, "trainer",
+             "actor_rollout_ref.hybrid_engine=false is not supported (verl supports only the hybrid engine)");
+  VERL_CHECK(role_worker_mapping_.count(Role::ActorRollout), "trainer",
+             "role_worker_mapping needs Role::ActorRollout (hybrid engine)");
+  use_reference_policy_ = role_worker_mapping_.count(Role::RefPolicy) > 0;
+  use_rm_ = role_worker_mapping_.count(Role::RewardModel) > 0;
+  use_critic_ = need_critic(cfg);
+  VERL_CHECK(!use_critic_ || role_worker_mapping_.count(Role::Critic), "trainer",
+             "the critic is needed (algorithm.adv_estimator=", cfg.algorithm.adv_estimator,
+             ", critic.enable) but role_worker_mapping has no Role::Critic");
+  if (cfg.algorithm.use_kl_in_reward) {
+    VERL_CHECK(use_reference_policy_, "trainer", "algorithm.use_kl_in_reward=true needs the reference policy role");
+    kl_ctrl_in_reward_ = algo::get_kl_controller(cfg.algorithm.kl_ctrl);
+  }
+  VERL_CHECK(!cfg.actor_rollout_ref.actor.use_kl_loss || use_reference_policy_, "trainer",
+             "actor_rollout_ref.actor.use_kl_loss=true needs the reference policy role");
+  validate_ppo_config(cfg, resource_pool_manager_.total_slots());
+  VERL_CHECK(!cfg.trainer.balance_batch || options_.seqlen_partitioner, "trainer",
+             "trainer.balance_batch=true needs a sequence-length partitioner");
+  if (!options_.sequence_workload) options_.sequence_workload = [](int64_t l) { return 24576 * l + l * l; };
+  if (!options_.transport_factory) options_.transport_factory = in_process_transport;
+
+  // verl's _create_dataloader: the step budget, written into the optimizers' schedules.
+  VERL_CHECK(train_dataloader_->batches_per_epoch() >= 1, "trainer", "the train dataloader is empty: ",
+             "data.train_files has fewer prompts than data.train_batch_size=", cfg.data.train_batch_size);
+  VERL_CHECK(!val_reward_fn_ || !val_dataloader_ || val_dataloader_->batches_per_epoch() >= 1, "trainer",
+             "the validation dataloader is empty (data.val_files)");
+  total_training_steps_ = train_dataloader_->batches_per_epoch() * cfg.trainer.total_epochs;
+  if (cfg.trainer.total_training_steps) total_training_steps_ = *cfg.trainer.total_training_steps;
+  config_->actor_rollout_ref.actor.optim.total_training_steps = total_training_steps_;
+  config_->critic.optim.total_training_steps = total_training_steps_;
+  VERL_LOG(Info, "trainer") << "train dataloader: " << train_dataloader_->batches_per_epoch()
+                            << " batches per epoch; total training steps: " << total_training_steps_;
+
+  run_dir_ = options_.run_dir.empty() ? cfg.trainer.default_local_dir : options_.run_dir;
+  uid_generator_ = UidGenerator(controller_seed(cfg));
+}
+
+PPOTrainer::~PPOTrainer() = default;
+
+void PPOTrainer::init_workers() {
+  // resource pool -> {role prefix -> worker factory}: every role on a pool lives in one co-located worker.
+  std::map<std::string, std::vector<std::pair<std::string, WorkerFactory>>> resource_pool_to_cls;
+  auto add_role = [&](Role role, const std::string& prefix) {
+    const auto& pool = resource_pool_manager_.pool_for(role);
+    resource_pool_to_cls[pool.name].emplace_back(prefix, role_worker_mapping_.at(role));
+  };
+  add_role(Role::ActorRollout, "actor_rollout");
+  if (use_critic_) add_role(Role::Critic, "critic");
+  if (use_reference_policy_) add_role(Role::RefPolicy, "ref");
+  if (use_rm_) add_role(Role::RewardModel, "rm");
+
+  for (const auto& pool : resource_pool_manager_.pools()) {
+    auto it = resource_pool_to_cls.find(pool.name);
+    if (it == resource_pool_to_cls.end()) continue;
+    std::vector<std::string> prefixes;
+    for (const auto& entry : it->second) prefixes.push_back(entry.first);
+    auto transport =
+        options_.transport_factory(pool.name, pool.world_size(), single_controller::colocated_factory(it->second));
+    WorkerGroup wg_dict(pool.name, transport);
+    for (auto& [prefix, view] : wg_dict.spawn(prefixes)) all_wg_.emplace(prefix, view);
+  }
+
+  if (use_critic_) {
+    critic_wg_.emplace(all_wg_.at("critic"));
+    critic_wg_->call("init_model");
+  }
+  if (use_reference_policy_) {
+    ref_policy_wg_.emplace(all_wg_.at("ref"));
+    ref_policy_wg_->call("init_model");
+  }
+  if (use_rm_) {
+    rm_wg_.emplace(all_wg_.at("rm"));
+    rm_wg_->call("init_model");
+  }
+  // The actor last (verl: the rollout engine then sees the memory left).
+  actor_rollout_wg_.emplace(all_wg_.at("actor_rollout"));
+  actor_rollout_wg_->call("init_model");
+}
+
+DataProto PPOTrainer::get_gen_batch(DataProto& batch) const {
+  static const std::vector<std::string> reward_model_keys = {"data_source", "reward_model", "extra_info", "uid"};
+  std::vector<std::string> batch_keys, non_tensor_keys;
+  for (const char* key : {"input_ids", "attention_mask", "position_ids"}) {
+    if (batch.has_tensor(key)) batch_keys.push_back(key);
+  }
+  for (const auto& [key, column] : batch.non_tensor_batch) {
+    if (std::find(reward_model_keys.begin(), reward_model_keys.end(), key) == reward_model_keys.end()) {
+      non_tensor_keys.push_back(key);
+    }
+  }
+  return batch.pop(batch_keys, non_tensor_keys);
+}
+
+nlohmann::json PPOTrainer::generation_meta(bool validate, bool do_sample) const {
+  const auto& rollout = config_->actor_rollout_ref.rollout;
+  std::vector<int32_t> eos = tokenizer_->eos_token_ids();
+  nlohmann::json meta = nlohmann::json::object();
+  meta["eos_token_id"] = eos.size() == 1 ? nlohmann::json(eos[0]) : nlohmann::json(eos);
+  std::optional<int32_t> pad = tokenizer_->pad_token_id();
+  if (!pad && !eos.empty()) pad = eos[0];  // verl's hf_tokenizer sets pad = eos when the tokenizer has none
+  meta["pad_token_id"] = pad ? nlohmann::json(*pad) : nlohmann::json();
+  meta["do_sample"] = do_sample;
+  meta["validate"] = validate;
+  meta["temperature"] = validate ? rollout.val_kwargs.temperature : rollout.sampling.temperature;
+  meta["global_steps"] = global_steps_;
+  if (validate) meta["recompute_log_prob"] = false;
+  return meta;
+}
+
+DataProto PPOTrainer::generate(const DataProto& gen_batch, MetricMap& timing_raw) {
+  DataProto output = actor_rollout_wg_->call("generate_sequences", gen_batch);
+  if (output.meta_info.contains("timing")) {
+    for (auto it = output.meta_info["timing"].begin(); it != output.meta_info["timing"].end(); ++it) {
+      double seconds = 0;
+      if (it.value().is_number()) seconds = it.value().get<double>();
+      if (it.value().is_array()) {
+        for (const auto& v : it.value()) seconds = std::max(seconds, v.get<double>());  // slowest rank
+      }
+      timing_raw[it.key()] = seconds;
+    }
+  }
+  output.meta_info = nlohmann::json::object();
+  return output;
+}
+
+RewardOutput PPOTrainer::compute_reward(DataProto& batch, const RewardFn& reward_fn) {
+  if (reward_fn) return reward_fn(batch);
+  VERL_CHECK(batch.has_tensor("rm_scores"), "trainer", "no reward function and no rm_scores from a reward model");
+  return RewardOutput{batch.tensor("rm_scores"), {}};
+}
+
+void PPOTrainer::balance_batch(DataProto& batch, MetricMap& metrics) {
+  const torch::Tensor& attention_mask = batch.tensor("attention_mask");
+  torch::Tensor lengths = attention_mask.view({attention_mask.size(0), -1}).sum(-1).to(torch::kInt64).contiguous();
+  std::vector<int64_t> seqlens(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + lengths.numel());
+  BalancePlan plan = plan_balanced_order(seqlens, actor_rollout_wg_->world_size(), options_.seqlen_partitioner,
+                                         options_.sequence_workload);
+  batch.reorder(plan.order);
+  metrics.insert(plan.metrics.begin(), plan.metrics.end());
+}
+
+void PPOTrainer::compute_advantage(DataProto& batch) const {
+  const auto& algorithm = config_->algorithm;
+  algo::AdvantageInputs inputs;
+  inputs.token_level_rewards = batch.tensor("token_level_rewards");
+  inputs.response_mask = batch.tensor("response_mask");
+  if (batch.has_tensor("values")) inputs.values = batch.tensor("values");
+  if (batch.has_tensor("reward_baselines")) inputs.reward_baselines = batch.tensor("reward_baselines");
+  if (batch.non_tensor_batch.count("uid")) {
+    for (const auto& uid : batch.column("uid")) inputs.index.push_back(uid.get<std::string>());
+  }
+  algo::AdvantageOptions options;
+  options.gamma = algorithm.gamma;
+  options.lam = algorithm.lam;
+  options.norm_adv_by_std_in_grpo = algorithm.norm_adv_by_std_in_grpo;
+  auto [advantages, returns] = algo::compute_advantage(algorithm.adv_estimator, inputs, options);
+  batch.batch["advantages"] = advantages;
+  batch.batch["returns"] = returns;
+}
+
+void PPOTrainer::fit() {
+  VERL_CHECK(actor_rollout_wg_.has_value(), "trainer", "call init_workers() before fit()");
+  const config::PPOConfig& cfg = *config_;
+  const auto& trainer = cfg.trainer;
+  const auto& rollout = cfg.actor_rollout_ref.rollout;
+  logger_ = std::make_unique<Tracking>(trainer.project_name, trainer.experiment_name, trainer.logger, run_dir_,
+                                       options_.config_yaml, options_.console_out);
+
+  global_steps_ = 0;
+  load_checkpoint();
+  const int64_t steps_per_epoch = train_dataloader_->batches_per_epoch();
+  const int64_t current_epoch = global_steps_ / steps_per_epoch;
+
+  if (val_reward_fn_ && val_dataloader_ && trainer.val_before_train) {
+    MetricMap val_metrics = validate();
+    VERL_LOG(Info, "trainer") << "initial validation: " << format_console_line(val_metrics, global_steps_);
+    logger_->log(val_metrics, global_steps_);
+    if (trainer.val_only) {
+      logger_->finish();
+      return;
+    }
+  }
+
+  ProgressBar progress("training", total_training_steps_, "", options_.progress_mode);
+  progress.advance(global_steps_);
+  global_steps_ += 1;  // the first step is 1
+  const int64_t n = rollout.sampling.n;
+
+  for (int64_t epoch = current_epoch; epoch < trainer.total_epochs; ++epoch) {
+    train_dataloader_->start_epoch(epoch);
+    while (train_dataloader_->has_next()) {
+      MetricMap metrics;
+      MetricMap timing_raw;
+      DataProto batch = train_dataloader_->next();
+      batch.meta_info["temperature"] = rollout.sampling.temperature;
+      // One uid per prompt; the n responses of a prompt share it (GRPO / RLOO groups).
+      std::vector<nlohmann::json> uids;
+      for (int64_t i = 0; i < batch.size(); ++i) uids.emplace_back(uid_generator_.next());
+      batch.non_tensor_batch["uid"] = std::move(uids);
+
+      DataProto gen_batch = get_gen_batch(batch);
+      gen_batch.meta_info = generation_meta(/*validate=*/false, rollout.sampling.do_sample);
+      const bool is_last_step = global_steps_ >= total_training_steps_;
+      RewardOutput reward;
+      std::vector<int64_t> global_token_num;
+      {
+        PhaseTimer step_timer("step", timing_raw);
+        DataProto gen_batch_output;
+        {
+          PhaseTimer timer("gen", timing_raw);
+          gen_batch_output = generate(gen_batch.repeat(n, /*interleave=*/true), timing_raw);
+        }
+        if (cfg.algorithm.adv_estimator == "remax") {
+          // ReMax: the greedy response of every prompt (un-repeated) is the reward baseline.
+          PhaseTimer timer("gen_max", timing_raw);
+          DataProto gen_baseline_batch = gen_batch;
+          gen_baseline_batch.meta_info["do_sample"] = false;
+          DataProto gen_baseline_output = generate(gen_baseline_batch, timing_raw);
+          DataProto baseline_batch = batch;
+          union_tensors(baseline_batch, gen_baseline_output);
+          if (use_rm_ && !baseline_batch.has_tensor("rm_scores")) {
+            union_tensors(baseline_batch, rm_wg_->call("compute_rm_score", baseline_batch));
+          }
+          torch::Tensor baseline = compute_reward(baseline_batch, reward_fn_).reward_tensor.sum(-1);
+          batch.batch["reward_baselines"] = baseline;
+        }
+
+        batch = batch.repeat(n, /*interleave=*/true);
+        union_tensors(batch, gen_batch_output);
+        if (!batch.has_tensor("response_mask")) {
+          const int64_t response_length = batch.tensor("responses").size(1);
+          batch.batch["response_mask"] = batch.tensor("attention_mask").slice(1, -response_length);
+        }
+        if (trainer.balance_batch) balance_batch(batch, metrics);
+        torch::Tensor token_num = batch.tensor("attention_mask").sum(-1).to(torch::kInt64).contiguous();
+        global_token_num.assign(token_num.data_ptr<int64_t>(), token_num.data_ptr<int64_t>() + token_num.numel());
+        batch.meta_info["global_token_num"] = global_token_num;
+
+        {
+          PhaseTimer timer("reward", timing_raw);
+          if (use_rm_ && !batch.has_tensor("rm_scores")) {
+            union_tensors(batch, rm_wg_->call("compute_rm_score", batch));
+          }
+          reward = compute_reward(batch, reward_fn_);
+        }
+        {
+          PhaseTimer timer("old_log_prob", timing_raw);
+          DataProto old_log_prob = actor_rollout_wg_->call("compute_log_prob", batch);
+          torch::Tensor entropys = old_log_prob.tensor("entropys");
+          metrics["actor/entropy"] = algo::agg_loss(entropys, batch.tensor("response_mask"),
+                                                    cfg.actor_rollout_ref.actor.loss_agg_mode)
+                                         .item<double>();
+          old_log_prob.batch.erase("entropys");
+          union_tensors(batch, old_log_prob);
+        }
+        if (use_reference_policy_) {
+          PhaseTimer timer("ref", timing_raw);
+          union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
+        }
+        if (use_critic_) {
+          PhaseTimer timer("values", timing_raw);
+          union_tensors(batch, critic_wg_->call("compute_values", batch));
+        }
+        {
+          PhaseTimer timer("adv", timing_raw);
+          batch.batch["token_level_scores"] = reward.reward_tensor.to(torch::kFloat32);
+          for (const auto& [key, values] : reward.reward_extra_info) {
+            VERL_CHECK(static_cast<int64_t>(values.size()) == batch.size(), "trainer", "reward extra info '", key,
+                       "' has ", values.size(), " values for ", batch.size(), " responses");
+            batch.non_tensor_batch[key] = values;
+          }
+          if (cfg.algorithm.use_kl_in_reward) {
+            algo::KLPenaltyOutput kl = algo::apply_kl_penalty(
+                batch.tensor("token_level_scores"), batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"),
+                batch.tensor("response_mask"), *kl_ctrl_in_reward_, cfg.algorithm.kl_penalty);
+            batch.batch["token_level_rewards"] = kl.token_level_rewards;
+            metrics.insert(kl.metrics.begin(), kl.metrics.end());
+          } else {
+            batch.batch["token_level_rewards"] = batch.tensor("token_level_scores");
+          }
+          compute_advantage(batch);
+        }
+        if (use_critic_) {
+          PhaseTimer timer("update_critic", timing_raw);
+          MetricMap critic_metrics = reduce_worker_metrics(critic_wg_->call("update_critic", batch));
+          metrics.insert(critic_metrics.begin(), critic_metrics.end());
+        }
+        if (trainer.critic_warmup <= global_steps_) {
+          PhaseTimer timer("update_actor", timing_raw);
+          batch.meta_info["multi_turn"] = false;
+          MetricMap actor_metrics = reduce_worker_metrics(actor_rollout_wg_->call("update_actor", batch));
+          for (const auto& [key, value] : actor_metrics) metrics[key] = value;  // update-pass entropy wins
+        }
+        if (trainer.rollout_data_dir) {
+          PhaseTimer timer("dump_rollout_generations", timing_raw);
+          log_rollout_data(batch, reward.reward_extra_info);
+        }
+      }
+
+      if (val_reward_fn_ && val_dataloader_ && trainer.test_freq > 0 &&
+          (is_last_step || global_steps_ % trainer.test_freq == 0)) {
+        MetricMap val_metrics;
+        {
+          PhaseTimer timer("testing", timing_raw);
+          val_metrics = validate();
+        }
+        metrics.insert(val_metrics.begin(), val_metrics.end());
+      }
+      if (trainer.save_freq > 0 && (is_last_step || global_steps_ % trainer.save_freq == 0)) {
+        PhaseTimer timer("save_checkpoint", timing_raw);
+        save_checkpoint();
+      }
+
+      metrics["training/global_step"] = static_cast<double>(global_steps_);
+      metrics["training/epoch"] = static_cast<double>(epoch);
+      algo::DataMetricsInputs data_inputs;
+      data_inputs.token_level_scores = batch.tensor("token_level_scores");
+      data_inputs.token_level_rewards = batch.tensor("token_level_rewards");
+      data_inputs.advantages = batch.tensor("advantages");
+      data_inputs.returns = batch.tensor("returns");
+      if (use_critic_) data_inputs.values = batch.tensor("values");
+      data_inputs.response_mask = batch.tensor("response_mask");
+      data_inputs.attention_mask = batch.tensor("attention_mask");
+      for (const auto& part : {algo::compute_data_metrics(data_inputs, use_critic_),
+                               algo::compute_timing_metrics(batch.tensor("attention_mask"),
+                                                            batch.tensor("responses").size(1), timing_raw),
+                               algo::compute_throughput_metrics(global_token_num, timing_raw,
+                                                                resource_pool_manager_.total_slots())}) {
+        metrics.insert(part.begin(), part.end());
+      }
+      if (progress.live()) std::cerr << "\r\033[K" << std::flush;  // the console line replaces the bar
+      logger_->log(metrics, global_steps_);
+      progress.advance(1);
+      global_steps_ += 1;
+      if (is_last_step) {
+        progress.finish();
+        logger_->finish();
+        return;
+      }
+    }
+  }
+  progress.finish();
+  logger_->finish();
+}
+
+}  // namespace verl::trainer

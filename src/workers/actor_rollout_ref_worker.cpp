@@ -1,0 +1,500 @@
+#include "verl/workers/actor_rollout_ref_worker.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/model/hf_config.h"
+#include "verl/model/weights.h"
+#include "verl/rollout/generator.h"
+
+namespace verl::workers {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::DataProto;
+using single_controller::Dispatch;
+using Json = nlohmann::json;
+
+constexpr const char* kComponent = "actor_rollout_ref";
+
+std::string expand_home(const std::string& path) {
+  if (path.empty() || path[0] != '~') return path;
+  const char* home = std::getenv("HOME");
+  VERL_CHECK(home != nullptr, kComponent, "cannot expand '", path, "': HOME is not set");
+  return std::string(home) + path.substr(1);
+}
+
+std::string to_hex(const torch::Tensor& bytes_in) {
+  auto bytes = bytes_in.to(torch::kCPU).contiguous();
+  const auto* p = bytes.data_ptr<uint8_t>();
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(static_cast<size_t>(bytes.numel()) * 2);
+  for (int64_t i = 0; i < bytes.numel(); ++i) {
+    out.push_back(digits[p[i] >> 4]);
+    out.push_back(digits[p[i] & 15]);
+  }
+  return out;
+}
+
+torch::Tensor from_hex(const std::string& hex, const std::string& what) {
+  VERL_CHECK(hex.size() % 2 == 0, kComponent, what, ": malformed RNG state");
+  auto t = torch::empty({static_cast<int64_t>(hex.size() / 2)}, torch::kUInt8);
+  auto* p = t.data_ptr<uint8_t>();
+  auto nibble = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    VERL_FAIL(kComponent, what, ": malformed RNG state");
+  };
+  for (size_t i = 0; i < hex.size() / 2; ++i) p[i] = static_cast<uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
+  return t;
+}
+
+std::string generator_state(at::Generator gen) {  // a handle: copies share the state
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return to_hex(gen.get_state());
+}
+
+void set_generator_state(at::Generator gen, const std::string& hex, const std::string& what) {
+  auto state = from_hex(hex, what);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::vector<int64_t> eos_ids_from_meta(const Json& meta) {
+  VERL_CHECK(meta.contains("eos_token_id"), kComponent, "generate_sequences needs meta_info['eos_token_id']");
+  const Json& e = meta["eos_token_id"];
+  std::vector<int64_t> ids;
+  if (e.is_array()) {
+    for (const auto& v : e) {
+      VERL_CHECK(v.is_number_integer(), kComponent, "meta_info['eos_token_id'] must be an int or a list of ints");
+      ids.push_back(v.get<int64_t>());
+    }
+  } else {
+    VERL_CHECK(e.is_number_integer(), kComponent, "meta_info['eos_token_id'] must be an int or a list of ints");
+    ids.push_back(e.get<int64_t>());
+  }
+  return ids;
+}
+
+// The model, tokenizer and generation files an HF folder needs besides weights.
+const std::vector<const char*>& hf_side_files() {
+  static const std::vector<const char*> files = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                                 "special_tokens_map.json", "vocab.json", "merges.txt",
+                                                 "tokenizer.model", "added_tokens.json", "chat_template.jinja"};
+  return files;
+}
+
+void copy_side_files(const fs::path& src, const fs::path& dst) {
+  for (const char* name : hf_side_files()) {
+    if (fs::exists(src / name)) fs::copy_file(src / name, dst / name, fs::copy_options::overwrite_existing);
+  }
+}
+
+void copy_named_into(model::CausalLM& module, const model::NamedTensors& tensors, const std::string& file) {
+  std::map<std::string, torch::Tensor> by_name(tensors.begin(), tensors.end());
+  torch::NoGradGuard no_grad;
+  auto params = module->named_parameters();
+  for (auto& item : params) {
+    auto it = by_name.find(item.key());
+    VERL_CHECK(it != by_name.end(), kComponent, "checkpoint file '", file, "' has no tensor '", item.key(), "'");
+    VERL_CHECK(it->second.sizes() == item.value().sizes(), kComponent, "checkpoint file '", file, "': tensor '",
+               item.key(), "' has shape ", it->second.sizes(), ", the model expects ", item.value().sizes());
+    item.value().copy_(it->second.to(item.value().scalar_type()));
+    by_name.erase(it);
+  }
+  VERL_CHECK(by_name.empty(), kComponent, "checkpoint file '", file, "' has a tensor the model lacks: '",
+             by_name.begin()->first, "'");
+}
+
+// World sizes found in a checkpoint folder's model files (for the mismatch error).
+std::vector<int64_t> saved_world_sizes(const fs::path& dir) {
+  std::vector<int64_t> out;
+  static const std::regex pattern(R"(model_world_size_(\d+)_rank_\d+\.safetensors)");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) {
+      const int64_t w = std::stoll(m[1].str());
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    }
+  }
+  return out;
+}
+
+void freeze(model::CausalLM& module) {
+  for (auto& p : module->parameters()) p.set_requires_grad(false);
+  module->eval();
+}
+
+}  // namespace
+
+std::string model_checkpoint_file(int64_t world_size, int64_t rank) {
+  return "model_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".safetensors";
+}
+std::string optim_checkpoint_file(int64_t world_size, int64_t rank) {
+  return "optim_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".pt";
+}
+std::string extra_state_checkpoint_file(int64_t world_size, int64_t rank) {
+  return "extra_state_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".json";
+}
+
+ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerContext& context,
+                                             std::shared_ptr<const config::PPOConfig> config, std::string role)
+    : Worker(context), config_(std::move(config)), role_(std::move(role)) {
+  VERL_CHECK(config_ != nullptr, kComponent, "no config");
+  static const std::vector<std::string> roles = {"actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"};
+  VERL_CHECK(contains(roles, role_), kComponent, "unknown role '", role_,
+             "'; expected actor, rollout, actor_rollout, actor_rollout_ref or ref");
+  is_actor_ = role_ == "actor" || role_ == "actor_rollout" || role_ == "actor_rollout_ref";
+  is_rollout_ = role_ == "rollout" || role_ == "actor_rollout" || role_ == "actor_rollout_ref";
+  is_ref_ = role_ == "ref" || role_ == "actor_rollout_ref";
+
+  // Batch-size normalisation and validation (spec §4.1): sizes become per rank.
+  const auto& arr = config_->actor_rollout_ref;
+  actor_cfg_ = arr.actor;
+  const int64_t W = world_size();
+  const int64_t n = arr.rollout.sampling.n;
+  const std::string a = "actor_rollout_ref.actor.";
+  if (is_actor_) {
+    const int64_t train_bs = config_->data.train_batch_size;
+    VERL_CHECK(train_bs >= arr.actor.ppo_mini_batch_size, kComponent, "data.train_batch_size (", train_bs,
+               ") must be >= ", a, "ppo_mini_batch_size (", arr.actor.ppo_mini_batch_size, ")");
+    if (!arr.actor.use_dynamic_bsz) {
+      VERL_CHECK((train_bs * n) % W == 0, kComponent, "data.train_batch_size * rollout.n (", train_bs * n,
+                 ") must be divisible by the world size (", W, ")");
+    }
+    actor_cfg_.ppo_mini_batch_size = arr.actor.ppo_mini_batch_size * n / W;
+    VERL_CHECK(actor_cfg_.ppo_mini_batch_size > 0, kComponent, a, "ppo_mini_batch_size * rollout.n (",
+               arr.actor.ppo_mini_batch_size * n, ") must be at least the world size (", W, ")");
+    if (arr.actor.use_dynamic_bsz) {
+      VERL_CHECK(arr.actor.ppo_max_token_len_per_gpu >= arr.rollout.prompt_length + arr.rollout.response_length,
+                 kComponent, a, "ppo_max_token_len_per_gpu (", arr.actor.ppo_max_token_len_per_gpu,
+                 ") must be at least prompt_length + response_length (",
+                 arr.rollout.prompt_length + arr.rollout.response_length, ")");
+    } else {
+      VERL_CHECK(arr.actor.ppo_micro_batch_size_per_gpu.has_value(), kComponent, a,
+                 "ppo_micro_batch_size_per_gpu must be set when ", a, "use_dynamic_bsz is false");
+      const int64_t micro = *arr.actor.ppo_micro_batch_size_per_gpu;
+      VERL_CHECK(actor_cfg_.ppo_mini_batch_size % micro == 0, kComponent, a, "ppo_mini_batch_size per rank (",
+                 arr.actor.ppo_mini_batch_size, " prompts * n ", n, " / world size ", W, " = ",
+                 actor_cfg_.ppo_mini_batch_size, " responses) must be divisible by ", a,
+                 "ppo_micro_batch_size_per_gpu (", micro, ")");
+    }
+    if (!arr.rollout.log_prob_use_dynamic_bsz) {
+      VERL_CHECK(arr.rollout.log_prob_micro_batch_size_per_gpu.has_value(), kComponent,
+                 "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu must be set when "
+                 "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz is false");
+    }
+  }
+  if (is_ref_ && !arr.ref.log_prob_use_dynamic_bsz) {
+    VERL_CHECK(arr.ref.log_prob_micro_batch_size_per_gpu.has_value(), kComponent,
+               "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu must be set when "
+               "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
+  }
+
+  register_method({"init_model", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return init_model(in); });
+  register_method({"generate_sequences", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+                  [this](const DataProto& in) { return generate_sequences(in); });
+  register_method({"compute_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+                  [this](const DataProto& in) { return compute_log_prob(in); });
+  register_method({"compute_ref_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+                  [this](const DataProto& in) { return compute_ref_log_prob(in); });
+  register_method({"update_actor", Dispatch::DpComputeProto, single_controller::Execute::All, ""}, [this](const DataProto& in) { return update_actor(in); });
+  register_method({"save_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return save_checkpoint(in); });
+  register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
+}
+
+void ActorRolloutRefWorker::require_initialised(const char* method) const {
+  VERL_CHECK(initialised_, kComponent, method, " called before init_model");
+}
+
+model::CausalLM& ActorRolloutRefWorker::actor_module() {
+  require_initialised("actor_module");
+  VERL_CHECK(!actor_module_.is_empty(), kComponent, "role '", role_, "' has no actor/rollout model");
+  return actor_module_;
+}
+model::CausalLM& ActorRolloutRefWorker::ref_module() {
+  require_initialised("ref_module");
+  VERL_CHECK(!ref_module_.is_empty(), kComponent, "role '", role_, "' has no reference model");
+  return ref_module_;
+}
+DataParallelPPOActor& ActorRolloutRefWorker::actor() {
+  require_initialised("actor");
+  VERL_CHECK(actor_ != nullptr, kComponent, "role '", role_, "' has no actor");
+  return *actor_;
+}
+LRScheduler& ActorRolloutRefWorker::lr_scheduler() {
+  require_initialised("lr_scheduler");
+  VERL_CHECK(lr_scheduler_ != nullptr, kComponent, "role '", role_, "' has no LR scheduler");
+  return *lr_scheduler_;
+}
+
+DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
+  const auto& arr = config_->actor_rollout_ref;
+  const std::string path = expand_home(arr.model.path);
+  VERL_CHECK(fs::is_directory(path), kComponent, "actor_rollout_ref.model.path '", path,
+             "' is not a folder (an HF model folder with config.json and safetensors weights)");
+  if (config_->trainer.device == "cuda") {
+    if (torch::cuda::is_available()) {
+      device_ = torch::Device(torch::kCUDA, static_cast<int>(rank() % static_cast<int>(torch::cuda::device_count())));
+    } else {
+      VERL_LOG(Warn, kComponent) << "trainer.device=cuda but no CUDA device is available; running on the CPU";
+    }
+  }
+  if (is_actor_ || is_rollout_) {
+    actor_module_ = model::load_model(path);
+    actor_module_->to(device_);
+    if (is_actor_) {
+      actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
+      std::vector<torch::Tensor> params = actor_module_->parameters();
+      optimizer_ = build_optimizer(params, actor_cfg_.optim);
+      lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
+      actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
+    } else {
+      freeze(actor_module_);
+    }
+  }
+  if (is_ref_) {
+    ref_module_ = model::load_model(path);
+    ref_module_->to(device_);
+    freeze(ref_module_);
+    ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);
+  }
+  rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + rank()));
+  initialised_ = true;
+  return DataProto();
+}
+
+DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
+  require_initialised("generate_sequences");
+  VERL_CHECK(is_rollout_, kComponent, "generate_sequences needs a rollout role; this worker's role is '", role_, "'");
+  const auto start = std::chrono::steady_clock::now();
+  const auto& rollout_cfg = config_->actor_rollout_ref.rollout;
+  const Json& meta = prompts.meta_info;
+  VERL_CHECK(meta.contains("pad_token_id") && meta["pad_token_id"].is_number_integer(), kComponent,
+             "generate_sequences needs meta_info['pad_token_id'] (an int)");
+  const bool validate = meta.value("validate", false);
+  uint64_t seed = 0;
+  {
+    std::lock_guard<std::mutex> lock(rollout_generator_->mutex());
+    seed = at::check_generator<at::CPUGeneratorImpl>(*rollout_generator_)->random64();
+  }
+  auto params = rollout::sampling_params_from_config(rollout_cfg, validate, eos_ids_from_meta(meta),
+                                                     meta["pad_token_id"].get<int64_t>(), seed);
+  params.n = 1;  // the trainer repeats prompts n times before generation
+  if (meta.contains("do_sample") && !meta["do_sample"].is_null()) params.do_sample = meta["do_sample"].get<bool>();
+  if (!validate && meta.contains("temperature") && meta["temperature"].is_number()) {
+    params.temperature = meta["temperature"].get<double>();
+  }
+  VERL_CHECK(prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"), kComponent,
+             "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
+  actor_module_->eval();
+  auto out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+  protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
+                               {"responses", out.responses.to(torch::kCPU)},
+                               {"input_ids", out.input_ids.to(torch::kCPU)},
+                               {"attention_mask", out.attention_mask.to(torch::kCPU)},
+                               {"position_ids", out.position_ids.to(torch::kCPU)},
+                               {"response_mask", out.response_mask.to(torch::kCPU)}};
+  if (params.calculate_log_probs) batch["rollout_log_probs"] = out.rollout_log_probs.to(torch::kCPU);
+  Json out_meta = Json::object();
+  // Timing from rank 0 only: per-rank values differ and DataProto::concat requires equal meta values.
+  if (rank() == 0) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out_meta["timing"] = {{"generate_sequences", secs}};
+  }
+  return DataProto::from_dict(std::move(batch), {}, out_meta);
+}
+
+DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
+  require_initialised("compute_log_prob");
+  VERL_CHECK(is_actor_, kComponent, "compute_log_prob needs an actor role; this worker's role is '", role_, "'");
+  const auto& r = config_->actor_rollout_ref.rollout;
+  DataProto in = data.select({"responses", "input_ids", "attention_mask", "position_ids"});
+  in.meta_info = Json::object();
+  in.meta_info["temperature"] = r.sampling.temperature;
+  in.meta_info["use_dynamic_bsz"] = r.log_prob_use_dynamic_bsz;
+  in.meta_info["max_token_len"] = r.log_prob_max_token_len_per_gpu;
+  if (r.log_prob_micro_batch_size_per_gpu) in.meta_info["micro_batch_size"] = *r.log_prob_micro_batch_size_per_gpu;
+  auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true);
+  return DataProto::from_dict({{"old_log_probs", log_probs}, {"entropys", entropys}}, {},
+                              Json{{"temperature", r.sampling.temperature}});
+}
+
+DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
+  require_initialised("compute_ref_log_prob");
+  VERL_CHECK(is_ref_, kComponent, "compute_ref_log_prob needs a ref role (ref or actor_rollout_ref); this worker's role is '",
+             role_, "'");
+  const auto& arr = config_->actor_rollout_ref;
+  DataProto in = data.select({"responses", "input_ids", "attention_mask", "position_ids"});
+  in.meta_info = Json::object();
+  in.meta_info["temperature"] = arr.rollout.sampling.temperature;
+  in.meta_info["use_dynamic_bsz"] = arr.ref.log_prob_use_dynamic_bsz;
+  in.meta_info["max_token_len"] = arr.ref.log_prob_max_token_len_per_gpu;
+  if (arr.ref.log_prob_micro_batch_size_per_gpu) in.meta_info["micro_batch_size"] = *arr.ref.log_prob_micro_batch_size_per_gpu;
+  auto lp = ref_policy_->compute_log_prob(in, /*calculate_entropy=*/false).first;
+  return DataProto::from_dict({{"ref_log_prob", lp}});
+}
+
+DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
+  require_initialised("update_actor");
+  VERL_CHECK(is_actor_, kComponent, "update_actor needs an actor role; this worker's role is '", role_, "'");
+  VERL_CHECK(world_size() == 1 || actor_->gradient_all_reduce, kComponent, "update_actor with world size ",
+             world_size(),
+             " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
+             "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1)");
+  Json metrics = actor_->update_policy(data);
+  // verl logs the LR this update used, then steps the schedule once per training step.
+  metrics["actor/lr"] = Json::array({lr_scheduler_->last_lr()});
+  lr_scheduler_->step();
+  DataProto out;
+  out.meta_info["metrics"] = metrics;
+  return out;
+}
+
+DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
+  require_initialised("save_checkpoint");
+  VERL_CHECK(is_actor_, kComponent, "save_checkpoint needs an actor role; this worker's role is '", role_, "'");
+  const Json& meta = input.meta_info;
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+             "save_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
+  const std::string local_path = expand_home(meta["local_path"].get<std::string>());
+  const int64_t W = world_size(), r = rank();
+  const auto& contents = actor_cfg_.checkpoint.save_contents;
+  // Rank 0 stages and publishes the folder; with more ranks the others add their files to the published
+  // folder afterwards (the transport runs ONE_TO_ALL calls rank by rank).
+  std::unique_ptr<StagedDirectory> staged;
+  fs::path dir;
+  if (r == 0) {
+    fs::create_directories(fs::path(local_path).parent_path());
+    staged = std::make_unique<StagedDirectory>(local_path);
+    dir = staged->path();
+  } else {
+    dir = local_path;
+    VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", local_path, "' was not created by rank 0");
+  }
+  if (contains(contents, "model")) {
+    model::NamedTensors tensors;
+    for (const auto& item : actor_module_->named_parameters()) tensors.emplace_back(item.key(), item.value().detach());
+    model::save_tensors((dir / model_checkpoint_file(W, r)).string(), tensors);
+  }
+  if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_checkpoint_file(W, r)).string());
+  if (contains(contents, "extra")) {
+    Json extra;
+    extra["lr_scheduler"] = lr_scheduler_->state_dict();
+    extra["rng"] = {{"cpu", generator_state(at::detail::getDefaultCPUGenerator())},
+                    {"rollout", generator_state(*rollout_generator_)}};
+    if (meta.contains("global_step")) extra["global_step"] = meta["global_step"];
+    write_file_atomic((dir / extra_state_checkpoint_file(W, r)).string(), extra.dump(2));
+  }
+  if (r == 0) {
+    const fs::path hf = dir / "huggingface";
+    fs::create_directories(hf);
+    const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
+    if (contains(contents, "hf_model")) {
+      model::save_model(actor_module_, hf.string());
+    } else {
+      model::save_hf_config(actor_module_->config, hf.string());
+      model::save_generation_config(actor_module_->config, hf.string());
+    }
+    copy_side_files(src, hf);
+    staged->commit();
+  }
+  return DataProto();
+}
+
+DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
+  require_initialised("load_checkpoint");
+  VERL_CHECK(is_actor_, kComponent, "load_checkpoint needs an actor role; this worker's role is '", role_, "'");
+  const Json& meta = input.meta_info;
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+             "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
+  const fs::path dir = expand_home(meta["local_path"].get<std::string>());
+  VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
+  const int64_t W = world_size(), r = rank();
+  const auto& contents = actor_cfg_.checkpoint.load_contents;
+  const fs::path model_file = dir / model_checkpoint_file(W, r);
+  if (!fs::exists(model_file)) {
+    auto sizes = saved_world_sizes(dir);
+    std::string found;
+    for (size_t i = 0; i < sizes.size(); ++i) found += (i ? ", " : "") + std::to_string(sizes[i]);
+    VERL_CHECK(sizes.empty(), kComponent, "checkpoint folder '", dir.string(), "' was saved with world size ", found,
+               " but this run has world size ", W, "; resuming needs the same world size");
+    VERL_CHECK(!contains(contents, "model"), kComponent, "checkpoint folder '", dir.string(), "' has no ",
+               model_checkpoint_file(W, r));
+  }
+  if (contains(contents, "model")) {
+    copy_named_into(actor_module_, model::load_tensors(model_file.string()), model_file.string());
+  }
+  if (contains(contents, "optimizer")) {
+    const fs::path f = dir / optim_checkpoint_file(W, r);
+    VERL_CHECK(fs::exists(f), kComponent, "checkpoint folder '", dir.string(), "' has no ", f.filename().string());
+    load_optimizer_state(*optimizer_, f.string());
+  }
+  if (contains(contents, "extra")) {
+    const fs::path f = dir / extra_state_checkpoint_file(W, r);
+    VERL_CHECK(fs::exists(f), kComponent, "checkpoint folder '", dir.string(), "' has no ", f.filename().string());
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Json extra;
+    try {
+      extra = Json::parse(ss.str());
+    } catch (const std::exception& e) {
+      VERL_FAIL(kComponent, "'", f.string(), "' is not valid JSON: ", e.what());
+    }
+    VERL_CHECK(extra.contains("lr_scheduler") && extra.contains("rng") && extra["rng"].contains("cpu") &&
+                   extra["rng"].contains("rollout"),
+               kComponent, "'", f.string(), "' lacks lr_scheduler or rng.cpu / rng.rollout");
+    lr_scheduler_->load_state_dict(extra["lr_scheduler"]);
+    set_generator_state(at::detail::getDefaultCPUGenerator(), extra["rng"]["cpu"].get<std::string>(), f.string());
+    set_generator_state(*rollout_generator_, extra["rng"]["rollout"].get<std::string>(), f.string());
+  }
+  if (meta.value("del_local_after_load", false) && r == W - 1) fs::remove_all(dir);
+  return DataProto();
+}
+
+single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_ptr<const config::PPOConfig> config,
+                                                                  std::string role) {
+  return [config, role](const single_controller::WorkerContext& context) -> std::unique_ptr<single_controller::Worker> {
+    return std::make_unique<ActorRolloutRefWorker>(context, config, role);
+  };
+}
+
+void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir) {
+  const fs::path dir = expand_home(checkpoint_actor_dir);
+  VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
+  const fs::path hf = dir / "huggingface";
+  VERL_CHECK(fs::exists(hf / "config.json"), kComponent, "checkpoint folder '", dir.string(),
+             "' has no huggingface/config.json");
+  auto sizes = saved_world_sizes(dir);
+  VERL_CHECK(!sizes.empty(), kComponent, "checkpoint folder '", dir.string(),
+             "' has no model_world_size_{W}_rank_0.safetensors");
+  const fs::path weights = dir / model_checkpoint_file(sizes.front(), 0);
+  VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
+             weights.filename().string());
+  model::CausalLM module(model::load_hf_config(hf.string()));
+  copy_named_into(module, model::load_tensors(weights.string()), weights.string());
+  model::save_model(module, out_dir);
+  copy_side_files(hf, out_dir);
+}
+
+}  // namespace verl::workers

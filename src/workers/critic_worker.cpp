@@ -1,0 +1,228 @@
+#include "verl/workers/critic_worker.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/model/weights.h"
+#include "verl/workers/checkpoint_files.h"
+
+namespace verl::workers {
+
+namespace fs = std::filesystem;
+using protocol::DataProto;
+using single_controller::Dispatch;
+using single_controller::Execute;
+
+namespace {
+
+constexpr const char* kComponent = "critic";
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+  for (const auto& x : items) {
+    if (x == item) return true;
+  }
+  return false;
+}
+
+std::string meta_string(const DataProto& input, const char* key, const char* method) {
+  auto it = input.meta_info.find(key);
+  VERL_CHECK(it != input.meta_info.end() && it->is_string(), kComponent, method, " needs meta_info[\"", key,
+             "\"] (a folder path string)");
+  return expand_user(it->get<std::string>());
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int world_size) {
+  const config::CriticConfig& c = config.critic;
+  VERL_CHECK(world_size > 0, kComponent, "world size must be > 0, got ", world_size);
+  DPCriticConfig out;
+  const int64_t n = config.actor_rollout_ref.rollout.sampling.n;
+  // verl: ppo_mini_batch_size (prompts, global) * rollout.n // dp = responses per rank per optimizer step.
+  const int64_t responses = c.ppo_mini_batch_size * n;
+  out.ppo_mini_batch_size = responses / world_size;
+  VERL_CHECK(out.ppo_mini_batch_size > 0, kComponent, "critic.ppo_mini_batch_size ", c.ppo_mini_batch_size,
+             " x rollout.n ", n, " = ", responses, " responses is fewer than the ", world_size,
+             " data-parallel ranks");
+  out.ppo_micro_batch_size_per_gpu = c.ppo_micro_batch_size_per_gpu;
+  out.forward_micro_batch_size_per_gpu = c.forward_micro_batch_size_per_gpu;
+  out.use_dynamic_bsz = c.use_dynamic_bsz;
+  out.ppo_max_token_len_per_gpu = c.ppo_max_token_len_per_gpu;
+  out.forward_max_token_len_per_gpu = c.forward_max_token_len_per_gpu;
+  out.ppo_epochs = c.ppo_epochs;
+  out.grad_clip = c.grad_clip;
+  out.cliprange_value = c.cliprange_value;
+  out.loss_agg_mode = c.loss_agg_mode;
+  if (!out.use_dynamic_bsz) {
+    VERL_CHECK(out.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
+               "critic.ppo_micro_batch_size_per_gpu must be set when critic.use_dynamic_bsz is false");
+    VERL_CHECK(out.forward_micro_batch_size_per_gpu.has_value(), kComponent,
+               "critic.forward_micro_batch_size_per_gpu must be set when critic.use_dynamic_bsz is false");
+    VERL_CHECK(out.ppo_mini_batch_size % *out.ppo_micro_batch_size_per_gpu == 0, kComponent,
+               "normalized critic ppo_mini_batch_size ", out.ppo_mini_batch_size, " (", c.ppo_mini_batch_size,
+               " x rollout.n ", n, " / ", world_size, " ranks) should be divisible by critic.ppo_micro_batch_size_per_gpu ",
+               *out.ppo_micro_batch_size_per_gpu);
+  } else {
+    VERL_CHECK(out.ppo_max_token_len_per_gpu > 0, kComponent, "critic.ppo_max_token_len_per_gpu must be > 0, got ",
+               out.ppo_max_token_len_per_gpu);
+    VERL_CHECK(out.forward_max_token_len_per_gpu > 0, kComponent,
+               "critic.forward_max_token_len_per_gpu must be > 0, got ", out.forward_max_token_len_per_gpu);
+  }
+  return out;
+}
+
+CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
+                           std::shared_ptr<const config::PPOConfig> config)
+    : Worker(context), config_(std::move(config)) {
+  VERL_ASSERT(config_ != nullptr, kComponent, "CriticWorker needs a config");
+  critic_config_ = normalize_critic_config(*config_, world_size());
+  model_path_ = expand_user(config_->critic.model.path);
+  tokenizer_path_ = expand_user(config_->critic.model.tokenizer_path);
+  register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return init_model(in); });
+  register_method({"compute_values", Dispatch::DpComputeProto, Execute::All, ""},
+                  [this](const DataProto& in) { return compute_values(in); });
+  register_method({"update_critic", Dispatch::DpComputeProto, Execute::All, ""},
+                  [this](const DataProto& in) { return update_critic(in); });
+  register_method({"save_checkpoint", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return save_checkpoint(in); });
+  register_method({"load_checkpoint", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return load_checkpoint(in); });
+}
+
+uint64_t CriticWorker::value_head_seed() const {
+  return static_cast<uint64_t>(config_->data.seed.value_or(0));
+}
+
+void CriticWorker::require_initialized(const char* method) const {
+  VERL_CHECK(critic_ != nullptr, kComponent, method, " called before init_model");
+}
+
+void CriticWorker::require_single_rank(const char* what) const {
+  VERL_CHECK(world_size() == 1, kComponent, what, " with ", world_size(),
+             " critic ranks needs a gradient all-reduce between ranks, which the in-process transport does not "
+             "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1)");
+}
+
+DataProto CriticWorker::init_model(const DataProto&) {
+  VERL_CHECK(fs::is_directory(model_path_), kComponent, "critic.model.path '", model_path_,
+             "' is not a model folder (config.json + safetensors weights)");
+  model::LoadOptions options;
+  options.head = model::HeadKind::Value;
+  options.dtype = torch::kFloat32;
+  options.value_head_seed = value_head_seed();
+  module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
+  (*module_)->train();
+  optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
+  lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
+                                                config_->critic.optim.total_training_steps);
+  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
+  return DataProto();
+}
+
+model::CausalLM& CriticWorker::module() {
+  require_initialized("module()");
+  return *module_;
+}
+
+LRScheduler& CriticWorker::lr_scheduler() {
+  require_initialized("lr_scheduler()");
+  return *lr_scheduler_;
+}
+
+DataProto CriticWorker::compute_values(const DataProto& data) {
+  require_initialized("compute_values");
+  return DataProto::from_dict({{"values", critic_->compute_values(data)}});
+}
+
+DataProto CriticWorker::update_critic(const DataProto& data) {
+  require_initialized("update_critic");
+  require_single_rank("update_critic");
+  // The LR this update runs with (verl reads get_last_lr() before stepping the scheduler).
+  const double lr = optimizer_->param_groups().at(0).options().get_lr();
+  MetricLists metrics = critic_->update_critic(data);
+  metrics["critic/lr"] = {lr};
+  lr_scheduler_->step();
+  DataProto out;
+  out.meta_info["metrics"] = metrics_to_json(metrics);
+  return out;
+}
+
+DataProto CriticWorker::save_checkpoint(const DataProto& input) {
+  require_initialized("save_checkpoint");
+  require_single_rank("save_checkpoint");
+  const std::string local_path = meta_string(input, "local_path", "save_checkpoint");
+  const auto& contents = config_->critic.checkpoint.save_contents;
+  const int W = world_size(), r = rank();
+  StagedDirectory staged(local_path);
+  const fs::path dir(staged.path());
+  if (contains(contents, "model")) save_module_state(*module_, (dir / model_file_name(W, r)).string());
+  if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
+  if (contains(contents, "extra")) {
+    nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
+                            // The critic draws no random numbers (no dropout, deterministic init at load).
+                            {"rng", nlohmann::json::object()}};
+    write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2) + "\n");
+  }
+  if (r == 0) save_hf_folder(*module_, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+  staged.commit();
+  VERL_LOG(Info, kComponent) << "saved critic checkpoint to " << local_path;
+  return DataProto();
+}
+
+DataProto CriticWorker::load_checkpoint(const DataProto& input) {
+  require_initialized("load_checkpoint");
+  require_single_rank("load_checkpoint");
+  const std::string local_path = meta_string(input, "local_path", "load_checkpoint");
+  const auto& contents = config_->critic.checkpoint.load_contents;
+  const int W = world_size(), r = rank();
+  const fs::path dir(local_path);
+  if (contains(contents, "model")) {
+    check_checkpoint_rank_file(local_path, model_file_name(W, r), W);
+    load_module_state(*module_, (dir / model_file_name(W, r)).string());
+  }
+  if (contains(contents, "optimizer")) {
+    check_checkpoint_rank_file(local_path, optim_file_name(W, r), W);
+    load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
+  }
+  if (contains(contents, "extra")) {
+    check_checkpoint_rank_file(local_path, extra_state_file_name(W, r), W);
+    const std::string path = (dir / extra_state_file_name(W, r)).string();
+    nlohmann::json extra;
+    try {
+      extra = nlohmann::json::parse(read_text(path));
+    } catch (const nlohmann::json::exception& e) {
+      VERL_FAIL(kComponent, "'", path, "' is not valid JSON: ", e.what());
+    }
+    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kComponent, "'", path,
+               "' has no \"lr_scheduler\" state");
+    lr_scheduler_->load_state_dict(extra["lr_scheduler"]);
+  }
+  const bool del_local = input.meta_info.value("del_local_after_load", false);
+  if (del_local && r == 0) {
+    std::error_code ec;
+    fs::remove_all(local_path, ec);
+  }
+  VERL_LOG(Info, kComponent) << "loaded critic checkpoint from " << local_path;
+  return DataProto();
+}
+
+single_controller::WorkerFactory critic_worker_factory(std::shared_ptr<const config::PPOConfig> config) {
+  return [config](const single_controller::WorkerContext& context) -> std::unique_ptr<single_controller::Worker> {
+    return std::make_unique<CriticWorker>(context, config);
+  };
+}
+
+}  // namespace verl::workers

@@ -1,0 +1,193 @@
+#include "verl/workers/dp_actor.h"
+
+#include <cmath>
+#include <string>
+
+#include "verl/algo/core_algos.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/workers/optimizer.h"
+#include "verl/workers/seqlen_balancing.h"
+
+namespace verl::workers {
+namespace {
+
+constexpr const char* kComponent = "actor";
+
+double meta_double(const protocol::DataProto& data, const std::string& key) {
+  VERL_CHECK(data.meta_info.contains(key) && data.meta_info[key].is_number(), kComponent, "meta_info['", key,
+             "'] (a number) is required");
+  return data.meta_info[key].get<double>();
+}
+
+void append(nlohmann::json& metrics, const std::string& key, double value) {
+  if (!metrics.contains(key)) metrics[key] = nlohmann::json::array();
+  metrics[key].push_back(value);
+}
+
+void require_keys(const protocol::DataProto& data, const std::vector<std::string>& keys, const std::string& what) {
+  for (const auto& k : keys) {
+    VERL_CHECK(data.has_tensor(k), kComponent, what, " needs batch key '", k, "'");
+  }
+}
+
+}  // namespace
+
+protocol::DataProto to_device(const protocol::DataProto& data, const torch::Device& device) {
+  protocol::DataProto out;
+  for (const auto& [k, v] : data.batch) out.batch[k] = v.to(device);
+  out.non_tensor_batch = data.non_tensor_batch;
+  out.meta_info = data.meta_info;
+  return out;
+}
+
+DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::CausalLM model,
+                                           torch::optim::Optimizer* optimizer)
+    : config_(std::move(config)), model_(std::move(model)), optimizer_(optimizer) {
+  for (auto& p : model_->parameters()) {
+    if (p.requires_grad()) parameters_.push_back(p);
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(const protocol::DataProto& micro,
+                                                                                  double temperature,
+                                                                                  bool calculate_entropy) {
+  auto out = model::response_log_probs(model_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
+                                       micro.tensor("position_ids"), micro.tensor("responses"), temperature,
+                                       calculate_entropy);
+  return {out.log_probs, out.entropy};
+}
+
+std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(const protocol::DataProto& data_in,
+                                                                               bool calculate_entropy) {
+  model_->eval();
+  torch::NoGradGuard no_grad;
+  const std::vector<std::string> keys = {"responses", "input_ids", "attention_mask", "position_ids"};
+  require_keys(data_in, keys, "compute_log_prob");
+  const double temperature = meta_double(data_in, "temperature");
+  const bool use_dynamic_bsz = data_in.meta_info.value("use_dynamic_bsz", false);
+  protocol::DataProto data = data_in.select(keys);
+  const auto device = model_->model->embed_tokens->weight.device();
+
+  std::vector<protocol::DataProto> micro_batches;
+  MicroBatchPlan plan;
+  if (use_dynamic_bsz) {
+    const int64_t max_token_len = static_cast<int64_t>(meta_double(data_in, "max_token_len"));
+    plan = rearrange_micro_batches(data.tensor("attention_mask"), max_token_len);
+    for (const auto& rows : plan.micro_batches) micro_batches.push_back(data.index(rows));
+  } else {
+    const int64_t micro = static_cast<int64_t>(meta_double(data_in, "micro_batch_size"));
+    VERL_CHECK(micro > 0, kComponent, "micro_batch_size must be positive, got ", micro);
+    micro_batches = data.split(micro);
+  }
+  std::vector<torch::Tensor> log_probs, entropys;
+  for (const auto& mb : micro_batches) {
+    auto [lp, ent] = forward_micro_batch(to_device(mb, device), temperature, calculate_entropy);
+    log_probs.push_back(lp.to(torch::kCPU));
+    if (calculate_entropy) entropys.push_back(ent.to(torch::kCPU));
+  }
+  auto lp = torch::cat(log_probs, 0);
+  torch::Tensor ent;
+  if (calculate_entropy) ent = torch::cat(entropys, 0);
+  if (use_dynamic_bsz) {
+    auto order = torch::tensor(plan.restore_order, torch::kInt64);
+    lp = lp.index_select(0, order);
+    if (calculate_entropy) ent = ent.index_select(0, order);
+  }
+  return {lp, ent};
+}
+
+double DataParallelPPOActor::optimizer_step() {
+  if (gradient_all_reduce) gradient_all_reduce(parameters_);
+  const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip);
+  if (!std::isfinite(grad_norm)) {
+    VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
+    optimizer_->zero_grad();
+  } else {
+    optimizer_->step();
+  }
+  return grad_norm;
+}
+
+nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& data_in) {
+  VERL_CHECK(optimizer_ != nullptr, kComponent, "update_policy needs an optimizer (actor role)");
+  model_->train();
+  const double temperature = meta_double(data_in, "temperature");
+  std::vector<std::string> keys = {"responses", "response_mask", "input_ids", "attention_mask",
+                                   "position_ids", "old_log_probs", "advantages"};
+  if (config_.use_kl_loss) keys.push_back("ref_log_prob");
+  require_keys(data_in, keys, "update_actor");
+  if (data_in.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
+  protocol::DataProto data = data_in.select(keys);
+  VERL_CHECK(data.size() > 0, kComponent, "update_actor got an empty batch");
+  const auto device = model_->model->embed_tokens->weight.device();
+
+  const int64_t mini_size = config_.ppo_mini_batch_size;
+  VERL_CHECK(mini_size > 0, kComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);
+  auto mini_batches = data.split(mini_size);
+  const bool on_policy = mini_batches.size() == 1 && config_.ppo_epochs == 1;
+  const auto& loss_fn = algo::get_policy_loss_fn(config_.policy_loss_mode);
+  const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
+  const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0;
+
+  double pg_loss_sum = 0.0, kl_loss_sum = 0.0;
+  nlohmann::json metrics = nlohmann::json::object();
+  for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+    for (const auto& mini : mini_batches) {
+      std::vector<protocol::DataProto> micro_batches;
+      int64_t grad_accum = 1;
+      if (config_.use_dynamic_bsz) {
+        auto plan = rearrange_micro_batches(mini.tensor("attention_mask"), config_.ppo_max_token_len_per_gpu);
+        for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
+      } else {
+        VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
+                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
+        const int64_t micro = *config_.ppo_micro_batch_size_per_gpu;
+        grad_accum = mini_size / micro;
+        micro_batches = mini.split(micro);
+      }
+      optimizer_->zero_grad();
+      for (const auto& mb_cpu : micro_batches) {
+        auto mb = to_device(mb_cpu, device);
+        const auto& response_mask = mb.tensor("response_mask");
+        const auto& advantages = mb.tensor("advantages");
+        const double scale = config_.use_dynamic_bsz
+                                 ? static_cast<double>(response_mask.size(0)) / static_cast<double>(mini_size)
+                                 : 1.0 / static_cast<double>(grad_accum);
+        auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy);
+        const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
+        torch::Tensor is_weights;
+        if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
+        auto pg = loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg,
+                          is_weights);
+        auto policy_loss = pg.pg_loss;
+        nlohmann::json micro_metrics = nlohmann::json::object();
+        for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
+        if (calculate_entropy) {
+          auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
+          micro_metrics["actor/entropy"] = entropy_agg.item<double>();
+          if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
+        }
+        if (config_.use_kl_loss) {
+          auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
+          auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
+          policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
+          kl_loss_sum += kl_loss.item<double>() * scale;
+          micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
+        }
+        (policy_loss * scale).backward();
+        pg_loss_sum += pg.pg_loss.item<double>() * scale;
+        for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
+          append(metrics, it.key(), it.value().get<double>());
+        }
+      }
+      append(metrics, "actor/grad_norm", optimizer_step());
+    }
+  }
+  optimizer_->zero_grad();
+  metrics["actor/pg_loss"] = nlohmann::json::array({pg_loss_sum});
+  metrics["actor/kl_loss"] = nlohmann::json::array({kl_loss_sum});
+  return metrics;
+}
+
+}  // namespace verl::workers

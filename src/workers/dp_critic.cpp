@@ -1,0 +1,150 @@
+#include "verl/workers/dp_critic.h"
+
+#include <cmath>
+
+#include "verl/algo/core_algos.h"
+#include "verl/common/error.h"
+#include "verl/workers/micro_batches.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::workers {
+
+namespace {
+
+constexpr const char* kComponent = "critic";
+
+// verl's compute_response_mask: the response part of attention_mask (single turn).
+torch::Tensor response_mask_of(const protocol::DataProto& data) {
+  if (data.has_tensor("response_mask")) return data.tensor("response_mask");
+  const int64_t R = data.tensor("responses").size(1);
+  const torch::Tensor& attention_mask = data.tensor("attention_mask");
+  return attention_mask.narrow(1, attention_mask.size(1) - R, R);
+}
+
+void require(const protocol::DataProto& data, const std::vector<std::string>& keys, const char* method) {
+  for (const auto& key : keys) {
+    VERL_CHECK(data.has_tensor(key), kComponent, method, ": the batch has no tensor '", key, "' (needs ",
+               [&] {
+                 std::string all;
+                 for (const auto& k : keys) all += (all.empty() ? "" : ", ") + k;
+                 return all;
+               }(),
+               ")");
+  }
+}
+
+}  // namespace
+
+nlohmann::json metrics_to_json(const MetricLists& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, values] : metrics) out[key] = values;
+  return out;
+}
+
+DataParallelPPOCritic::DataParallelPPOCritic(model::CausalLM module, torch::optim::Optimizer& optimizer,
+                                             DPCriticConfig config, GradientAllReduce all_reduce)
+    : module_(std::move(module)), optimizer_(optimizer), config_(std::move(config)), all_reduce_(std::move(all_reduce)) {
+  VERL_ASSERT(module_->head == model::HeadKind::Value, kComponent, "the critic module needs the value head");
+  VERL_CHECK(config_.ppo_mini_batch_size > 0, kComponent, "normalized ppo_mini_batch_size must be > 0, got ",
+             config_.ppo_mini_batch_size);
+  if (!config_.use_dynamic_bsz) {
+    VERL_CHECK(config_.ppo_micro_batch_size_per_gpu && *config_.ppo_micro_batch_size_per_gpu > 0, kComponent,
+               "critic.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
+    VERL_CHECK(config_.ppo_mini_batch_size % *config_.ppo_micro_batch_size_per_gpu == 0, kComponent,
+               "normalized ppo_mini_batch_size ", config_.ppo_mini_batch_size,
+               " should be divisible by ppo_micro_batch_size_per_gpu ", *config_.ppo_micro_batch_size_per_gpu);
+  }
+}
+
+torch::Tensor DataParallelPPOCritic::forward_micro_batch(const protocol::DataProto& micro) {
+  const int64_t R = micro.tensor("responses").size(1);
+  return model::response_values(module_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
+                                micro.tensor("position_ids"), R);
+}
+
+torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& data) {
+  require(data, {"input_ids", "attention_mask", "position_ids", "responses"}, "compute_values");
+  const int64_t R = data.tensor("responses").size(1);
+  if (data.size() == 0) return torch::zeros({0, R}, torch::kFloat32);
+  std::vector<std::string> keys = {"responses", "input_ids", "attention_mask", "position_ids"};
+  protocol::DataProto selected = data.select(keys);
+  module_->eval();
+  torch::NoGradGuard no_grad;
+  MicroBatches micro =
+      config_.use_dynamic_bsz
+          ? dynamic_micro_batches(selected, config_.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu")
+          : fixed_micro_batches(selected, config_.forward_micro_batch_size_per_gpu.value_or(0),
+                                "critic.forward_micro_batch_size_per_gpu");
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(micro.parts.size());
+  for (const auto& part : micro.parts) outputs.push_back(forward_micro_batch(part));
+  torch::Tensor values = micro.restore(outputs);
+  return values * response_mask_of(data).to(values.scalar_type());
+}
+
+std::vector<std::pair<protocol::DataProto, double>> DataParallelPPOCritic::update_micro_batches(
+    const protocol::DataProto& mini) {
+  std::vector<std::pair<protocol::DataProto, double>> out;
+  const double mini_size = static_cast<double>(config_.ppo_mini_batch_size);
+  if (config_.use_dynamic_bsz) {
+    // verl: loss scale = rows of the micro-batch / ppo_mini_batch_size.
+    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu");
+    for (auto& part : micro.parts) {
+      const double scale = static_cast<double>(part.size()) / mini_size;
+      out.emplace_back(std::move(part), scale);
+    }
+  } else {
+    // verl: loss scale = 1 / (ppo_mini_batch_size // ppo_micro_batch_size_per_gpu), whatever the rows.
+    const int64_t micro_size = *config_.ppo_micro_batch_size_per_gpu;
+    const double scale = 1.0 / static_cast<double>(config_.ppo_mini_batch_size / micro_size);
+    for (auto& part : mini.split(micro_size)) out.emplace_back(std::move(part), scale);
+  }
+  return out;
+}
+
+MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data) {
+  const std::vector<std::string> keys = {"input_ids", "responses", "response_mask", "attention_mask",
+                                         "position_ids", "values", "returns"};
+  require(data, keys, "update_critic");
+  module_->train();
+  std::vector<torch::Tensor> params = module_->parameters();
+  protocol::DataProto selected = data.select(keys);
+  std::vector<protocol::DataProto> mini_batches = selected.split(config_.ppo_mini_batch_size);
+
+  MetricLists metrics;
+  double vf_loss_sum = 0.0;
+  auto& clipfracs = metrics["critic/vf_clipfrac"];
+  auto& vpred_means = metrics["critic/vpred_mean"];
+  auto& grad_norms = metrics["critic/grad_norm"];
+  for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+    for (const auto& mini : mini_batches) {
+      optimizer_.zero_grad();
+      for (auto& [micro, scale] : update_micro_batches(mini)) {
+        const torch::Tensor& response_mask = micro.tensor("response_mask");
+        torch::Tensor vpreds = forward_micro_batch(micro);
+        algo::ValueLossOutput loss =
+            algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.scalar_type()),
+                                     micro.tensor("values").to(vpreds.scalar_type()), response_mask,
+                                     config_.cliprange_value, config_.loss_agg_mode);
+        (loss.vf_loss * scale).backward();
+        vf_loss_sum += loss.vf_loss.detach().item<double>() * scale;
+        clipfracs.push_back(loss.vf_clipfrac.item<double>());
+        vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
+      }
+      if (all_reduce_) all_reduce_(params);
+      const double grad_norm = clip_grad_norm(params, config_.grad_clip);
+      if (std::isfinite(grad_norm)) {
+        optimizer_.step();
+      } else {
+        // verl: a non-finite norm skips the step and drops the gradients.
+        optimizer_.zero_grad();
+      }
+      grad_norms.push_back(grad_norm);
+    }
+  }
+  optimizer_.zero_grad();
+  metrics["critic/vf_loss"] = {vf_loss_sum};
+  return metrics;
+}
+
+}  // namespace verl::workers

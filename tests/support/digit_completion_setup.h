@@ -1,0 +1,27 @@
+// Test helper: everything a `verl train` run on verl's digit-completion task needs, made with the binary:
+//   DIR/raw/{train,test}.parquet   `verl data preprocess digit_completion --seed 0` (prompt column only, as verl)
+//   DIR/data/{train,test}.jsonl    the same prompts with data_source "digit_completion" and
+//                                  reward_model.ground_truth = the prompt (the scorer derives the answer)
+//   DIR/model                      `verl model init --arch llama` with the char tokenizer (support/char_tokenizer.h)
+//                                  and its special ids (bos S=0, eos E=1, pad P=2)
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace verl::test {
+
+struct DigitCompletionSetup {
+  std::string dir, train_file, val_file, model_dir;
+  // data.*, model paths and small batch sizes for one CPU process (append your own overrides after these).
+  std::vector<std::string> base_overrides(const std::string& run_dir) const;
+};
+
+// val_rows: how many test prompts to keep (validation cost). Throws when a command fails.
+DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val_rows = 32, int hidden_size = 32,
+                                                 int num_layers = 1);
+
+// "verl train <overrides...>" quoted for the shell.
+std::string verl_train_command(const std::vector<std::string>& overrides);
+
+}  // namespace verl::test

@@ -1,0 +1,308 @@
+// ActorRolloutRefWorker and DataParallelPPOActor: dynamic batch size vs fixed micro-batches, checkpoint
+// resume that is bitwise identical to an uninterrupted run, the worker-group flow, HF export, and the
+// one-line errors of spec §4.1 (batch sizes) and §11 (world size on load).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/actor_fixture.h"
+#include "support/run_command.h"
+#include "verl/common/error.h"
+#include "verl/model/weights.h"
+#include "verl/single_controller/transport.h"
+#include "verl/single_controller/worker_group.h"
+#include "verl/workers/actor_rollout_ref_worker.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::DataProto;
+using workers::ActorRolloutRefWorker;
+
+std::string shared_model() {
+  static const std::string dir = make_tiny_model(make_temp_dir("actor_unit_model") + "/model");
+  return dir;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Gradients of one update_policy (captured where data-parallel averaging would run) and its metrics.
+struct UpdateResult {
+  std::vector<torch::Tensor> grads;
+  nlohmann::json metrics;
+};
+
+UpdateResult one_update(config::ActorConfig cfg, const DataProto& batch, bool checkpointing = false) {
+  auto module = model::load_model(shared_model());
+  module->model->gradient_checkpointing = checkpointing;
+  auto params = module->parameters();
+  auto opt = workers::build_optimizer(params, cfg.optim);
+  workers::DataParallelPPOActor actor(cfg, module, opt.get());
+  UpdateResult r;
+  actor.gradient_all_reduce = [&r](const std::vector<torch::Tensor>& ps) {
+    for (const auto& p : ps) {
+      if (p.grad().defined()) r.grads.push_back(p.grad().clone());
+    }
+  };
+  r.metrics = actor.update_policy(batch);
+  return r;
+}
+
+double max_grad_diff(const UpdateResult& a, const UpdateResult& b) {
+  double d = 0;
+  EXPECT_EQ(a.grads.size(), b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) d = std::max(d, (a.grads[i] - b.grads[i]).abs().max().item<double>());
+  return d;
+}
+
+TEST(ActorWorker, DynamicBszGivesFixedMicroBatchGradientsWhenNormalisationAgrees) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum"});
+  config::ActorConfig fixed = cfg->actor_rollout_ref.actor;
+  fixed.ppo_mini_batch_size = 8;  // one mini-batch: the on-policy path
+  fixed.ppo_micro_batch_size_per_gpu = 2;
+  config::ActorConfig dynamic = fixed;
+  dynamic.use_dynamic_bsz = true;
+  dynamic.ppo_max_token_len_per_gpu = 24;  // 60 valid tokens -> 3 micro-batches of different sizes
+  auto batch = ragged_actor_batch();
+  // seq-mean-token-sum: a micro-batch's loss is (sum of its sequence losses) / rows; scaled by rows / mini
+  // (dynamic) or 1 / grad_accum = micro / mini (fixed), both sum to (sum of all sequence losses) / mini.
+  auto a = one_update(fixed, batch), b = one_update(dynamic, batch);
+  EXPECT_EQ(a.metrics["actor/pg_clipfrac"].size(), 4u);
+  EXPECT_EQ(b.metrics["actor/pg_clipfrac"].size(), 3u);
+  EXPECT_LT(max_grad_diff(a, b), 1e-6);
+  EXPECT_NEAR(a.metrics["actor/pg_loss"][0].get<double>(), b.metrics["actor/pg_loss"][0].get<double>(), 1e-6);
+  EXPECT_NEAR(a.metrics["actor/grad_norm"][0].get<double>(), b.metrics["actor/grad_norm"][0].get<double>(), 1e-6);
+  // token-mean normalises per micro-batch, so differently composed micro-batches give other gradients.
+  fixed.loss_agg_mode = dynamic.loss_agg_mode = "token-mean";
+  EXPECT_GT(max_grad_diff(one_update(fixed, batch), one_update(dynamic, batch)), 1e-5);
+}
+
+TEST(ActorWorker, GradientCheckpointingGivesTheSameGradients) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01"});
+  config::ActorConfig a = cfg->actor_rollout_ref.actor;
+  a.ppo_mini_batch_size = 4;
+  auto batch = ragged_actor_batch();
+  auto plain = one_update(a, batch, false), ckpt = one_update(a, batch, true);
+  ASSERT_FALSE(plain.grads.empty());
+  EXPECT_LE(max_grad_diff(plain, ckpt), 1e-7);
+  EXPECT_EQ(plain.metrics["actor/pg_loss"], ckpt.metrics["actor/pg_loss"]);
+  double norm = 0;
+  for (const auto& g : ckpt.grads) norm += g.pow(2).sum().item<double>();
+  EXPECT_GT(norm, 0.0);
+  // Every parameter, layers included, received a gradient through the recomputation.
+  auto module = model::load_model(shared_model());
+  EXPECT_EQ(ckpt.grads.size(), module->parameters().size());
+}
+
+TEST(ActorWorker, ComputeLogProbDynamicBszRestoresOrder) {
+  auto cfg = tiny_ppo_config(shared_model(), {});
+  auto module = model::load_model(shared_model());
+  workers::DataParallelPPOActor actor(cfg->actor_rollout_ref.actor, module, nullptr);
+  auto batch = ragged_actor_batch();
+  batch.meta_info["micro_batch_size"] = 3;
+  auto [lp_fixed, ent_fixed] = actor.compute_log_prob(batch, true);
+  batch.meta_info["use_dynamic_bsz"] = true;
+  batch.meta_info["max_token_len"] = 12;
+  auto [lp_dyn, ent_dyn] = actor.compute_log_prob(batch, true);
+  auto full = model::response_log_probs(module, batch.tensor("input_ids"), batch.tensor("attention_mask"),
+                                        batch.tensor("position_ids"), batch.tensor("responses"), 1.0, true);
+  EXPECT_TRUE(torch::allclose(lp_fixed, full.log_probs, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(lp_dyn, full.log_probs, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(ent_dyn, full.entropy, 1e-5, 1e-6));
+  EXPECT_THROW(actor.update_policy(batch), Error);  // no optimizer
+}
+
+DataProto prompts_batch() {
+  auto b = ragged_actor_batch();
+  const int64_t P = 5;
+  auto out = DataProto::from_dict({{"input_ids", b.tensor("input_ids").narrow(1, 0, P).clone()},
+                                   {"attention_mask", b.tensor("attention_mask").narrow(1, 0, P).clone()},
+                                   {"position_ids", b.tensor("position_ids").narrow(1, 0, P).clone()}});
+  out.meta_info = {{"eos_token_id", nlohmann::json::array({3, 7})}, {"pad_token_id", 0}, {"do_sample", true}};
+  return out;
+}
+
+// One training step through the worker: generate, old/ref log-probs, update.
+nlohmann::json train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
+  auto gen = w.generate_sequences(prompts);
+  auto old = w.compute_log_prob(gen);
+  gen.union_with(old.select({"old_log_probs"}));
+  gen.batch["advantages"] = torch::linspace(-1.0, 1.0, gen.size()).unsqueeze(1).expand({gen.size(), 6}).contiguous() *
+                            gen.tensor("response_mask").to(torch::kFloat32);
+  gen.meta_info["temperature"] = 1.0;
+  return w.update_actor(gen).meta_info["metrics"];
+}
+
+TEST(ActorWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.optim.lr=0.01",
+                                              "actor_rollout_ref.actor.optim.lr_warmup_steps=4",
+                                              "actor_rollout_ref.actor.optim.total_training_steps=10"});
+  const std::string ckpt = make_temp_dir("actor_resume") + "/global_step_1/actor";
+  auto prompts = prompts_batch();
+  ActorRolloutRefWorker a({0, 1, "a"}, cfg, "actor_rollout");
+  a.init_model(DataProto());
+  train_step(a, prompts);
+  DataProto save;
+  save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
+  a.save_checkpoint(save);
+  for (const char* f : {"model_world_size_1_rank_0.safetensors", "optim_world_size_1_rank_0.pt",
+                        "extra_state_world_size_1_rank_0.json", "huggingface/config.json",
+                        "huggingface/generation_config.json"}) {
+    EXPECT_TRUE(fs::exists(fs::path(ckpt) / f)) << f;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(ckpt) / "huggingface/model.safetensors"));  // hf_model not in save_contents
+  for (const auto& e : fs::directory_iterator(fs::path(ckpt).parent_path())) {
+    EXPECT_EQ(e.path().filename().string(), "actor") << "staging leftovers";
+  }
+  auto rand_a = torch::rand({4});
+  auto m2a = train_step(a, prompts), m3a = train_step(a, prompts);
+  auto gen_a = a.generate_sequences(prompts);
+
+  ActorRolloutRefWorker b({0, 1, "b"}, cfg, "actor_rollout");
+  b.init_model(DataProto());
+  DataProto load;
+  load.meta_info = {{"local_path", ckpt}, {"del_local_after_load", false}};
+  b.load_checkpoint(load);
+  auto rand_b = torch::rand({4});
+  EXPECT_TRUE(torch::equal(rand_a, rand_b));  // torch CPU generator restored
+  auto m2b = train_step(b, prompts), m3b = train_step(b, prompts);
+  auto gen_b = b.generate_sequences(prompts);
+  EXPECT_EQ(m2a, m2b);
+  EXPECT_EQ(m3a, m3b);
+  EXPECT_GT(m3a["actor/lr"][0].get<double>(), m2a["actor/lr"][0].get<double>());  // warmup restored mid-way
+  EXPECT_TRUE(torch::equal(gen_a.tensor("responses"), gen_b.tensor("responses")));
+  auto pa = a.actor_module()->named_parameters(), pb = b.actor_module()->named_parameters();
+  for (const auto& item : pa) EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key();
+  EXPECT_EQ(a.lr_scheduler().step_count(), b.lr_scheduler().step_count());
+  // Restoring only the weights (no optimizer state, no schedule) does not reproduce the run: the check can fail.
+  auto model_only = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.optim.lr=0.01",
+                                                     "actor_rollout_ref.actor.optim.lr_warmup_steps=4",
+                                                     "actor_rollout_ref.actor.optim.total_training_steps=10",
+                                                     "actor_rollout_ref.actor.checkpoint.load_contents=[model]"});
+  ActorRolloutRefWorker c({0, 1, "c"}, model_only, "actor_rollout");
+  c.init_model(DataProto());
+  c.load_checkpoint(load);
+  train_step(c, prompts);
+  train_step(c, prompts);
+  EXPECT_FALSE(torch::equal(c.actor_module()->named_parameters()["model.norm.weight"], pa["model.norm.weight"]));
+
+  // Loading with another world size is an error naming the folder.
+  ActorRolloutRefWorker d({0, 2, "d"}, cfg, "actor");
+  d.init_model(DataProto());
+  const std::string err = error_of([&] { d.load_checkpoint(load); });
+  EXPECT_NE(err.find(ckpt), std::string::npos) << err;
+  EXPECT_NE(err.find("world size 1"), std::string::npos) << err;
+
+  // del_local_after_load removes the folder.
+  load.meta_info["del_local_after_load"] = true;
+  b.load_checkpoint(load);
+  EXPECT_FALSE(fs::exists(ckpt));
+}
+
+TEST(ActorWorker, WorkerGroupFlowMetricsAndHfExport) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.use_kl_loss=true",
+                                              "actor_rollout_ref.actor.entropy_coeff=0.01",
+                                              "actor_rollout_ref.rollout.calculate_log_probs=true",
+                                              "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"});
+  auto transport = std::make_shared<single_controller::InProcessTransport>(
+      "actor_rollout_ref", 1, workers::actor_rollout_ref_worker_factory(cfg, "actor_rollout_ref"));
+  single_controller::WorkerGroup group("actor_rollout_ref", transport);
+  group.call("init_model");
+  auto gen = group.call("generate_sequences", prompts_batch());
+  for (const char* k : {"prompts", "responses", "input_ids", "attention_mask", "position_ids", "response_mask",
+                        "rollout_log_probs"}) {
+    EXPECT_TRUE(gen.has_tensor(k)) << k;
+  }
+  EXPECT_EQ(gen.tensor("responses").sizes(), (std::vector<int64_t>{8, 6}));
+  EXPECT_TRUE(gen.meta_info["timing"].contains("generate_sequences"));
+  EXPECT_TRUE(torch::equal(gen.tensor("response_mask"), gen.tensor("attention_mask").narrow(1, 5, 6)));
+  auto old = group.call("compute_log_prob", gen);
+  auto ref = group.call("compute_ref_log_prob", gen);
+  // Before any update the policy equals the reference; the engine's log-probs agree with the actor's.
+  EXPECT_TRUE(torch::allclose(old.tensor("old_log_probs"), ref.tensor("ref_log_prob")));
+  auto m = gen.tensor("response_mask").to(torch::kFloat32);
+  EXPECT_TRUE(torch::allclose(old.tensor("old_log_probs") * m, gen.tensor("rollout_log_probs"), 1e-4, 1e-5));
+  gen.union_with(old.select({"old_log_probs"}));
+  gen.union_with(ref);
+  gen.batch["advantages"] = gen.tensor("response_mask").to(torch::kFloat32);
+  gen.meta_info["temperature"] = 1.0;
+  auto metrics = group.call("update_actor", gen).meta_info["metrics"];
+  for (const char* k : {"actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower",
+                        "actor/entropy", "actor/kl_loss", "actor/kl_coef", "actor/grad_norm", "actor/lr"}) {
+    EXPECT_TRUE(metrics.contains(k)) << k;
+  }
+  EXPECT_EQ(metrics["actor/grad_norm"].size(), 2u);  // two mini-batches of 4
+  EXPECT_EQ(metrics["actor/pg_clipfrac"].size(), 4u);
+
+  const std::string dir = make_temp_dir("actor_export");
+  DataProto save;
+  save.meta_info = {{"local_path", dir + "/global_step_1/actor"}, {"global_step", 1}};
+  group.call("save_checkpoint", save);
+  EXPECT_TRUE(fs::exists(dir + "/global_step_1/actor/huggingface/model.safetensors"));
+  workers::export_hf_model(dir + "/global_step_1/actor", dir + "/export");
+  auto exported = model::load_model(dir + "/export");
+  auto& w = dynamic_cast<ActorRolloutRefWorker&>(transport->worker(0));
+  auto trained = w.actor_module()->named_parameters();
+  for (const auto& item : exported->named_parameters()) EXPECT_TRUE(torch::equal(item.value(), trained[item.key()]));
+  EXPECT_THROW(workers::export_hf_model(dir + "/missing", dir + "/export2"), Error);
+}
+
+TEST(ActorWorker, BatchSizeAndRoleErrors) {
+  const auto m = shared_model();
+  auto make = [&](std::vector<std::string> ov, int world = 1, std::string role = "actor") {
+    return error_of([&] { ActorRolloutRefWorker w({0, world, "g"}, tiny_ppo_config(m, ov), role); });
+  };
+  EXPECT_EQ(make({}), "");
+  EXPECT_NE(make({"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"}).find("ppo_micro_batch_size_per_gpu (3)"),
+            std::string::npos);
+  EXPECT_NE(make({"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null"}).find("must be set"), std::string::npos);
+  EXPECT_NE(make({"data.train_batch_size=2"}).find("data.train_batch_size (2)"), std::string::npos);
+  EXPECT_NE(make({}, 8).find("at least the world size (8)"), std::string::npos);
+  EXPECT_NE(make({}, 3).find("divisible by the world size (3)"), std::string::npos);
+  EXPECT_NE(make({"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"}).find("log_prob_micro_batch_size_per_gpu"),
+            std::string::npos);
+  EXPECT_NE(make({"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null"}, 1, "ref").find("ref.log_prob_micro"),
+            std::string::npos);
+  EXPECT_EQ(make({"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null"}, 1, "actor"), "");
+  EXPECT_NE(make({"actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8"})
+                .find("ppo_max_token_len_per_gpu (8)"),
+            std::string::npos);
+  EXPECT_NE(make({}, 1, "critic").find("unknown role"), std::string::npos);
+  // Per-rank mini-batch: 4 prompts x n=2 / 2 ranks = 4 responses.
+  ActorRolloutRefWorker w({1, 2, "g"}, tiny_ppo_config(m, {"actor_rollout_ref.rollout.n=2"}), "actor");
+  EXPECT_EQ(w.actor_config().ppo_mini_batch_size, 4);
+
+  auto cfg = tiny_ppo_config(m, {});
+  ActorRolloutRefWorker ref({0, 1, "g"}, cfg, "ref");
+  EXPECT_NE(error_of([&] { ref.compute_log_prob(ragged_actor_batch()); }).find("before init_model"), std::string::npos);
+  ref.init_model(DataProto());
+  EXPECT_NE(error_of([&] { ref.generate_sequences(prompts_batch()); }).find("role is 'ref'"), std::string::npos);
+  EXPECT_NE(error_of([&] { ref.update_actor(ragged_actor_batch()); }).find("role is 'ref'"), std::string::npos);
+  EXPECT_EQ(ref.compute_ref_log_prob(ragged_actor_batch()).tensor("ref_log_prob").sizes(),
+            (std::vector<int64_t>{8, 6}));
+  // Two in-process ranks cannot average gradients.
+  ActorRolloutRefWorker two({0, 2, "g"}, cfg, "actor");
+  two.init_model(DataProto());
+  EXPECT_NE(error_of([&] { two.update_actor(ragged_actor_batch()); }).find("world size 2"), std::string::npos);
+  // update_actor needs the temperature and the batch keys.
+  ActorRolloutRefWorker one({0, 1, "g"}, cfg, "actor");
+  one.init_model(DataProto());
+  auto no_temp = ragged_actor_batch();
+  no_temp.meta_info = nlohmann::json::object();
+  EXPECT_NE(error_of([&] { one.update_actor(no_temp); }).find("temperature"), std::string::npos);
+  auto no_adv = ragged_actor_batch();
+  no_adv.batch.erase("advantages");
+  EXPECT_NE(error_of([&] { one.update_actor(no_adv); }).find("'advantages'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace verl::test
