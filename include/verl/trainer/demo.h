@@ -24,7 +24,7 @@ struct DemoPrepareOptions {
   int64_t eval_every = 50;
   int64_t sft_batch_size = 128;
   double sft_lr = 3e-3;
-  std::optional<int64_t> num_threads;  // default: 1 (measured fastest for this model on 2 cores)
+  std::optional<int64_t> num_threads;  // default: 1 (design.md: as fast as 2 passive OpenMP threads here)
 };
 
 struct DemoPrepareResult {
