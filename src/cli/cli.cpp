@@ -28,6 +28,9 @@ const std::vector<Command>& command_table() {
        run_model_command},
       {"report", "Rebuild a run's HTML report (SVG charts) from RUN_DIR/metrics.jsonl", kReportUsage,
        run_report_command},
+      {"sft", "Supervised fine-tuning (verl's fsdp_sft_trainer keys)", kSftUsage, run_sft_command},
+      {"demo", "The embedded default: arithmetic data, tiny model, SFT warm start, then RL", kDemoUsage,
+       run_demo_command},
   };
   return table;
 }

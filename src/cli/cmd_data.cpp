@@ -36,7 +36,16 @@ const char* const kDataUsage =
     "usage: verl data preprocess digit_completion --output-dir DIR [--seed S]\n"
     "\n"
     "         verl's arithmetic-sequence toy task: all 1000 prompts \"a,b:9,k\", shuffled with seed S\n"
-    "         (default 0) and split 80/20 into DIR/train.parquet and DIR/test.parquet.\n";
+    "         (default 0) and split 80/20 into DIR/train.parquet and DIR/test.parquet.\n"
+    "\n"
+    "usage: verl data preprocess arithmetic --output-dir DIR [--seed S] [--size N] [--test-size N]\n"
+    "                                       [--sft-size N] [--sft-val-size N]\n"
+    "\n"
+    "         the embedded default's task: integer problems \"12+35=\", \"71-80=\", \"13*7=\" answered \"#### N\"\n"
+    "         (data_source \"arithmetic\", scored by the GSM8K rule). Writes DIR/train.parquet (--size rows,\n"
+    "         default 10000) and DIR/test.parquet (--test-size distinct held-out problems, default 500) in verl's\n"
+    "         schema, and DIR/sft_train.parquet (--sft-size, default 40000) / DIR/sft_val.parquet (--sft-val-size,\n"
+    "         default 500) with prompt / response columns. Test and SFT-val problems appear in no other split.\n";
 
 namespace {
 
@@ -231,14 +240,30 @@ int run_digit_completion(const ParsedArgs& p) {
   return 0;
 }
 
+int run_arithmetic(const ParsedArgs& p) {
+  VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic needs --output-dir");
+  data::ArithmeticOptions options;
+  if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count(p.get("--seed"), "--seed"));
+  if (p.has("--size")) options.train_size = parse_count(p.get("--size"), "--size");
+  if (p.has("--test-size")) options.test_size = parse_count(p.get("--test-size"), "--test-size");
+  if (p.has("--sft-size")) options.sft_train_size = parse_count(p.get("--sft-size"), "--sft-size");
+  if (p.has("--sft-val-size")) options.sft_val_size = parse_count(p.get("--sft-val-size"), "--sft-val-size");
+  data::write_arithmetic_dataset(p.get("--output-dir"), options);
+  std::cerr << "wrote " << options.train_size << " train, " << options.test_size << " test, " << options.sft_train_size
+            << " sft_train and " << options.sft_val_size << " sft_val rows to " << p.get("--output-dir") << "\n";
+  return 0;
+}
+
 int run_preprocess(const Args& args) {
-  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output", "--output-dir", "--seed"});
+  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output", "--output-dir", "--seed", "--size",
+                                       "--test-size", "--sft-size", "--sft-val-size"});
   VERL_CHECK(p.positional.size() == 1, "data",
              "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...' or "
-             "'verl data preprocess digit_completion --output-dir DIR [--seed S]'");
+             "'verl data preprocess digit_completion|arithmetic --output-dir DIR [--seed S]'");
   const std::string& dataset = p.positional[0];
   data::check_preprocess_dataset(dataset);
   if (dataset == "digit_completion") return run_digit_completion(p);
+  if (dataset == "arithmetic") return run_arithmetic(p);
   for (const char* option : {"--input", "--split", "--output"}) {
     VERL_CHECK(p.has(option), "data", "verl data preprocess ", dataset, " needs ", option);
   }

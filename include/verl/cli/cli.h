@@ -37,5 +37,8 @@ int run_model_command(const Args& args);
 extern const char* const kModelUsage;
 int run_report_command(const Args& args);
 extern const char* const kReportUsage;
+int run_sft_command(const Args& args);
+int run_demo_command(const Args& args);
+extern const char* const kSftUsage, *const kDemoUsage;
 
 }  // namespace verl::cli

@@ -8,7 +8,7 @@
 namespace verl::data {
 
 const std::vector<std::string>& preprocess_dataset_names() {
-  static const std::vector<std::string> names = {"gsm8k", "math", "digit_completion"};
+  static const std::vector<std::string> names = {"gsm8k", "math", "digit_completion", "arithmetic"};
   return names;
 }
 

@@ -45,4 +45,36 @@ struct DigitCompletionSplits {
 DigitCompletionSplits digit_completion_splits(uint64_t seed, int max_number = 9, int max_diff = 9,
                                               int max_num_in_response = 9);
 
+// The `arithmetic` synthetic task (the embedded default's data): word-free integer problems "a+b=", "a-b="
+// (a, b in 0..99) and "a*b=" (a in 0..99, b in 0..9), the operation drawn uniformly, as one user message
+// "<problem>\n" + arithmetic_instruction(); answers "#### N" so verl's GSM8K scorer applies
+// (data_source "arithmetic"). Seeded and platform-independent (a 64-bit LCG, no std distributions).
+//   test     `test_size` distinct held-out problems (RL validation)
+//   sft_val  `sft_val_size` distinct problems, none in test (SFT validation, greedy accuracy)
+//   train    `train_size` RL rows drawn with replacement from problems in neither test nor sft_val
+//   sft_train `sft_train_size` SFT rows drawn the same way: columns prompt (the user message text),
+//            response ("#### N"), plus data_source / reward_model / extra_info for scoring
+struct ArithmeticOptions {
+  uint64_t seed = 0;
+  int64_t train_size = 10000;
+  int64_t test_size = 500;
+  int64_t sft_train_size = 40000;
+  int64_t sft_val_size = 500;
+};
+struct ArithmeticProblem {
+  int64_t a = 0, b = 0;
+  char op = '+';
+  std::string question() const;  // "12+35="
+  int64_t answer() const;
+};
+struct ArithmeticSplits {
+  PreprocessedDataset train, test, sft_train, sft_val;
+};
+const std::string& arithmetic_instruction();
+// The user message of a problem: question + "\n" + instruction.
+std::string arithmetic_prompt_text(const ArithmeticProblem& problem);
+ArithmeticSplits arithmetic_splits(const ArithmeticOptions& options);
+// Writes DIR/{train,test,sft_train,sft_val}.parquet (DIR is created).
+void write_arithmetic_dataset(const std::string& dir, const ArithmeticOptions& options);
+
 }  // namespace verl::data

@@ -1,0 +1,46 @@
+// The embedded default's preparation (`verl demo --prepare-only --out DIR`), torch-free interface:
+//   DIR/data/        arithmetic train/test (RL, verl schema) and sft_train/sft_val parquet
+//   DIR/model_init/  a byte-level BPE tokenizer (printable ASCII + merges for the template's words, ChatML
+//                    template, <|im_start|> <|im_end|> <|endoftext|>) and a random tiny Qwen2 model
+//                    (hidden 128, 2 layers, 4 heads, tied embeddings)
+//   DIR/sft/         the SFT run (verl sft with an embedded config: metrics.jsonl, config.yaml, global_step_N)
+//   DIR/model/       the warm-started HF model folder (weights + tokenizer) that RL starts from
+// SFT runs until greedy accuracy on sft_val reaches `target_accuracy` (checked every `eval_every` steps) or
+// `max_sft_steps`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace verl::trainer {
+
+struct DemoPrepareOptions {
+  std::string out_dir;
+  uint64_t seed = 0;
+  double target_accuracy = 0.30;
+  int64_t max_sft_steps = 2000;
+  int64_t eval_every = 50;
+  int64_t sft_batch_size = 128;
+  double sft_lr = 3e-3;
+  std::optional<int64_t> num_threads;  // default: 1 (design.md: as fast as 2 passive OpenMP threads here)
+};
+
+struct DemoPrepareResult {
+  std::string data_dir, init_model_dir, sft_dir, model_dir;
+  int64_t vocab_size = 0;
+  int64_t num_parameters = 0;
+  int64_t sft_steps = 0;
+  double sft_seconds = 0;           // wall time of the SFT phase (training + accuracy checks)
+  double sft_val_accuracy = 0;      // greedy, on sft_val, at the last check
+  double test_accuracy = 0;         // greedy, on the RL test split, of DIR/model
+  double total_seconds = 0;
+};
+
+DemoPrepareResult prepare_demo(const DemoPrepareOptions& options);
+
+// The words the demo tokenizer merges into single tokens (template roles, the instruction, "####").
+const std::vector<std::string>& demo_tokenizer_words();
+
+}  // namespace verl::trainer

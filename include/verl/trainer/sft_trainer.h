@@ -1,0 +1,88 @@
+// verl's SFT trainer (verl/trainer/fsdp_sft_trainer.py), single process on LibTorch:
+//   - datasets: data.train_files / data.val_files through data::SFTDataset
+//   - order: each epoch a seeded permutation (torch.randperm with seed trainer.seed + epoch, as
+//     DistributedSampler(shuffle=True).set_epoch does with its seed), drop_last batches of
+//     data.train_batch_size; validation in order, batches of data.micro_batch_size_per_gpu, drop_last
+//   - a step: zero_grad; per micro batch (micro_batch_size_per_gpu rows) the loss
+//       sum(CE(logits[:, :-1], input_ids[:, 1:]) * loss_mask[:, 1:]) / (sum(loss_mask[:, 1:]) + 1e-8) / n_micro
+//     backward and summed into train/loss; clip_grad_norm(optim.clip_grad) (a non-finite norm skips the
+//     update); AdamW step; LR scheduler step (cosine or constant with int(warmup_steps_ratio * total) warmup)
+//   - total steps: trainer.total_training_steps, else len(dataloader) * total_epochs (also the LR schedule's length)
+//   - metrics per step: train/loss, train/lr, train/grad_norm; val/loss (mean over validation batches) every
+//     test_freq steps and at the last step; logged through trainer::Tracking to trainer.logger
+//   - checkpoints every save_freq steps and at the last step: default_local_dir/global_step_N/huggingface
+//     (config.json, model.safetensors, generation_config.json, tokenizer files), written atomically, then
+//     latest_checkpointed_iteration.txt; max_ckpt_to_keep rotates old ones.
+// Not implemented: resuming an SFT run (verl's resume_mode), LoRA, sequence parallelism, multi-process.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "verl/config/sft_config.h"
+#include "verl/data/sft_dataset.h"
+#include "verl/model/transformer.h"
+#include "verl/tokenizer/tokenizer.h"
+
+namespace verl::trainer {
+
+struct SFTFitResult {
+  int64_t global_steps = 0;
+  double last_train_loss = 0;
+  std::optional<double> last_val_loss;
+  std::string last_checkpoint;  // the last global_step_N/huggingface folder written ("" when none)
+  double train_seconds = 0;     // time in training steps (verl's "Total time for train steps")
+  bool stopped_early = false;   // a step callback asked to stop
+};
+
+class SFTTrainer {
+ public:
+  // Loads the tokenizer and model from model.partial_pretrain and both datasets. `resolved` is saved as the run
+  // folder's config.yaml (pass an empty string to skip). console: where the console logger prints.
+  SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std::ostream* console = nullptr);
+
+  // Called after every training step (after validation and checkpointing of that step). Return false to stop:
+  // the trainer then validates and saves at that step as it does at the last step.
+  using StepCallback = std::function<bool(int64_t global_step, const std::map<std::string, double>& metrics)>;
+  SFTFitResult fit(const StepCallback& callback = {});
+
+  // One optimizer step on `batch` (train_batch_size rows); returns its metrics.
+  std::map<std::string, double> training_step(const data::SFTBatch& batch);
+  // The masked mean CE of one micro batch divided by n_micro; backward when asked. Returns the loss tensor.
+  torch::Tensor micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward);
+  // Mean validation loss over the validation batches.
+  double validate();
+  void save_checkpoint(int64_t step);
+
+  int64_t total_training_steps() const { return total_steps_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  model::CausalLM& model() { return model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const data::SFTDataset& train_dataset() const { return *train_; }
+  const data::SFTDataset& val_dataset() const { return *val_; }
+  const config::SFTConfig& config() const { return config_; }
+
+ private:
+  struct Impl;
+  config::SFTConfig config_;
+  std::string resolved_yaml_;
+  std::ostream* console_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<data::SFTDataset> train_, val_;
+  model::CausalLM model_{nullptr};
+  std::shared_ptr<Impl> impl_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+};
+
+// Drops trailing columns that are padding in every row (right padding), so short rows do not pay for
+// max_length; exact for causal models.
+data::SFTBatch trim_right_padding(const data::SFTBatch& batch);
+
+}  // namespace verl::trainer

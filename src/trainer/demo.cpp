@@ -1,0 +1,187 @@
+// `verl demo --prepare-only`: the embedded default's data, tokenizer, tiny model and SFT warm start.
+#include "verl/trainer/demo.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+#include "verl/config/interpolation.h"
+#include "verl/config/sft_config.h"
+#include "verl/config/yaml_io.h"
+#include "verl/data/preprocess/preprocess.h"
+#include "verl/data/sft_dataset.h"
+#include "verl/io/parquet/reader.h"
+#include "verl/model/model_tools.h"
+#include "verl/tokenizer/tokenizer_builder.h"
+#include "verl/trainer/greedy_eval.h"
+#include "verl/trainer/sft_trainer.h"
+
+namespace verl::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void set_key(config::Node& root, const std::string& path, config::Node value) {
+  config::Node* node = config::find_path(root, path);
+  VERL_ASSERT(node != nullptr, "demo", "the SFT defaults have no key '", path, "'");
+  *node = std::move(value);
+}
+
+config::Node string_list(const std::vector<std::string>& items) {
+  std::vector<config::Node> nodes;
+  for (const auto& item : items) nodes.push_back(config::Node::string(item));
+  return config::Node::list(std::move(nodes));
+}
+
+// Prompt ids (chat template, generation prompt) and ground truths of a parquet split: `prompt` is a chat list
+// (RL split) or a string (SFT split).
+void load_eval_set(const std::string& path, const tokenizer::Tokenizer& tok, std::vector<std::vector<int32_t>>& prompts,
+                   std::vector<std::string>& truths) {
+  for (const auto& row : io::parquet::read_parquet(path, {"prompt", "reward_model"})) {
+    prompts.push_back(data::sft_prompt_ids(tok, *row.find("prompt")));
+    truths.push_back(row.find("reward_model")->find("ground_truth")->as_string());
+  }
+}
+
+void copy_folder_atomic(const std::string& from, const std::string& to) {
+  StagedDirectory staged(to);
+  for (const auto& entry : fs::directory_iterator(from)) {
+    if (entry.is_regular_file()) fs::copy_file(entry.path(), fs::path(staged.path()) / entry.path().filename());
+  }
+  staged.commit();
+}
+
+}  // namespace
+
+const std::vector<std::string>& demo_tokenizer_words() {
+  static const std::vector<std::string> words = {"user", "assistant", "system", "####", "Answer", " after", " ####."};
+  return words;
+}
+
+DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
+  VERL_CHECK(!options.out_dir.empty(), "demo", "--out DIR is required");
+  VERL_CHECK(options.max_sft_steps > 0 && options.eval_every > 0, "demo", "SFT steps and eval interval must be > 0");
+  const auto start = Clock::now();
+  DemoPrepareResult result;
+  const std::string out = fs::absolute(options.out_dir).lexically_normal().string();
+  result.data_dir = out + "/data";
+  result.init_model_dir = out + "/model_init";
+  result.sft_dir = out + "/sft";
+  result.model_dir = out + "/model";
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  VERL_CHECK(!ec, "demo", "cannot create '", out, "': ", ec.message());
+
+  // 1. Data.
+  data::ArithmeticOptions data_options;
+  data_options.seed = options.seed;
+  data::write_arithmetic_dataset(result.data_dir, data_options);
+  std::cerr << "demo: data in " << result.data_dir << " (" << data_options.train_size << " train, "
+            << data_options.test_size << " test, " << data_options.sft_train_size << " sft_train, "
+            << data_options.sft_val_size << " sft_val)\n";
+
+  // 2. Tokenizer: byte-level BPE over printable ASCII with merges for the template's words.
+  tokenizer::ByteLevelBPESpec spec;
+  spec.alphabet = tokenizer::printable_ascii_alphabet();
+  spec.words = demo_tokenizer_words();
+  // Order matters: `verl model init` puts bos / eos / pad at V-3 / V-2 / V-1 in config.json and
+  // generation_config.json, so eos is <|im_end|> and pad <|endoftext|>, as in Qwen2 instruct models.
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
+  spec.eos_token = "<|im_end|>";
+  spec.pad_token = "<|endoftext|>";
+  spec.chat_template = tokenizer::chatml_template();
+  const std::string tokenizer_dir = out + "/tokenizer";
+  result.vocab_size = tokenizer::write_byte_level_bpe_folder(tokenizer_dir, spec);
+
+  // 3. Tiny Qwen2 (design.md: hidden 128, 2 layers, 4 heads).
+  model::InitOptions init;
+  init.arch = model::Arch::Qwen2;
+  init.out_dir = result.init_model_dir;
+  init.seed = options.seed;
+  init.hidden_size = 128;
+  init.num_layers = 2;
+  init.num_heads = 4;
+  init.num_kv_heads = 4;
+  init.intermediate_size = 384;
+  init.vocab_size = result.vocab_size;
+  init.tie_word_embeddings = true;
+  init.tokenizer_dir = tokenizer_dir;
+  model::init_model_folder(init);
+
+  // 4. SFT warm start through verl's SFT trainer with the built-in defaults plus these keys.
+  config::Node root = config::default_sft_config_tree();
+  set_key(root, "data.train_files", config::Node::string(result.data_dir + "/sft_train.parquet"));
+  set_key(root, "data.val_files", config::Node::string(result.data_dir + "/sft_val.parquet"));
+  set_key(root, "data.prompt_key", config::Node::string("prompt"));
+  set_key(root, "data.response_key", config::Node::string("response"));
+  set_key(root, "data.max_length", config::Node::integer(64));
+  set_key(root, "data.train_batch_size", config::Node::integer(options.sft_batch_size));
+  set_key(root, "data.micro_batch_size_per_gpu", config::Node::integer(options.sft_batch_size));
+  set_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
+  set_key(root, "optim.lr", config::Node::floating(options.sft_lr));
+  set_key(root, "optim.betas", config::Node::list({config::Node::floating(0.9), config::Node::floating(0.999)}));
+  set_key(root, "optim.warmup_steps_ratio", config::Node::floating(0.02));
+  set_key(root, "optim.lr_scheduler", config::Node::string("constant"));
+  set_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
+  set_key(root, "trainer.project_name", config::Node::string("arithmetic-demo"));
+  set_key(root, "trainer.experiment_name", config::Node::string("sft"));
+  set_key(root, "trainer.total_epochs", config::Node::integer(1000));
+  set_key(root, "trainer.total_training_steps", config::Node::integer(options.max_sft_steps));
+  set_key(root, "trainer.logger", string_list({"jsonl"}));
+  set_key(root, "trainer.seed", config::Node::integer(static_cast<int64_t>(options.seed)));
+  set_key(root, "trainer.max_ckpt_to_keep", config::Node::integer(1));
+  set_key(root, "trainer.num_cpu_threads", config::Node::integer(options.num_threads.value_or(1)));
+  config::Node resolved = config::resolve_interpolations(root);
+  config::SFTConfig sft_config = config::parse_sft_config(resolved);
+
+  const auto sft_start = Clock::now();
+  SFTTrainer trainer(sft_config, config::to_yaml(resolved));
+  for (const auto& p : trainer.model()->parameters()) result.num_parameters += p.numel();
+  std::cerr << "demo: tokenizer (" << result.vocab_size << " tokens) and Qwen2 model (" << result.num_parameters
+            << " parameters) in " << result.init_model_dir << "\n";
+  std::vector<std::vector<int32_t>> val_prompts;
+  std::vector<std::string> val_truths;
+  load_eval_set(result.data_dir + "/sft_val.parquet", trainer.tokenizer(), val_prompts, val_truths);
+  const int64_t max_response_length = 8;  // "####", " ", up to 3 digits or a sign, eos
+  double accuracy = 0;
+  double train_loss = 0;
+  SFTFitResult fit = trainer.fit([&](int64_t step, const std::map<std::string, double>& metrics) {
+    train_loss = metrics.at("train/loss");
+    if (step % options.eval_every != 0 && step != options.max_sft_steps) return true;
+    accuracy = greedy_accuracy(trainer.model(), trainer.tokenizer(), val_prompts, val_truths, "arithmetic",
+                               max_response_length)
+                   .accuracy;
+    std::cerr << "demo: sft step " << step << " loss " << std::fixed << std::setprecision(4) << train_loss
+              << " sft_val greedy accuracy " << std::setprecision(3) << accuracy << " (" << std::setprecision(1)
+              << seconds_since(sft_start) << " s)\n"
+              << std::defaultfloat;
+    return accuracy < options.target_accuracy;
+  });
+  result.sft_steps = fit.global_steps;
+  result.sft_seconds = seconds_since(sft_start);
+  result.sft_val_accuracy = accuracy;
+  VERL_CHECK(!fit.last_checkpoint.empty(), "demo", "the SFT run wrote no checkpoint");
+  copy_folder_atomic(fit.last_checkpoint, result.model_dir);
+
+  // 5. Held-out accuracy of the warm-started model (the RL validation set).
+  std::vector<std::vector<int32_t>> test_prompts;
+  std::vector<std::string> test_truths;
+  load_eval_set(result.data_dir + "/test.parquet", trainer.tokenizer(), test_prompts, test_truths);
+  result.test_accuracy = greedy_accuracy(trainer.model(), trainer.tokenizer(), test_prompts, test_truths,
+                                         "arithmetic", max_response_length)
+                             .accuracy;
+  result.total_seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace verl::trainer

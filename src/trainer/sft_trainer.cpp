@@ -1,0 +1,198 @@
+#include "verl/trainer/sft_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/model/weights.h"
+#include "verl/runtime/cpu_threads.h"
+#include "verl/trainer/checkpoint_paths.h"
+#include "verl/trainer/tracking.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::trainer {
+
+struct SFTTrainer::Impl {
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<workers::LRScheduler> lr_scheduler;
+  std::vector<torch::Tensor> parameters;
+  config::OptimConfig optim;
+};
+
+namespace {
+
+config::OptimConfig to_optim_config(const config::SFTOptimConfig& sft, int64_t total_steps) {
+  config::OptimConfig o;
+  o.lr = sft.lr;
+  o.weight_decay = sft.weight_decay;
+  o.betas = sft.betas;
+  o.lr_warmup_steps = -1;
+  o.lr_warmup_steps_ratio = sft.warmup_steps_ratio;
+  o.lr_scheduler_type = sft.lr_scheduler;
+  o.min_lr_ratio = 0.0;
+  o.num_cycles = 0.5;
+  o.total_training_steps = total_steps;
+  return o;
+}
+
+}  // namespace
+
+data::SFTBatch trim_right_padding(const data::SFTBatch& batch) {
+  if (batch.size() == 0) return batch;
+  int64_t longest = batch.attention_mask.sum(1).max().item<int64_t>();
+  longest = std::max<int64_t>(longest, 2);
+  if (longest >= batch.input_ids.size(1)) return batch;
+  return data::SFTBatch{batch.input_ids.slice(1, 0, longest), batch.attention_mask.slice(1, 0, longest),
+                        batch.position_ids.slice(1, 0, longest), batch.loss_mask.slice(1, 0, longest)};
+}
+
+SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std::ostream* console)
+    : config_(std::move(config)), resolved_yaml_(std::move(resolved_yaml)), console_(console) {
+  runtime::configure_cpu_threads(config_.trainer.num_cpu_threads);
+  const std::string& model_dir = config_.partial_pretrain;
+  VERL_CHECK(std::filesystem::is_directory(model_dir), "sft", "model.partial_pretrain '", model_dir,
+             "' is not a folder (expected a Hugging Face model folder)");
+  for (const auto& files : {config_.data.train_files, config_.data.val_files}) {
+    for (const auto& file : files) {
+      VERL_CHECK(std::filesystem::is_regular_file(file), "sft", "data file '", file, "' does not exist");
+    }
+  }
+  tokenizer_ = std::make_shared<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_dir));
+  train_ = std::make_unique<data::SFTDataset>(config_.data.train_files, *tokenizer_, config_.data,
+                                              config_.data.train_max_samples);
+  val_ = std::make_unique<data::SFTDataset>(config_.data.val_files, *tokenizer_, config_.data,
+                                            config_.data.val_max_samples);
+  steps_per_epoch_ = train_->size() / config_.data.train_batch_size;
+  VERL_CHECK(steps_per_epoch_ > 0, "sft", "the training set has ", train_->size(),
+             " rows, fewer than data.train_batch_size=", config_.data.train_batch_size);
+  VERL_CHECK(val_->size() >= config_.data.micro_batch_size_per_gpu, "sft", "the validation set has ", val_->size(),
+             " rows, fewer than data.micro_batch_size_per_gpu=", config_.data.micro_batch_size_per_gpu);
+  total_steps_ = config_.trainer.total_training_steps.value_or(steps_per_epoch_ * config_.trainer.total_epochs);
+
+  torch::manual_seed(static_cast<uint64_t>(config_.trainer.seed));
+  model_ = model::load_model(model_dir);
+  VERL_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= model_->config.vocab_size, "sft", "the tokenizer in '",
+             model_dir, "' has ", tokenizer_->vocab_size(), " tokens, more than the model's vocab_size ",
+             model_->config.vocab_size);
+  impl_ = std::make_shared<Impl>();
+  for (auto& p : model_->parameters()) {
+    if (p.requires_grad()) impl_->parameters.push_back(p);
+  }
+  impl_->optim = to_optim_config(config_.optim, total_steps_);
+  impl_->optimizer = workers::build_optimizer(impl_->parameters, impl_->optim);
+  impl_->lr_scheduler = std::make_unique<workers::LRScheduler>(*impl_->optimizer, impl_->optim, total_steps_);
+}
+
+torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward) {
+  data::SFTBatch b = trim_right_padding(micro);
+  torch::Tensor logits = model_->forward(b.input_ids, b.attention_mask, b.position_ids);  // [n, L, V]
+  torch::Tensor shift_logits = logits.slice(1, 0, -1).to(torch::kFloat32);
+  torch::Tensor labels = b.input_ids.slice(1, 1);
+  torch::Tensor mask = b.loss_mask.slice(1, 1).to(torch::kFloat32);
+  torch::Tensor log_probs = torch::log_softmax(shift_logits, -1);
+  torch::Tensor nll = -log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1);
+  torch::Tensor loss = (nll * mask).sum() / (mask.sum() + 1e-8) / static_cast<double>(n_micro);
+  if (backward) loss.backward();
+  return loss;
+}
+
+std::map<std::string, double> SFTTrainer::training_step(const data::SFTBatch& batch) {
+  model_->train();
+  impl_->optimizer->zero_grad();
+  const int64_t micro = config_.data.micro_batch_size_per_gpu;
+  const int64_t n_micro = (batch.size() + micro - 1) / micro;
+  double step_loss = 0;
+  for (int64_t begin = 0; begin < batch.size(); begin += micro) {
+    torch::Tensor loss = micro_batch_loss(batch.slice(begin, std::min(batch.size(), begin + micro)), n_micro, true);
+    step_loss += loss.item<double>();
+  }
+  double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.optim.clip_grad);
+  if (!std::isfinite(grad_norm)) {
+    VERL_LOG(Warn, "sft") << "grad_norm is not finite: " << grad_norm << "; skipping the update";
+    impl_->optimizer->zero_grad();
+  } else {
+    impl_->optimizer->step();
+  }
+  impl_->lr_scheduler->step();
+  return {{"train/loss", step_loss}, {"train/lr", impl_->lr_scheduler->last_lr()}, {"train/grad_norm", grad_norm}};
+}
+
+double SFTTrainer::validate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const int64_t micro = config_.data.micro_batch_size_per_gpu;
+  const int64_t batches = val_->size() / micro;  // drop_last, as verl's val dataloader
+  data::SFTBatch all = val_->all();
+  double total = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    total += micro_batch_loss(all.slice(i * micro, (i + 1) * micro), 1, false).item<double>();
+  }
+  model_->train();
+  return total / static_cast<double>(batches);
+}
+
+void SFTTrainer::save_checkpoint(int64_t step) {
+  const std::string& root = config_.trainer.default_local_dir;
+  const std::string step_dir = global_step_dir(root, step);
+  std::error_code ec;
+  std::filesystem::create_directories(step_dir, ec);
+  VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", step_dir, "': ", ec.message());
+  {
+    StagedDirectory staged(step_dir + "/huggingface");
+    model::SaveOptions options;
+    options.tokenizer_dir = config_.partial_pretrain;
+    model::save_model(model_, staged.path(), options);
+    staged.commit();
+  }
+  write_latest_tracker(root, step);
+  rotate_checkpoints(root, "huggingface", config_.trainer.max_ckpt_to_keep);
+}
+
+SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
+  const auto& t = config_.trainer;
+  Tracking tracking(t.project_name, t.experiment_name, t.logger, t.default_local_dir, resolved_yaml_, console_);
+  SFTFitResult result;
+  int64_t global_step = 0;
+  const int64_t batch_size = config_.data.train_batch_size;
+  for (int64_t epoch = 0; global_step < total_steps_; ++epoch) {
+    torch::Generator generator = at::detail::createCPUGenerator(static_cast<uint64_t>(t.seed + epoch));
+    torch::Tensor order = torch::randperm(train_->size(), generator, torch::kInt64);
+    for (int64_t b = 0; b < steps_per_epoch_ && global_step < total_steps_; ++b) {
+      torch::Tensor index = order.slice(0, b * batch_size, (b + 1) * batch_size);
+      std::vector<int64_t> rows(index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel());
+      auto start = std::chrono::steady_clock::now();
+      std::map<std::string, double> metrics = training_step(train_->get(rows));
+      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++global_step;
+      result.last_train_loss = metrics["train/loss"];
+      bool stop = false;
+      bool last = global_step >= total_steps_;
+      if (callback && !callback(global_step, metrics)) {
+        stop = true;
+        last = true;
+        result.stopped_early = true;
+      }
+      if (last || (t.test_freq > 0 && global_step % t.test_freq == 0)) {
+        double val_loss = validate();
+        metrics["val/loss"] = val_loss;
+        result.last_val_loss = val_loss;
+      }
+      tracking.log(metrics, global_step);
+      if (last || (t.save_freq > 0 && global_step % t.save_freq == 0)) {
+        save_checkpoint(global_step);
+        result.last_checkpoint = global_step_dir(t.default_local_dir, global_step) + "/huggingface";
+      }
+      if (stop) break;
+    }
+    if (result.stopped_early) break;
+  }
+  result.global_steps = global_step;
+  tracking.finish();
+  return result;
+}
+
+}  // namespace verl::trainer

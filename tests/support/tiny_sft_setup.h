@@ -1,0 +1,62 @@
+// Test helper: a tiny SFT setup in a temp folder -- the demo's byte-level tokenizer, a small random Qwen2
+// model (verl model init's code) and `arithmetic` SFT splits.
+#pragma once
+
+#include <string>
+
+#include "verl/data/preprocess/preprocess.h"
+#include "verl/model/model_tools.h"
+#include "verl/tokenizer/tokenizer_builder.h"
+#include "verl/trainer/demo.h"
+
+namespace verl::test {
+
+struct TinySFTSetup {
+  std::string dir, tokenizer_dir, model_dir, data_dir;
+  int64_t vocab_size = 0;
+};
+
+inline tokenizer::ByteLevelBPESpec demo_like_tokenizer_spec() {
+  tokenizer::ByteLevelBPESpec spec;
+  spec.alphabet = tokenizer::printable_ascii_alphabet();
+  spec.words = trainer::demo_tokenizer_words();
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
+  spec.eos_token = "<|im_end|>";
+  spec.pad_token = "<|endoftext|>";
+  spec.chat_template = tokenizer::chatml_template();
+  return spec;
+}
+
+inline TinySFTSetup make_tiny_sft_setup(const std::string& dir, int64_t sft_train_rows, int64_t sft_val_rows,
+                                        int64_t hidden = 32, int64_t layers = 2, uint64_t seed = 1) {
+  TinySFTSetup s;
+  s.dir = dir;
+  s.tokenizer_dir = dir + "/tokenizer";
+  s.model_dir = dir + "/model";
+  s.data_dir = dir + "/data";
+  s.vocab_size = tokenizer::write_byte_level_bpe_folder(s.tokenizer_dir, demo_like_tokenizer_spec());
+  model::InitOptions init;
+  init.arch = model::Arch::Qwen2;
+  init.out_dir = s.model_dir;
+  init.seed = seed;
+  init.hidden_size = hidden;
+  init.num_layers = layers;
+  init.num_heads = 4;
+  init.num_kv_heads = 2;
+  init.intermediate_size = 2 * hidden;
+  init.vocab_size = s.vocab_size;
+  init.tie_word_embeddings = true;
+  init.perturb_norms_and_biases = true;
+  init.tokenizer_dir = s.tokenizer_dir;
+  model::init_model_folder(init);
+  data::ArithmeticOptions data_options;
+  data_options.seed = seed;
+  data_options.train_size = 0;
+  data_options.test_size = 0;
+  data_options.sft_train_size = sft_train_rows;
+  data_options.sft_val_size = sft_val_rows;
+  data::write_arithmetic_dataset(s.data_dir, data_options);
+  return s;
+}
+
+}  // namespace verl::test
