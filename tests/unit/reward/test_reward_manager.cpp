@@ -196,13 +196,19 @@ TEST(NaiveRewardManager, PrintsNumExamineSamplesPerDataSource) {
   options.num_examine = 1;
   NaiveRewardManager manager(byte_tokenizer(), default_score_function(), options);
   std::vector<Sample> samples = math_dapo_samples();
-  samples.push_back({bytes("1+2?"), bytes("#### 3"), "openai/gsm8k", "3"});
+  samples.push_back({bytes("1+2?"), bytes("Answer: 3"), "math", "3"});  // another source, same scorer
   testing::internal::CaptureStdout();
-  manager.compute(make_batch(samples, 6, 12));
+  std::string error;
+  try {
+    manager.compute(make_batch(samples, 6, 12));
+  } catch (const Error& e) {
+    error = e.what();
+  }
   const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_EQ(error, "");
   EXPECT_EQ(out,
             "[prompt] What?\n[response] Answer: 5\n[ground_truth] 4\n[score] -1.0\n[acc] False\n[pred] 5\n"
-            "[prompt] 1+2?\n[response] #### 3\n[ground_truth] 3\n[score] 1.0\n");
+            "[prompt] 1+2?\n[response] Answer: 3\n[ground_truth] 3\n[score] 1.0\n[acc] True\n[pred] 3\n");
   // num_examine = 0 (the training manager) prints nothing.
   NaiveRewardManager quiet(byte_tokenizer(), default_score_function(), {});
   testing::internal::CaptureStdout();
