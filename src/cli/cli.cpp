@@ -28,6 +28,8 @@ const std::vector<Command>& command_table() {
        run_model_command},
       {"report", "Rebuild a run's HTML report (SVG charts) from RUN_DIR/metrics.jsonl", kReportUsage,
        run_report_command},
+      {"train", "PPO-family RL training (verl's main_ppo): --config FILE and key=value overrides", kTrainUsage,
+       run_train_command},
   };
   return table;
 }

@@ -37,5 +37,7 @@ int run_model_command(const Args& args);
 extern const char* const kModelUsage;
 int run_report_command(const Args& args);
 extern const char* const kReportUsage;
+int run_train_command(const Args& args);
+extern const char* const kTrainUsage;
 
 }  // namespace verl::cli
