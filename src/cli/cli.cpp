@@ -31,6 +31,8 @@ const std::vector<Command>& command_table() {
       {"sft", "Supervised fine-tuning (verl's fsdp_sft_trainer keys)", kSftUsage, run_sft_command},
       {"demo", "The embedded default: arithmetic data, tiny model, SFT warm start, then RL", kDemoUsage,
        run_demo_command},
+      {"train", "PPO-family RL training (verl's main_ppo): --config FILE and key=value overrides", kTrainUsage,
+       run_train_command},
   };
   return table;
 }

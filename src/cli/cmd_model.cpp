@@ -5,6 +5,7 @@
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/model/model_tools.h"
+#include "verl/trainer/main_ppo.h"
 
 namespace verl::cli {
 
@@ -16,6 +17,7 @@ const char* const kModelUsage =
     "                       [--rope-scaling linear:F|llama3:F:LOW:HIGH:ORIG] [--tie-word-embeddings]\n"
     "                       [--attention-bias] [--mlp-bias] [--perturb-norms-biases] [--dtype float32|bfloat16]\n"
     "       verl model forward --model DIR --input ids.json --output out.safetensors\n"
+    "       verl model export --checkpoint DIR --out DIR\n"
     "\n"
     "init writes a Hugging Face model folder (config.json, model.safetensors, generation_config.json, and the\n"
     "tokenizer files of --tokenizer DIR when given) with seeded random weights: N(0, STD=0.02) matrices, zero\n"
@@ -23,7 +25,10 @@ const char* const kModelUsage =
     "eos = V-2, pad = V-1. Defaults: hidden 64, 2 layers, 4 heads, 2 kv heads, intermediate 128, vocab 128.\n"
     "\n"
     "forward reads {\"input_ids\": [[...], ...]} (rows of any length), runs them as one left-padded batch\n"
-    "and writes logits_<i> of shape [len_i, vocab] (float32) per row.\n";
+    "and writes logits_<i> of shape [len_i, vocab] (float32) per row.\n"
+    "\n"
+    "export writes a Hugging Face model folder from a training checkpoint (verl's model merger): DIR is a\n"
+    "global_step_N folder or its actor/ folder.\n";
 
 namespace {
 
@@ -105,12 +110,33 @@ int run_forward(const Args& args) {
   return 0;
 }
 
+int run_export(const Args& args) {
+  std::map<std::string, std::string> v;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if ((a == "--checkpoint" || a == "--out") && i + 1 < args.size()) {
+      v[a] = args[++i];
+    } else {
+      std::cerr << "error: unexpected argument '" << a << "' for verl model export\n" << kModelUsage;
+      return 2;
+    }
+  }
+  if (!v.count("--checkpoint") || !v.count("--out")) {
+    std::cerr << "error: verl model export needs --checkpoint and --out\n" << kModelUsage;
+    return 2;
+  }
+  trainer::export_actor_checkpoint(v["--checkpoint"], v["--out"]);
+  std::cout << "wrote " << v["--out"] << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_model_command(const Args& args) {
   if (!args.empty() && args[0] == "init") return run_init(Args(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "forward") return run_forward(Args(args.begin() + 1, args.end()));
-  std::cerr << "error: expected 'verl model init ...' or 'verl model forward ...'\n" << kModelUsage;
+  if (!args.empty() && args[0] == "export") return run_export(Args(args.begin() + 1, args.end()));
+  std::cerr << "error: expected 'verl model init|forward|export ...'\n" << kModelUsage;
   return 2;
 }
 

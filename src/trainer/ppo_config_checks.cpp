@@ -53,6 +53,25 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
                      critic.use_dynamic_bsz, n, n_gpus);
   }
+  // verl's check_mutually_exclusive: without dynamic batch sizes the log-prob passes need a micro-batch size.
+  if (!actor.use_dynamic_bsz) {
+    VERL_CHECK(actor.ppo_micro_batch_size_per_gpu.has_value(), "config",
+               "set actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu (or actor.use_dynamic_bsz=true)");
+  }
+  if (!rollout.log_prob_use_dynamic_bsz) {
+    VERL_CHECK(rollout.log_prob_micro_batch_size_per_gpu.has_value(), "config",
+               "set actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu (or "
+               "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true)");
+  }
+  if (need_reference_policy(config) && !config.actor_rollout_ref.ref.log_prob_use_dynamic_bsz) {
+    VERL_CHECK(config.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu.has_value(), "config",
+               "set actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu (or "
+               "actor_rollout_ref.ref.log_prob_use_dynamic_bsz=true)");
+  }
+  if (need_critic(config) && !config.critic.use_dynamic_bsz) {
+    VERL_CHECK(config.critic.ppo_micro_batch_size_per_gpu.has_value(), "config",
+               "set critic.ppo_micro_batch_size_per_gpu (or critic.use_dynamic_bsz=true)");
+  }
   VERL_CHECK(rollout.val_kwargs.n >= 1, "config", "actor_rollout_ref.rollout.val_kwargs.n must be >= 1");
   if (rollout.val_kwargs.do_sample) {
     VERL_CHECK(rollout.sampling.temperature > 0, "config",

@@ -40,5 +40,7 @@ extern const char* const kReportUsage;
 int run_sft_command(const Args& args);
 int run_demo_command(const Args& args);
 extern const char* const kSftUsage, *const kDemoUsage;
+int run_train_command(const Args& args);
+extern const char* const kTrainUsage;
 
 }  // namespace verl::cli

@@ -1,0 +1,30 @@
+// verl's main_ppo (TaskRunner.run): everything `verl train` builds before PPOTrainer::fit().
+//
+//   tokenizer (actor_rollout_ref.model.path) -> reward managers (train: num_examine 0, validation: 1)
+//   -> role_worker_mapping + ResourcePoolManager({"global_pool": [n_gpus_per_node] * nnodes})
+//      (critic when the estimator needs it or critic.enable; ref when use_kl_in_reward or use_kl_loss;
+//       reward model when reward_model.enable)
+//   -> datasets and dataloaders -> PPOTrainer(...) -> init_workers() -> fit()
+// Every check that needs no weights (batch sizes, data files, model folders, tokenizer vs model vocab) runs
+// first, so a misconfiguration fails with one line before any model loads.
+#pragma once
+
+#include <string>
+
+#include "verl/config/ppo_config.h"
+#include "verl/tokenizer/tokenizer.h"
+
+// Torch-free: the command line (src/cli) includes this header.
+namespace verl::trainer {
+
+// Checks that need no weights: batch sizes for the device count, data files exist, model folders have a
+// config.json, the tokenizer fits the model's vocabulary. Throws one line naming the key.
+void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer& tokenizer);
+
+// The whole run. `resolved_yaml` is saved as RUN_DIR/config.yaml.
+void run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml);
+
+// verl's model merger: an HF model folder from a checkpoint (a global_step_N folder or its actor/ folder).
+void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir);
+
+}  // namespace verl::trainer

@@ -1,0 +1,149 @@
+#include "verl/trainer/main_ppo.h"
+#include "verl/trainer/role_setup.h"
+
+#include <filesystem>
+
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/data/dataloader.h"
+#include "verl/data/rl_dataset.h"
+#include "verl/model/hf_config.h"
+#include "verl/reward/reward_manager.h"
+#include "verl/workers/actor_rollout_ref_worker.h"
+#include "verl/workers/critic_worker.h"
+#include "verl/workers/reward_model_worker.h"
+#include "verl/workers/seqlen_balancing.h"
+
+namespace verl::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// data::StatefulDataLoader behind the trainer's PromptDataLoader interface.
+class DataLoaderAdapter : public PromptDataLoader {
+ public:
+  explicit DataLoaderAdapter(std::shared_ptr<data::StatefulDataLoader> loader) : loader_(std::move(loader)) {}
+  int64_t batches_per_epoch() const override { return loader_->batches_per_epoch(); }
+  void start_epoch(int64_t epoch) override { loader_->start_epoch(epoch); }
+  bool has_next() const override { return loader_->has_next(); }
+  DataProto next() override { return loader_->next(); }
+  nlohmann::json state_dict() const override { return loader_->state_dict(); }
+  void load_state_dict(const nlohmann::json& state) override { loader_->load_state_dict(state); }
+
+ private:
+  std::shared_ptr<data::StatefulDataLoader> loader_;
+};
+
+RewardFn as_reward_fn(std::shared_ptr<reward::RewardManager> manager) {
+  return [manager](const DataProto& batch) {
+    reward::RewardResult result = manager->compute(batch);
+    return RewardOutput{result.reward_tensor, result.reward_extra_info};
+  };
+}
+
+void check_model_folder(const std::string& key, const std::string& path) {
+  const std::string dir = data::expand_user(path);
+  VERL_CHECK(fs::exists(fs::path(dir) / "config.json"), "config", key, "='", path,
+             "' is not a Hugging Face model folder (no config.json); make one with `verl model init`");
+}
+
+void check_data_files(const std::string& key, const std::vector<std::string>& files) {
+  VERL_CHECK(!files.empty(), "config", key, " is empty");
+  for (const auto& file : data::data_files_from_config(files)) {
+    VERL_CHECK(fs::is_regular_file(file), "config", key, ": '", file, "' does not exist");
+  }
+}
+
+}  // namespace
+
+RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& config) {
+  RoleSetup setup;
+  const std::string global_pool_id = "global_pool";
+  setup.resource_pool_spec.emplace_back(
+      global_pool_id, std::vector<int>(static_cast<size_t>(config->trainer.nnodes),
+                                       static_cast<int>(config->trainer.n_gpus_per_node)));
+  setup.role_worker_mapping[Role::ActorRollout] = workers::actor_rollout_ref_worker_factory(config, "actor_rollout");
+  setup.mapping[Role::ActorRollout] = global_pool_id;
+  if (need_critic(*config)) {
+    setup.role_worker_mapping[Role::Critic] = workers::critic_worker_factory(config);
+    setup.mapping[Role::Critic] = global_pool_id;
+  }
+  if (config->reward_model.enable) {
+    setup.role_worker_mapping[Role::RewardModel] = workers::reward_model_worker_factory(config);
+    setup.mapping[Role::RewardModel] = global_pool_id;
+  }
+  if (need_reference_policy(*config)) {
+    setup.role_worker_mapping[Role::RefPolicy] = workers::actor_rollout_ref_worker_factory(config, "ref");
+    setup.mapping[Role::RefPolicy] = global_pool_id;
+  }
+  return setup;
+}
+
+void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer& tokenizer) {
+  validate_ppo_config(config, config.trainer.nnodes * config.trainer.n_gpus_per_node);
+  check_data_files("data.train_files", config.data.train_files);
+  check_data_files("data.val_files", config.data.val_files);
+  check_model_folder("actor_rollout_ref.model.path", config.actor_rollout_ref.model.path);
+  const model::HFConfig actor = model::load_hf_config(data::expand_user(config.actor_rollout_ref.model.path));
+  VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= actor.vocab_size, "config", "the tokenizer of '",
+             config.actor_rollout_ref.model.path, "' has ", tokenizer.vocab_size(),
+             " tokens but the model's vocab_size is ", actor.vocab_size,
+             " (actor_rollout_ref.model.path: tokenizer and model do not match)");
+  if (need_critic(config)) {
+    check_model_folder("critic.model.path", config.critic.model.path);
+    const model::HFConfig critic = model::load_hf_config(data::expand_user(config.critic.model.path));
+    VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= critic.vocab_size, "config", "the tokenizer has ",
+               tokenizer.vocab_size(), " tokens but critic.model.path '", config.critic.model.path,
+               "' has vocab_size ", critic.vocab_size);
+  }
+  if (config.reward_model.enable) check_model_folder("reward_model.model.path", config.reward_model.path);
+}
+
+void run_ppo(const config::PPOConfig& parsed, const std::string& resolved_yaml) {
+  auto config = std::make_shared<config::PPOConfig>(parsed);
+  const std::string model_path = data::expand_user(config->actor_rollout_ref.model.path);
+  check_model_folder("actor_rollout_ref.model.path", config->actor_rollout_ref.model.path);
+  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_path));
+  preflight_check(*config, *tokenizer);
+
+  // Reward managers: training prints no samples, validation prints one per data source (num_examine).
+  std::shared_ptr<reward::RewardManager> reward_manager = reward::load_reward_manager(*config, tokenizer, 0);
+  std::shared_ptr<reward::RewardManager> val_reward_manager = reward::load_reward_manager(*config, tokenizer, 1);
+
+  RoleSetup roles = build_role_setup(config);
+  single_controller::ResourcePoolManager resource_pool_manager(roles.resource_pool_spec, roles.mapping);
+
+  // verl's create_rl_dataset / create_rl_sampler / _create_dataloader.
+  auto train_dataset = std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.train_files),
+                                                                 tokenizer, config->data,
+                                                                 config->data.train_max_samples);
+  auto val_dataset = std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.val_files),
+                                                               tokenizer, config->data, config->data.val_max_samples);
+  const uint64_t sampler_seed = static_cast<uint64_t>(config->data.seed.value_or(1));
+  auto train_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
+      train_dataset, config->data.train_batch_size, config->data.shuffle, sampler_seed, /*drop_last=*/true));
+  const int64_t val_batch_size = config->data.val_batch_size.value_or(val_dataset->size());
+  auto val_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
+      val_dataset, std::max<int64_t>(1, val_batch_size), config->data.validation_shuffle, sampler_seed,
+      /*drop_last=*/false));
+
+  PPOTrainerOptions options;
+  options.config_yaml = resolved_yaml;
+  options.seqlen_partitioner = workers::get_seqlen_balanced_partitions;
+  options.sequence_workload = workers::sequence_workload;
+  PPOTrainer trainer(config, tokenizer, roles.role_worker_mapping, std::move(resource_pool_manager),
+                     as_reward_fn(reward_manager), as_reward_fn(val_reward_manager), train_loader, val_loader,
+                     options);
+  trainer.init_workers();
+  trainer.fit();
+}
+
+void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir) {
+  fs::path dir(checkpoint_dir);
+  if (fs::is_directory(dir / "actor")) dir /= "actor";
+  VERL_CHECK(fs::is_directory(dir), "export", "checkpoint folder '", checkpoint_dir, "' does not exist");
+  workers::export_hf_model(dir.string(), out_dir);
+}
+
+}  // namespace verl::trainer

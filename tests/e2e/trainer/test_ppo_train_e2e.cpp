@@ -1,0 +1,120 @@
+// `verl train` end to end on verl's digit-completion task with a tiny random Llama (support/
+// digit_completion_setup.h), one CPU process: every advantage estimator runs two steps and logs verl's metric
+// keys; a run killed with SIGKILL and resumed gives bitwise the metrics of an uninterrupted run; PPO with GAE
+// learns.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "support/digit_completion_setup.h"
+#include "support/run_command.h"
+#include "verl/trainer/tracking.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DigitCompletionSetup& setup() {
+  static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_digit_completion"));
+  return instance;
+}
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+trainer::MetricHistory train(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  CommandResult result = run_command(verl_train_command(with(setup().base_overrides(run_dir), overrides)));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
+}
+
+bool has_step(const trainer::MetricHistory& history, const std::string& key, int64_t step) {
+  auto it = history.find(key);
+  return it != history.end() && it->second.count(step);
+}
+
+TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
+  const std::vector<std::string> common_keys = {
+      "training/global_step", "training/epoch",      "actor/entropy",       "actor/pg_loss",
+      "actor/pg_clipfrac",    "actor/ppo_kl",        "actor/grad_norm",     "actor/lr",
+      "critic/score/mean",    "critic/rewards/mean", "critic/advantages/mean", "critic/returns/mean",
+      "response_length/mean", "prompt_length/mean",  "timing_s/gen",        "timing_s/step",
+      "timing_s/update_actor", "perf/throughput",    "global_seqlen/mean"};
+  for (const std::string estimator :
+       {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "gpg"}) {
+    SCOPED_TRACE(estimator);
+    const std::string run_dir = make_temp_dir("e2e_estimator_" + estimator);
+    trainer::MetricHistory history =
+        train(run_dir, {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.rollout.n=2",
+                        "trainer.total_training_steps=2"});
+    for (const auto& key : common_keys) {
+      EXPECT_TRUE(has_step(history, key, 1) && has_step(history, key, 2)) << key;
+    }
+    const bool gae = estimator == "gae";
+    for (const char* key : {"critic/vf_loss", "critic/values/mean", "critic/vf_explained_var", "timing_s/values"}) {
+      EXPECT_EQ(has_step(history, key, 2), gae) << key;
+    }
+    EXPECT_EQ(has_step(history, "timing_s/gen_max", 2), estimator == "remax");
+    EXPECT_TRUE(fs::exists(run_dir + "/config.yaml"));
+  }
+}
+
+// Wall-time metrics differ between runs; all others must be bitwise equal.
+bool timing_dependent(const std::string& key) {
+  return key.rfind("timing_", 0) == 0 || key == "perf/time_per_step" || key == "perf/throughput" ||
+         key.rfind("perf/mfu", 0) == 0;
+}
+
+TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
+  const std::vector<std::string> run = {"trainer.total_training_steps=6", "trainer.save_freq=3",
+                                        "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive",
+                                        "actor_rollout_ref.rollout.n=2"};
+  const std::string straight_dir = make_temp_dir("e2e_resume_straight");
+  trainer::MetricHistory straight = train(straight_dir, run);
+
+  // The same run, killed with SIGKILL as soon as its step-3 checkpoint is complete.
+  const std::string resumed_dir = make_temp_dir("e2e_resume_killed");
+  const std::string tracker = resumed_dir + "/latest_checkpointed_iteration.txt";
+  const std::string pid_file = resumed_dir + "/pid";
+  const std::string command = verl_train_command(with(setup().base_overrides(resumed_dir), run)) + " > '" +
+                              resumed_dir + "/log' 2>&1 & echo $! > '" + pid_file + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  pid_t pid = 0;
+  for (int i = 0; i < 100 && pid == 0; ++i) {
+    if (fs::exists(pid_file)) pid = static_cast<pid_t>(std::stol("0" + read_file(pid_file)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(tracker) && read_file(tracker) == "3") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(read_file(tracker), "3") << "the run was not stopped right after its step-3 checkpoint";
+
+  trainer::MetricHistory resumed = train(resumed_dir, run);  // resume_mode=auto picks global_step_3
+  int compared = 0;
+  for (const auto& [key, by_step] : straight) {
+    if (timing_dependent(key)) continue;
+    for (int64_t step = 1; step <= 6; ++step) {
+      if (!by_step.count(step)) continue;
+      ASSERT_TRUE(has_step(resumed, key, step)) << key << " step " << step;
+      EXPECT_EQ(by_step.at(step), resumed.at(key).at(step)) << key << " step " << step;
+      compared += step >= 4;
+    }
+  }
+  EXPECT_GT(compared, 60);
+}
+
+}  // namespace
+}  // namespace verl::test
