@@ -116,5 +116,27 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   EXPECT_GT(compared, 60);
 }
 
+// A shorter learning check than verl's (critic/rewards/mean > 0.2 after up to 200 epochs on a GPU): 40 PPO
+// steps with a critic (GAE) from the random model, ~40 s on 2 CPU cores. Measured: critic/score/mean averages
+// 0.034 over steps 1-10 and 0.100 over steps 31-40 (0.219 at step 39); the policy mainly learns to answer the
+// k=0 prompts (empty completion: EOS right away, score 1), not yet the arithmetic.
+TEST(PPOTrainE2E, PpoWithGaeRaisesTheDigitCompletionScore) {
+  const std::string run_dir = make_temp_dir("e2e_learn_gae");
+  trainer::MetricHistory history =
+      train(run_dir, {"algorithm.adv_estimator=gae", "data.train_batch_size=32",
+                      "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+                      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=32", "critic.ppo_micro_batch_size_per_gpu=32",
+                      "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=64",
+                      "actor_rollout_ref.actor.optim.lr=1e-2", "critic.optim.lr=1e-2",
+                      "trainer.total_training_steps=40"});
+  const auto& score = history["critic/score/mean"];
+  ASSERT_EQ(score.size(), 40u);
+  double first = 0, last = 0;
+  for (int64_t step = 1; step <= 10; ++step) first += score.at(step) / 10;
+  for (int64_t step = 31; step <= 40; ++step) last += score.at(step) / 10;
+  EXPECT_GT(last, 0.06) << "first 10 steps " << first << ", last 10 steps " << last;
+  EXPECT_GT(last, 2 * first) << "first 10 steps " << first << ", last 10 steps " << last;
+}
+
 }  // namespace
 }  // namespace verl::test
