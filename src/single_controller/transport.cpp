@@ -1,6 +1,7 @@
 #include "verl/single_controller/transport.h"
 
 #include "verl/common/error.h"
+#include "verl/parallel/comm.h"
 
 namespace verl::single_controller {
 
@@ -8,7 +9,10 @@ InProcessTransport::InProcessTransport(const std::string& group_name, int world_
     : group_name_(group_name) {
   VERL_CHECK(world_size > 0, "transport", "worker group '", group_name, "' needs at least one rank");
   for (int rank = 0; rank < world_size; ++rank) {
-    workers_.push_back(factory(WorkerContext{rank, world_size, group_name}));
+    // One rank is its own process group; several in-process ranks run one after another, so they cannot
+    // meet in a collective and get no communicator.
+    auto comm = world_size == 1 ? parallel::single_process_comm() : nullptr;
+    workers_.push_back(factory(WorkerContext{rank, world_size, group_name, comm}));
   }
   thread_ = std::thread([this] { run_queue(); });
 }

@@ -11,12 +11,20 @@
 
 #include "verl/single_controller/dispatch.h"
 
+namespace verl::parallel {
+class Comm;
+}
+
 namespace verl::single_controller {
 
 struct WorkerContext {
   int rank = 0;
   int world_size = 1;
   std::string group_name;
+  // The ranks of this worker group as a process group (gradient all-reduce, tensor parallel, weight
+  // broadcast). Null when the transport gives none (in-process ranks share no communicator); workers that
+  // need collectives with world_size > 1 then refuse to run.
+  std::shared_ptr<parallel::Comm> comm;
 };
 
 class Worker {

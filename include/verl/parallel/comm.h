@@ -1,0 +1,53 @@
+// Comm: the ranks of one process group and the collectives between them (verl's torch.distributed group).
+// Passed explicitly to whatever needs it (data-parallel gradient sync, tensor-parallel layers, weight
+// broadcast); never a global. Implementations: single-process (size 1, every collective is the identity),
+// MPI over CPU tensors (parallel/mpi_comm.h), NCCL over CUDA tensors in CUDA builds.
+//
+// Every collective is deterministic: all ranks end with bitwise the same result, and the same inputs give the
+// same result on every run whatever the MPI library's algorithm choice (sums are taken in rank order).
+//
+//   comm.all_reduce(t)                  in place; t on every rank becomes sum_r t_r
+//   comm.all_gather(t)                  [size * n, ...] = cat(t_0, ..., t_{size-1}) along dim 0
+//   comm.reduce_scatter(t)              dim 0 divisible by size: rank r gets sum_q chunk_r(t_q)
+//   comm.broadcast(t, root)             in place; t becomes root's t
+//   comm.split(color, key)              the ranks with the same color, ordered by key (MPI_Comm_split)
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace verl::parallel {
+
+enum class ReduceOp { Sum, Average, Max };
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "single", "mpi", "nccl"
+
+  virtual void all_reduce(torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
+  virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
+  virtual torch::Tensor reduce_scatter(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
+  virtual void broadcast(torch::Tensor& tensor, int root) = 0;
+  virtual void barrier() = 0;
+  virtual std::shared_ptr<Comm> split(int color, int key) = 0;
+  // Raw bytes, for small control payloads (serialized DataProto, strings); `bytes` is resized on receivers.
+  virtual void broadcast_bytes(std::string& bytes, int root) = 0;
+};
+
+// The communicator of a single rank.
+std::shared_ptr<Comm> single_process_comm();
+
+// All-reduces many tensors (e.g. every parameter's gradient) through flat buckets of at most `bucket_bytes`
+// (one collective per bucket, not per tensor), in place. Tensors may differ in shape; each bucket holds
+// tensors of one dtype and device. Deterministic like every collective.
+void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, ReduceOp op = ReduceOp::Sum,
+                          int64_t bucket_bytes = 25 << 20);
+
+}  // namespace verl::parallel

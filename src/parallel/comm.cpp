@@ -1,0 +1,82 @@
+#include "verl/parallel/comm.h"
+
+#include <map>
+#include <tuple>
+
+#include "verl/common/error.h"
+
+namespace verl::parallel {
+
+namespace {
+
+// One rank: every collective leaves its input as it is.
+class SingleProcessComm : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "single"; }
+  void all_reduce(torch::Tensor&, ReduceOp) override {}
+  torch::Tensor all_gather(const torch::Tensor& tensor) override { return tensor.clone(); }
+  torch::Tensor reduce_scatter(const torch::Tensor& tensor, ReduceOp) override { return tensor.clone(); }
+  void broadcast(torch::Tensor&, int root) override {
+    VERL_CHECK(root == 0, "comm", "broadcast root ", root, " is not a rank of a 1-rank communicator");
+  }
+  void barrier() override {}
+  std::shared_ptr<Comm> split(int, int) override { return std::make_shared<SingleProcessComm>(); }
+  void broadcast_bytes(std::string&, int root) override {
+    VERL_CHECK(root == 0, "comm", "broadcast root ", root, " is not a rank of a 1-rank communicator");
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Comm> single_process_comm() { return std::make_shared<SingleProcessComm>(); }
+
+void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, ReduceOp op, int64_t bucket_bytes) {
+  if (comm.size() == 1 || tensors.empty()) return;
+  VERL_CHECK(bucket_bytes > 0, "comm", "bucket size must be > 0 bytes, got ", bucket_bytes);
+  // Group by (dtype, device) in first-seen order, then cut each group into buckets of at most bucket_bytes
+  // (a tensor larger than a bucket gets one of its own). The grouping depends only on the tensor list, so
+  // every rank forms the same buckets.
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::tuple<int, int, int>, size_t> group_of;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const torch::Tensor& t = tensors[i];
+    VERL_ASSERT(t.defined(), "comm", "all_reduce_coalesced got an undefined tensor at index ", i);
+    auto key = std::make_tuple(static_cast<int>(t.scalar_type()), static_cast<int>(t.device().type()),
+                               static_cast<int>(t.device().index()));
+    auto [it, inserted] = group_of.emplace(key, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  auto flush = [&](const std::vector<size_t>& bucket) {
+    if (bucket.empty()) return;
+    std::vector<torch::Tensor> flat;
+    for (size_t i : bucket) flat.push_back(tensors[i].reshape({-1}));
+    torch::Tensor buffer = torch::cat(flat);
+    comm.all_reduce(buffer, op);
+    int64_t offset = 0;
+    for (size_t i : bucket) {
+      const int64_t n = tensors[i].numel();
+      tensors[i].copy_(buffer.narrow(0, offset, n).view(tensors[i].sizes()));
+      offset += n;
+    }
+  };
+  for (const auto& group : groups) {
+    std::vector<size_t> bucket;
+    int64_t bytes = 0;
+    for (size_t i : group) {
+      const int64_t size = tensors[i].numel() * static_cast<int64_t>(tensors[i].element_size());
+      if (!bucket.empty() && bytes + size > bucket_bytes) {
+        flush(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+      bucket.push_back(i);
+      bytes += size;
+    }
+    flush(bucket);
+  }
+}
+
+}  // namespace verl::parallel

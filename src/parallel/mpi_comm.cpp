@@ -1,0 +1,198 @@
+#include "verl/parallel/mpi_comm.h"
+
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "verl/common/error.h"
+
+namespace verl::parallel {
+
+namespace {
+
+constexpr const char* kComponent = "mpi";
+
+// Every MPI call goes through this: a failure names the call and MPI's own message.
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  VERL_FAIL(kComponent, call, " failed: ", std::string(text, static_cast<size_t>(length)));
+}
+#define VERL_MPI(call) check_mpi((call), #call)
+
+// Element count as MPI's int; a tensor beyond it is an error, not a silent truncation.
+int mpi_count(int64_t count, const char* what) {
+  VERL_CHECK(count >= 0 && count <= INT_MAX, kComponent, what, ": ", count,
+             " elements exceed what one MPI call can carry (", INT_MAX, ")");
+  return static_cast<int>(count);
+}
+
+// A contiguous MPI type of one tensor element, so counts are in elements (not bytes) and stay within int.
+class ElementType {
+ public:
+  explicit ElementType(int64_t element_bytes) {
+    VERL_MPI(MPI_Type_contiguous(static_cast<int>(element_bytes), MPI_BYTE, &type_));
+    VERL_MPI(MPI_Type_commit(&type_));
+  }
+  ~ElementType() { MPI_Type_free(&type_); }
+  ElementType(const ElementType&) = delete;
+  ElementType& operator=(const ElementType&) = delete;
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// Host staging: MPI moves CPU memory; a CUDA tensor is copied to the host and back.
+torch::Tensor host_contiguous(const torch::Tensor& tensor) { return tensor.to(torch::kCPU).contiguous(); }
+
+// chunks [size, n]: the reduction of rows 0..size-1 in rank order (not torch's reduction order, which may
+// change with the thread count), so every rank and every run gets the same bits.
+torch::Tensor combine_in_rank_order(const torch::Tensor& chunks, ReduceOp op) {
+  torch::Tensor acc = chunks[0].clone();
+  for (int64_t q = 1; q < chunks.size(0); ++q) {
+    if (op == ReduceOp::Max) {
+      acc = torch::maximum(acc, chunks[q]);
+    } else {
+      acc.add_(chunks[q]);
+    }
+  }
+  if (op == ReduceOp::Average) {
+    VERL_CHECK(acc.is_floating_point(), kComponent, "average of a ", acc.scalar_type(), " tensor: needs a float dtype");
+    acc.div_(static_cast<double>(chunks.size(0)));
+  }
+  return acc;
+}
+
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiSession::MpiSession() {
+  int initialized = 0;
+  VERL_MPI(MPI_Initialized(&initialized));
+  VERL_CHECK(!initialized, kComponent, "MPI is already initialized: only one MpiSession may exist per process");
+  int provided = 0;
+  VERL_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+  // Errors come back as codes that check_mpi turns into verl::Error, instead of MPI aborting silently.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();
+    VERL_FAIL(kComponent, "the MPI library gives thread level ", provided, ", verl needs MPI_THREAD_MULTIPLE (",
+              MPI_THREAD_MULTIPLE, "); use an Open MPI built with thread support");
+  }
+  VERL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
+  VERL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+  MPI_Comm node = MPI_COMM_NULL;
+  VERL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));
+  VERL_MPI(MPI_Comm_rank(node, &local_rank_));
+  VERL_MPI(MPI_Comm_size(node, &local_size_));
+  MPI_Comm_free(&node);
+}
+
+std::shared_ptr<MpiSession> MpiSession::start() { return std::shared_ptr<MpiSession>(new MpiSession()); }
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::shared_ptr<Comm> MpiSession::world() {
+  return std::make_shared<MpiComm>(shared_from_this(), MPI_COMM_WORLD, /*owned=*/false);
+}
+
+void MpiSession::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
+}
+
+MpiComm::MpiComm(std::shared_ptr<MpiSession> session, MPI_Comm comm, bool owned)
+    : session_(std::move(session)), comm_(comm), owned_(owned) {
+  VERL_ASSERT(session_ != nullptr, kComponent, "an MpiComm needs its session");
+  VERL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  VERL_MPI(MPI_Comm_rank(comm_, &rank_));
+  VERL_MPI(MPI_Comm_size(comm_, &size_));
+}
+
+MpiComm::~MpiComm() {
+  if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiComm::all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  if (size_ == 1) {
+    return;
+  }
+  // reduce-scatter of equal chunks, then all-gather: each chunk is reduced by exactly one rank, in rank
+  // order, and everyone receives that rank's bits. Same traffic as a ring all-reduce.
+  torch::Tensor flat = host_contiguous(tensor).reshape({-1});
+  const int64_t n = flat.numel();
+  const int64_t chunk = (n + size_ - 1) / size_;
+  torch::Tensor padded = torch::zeros({chunk * size_}, flat.options());
+  padded.narrow(0, 0, n).copy_(flat);
+  torch::Tensor mine = reduce_scatter(padded, op);
+  torch::Tensor gathered = all_gather(mine);
+  tensor.copy_(gathered.narrow(0, 0, n).view(tensor.sizes()));
+}
+
+torch::Tensor MpiComm::all_gather(const torch::Tensor& tensor) {
+  torch::Tensor send = host_contiguous(tensor);
+  std::vector<int64_t> shape = send.sizes().vec();
+  if (shape.empty()) shape.push_back(1);
+  const int64_t rows = shape[0];
+  shape[0] = rows * size_;
+  torch::Tensor out = torch::empty(shape, send.options());
+  ElementType type(send.element_size());
+  const int count = mpi_count(send.numel(), "all_gather");
+  VERL_MPI(MPI_Allgather(send.data_ptr(), count, type.get(), out.data_ptr(), count, type.get(), comm_));
+  return out.to(tensor.device());
+}
+
+torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) {
+  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "reduce_scatter needs dim 0 (",
+             tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
+  torch::Tensor send = host_contiguous(tensor);
+  std::vector<int64_t> chunk_shape = send.sizes().vec();
+  chunk_shape[0] /= size_;
+  torch::Tensor received = torch::empty(send.sizes(), send.options());
+  ElementType type(send.element_size());
+  const int count = mpi_count(send.numel() / size_, "reduce_scatter");
+  // Rank q's chunk r goes to rank r: received row q is rank q's contribution to this rank's chunk.
+  VERL_MPI(MPI_Alltoall(send.data_ptr(), count, type.get(), received.data_ptr(), count, type.get(), comm_));
+  std::vector<int64_t> stacked = {size_, send.numel() / size_};
+  torch::Tensor mine = combine_in_rank_order(received.view(stacked), op);
+  return mine.view(chunk_shape).to(tensor.device());
+}
+
+void MpiComm::broadcast(torch::Tensor& tensor, int root) {
+  VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
+  torch::Tensor buffer = host_contiguous(tensor);
+  ElementType type(buffer.element_size());
+  VERL_MPI(MPI_Bcast(buffer.data_ptr(), mpi_count(buffer.numel(), "broadcast"), type.get(), root, comm_));
+  if (buffer.data_ptr() != tensor.data_ptr()) tensor.copy_(buffer);
+}
+
+void MpiComm::barrier() { VERL_MPI(MPI_Barrier(comm_)); }
+
+std::shared_ptr<Comm> MpiComm::split(int color, int key) {
+  MPI_Comm part = MPI_COMM_NULL;
+  VERL_MPI(MPI_Comm_split(comm_, color, key, &part));
+  return std::make_shared<MpiComm>(session_, part, /*owned=*/true);
+}
+
+void MpiComm::broadcast_bytes(std::string& bytes, int root) {
+  VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
+  int64_t length = static_cast<int64_t>(bytes.size());
+  VERL_MPI(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm_));
+  bytes.resize(static_cast<size_t>(length));
+  VERL_MPI(MPI_Bcast(bytes.data(), mpi_count(length, "broadcast_bytes"), MPI_BYTE, root, comm_));
+}
+
+}  // namespace verl::parallel
