@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mpi/mpi_test_env.h"
+#include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::test {
