@@ -14,6 +14,7 @@
 #include "verl/config/yaml_io.h"
 #include "verl/trainer/demo.h"
 #include "verl/trainer/main_ppo.h"
+#include "verl/trainer/ppo_trainer.h"
 
 extern const char verl_embedded_arithmetic_grpo_yaml[];  // generated from examples/arithmetic_grpo.yaml
 extern const char verl_embedded_arithmetic_ppo_yaml[];   // generated from examples/arithmetic_ppo.yaml
@@ -67,27 +68,24 @@ const std::string& demo_accuracy_metric() {
 
 DemoResult run_demo(const DemoOptions& options) {
   const auto start = Clock::now();
-  const std::string rl_yaml = demo_rl_config_yaml(options.algo);  // a bad --algo fails before any work
-  DemoResult result;
-  result.prepared = prepare_demo(options.prepare);
-  const DemoPrepareResult& prepared = result.prepared;
-  const std::string out = fs::path(prepared.model_dir).parent_path().string();
+  VERL_CHECK(!options.prepare.out_dir.empty(), "demo", "--out DIR is required");
+  const std::string out = fs::absolute(options.prepare.out_dir).lexically_normal().string();
+  const std::string data_dir = out + "/data", model_dir = out + "/model";  // what prepare_demo writes
 
-  // The RL config: the example file (kept in DIR so it can be read and reused), the demo's paths, then the
-  // user's overrides.
-  result.config_file = out + "/arithmetic_" + options.algo + ".yaml";
-  write_file_atomic(result.config_file, rl_yaml);
-  config::ConfigArgs args;
-  args.config_file = result.config_file;
-  config::Node root = config::compose_config(args);
+  // The RL config first, so a bad override fails before any work: the example file, the demo's paths, then
+  // the user's overrides.
+  const std::string example = "examples/arithmetic_" + options.algo + ".yaml";
+  const std::string rl_yaml = demo_rl_config_yaml(options.algo);
+  config::Node root = config::default_config_tree();
+  config::merge_config_file(root, config::parse_yaml(rl_yaml, example + " (built in)"), example);
   const std::string default_run_dir = out + "/runs/arithmetic_" + options.algo;
   const auto seed = static_cast<int64_t>(options.prepare.seed);
-  set_key(root, "data.train_files", path_list(prepared.data_dir + "/train.parquet"));
-  set_key(root, "data.val_files", path_list(prepared.data_dir + "/test.parquet"));
+  set_key(root, "data.train_files", path_list(data_dir + "/train.parquet"));
+  set_key(root, "data.val_files", path_list(data_dir + "/test.parquet"));
   set_key(root, "data.seed", config::Node::integer(seed));
-  set_key(root, "actor_rollout_ref.model.path", config::Node::string(prepared.model_dir));
+  set_key(root, "actor_rollout_ref.model.path", config::Node::string(model_dir));
   set_key(root, "actor_rollout_ref.rollout.seed", config::Node::integer(seed));
-  set_key(root, "critic.model.path", config::Node::string(prepared.model_dir));
+  set_key(root, "critic.model.path", config::Node::string(model_dir));
   set_key(root, "trainer.default_local_dir", config::Node::string(default_run_dir));
   // The demo prints its own short line per step; console / jsonl / html can be chosen with trainer.logger=...
   set_key(root, "trainer.logger",
@@ -101,7 +99,16 @@ DemoResult run_demo(const DemoOptions& options) {
   VERL_CHECK(ppo.trainer.val_before_train && !ppo.trainer.val_only && ppo.trainer.test_freq > 0, "demo",
              "the demo validates before and after RL: it needs trainer.val_before_train=true, "
              "trainer.val_only=false and trainer.test_freq > 0");
+  validate_ppo_config(ppo, ppo.trainer.nnodes * ppo.trainer.n_gpus_per_node);
 
+  DemoResult result;
+  result.prepared = prepare_demo(options.prepare);
+  const DemoPrepareResult& prepared = result.prepared;
+  VERL_ASSERT(prepared.data_dir == data_dir && prepared.model_dir == model_dir, "demo",
+              "prepare_demo wrote to unexpected folders");
+  // The example as run, next to the data, for `verl train --config` (its paths are relative to the cwd).
+  result.config_file = out + "/arithmetic_" + options.algo + ".yaml";
+  write_file_atomic(result.config_file, rl_yaml);
   // A fresh run folder: metrics.jsonl appends and resume_mode=auto would continue an old run.
   if (ppo.trainer.default_local_dir == default_run_dir) fs::remove_all(default_run_dir);
 
