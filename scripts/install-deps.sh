@@ -16,6 +16,7 @@ DEBIAN_PACKAGES=(
   libopenmpi-dev openmpi-bin openssh-client     # processes and collectives (mpirun wants ssh present)
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3-torch python3-yaml python3-numpy      # test-only: golden numbers and independent YAML reading
+  chromium                                      # test-only: renders report.html headless (tests, README picture)
 )
 
 as_root() {

@@ -33,10 +33,12 @@ const char* const kDataUsage =
     "preprocess  builds verl's example datasets (examples/data_preprocess/gsm8k.py, math_dataset.py) from\n"
     "         their JSONL sources: gsm8k rows {question, answer}, MATH rows {problem, solution, ...}.\n"
     "\n"
-    "usage: verl data preprocess digit_completion --output-dir DIR [--seed S]\n"
+    "usage: verl data preprocess digit_completion --output-dir DIR [--seed S] [--reward-columns]\n"
     "\n"
     "         verl's arithmetic-sequence toy task: all 1000 prompts \"a,b:9,k\", shuffled with seed S\n"
-    "         (default 0) and split 80/20 into DIR/train.parquet and DIR/test.parquet.\n"
+    "         (default 0) and split 80/20 into DIR/train.parquet and DIR/test.parquet (a prompt column, as\n"
+    "         verl writes it). --reward-columns adds data_source \"digit_completion\" and\n"
+    "         reward_model.ground_truth (the prompt), so `verl train` scores it (examples/digit_completion_ppo.yaml).\n"
     "\n"
     "usage: verl data preprocess arithmetic --output-dir DIR [--seed S] [--size N] [--test-size N]\n"
     "                                       [--sft-size N] [--sft-val-size N]\n"
@@ -229,6 +231,7 @@ int run_digit_completion(const ParsedArgs& p) {
   VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess digit_completion needs --output-dir");
   uint64_t seed = p.has("--seed") ? static_cast<uint64_t>(parse_count(p.get("--seed"), "--seed")) : 0;
   data::DigitCompletionSplits splits = data::digit_completion_splits(seed);
+  if (p.has("--reward-columns")) splits = data::with_digit_completion_reward_columns(splits);
   const std::string dir = p.get("--output-dir");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -255,13 +258,15 @@ int run_arithmetic(const ParsedArgs& p) {
 }
 
 int run_preprocess(const Args& args) {
-  ParsedArgs p = parse_args(args, {}, {"--input", "--split", "--output", "--output-dir", "--seed", "--size",
+  ParsedArgs p = parse_args(args, {"--reward-columns"}, {"--input", "--split", "--output", "--output-dir", "--seed", "--size",
                                        "--test-size", "--sft-size", "--sft-val-size"});
   VERL_CHECK(p.positional.size() == 1, "data",
              "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...' or "
              "'verl data preprocess digit_completion|arithmetic --output-dir DIR [--seed S]'");
   const std::string& dataset = p.positional[0];
   data::check_preprocess_dataset(dataset);
+  VERL_CHECK(!p.has("--reward-columns") || dataset == "digit_completion", "data",
+             "--reward-columns is an option of digit_completion only (", dataset, " rows carry their reward columns)");
   if (dataset == "digit_completion") return run_digit_completion(p);
   if (dataset == "arithmetic") return run_arithmetic(p);
   for (const char* option : {"--input", "--split", "--output"}) {

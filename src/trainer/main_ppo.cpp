@@ -9,6 +9,7 @@
 #include "verl/data/rl_dataset.h"
 #include "verl/model/hf_config.h"
 #include "verl/reward/reward_manager.h"
+#include "verl/runtime/cpu_threads.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
 #include "verl/workers/reward_model_worker.h"
@@ -100,8 +101,10 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
   if (config.reward_model.enable) check_model_folder("reward_model.model.path", config.reward_model.path);
 }
 
-void run_ppo(const config::PPOConfig& parsed, const std::string& resolved_yaml) {
+PPORunResult run_ppo(const config::PPOConfig& parsed, const std::string& resolved_yaml, const PPORunHooks& hooks) {
   auto config = std::make_shared<config::PPOConfig>(parsed);
+  // Before any worker thread exists: threads started later inherit the process-wide OpenMP setting.
+  runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
   const std::string model_path = data::expand_user(config->actor_rollout_ref.model.path);
   check_model_folder("actor_rollout_ref.model.path", config->actor_rollout_ref.model.path);
   auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_path));
@@ -132,11 +135,13 @@ void run_ppo(const config::PPOConfig& parsed, const std::string& resolved_yaml) 
   options.config_yaml = resolved_yaml;
   options.seqlen_partitioner = workers::get_seqlen_balanced_partitions;
   options.sequence_workload = workers::sequence_workload;
+  options.on_log = hooks.on_log;
   PPOTrainer trainer(config, tokenizer, roles.role_worker_mapping, std::move(resource_pool_manager),
                      as_reward_fn(reward_manager), as_reward_fn(val_reward_manager), train_loader, val_loader,
                      options);
   trainer.init_workers();
   trainer.fit();
+  return PPORunResult{trainer.run_dir()};
 }
 
 void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir) {

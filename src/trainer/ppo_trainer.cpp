@@ -264,6 +264,11 @@ void PPOTrainer::compute_advantage(DataProto& batch) const {
   batch.batch["returns"] = returns;
 }
 
+void PPOTrainer::log(const MetricMap& metrics) {
+  logger_->log(metrics, global_steps_);
+  if (options_.on_log) options_.on_log(global_steps_, metrics);
+}
+
 void PPOTrainer::fit() {
   VERL_CHECK(actor_rollout_wg_.has_value(), "trainer", "call init_workers() before fit()");
   const config::PPOConfig& cfg = *config_;
@@ -280,7 +285,7 @@ void PPOTrainer::fit() {
   if (val_reward_fn_ && val_dataloader_ && trainer.val_before_train) {
     MetricMap val_metrics = validate();
     VERL_LOG(Info, "trainer") << "initial validation: " << format_console_line(val_metrics, global_steps_);
-    logger_->log(val_metrics, global_steps_);
+    log(val_metrics);
     if (trainer.val_only) {
       logger_->finish();
       return;
@@ -435,7 +440,7 @@ void PPOTrainer::fit() {
         metrics.insert(part.begin(), part.end());
       }
       if (progress.live()) std::cerr << "\r\033[K" << std::flush;  // the console line replaces the bar
-      logger_->log(metrics, global_steps_);
+      log(metrics);
       progress.advance(1);
       global_steps_ += 1;
       if (is_last_step) {

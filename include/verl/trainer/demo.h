@@ -1,4 +1,4 @@
-// The embedded default's preparation (`verl demo --prepare-only --out DIR`), torch-free interface:
+// The embedded default (`verl demo`), torch-free interface. Preparation (`verl demo --prepare-only --out DIR`):
 //   DIR/data/        arithmetic train/test (RL, verl schema) and sft_train/sft_val parquet
 //   DIR/model_init/  a byte-level BPE tokenizer (printable ASCII + merges for the template's words, ChatML
 //                    template, <|im_start|> <|im_end|> <|endoftext|>) and a random tiny Qwen2 model
@@ -7,9 +7,14 @@
 //   DIR/model/       the warm-started HF model folder (weights + tokenizer) that RL starts from
 // SFT runs until greedy accuracy on sft_val reaches `target_accuracy` (checked every `eval_every` steps) or
 // `max_sft_steps`.
+// The whole demo (`verl demo [--algo grpo|ppo]`) then runs RL through verl's main_ppo (`run_ppo`, the same path
+// as `verl train`) with an embedded example config (examples/arithmetic_<algo>.yaml, copied to
+// DIR/arithmetic_<algo>.yaml) pointed at DIR, plus the user's overrides:
+//   DIR/runs/arithmetic_<algo>/   config.yaml, metrics.jsonl, report.html (validated before and after RL)
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +44,32 @@ struct DemoPrepareResult {
 };
 
 DemoPrepareResult prepare_demo(const DemoPrepareOptions& options);
+
+struct DemoOptions {
+  DemoPrepareOptions prepare;          // out_dir, seed (also data.seed and rollout.seed), threads, SFT target
+  std::string algo = "grpo";           // grpo | ppo: which embedded example config runs
+  std::vector<std::string> overrides;  // verl `key=value` overrides, applied after the demo's own keys
+};
+
+struct DemoResult {
+  DemoPrepareResult prepared;
+  std::string config_file;  // DIR/arithmetic_<algo>.yaml
+  std::string run_dir;
+  int64_t rl_steps = 0;
+  double rl_seconds = 0;            // wall time of the RL run (workers, validations, report)
+  double val_accuracy_before = 0;   // greedy accuracy on the held-out test split, before RL (step 0)
+  double val_accuracy_after = 0;    // the same after the last RL step
+  double total_seconds = 0;
+};
+
+// Preparation, then RL. Progress lines go to stderr.
+DemoResult run_demo(const DemoOptions& options);
+
+// The embedded example config of `algo` (grpo | ppo); anything else is an error.
+std::string demo_rl_config_yaml(const std::string& algo);
+
+// The validation metric the demo reports: greedy accuracy = mean GSM8K-rule reward on the test split.
+const std::string& demo_accuracy_metric();
 
 // The words the demo tokenizer merges into single tokens (template roles, the instruction, "####").
 const std::vector<std::string>& demo_tokenizer_words();

@@ -9,6 +9,9 @@
 // first, so a misconfiguration fails with one line before any model loads.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "verl/config/ppo_config.h"
@@ -21,8 +24,19 @@ namespace verl::trainer {
 // config.json, the tokenizer fits the model's vocabulary. Throws one line naming the key.
 void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer& tokenizer);
 
-// The whole run. `resolved_yaml` is saved as RUN_DIR/config.yaml.
-void run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml);
+struct PPORunHooks {
+  // Every record the trackers log: the initial validation at step 0, then one per training step.
+  std::function<void(int64_t step, const std::map<std::string, double>& metrics)> on_log;
+};
+
+struct PPORunResult {
+  std::string run_dir;  // trainer.default_local_dir: config.yaml, metrics.jsonl, report.html, checkpoints
+};
+
+// The whole run. `resolved_yaml` is saved as RUN_DIR/config.yaml. LibTorch's intra-op threads follow
+// trainer.num_cpu_threads (runtime/cpu_threads.h), set before the worker threads start.
+PPORunResult run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml,
+                     const PPORunHooks& hooks = {});
 
 // verl's model merger: an HF model folder from a checkpoint (a global_step_N folder or its actor/ folder).
 void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir);

@@ -77,6 +77,9 @@ struct PPOTrainerOptions {
   std::function<int64_t(int64_t)> sequence_workload;  // default: 24576 * L + L * L
   std::ostream* console_out = nullptr;                // console logger and generation logs (default stdout)
   ProgressBar::Mode progress_mode = ProgressBar::Mode::Auto;
+  // Called with every record the trackers log (the initial validation at step 0, then one per step), after
+  // the trackers: lets a caller follow a run (`verl demo` prints a short line per step) without a backend.
+  std::function<void(int64_t step, const algo::MetricMap& metrics)> on_log;
 };
 
 // verl's need_critic: critic.enable when set, else adv_estimator == "gae".
@@ -127,6 +130,7 @@ class PPOTrainer {
                         const std::map<std::string, std::vector<nlohmann::json>>& extra,
                         const std::string& dump_path) const;
   void log_rollout_data(const DataProto& batch, const std::map<std::string, std::vector<nlohmann::json>>& extra);
+  void log(const algo::MetricMap& metrics);  // the trackers, then options_.on_log, at global_steps_
   void save_checkpoint();
   void load_checkpoint();
   std::string decode(const torch::Tensor& ids) const;

@@ -53,4 +53,26 @@ DigitCompletionSplits digit_completion_splits(uint64_t seed, int max_number, int
   return splits;
 }
 
+DigitCompletionSplits with_digit_completion_reward_columns(const DigitCompletionSplits& splits) {
+  auto string_field = [](const std::string& name) { return WriteField{name, FieldKind::kString, true, 0, {}}; };
+  std::vector<WriteField> schema = prompt_only_schema();
+  schema.push_back(string_field("data_source"));
+  schema.push_back(WriteField{"reward_model", FieldKind::kStruct, true, 0,
+                              {string_field("ground_truth"), string_field("style")}});
+  auto convert = [&](const PreprocessedDataset& in) {
+    PreprocessedDataset out;
+    out.schema = schema;
+    for (const auto& row : in.rows) {
+      const io::Value& prompt = *row.find("prompt");
+      const std::string& content = prompt.as_list().at(0).find("content")->as_string();
+      out.rows.push_back(io::Value(io::Struct{
+          {"prompt", prompt},
+          {"data_source", io::Value("digit_completion")},
+          {"reward_model", io::Value(io::Struct{{"ground_truth", io::Value(content)}, {"style", io::Value("rule")}})}}));
+    }
+    return out;
+  };
+  return DigitCompletionSplits{convert(splits.train), convert(splits.test)};
+}
+
 }  // namespace verl::data

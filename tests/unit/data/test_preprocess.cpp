@@ -119,5 +119,35 @@ TEST(DataPreprocess, DigitCompletionCoversVerlsTestSplit) {
   EXPECT_NE(read_file(other + "/test.parquet"), read_file(dir + "/test.parquet"));
 }
 
+TEST(DataPreprocess, DigitCompletionRewardColumnsScoreWithTheDigitCompletionRule) {
+  const std::string plain = make_temp_dir("preprocess_digit_plain");
+  const std::string dir = make_temp_dir("preprocess_digit_reward_columns");
+  ASSERT_EQ(run_command(verl_binary() + " data preprocess digit_completion --output-dir '" + plain + "' --seed 3").exit_code, 0);
+  CommandResult r = run_command(verl_binary() + " data preprocess digit_completion --output-dir '" + dir +
+                                "' --seed 3 --reward-columns");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* split : {"train", "test"}) {
+    std::vector<io::Value> rows = io::parquet::read_parquet(dir + "/" + split + ".parquet");
+    std::vector<io::Value> prompts = io::parquet::read_parquet(plain + "/" + split + ".parquet");
+    ASSERT_EQ(rows.size(), prompts.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string& content = prompts[i].find("prompt")->as_list()[0].find("content")->as_string();
+      EXPECT_EQ(rows[i].find("prompt")->as_list()[0].find("content")->as_string(), content);
+      EXPECT_EQ(rows[i].find("data_source")->as_string(), "digit_completion");
+      EXPECT_EQ(rows[i].find("reward_model")->find("ground_truth")->as_string(), content);
+    }
+  }
+  // verl score reads them: "1,2:9,3" continues 3,4,5 (step 1 mod 9).
+  write_file(dir + "/samples.jsonl",
+             "{\"data_source\": \"digit_completion\", \"solution_str\": \"3,4,5\", \"ground_truth\": \"1,2:9,3\"}\n");
+  CommandResult scored = run_command(verl_binary() + " score --input '" + dir + "/samples.jsonl'");
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  EXPECT_NE(scored.out.find("\"score\": 1"), std::string::npos) << scored.out;
+  CommandResult wrong = run_command(verl_binary() + " data preprocess arithmetic --output-dir '" + dir +
+                                    "/a' --reward-columns");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("--reward-columns is an option of digit_completion only"), std::string::npos) << wrong.err;
+}
+
 }  // namespace
 }  // namespace verl::test

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <sstream>
 
+#include "support/png_image.h"
 #include "support/run_command.h"
 #include "verl/common/crc32c.h"
 #include "verl/common/error.h"
@@ -277,19 +280,45 @@ TEST(TrackingHtml, BackendRewritesReportEachStep) {
   EXPECT_NE(html.find("last 0.4<"), std::string::npos);
 }
 
+// Chromium is installed by scripts/install-deps.sh (so CI runs this); elsewhere the test skips.
 TEST(TrackingHtml, RendersInHeadlessChromiumWhenInstalled) {
-  // Optional check: the suite does not depend on chromium (apt-get install chromium to run it).
   if (run_command("command -v chromium").exit_code != 0) GTEST_SKIP() << "chromium is not installed";
   std::string dir = make_temp_dir("tracking_chromium");
   trainer::MetricHistory h;
-  for (int step = 1; step <= 20; ++step) h["critic/score/mean"][step] = 1.0 - 1.0 / step;
+  for (int step = 1; step <= 20; ++step) h["critic/score/mean"][step] = 1.0 - 1.0 / step;  // rises, then flattens
   trainer::write_html_report(dir + "/report.html", "chromium check", h);
-  CommandResult r = run_command("timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=800,600 "
-                                "--screenshot=" + dir + "/shot.png file://" + dir + "/report.html");
+  CommandResult r = run_command("timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                                "--disable-background-networking --disable-component-update --disable-sync "
+                                "--user-data-dir=" + dir + "/profile --window-size=800,600 --screenshot=" + dir +
+                                "/shot.png file://" + dir + "/report.html");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string png = read_file(dir + "/shot.png");
-  ASSERT_GT(png.size(), 2000u);
-  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  RgbImage image = decode_png(read_file(dir + "/shot.png"));
+  ASSERT_EQ(image.width, 800);
+  ASSERT_EQ(image.height, 600);
+  // The page rendered: most pixels are the report's background #fafbfc, and the chart line (#2f6fdb) is there.
+  int64_t background = 0, blue = 0;
+  int min_x = image.width, max_x = -1;
+  std::map<int, std::pair<double, int>> blue_rows_by_x;  // x -> (sum of y, count) of line pixels
+  for (int y = 0; y < image.height; ++y) {
+    for (int x = 0; x < image.width; ++x) {
+      const uint8_t* p = image.pixel(x, y);
+      if (std::abs(p[0] - 0xfa) <= 2 && std::abs(p[1] - 0xfb) <= 2 && std::abs(p[2] - 0xfc) <= 2) ++background;
+      if (p[2] > 150 && p[0] < 120 && p[2] - p[0] > 80) {
+        ++blue;
+        min_x = std::min(min_x, x);
+        max_x = std::max(max_x, x);
+        blue_rows_by_x[x].first += y;
+        blue_rows_by_x[x].second += 1;
+      }
+    }
+  }
+  EXPECT_GT(background, 800 * 600 / 2);
+  ASSERT_GT(blue, 300) << "no chart line in the screenshot";
+  // The plot area is 290 px wide (kWidth 360 - margins): the line spans most of it and goes up to the right
+  // (screen y falls): steep at first, nearly flat at the end.
+  EXPECT_GT(max_x - min_x, 250);
+  auto mean_y = [&](int x) { return blue_rows_by_x.at(x).first / blue_rows_by_x.at(x).second; };
+  EXPECT_GT(mean_y(min_x) - mean_y(max_x), 120) << "the line does not rise from left to right";
 }
 
 // ---- verl report ----

@@ -44,6 +44,10 @@ struct DigitCompletionSplits {
 };
 DigitCompletionSplits digit_completion_splits(uint64_t seed, int max_number = 9, int max_diff = 9,
                                               int max_num_in_response = 9);
+// The same rows with the columns verl.cpp's reward manager reads added after `prompt`: data_source
+// "digit_completion" and reward_model {ground_truth: the prompt (the scorer derives the answer), style: rule}.
+// verl scored this task with a reward function in its test runner instead.
+DigitCompletionSplits with_digit_completion_reward_columns(const DigitCompletionSplits& splits);
 
 // The `arithmetic` synthetic task (the embedded default's data): word-free integer problems "a+b=", "a-b="
 // (a, b in 0..99) and "a*b=" (a in 0..99, b in 0..9), the operation drawn uniformly, as one user message
