@@ -165,8 +165,8 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
     rewards.narrow(1, R - 1, 1).copy_(torch::rand({N, 1}, gen));
     auto adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), batch.tensor("response_mask"),
                                                   config->algorithm.gamma, config->algorithm.lam);
-    batch.batch["advantages"] = adv.advantages;
-    batch.batch["returns"] = adv.returns;
+    batch.batch["advantages"] = adv.first;
+    batch.batch["returns"] = adv.second;
   }));
   batch.meta_info["multi_turn"] = false;
   result.phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, [&] { critic.update_critic(batch); }));
@@ -174,8 +174,22 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   return result;
 }
 
+namespace {
+
+// The GEMM peak per CPU-second: the peak rate divided by the cores its window kept busy. A phase's FLOPs per
+// CPU-second over this is its per-core efficiency, which other processes' load does not lower (it equals the
+// MFU when every thread of the phase stays busy).
+double peak_flops_per_cpu_second(const Roofline& r) {
+  for (const auto& g : r.gemm) {
+    if (g.flops_per_s == r.gemm_peak_flops && g.cpu_per_wall > 0) return g.flops_per_s / g.cpu_per_wall;
+  }
+  return 0;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const PpoBenchResult& r) {
-  const double peak = r.roofline.gemm_peak_flops;
+  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& p : r.phases) {
     phases.push_back({{"phase", p.name},
@@ -184,7 +198,8 @@ nlohmann::json to_json(const PpoBenchResult& r) {
                       {"tokens", p.tokens},
                       {"tokens_per_s", p.seconds > 0 ? p.tokens / p.seconds : 0},
                       {"flops", p.flops},
-                      {"mfu", p.seconds > 0 && peak > 0 ? p.flops / p.seconds / peak : 0}});
+                      {"mfu", p.seconds > 0 && peak > 0 ? p.flops / p.seconds / peak : 0},
+                      {"mfu_cpu_time", p.cpu_seconds > 0 && peak_cpu > 0 ? p.flops / p.cpu_seconds / peak_cpu : 0}});
   }
   const auto& o = r.options;
   return {{"bench", "ppo"},
@@ -204,22 +219,26 @@ nlohmann::json to_json(const PpoBenchResult& r) {
 std::string format_ppo_bench(const PpoBenchResult& r) {
   std::ostringstream out;
   out << format_roofline(r.roofline) << "\n";
-  const double peak = r.roofline.gemm_peak_flops;
+  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
   std::vector<std::vector<std::string>> rows = {
-      {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %"}};
+      {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %", "MFU % (cpu time)"}};
   for (const auto& p : r.phases) {
     const bool model = p.flops > 0;
     rows.push_back({p.name, format_number(p.seconds), format_number(p.seconds > 0 ? p.cpu_seconds / p.seconds : 0),
                     model ? format_number(p.tokens) : "", model ? format_number(p.tokens / p.seconds) : "",
                     model ? format_number(p.flops / 1e9) : "", model ? format_number(p.flops / p.seconds / 1e9) : "",
-                    model ? format_number(100.0 * p.flops / p.seconds / peak) : ""});
+                    model ? format_number(100.0 * p.flops / p.seconds / peak) : "",
+                    model && peak_cpu > 0 ? format_number(100.0 * p.flops / p.cpu_seconds / peak_cpu) : ""});
   }
   out << format_table(rows);
   const auto& o = r.options;
   out << (o.model_dir.empty() ? o.model : o.model_dir) << " (" << format_si(r.params, "") << " params), "
       << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length << " + response "
       << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
-      << (o.gradient_checkpointing ? "on" : "off") << ", fp32\n";
+      << (o.gradient_checkpointing ? "on" : "off") << ", fp32\n"
+      << "MFU: model FLOPs / wall time / GEMM peak. MFU (cpu time): FLOPs per CPU-second / the peak's FLOPs per\n"
+         "CPU-second: per-core efficiency, robust to other load; equal to MFU when every thread stays busy, higher\n"
+         "when part of the phase runs on fewer threads.\n";
   return out.str();
 }
 
