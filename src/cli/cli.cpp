@@ -33,6 +33,10 @@ const std::vector<Command>& command_table() {
        run_demo_command},
       {"train", "PPO-family RL training (verl's main_ppo): --config FILE and key=value overrides", kTrainUsage,
        run_train_command},
+      {"generate", "Responses for a dataset's prompts (chat template, verl's rollout keys) to JSONL", kGenerateUsage,
+       run_generate_command},
+      {"bench", "Measure the machine (GEMM peak, bandwidth), rollout throughput and a PPO step's MFU", kBenchUsage,
+       run_bench_command},
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
 
 namespace verl::rollout {
 namespace {
@@ -104,6 +105,7 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   auto prompt_pos = model::position_ids_from_mask(pmask);
   auto gen = at::detail::createCPUGenerator(params.seed);
 
+  Stopwatch prefill_watch;
   // Prefill the distinct prompts once, then give each of the n samples its own copy of the cache rows.
   model::KVCache cache = model->make_cache(B0, P + R);
   auto hidden = model->hidden_states(pids, pmask, prompt_pos, &cache);
@@ -129,6 +131,9 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   if (!params.eos_token_ids.empty())
     eos = torch::tensor(params.eos_token_ids, torch::kInt64).to(device);
   auto logits = last_logits;
+  const double prefill_seconds = prefill_watch.wall_seconds(), prefill_cpu_seconds = prefill_watch.cpu_seconds();
+  Stopwatch decode_watch;
+  int64_t decode_steps = 0;
   for (int64_t t = 0; t < R; ++t) {
     torch::Tensor tokens;
     if (greedy) {
@@ -163,7 +168,9 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
     auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
     logits = model->logits(step_hidden.squeeze(1)).to(torch::kFloat32);
     next_pos = next_pos + 1;
+    ++decode_steps;
   }
+  const double decode_seconds = decode_watch.wall_seconds(), decode_cpu_seconds = decode_watch.cpu_seconds();
 
   GenerationOutput out;
   out.prompts = out_prompts;
@@ -180,6 +187,11 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   out.position_ids = torch::cat({out_ppos, resp_pos}, 1);
   if (params.calculate_log_probs) out.rollout_log_probs = log_probs * resp_mask.to(torch::kFloat32);
   out.response_lengths = lengths;
+  out.prefill_seconds = prefill_seconds;
+  out.prefill_cpu_seconds = prefill_cpu_seconds;
+  out.decode_seconds = decode_seconds;
+  out.decode_cpu_seconds = decode_cpu_seconds;
+  out.decode_steps = decode_steps;
   return out;
 }
 

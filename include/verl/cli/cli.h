@@ -42,5 +42,9 @@ int run_demo_command(const Args& args);
 extern const char* const kSftUsage, *const kDemoUsage;
 int run_train_command(const Args& args);
 extern const char* const kTrainUsage;
+int run_generate_command(const Args& args);
+extern const char* const kGenerateUsage;
+int run_bench_command(const Args& args);
+extern const char* const kBenchUsage;
 
 }  // namespace verl::cli

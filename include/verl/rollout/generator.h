@@ -40,6 +40,11 @@ struct GenerationOutput {
   torch::Tensor response_mask;      // [B*n, R] int64
   torch::Tensor rollout_log_probs;  // [B*n, R] fp32 (0 on padding), only with calculate_log_probs
   std::vector<int64_t> response_lengths;
+  // Host-clock phase times, wall and process CPU (exact on the CPU; on CUDA, queued kernels can spill into
+  // the next phase).
+  double prefill_seconds = 0, prefill_cpu_seconds = 0;  // the distinct prompts and their last-position logits
+  double decode_seconds = 0, decode_cpu_seconds = 0;    // sampling every response token, decode steps between
+  int64_t decode_steps = 0;    // forward passes over the KV cache (at most max_response_length - 1)
 };
 
 // verl's sampling settings: actor_rollout_ref.rollout.{temperature, top_k, top_p, n, do_sample,

@@ -1,0 +1,53 @@
+// `verl bench generate`: prefill and decode throughput of the rollout engine (rollout/generator.h, the
+// code the trainer runs) on random weights, each beside its roofline bound from the machine's measured GEMM
+// FLOP/s and memory bandwidth (bench/roofline.h, bench/model_flops.h). Responses run to full length
+// (ignore_eos) so every row decodes the same number of steps.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "verl/bench/roofline.h"
+
+namespace verl::bench {
+
+struct GenerateBenchOptions {
+  std::vector<std::string> models = {"qwen2-25m", "qwen2.5-0.5b"};  // presets (bench/model_presets.h)
+  std::string model_dir;                                           // an HF model folder instead of presets
+  std::vector<int64_t> batches = {1, 8, 64};
+  int64_t prompt_length = 64;
+  int64_t response_length = 32;  // tokens per row: 1 from the prefill logits + response_length - 1 decode steps
+  bool greedy = false;           // false: sampling at temperature 1 (verl's rollout default)
+  int repeats = 2;               // per batch; the fastest repeat is reported
+  uint64_t seed = 0;
+  RooflineOptions roofline;      // measured at the start, in this process
+};
+
+struct GeneratePhase {
+  double seconds = 0, cpu_seconds = 0;  // wall and process CPU time of the phase
+  double tokens = 0;
+  double flops = 0, bytes = 0;
+  double tokens_per_s() const { return seconds > 0 ? tokens / seconds : 0; }
+};
+
+struct GenerateBenchRow {
+  std::string model;
+  double params = 0;
+  int64_t batch = 0, prompt_length = 0, response_length = 0;
+  GeneratePhase prefill, decode;  // decode: tokens = batch x decode steps
+};
+
+struct GenerateBenchResult {
+  Roofline roofline;
+  GenerateBenchOptions options;
+  std::vector<GenerateBenchRow> rows;
+};
+
+GenerateBenchResult run_generate_bench(const GenerateBenchOptions& options);
+
+nlohmann::json to_json(const GenerateBenchResult& result);
+std::string format_generate_bench(const GenerateBenchResult& result);
+
+}  // namespace verl::bench

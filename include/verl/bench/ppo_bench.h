@@ -1,0 +1,53 @@
+// `verl bench ppo`: one PPO step through the real workers (ActorRolloutRefWorker as actor_rollout_ref,
+// CriticWorker), in verl's order: generate_sequences -> compute_log_prob (old) -> compute_ref_log_prob ->
+// compute_values -> GAE on the controller -> update_critic -> update_actor. Random weights of a preset shape
+// (written to a temporary HF folder, as the workers load from a path) or a given model folder; random prompts
+// of full length and responses to full length (ignore_eos), so every token is a computed token.
+// Per phase: wall and CPU time, tokens/s (attention-mask tokens; generated tokens for generation) and MFU
+// = model FLOPs / wall / the GEMM peak measured in this process just before the step (bench/model_flops.h
+// says what is counted).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "verl/bench/roofline.h"
+
+namespace verl::bench {
+
+struct PpoBenchOptions {
+  std::string model = "qwen2-25m";  // preset (bench/model_presets.h)
+  std::string model_dir;            // an HF model folder instead
+  int64_t batch_size = 16;          // prompts (data.train_batch_size = ppo_mini_batch_size: one update step)
+  int64_t n = 4;                    // responses per prompt (actor_rollout_ref.rollout.n)
+  int64_t prompt_length = 64;
+  int64_t response_length = 64;
+  int64_t micro_batch_size = 16;    // per-device micro batch of every log-prob / value / update pass
+  bool gradient_checkpointing = false;
+  uint64_t seed = 0;
+  std::vector<std::string> overrides;  // more verl config keys (key=value), applied last
+  RooflineOptions roofline;            // GEMM peak measured right before the step
+};
+
+struct PpoPhase {
+  std::string name;  // gen, old_log_prob, ref, values, adv, update_critic, update_actor
+  double seconds = 0, cpu_seconds = 0;
+  double tokens = 0;
+  double flops = 0;  // 0 where no model runs (adv)
+};
+
+struct PpoBenchResult {
+  Roofline roofline;
+  PpoBenchOptions options;
+  double params = 0;
+  std::vector<PpoPhase> phases;
+};
+
+PpoBenchResult run_ppo_bench(const PpoBenchOptions& options);
+
+nlohmann::json to_json(const PpoBenchResult& result);
+std::string format_ppo_bench(const PpoBenchResult& result);
+
+}  // namespace verl::bench

@@ -1,0 +1,61 @@
+// The machine's roofline inputs, measured with the same LibTorch calls the model uses: fp32 GEMM FLOP/s
+// (torch::mm on square matrices, all intra-op threads; the peak is the best of a few sizes) and memory
+// bandwidth (STREAM-style copy b = a and triad a = b + s c over arrays far larger than the caches). Each
+// point reports the best of several short timing windows, so background load lowers it less, and the
+// process CPU time next to the wall time of that window (cpu/wall = 2.0: two busy cores).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace verl::bench {
+
+struct MachineInfo {
+  std::string cpu_model;        // /proc/cpuinfo "model name"
+  int cores = 0;                // online hardware threads
+  int threads = 0;              // LibTorch intra-op threads in use
+  std::string blas_library;     // the file that provides sgemm_ (the Debian alternative resolved)
+  std::string blas_core;        // OpenBLAS kernel family (openblas_get_corename), empty for other BLAS
+  double load_average_1m = 0;   // getloadavg() when the measurement started
+  std::string omp_wait_policy;  // $OMP_WAIT_POLICY (empty: libgomp's default, spin then sleep)
+  std::string hint;             // a one-line suggestion when the setup is known to be slow, else empty
+};
+MachineInfo machine_info();
+
+struct GemmPoint {
+  int64_t n = 0;
+  double flops_per_s = 0;
+  double cpu_per_wall = 0;
+};
+
+struct BandwidthPoint {
+  std::string kernel;  // "copy" | "triad"
+  double bytes_per_s = 0;
+  double cpu_per_wall = 0;
+};
+
+struct Roofline {
+  MachineInfo machine;
+  std::vector<GemmPoint> gemm;
+  double gemm_peak_flops = 0;  // max over gemm
+  std::vector<BandwidthPoint> memory;
+  double bandwidth_bytes_per_s = 0;  // max over memory
+};
+
+struct RooflineOptions {
+  std::vector<int64_t> gemm_sizes = {256, 512, 1024, 2048};
+  int64_t stream_elements = int64_t{1} << 25;  // fp32 elements per array (128 MiB)
+  double seconds_per_point = 0.6;              // split into windows; the best window counts
+  bool memory = true;                          // false: GEMM only (quick peak before a bench)
+};
+
+Roofline measure_roofline(const RooflineOptions& options);
+
+nlohmann::json to_json(const MachineInfo& info);
+nlohmann::json to_json(const Roofline& roofline);
+// The human-readable report (machine line, one row per point, peak and bandwidth).
+std::string format_roofline(const Roofline& roofline);
+
+}  // namespace verl::bench

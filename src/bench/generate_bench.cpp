@@ -1,0 +1,184 @@
+#include "verl/bench/generate_bench.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "verl/bench/bench_report.h"
+#include "verl/bench/model_flops.h"
+#include "verl/bench/model_presets.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/model/transformer.h"
+#include "verl/model/weights.h"
+#include "verl/rollout/generator.h"
+
+namespace verl::bench {
+namespace {
+
+constexpr const char* kComponent = "bench";
+
+struct NamedModel {
+  std::string name;
+  model::CausalLM model{nullptr};
+};
+
+NamedModel build_model(const std::string& preset_or_dir, bool is_dir, uint64_t seed) {
+  NamedModel m;
+  if (is_dir) {
+    m.name = preset_or_dir;
+    m.model = model::load_model(preset_or_dir);
+  } else {
+    m.name = preset_or_dir;
+    m.model = model::CausalLM(model_preset(preset_or_dir));
+    model::init_weights(m.model, seed);
+  }
+  m.model->eval();
+  return m;
+}
+
+rollout::SamplingParams sampling(const model::HFConfig& c, const GenerateBenchOptions& o, int64_t response_length) {
+  rollout::SamplingParams p;
+  p.do_sample = !o.greedy;
+  p.temperature = 1.0;
+  p.n = 1;
+  p.max_response_length = response_length;
+  p.eos_token_ids = c.eos_token_ids;
+  p.pad_token_id = c.pad_token_id.value_or(0);
+  p.ignore_eos = true;
+  p.seed = o.seed;
+  return p;
+}
+
+}  // namespace
+
+GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
+  VERL_CHECK(!o.batches.empty(), kComponent, "--batches needs at least one batch size");
+  for (int64_t b : o.batches) VERL_CHECK(b > 0, kComponent, "batch sizes must be positive, got ", b);
+  VERL_CHECK(o.prompt_length > 0, kComponent, "--prompt-length must be positive, got ", o.prompt_length);
+  VERL_CHECK(o.response_length >= 2, kComponent, "--response-length must be at least 2 (one decode step), got ",
+             o.response_length);
+  VERL_CHECK(o.repeats >= 1, kComponent, "--repeats must be at least 1, got ", o.repeats);
+  const std::vector<std::string> models = o.model_dir.empty() ? o.models : std::vector<std::string>{o.model_dir};
+  VERL_CHECK(!models.empty(), kComponent, "no model to run (--models or --model-dir)");
+  if (o.model_dir.empty()) {
+    for (const auto& name : models) model_preset(name);  // unknown names fail before any measurement
+  }
+
+  torch::NoGradGuard no_grad;
+  GenerateBenchResult result;
+  result.options = o;
+  result.roofline = measure_roofline(o.roofline);
+
+  for (const auto& name : models) {
+    VERL_LOG(Info, kComponent) << "building " << name;
+    NamedModel m = build_model(name, !o.model_dir.empty(), o.seed);
+    const model::HFConfig& c = m.model->config;
+    auto gen = at::detail::createCPUGenerator(o.seed + 1);
+    for (int64_t B : o.batches) {
+      const int64_t P = o.prompt_length, R = o.response_length;
+      // Token ids below the special ids at the top of the vocabulary.
+      auto prompts = torch::randint(0, std::max<int64_t>(1, c.vocab_size - 3), {B, P}, gen, torch::kInt64);
+      auto mask = torch::ones({B, P}, torch::kInt64);
+      rollout::generate(m.model, prompts, mask, sampling(c, o, 2));  // warm-up: caches, pools, first touch
+      GenerateBenchRow row;
+      row.model = m.name;
+      row.params = total_params(c);
+      row.batch = B;
+      row.prompt_length = P;
+      row.response_length = R;
+      for (int r = 0; r < o.repeats; ++r) {
+        auto out = rollout::generate(m.model, prompts, mask, sampling(c, o, R));
+        VERL_ASSERT(out.decode_steps == R - 1, kComponent, "expected ", R - 1, " decode steps, got ", out.decode_steps);
+        if (r == 0 || out.prefill_seconds < row.prefill.seconds) {
+          row.prefill.seconds = out.prefill_seconds;
+          row.prefill.cpu_seconds = out.prefill_cpu_seconds;
+        }
+        if (r == 0 || out.decode_seconds < row.decode.seconds) {
+          row.decode.seconds = out.decode_seconds;
+          row.decode.cpu_seconds = out.decode_cpu_seconds;
+        }
+      }
+      row.prefill.tokens = static_cast<double>(B * P);
+      row.prefill.flops = prefill_flops(c, B, P);
+      // Prefill reads the weights once and writes the prompt's K/V.
+      row.prefill.bytes = (trunk_matmul_params(c) + lm_head_params(c)) * 4.0 +
+                          static_cast<double>(B * P) * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * 4.0;
+      row.decode.tokens = static_cast<double>(B * (R - 1));
+      row.decode.flops = decode_flops(c, B, P, R - 1);
+      row.decode.bytes = decode_bytes(c, B, P, R - 1);
+      VERL_LOG(Info, kComponent) << name << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
+                                 << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
+      result.rows.push_back(row);
+    }
+  }
+  return result;
+}
+
+namespace {
+
+nlohmann::json phase_json(const GeneratePhase& p, double peak, double bandwidth) {
+  const RooflineBound bound = roofline_bound(p.flops, p.bytes, peak, bandwidth);
+  const double bound_tps = bound.seconds() > 0 ? p.tokens / bound.seconds() : 0;
+  return {{"seconds", p.seconds},
+          {"cpu_seconds", p.cpu_seconds},
+          {"tokens", p.tokens},
+          {"tokens_per_s", p.tokens_per_s()},
+          {"flops", p.flops},
+          {"bytes", p.bytes},
+          {"achieved_flops_per_s", p.seconds > 0 ? p.flops / p.seconds : 0},
+          {"compute_bound_tokens_per_s", bound.compute_seconds > 0 ? p.tokens / bound.compute_seconds : 0},
+          {"memory_bound_tokens_per_s", bound.memory_seconds > 0 ? p.tokens / bound.memory_seconds : 0},
+          {"bound_tokens_per_s", bound_tps},
+          {"bound_limit", bound.limit()},
+          {"fraction_of_bound", bound_tps > 0 ? p.tokens_per_s() / bound_tps : 0}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const GenerateBenchResult& r) {
+  const double peak = r.roofline.gemm_peak_flops, bw = r.roofline.bandwidth_bytes_per_s;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    rows.push_back({{"model", row.model},
+                    {"params", row.params},
+                    {"batch", row.batch},
+                    {"prompt_length", row.prompt_length},
+                    {"response_length", row.response_length},
+                    {"prefill", phase_json(row.prefill, peak, bw)},
+                    {"decode", phase_json(row.decode, peak, bw)}});
+  }
+  return {{"bench", "generate"},
+          {"timestamp", utc_timestamp()},
+          {"sampling", r.options.greedy ? "greedy" : "temperature 1"},
+          {"roofline", to_json(r.roofline)},
+          {"rows", rows}};
+}
+
+std::string format_generate_bench(const GenerateBenchResult& r) {
+  std::ostringstream out;
+  out << format_roofline(r.roofline) << "\n";
+  const double peak = r.roofline.gemm_peak_flops, bw = r.roofline.bandwidth_bytes_per_s;
+  std::vector<std::vector<std::string>> rows = {{"model", "batch", "phase", "tokens/s", "bound tok/s", "limit",
+                                                 "% of bound", "compute tok/s", "memory tok/s", "wall s", "cpu/wall"}};
+  for (const auto& row : r.rows) {
+    for (const auto* phase : {&row.prefill, &row.decode}) {
+      const auto j = phase_json(*phase, peak, bw);
+      rows.push_back({row.model, std::to_string(row.batch), phase == &row.prefill ? "prefill" : "decode",
+                      format_number(phase->tokens_per_s()), format_number(j["bound_tokens_per_s"].get<double>()),
+                      j["bound_limit"].get<std::string>(),
+                      format_number(100.0 * j["fraction_of_bound"].get<double>()),
+                      format_number(j["compute_bound_tokens_per_s"].get<double>()),
+                      format_number(j["memory_bound_tokens_per_s"].get<double>()), format_number(phase->seconds),
+                      format_number(phase->seconds > 0 ? phase->cpu_seconds / phase->seconds : 0)});
+    }
+  }
+  out << format_table(rows);
+  out << "prompt " << r.options.prompt_length << " tokens, " << r.options.response_length
+      << " response tokens per row (" << r.options.response_length - 1 << " decode steps), "
+      << (r.options.greedy ? "greedy" : "sampling at temperature 1") << ", fp32, best of " << r.options.repeats
+      << " repeats\n";
+  return out.str();
+}
+
+}  // namespace verl::bench

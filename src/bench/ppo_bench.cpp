@@ -1,0 +1,245 @@
+#include "verl/bench/ppo_bench.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "verl/algo/core_algos.h"
+#include "verl/bench/bench_report.h"
+#include "verl/bench/model_flops.h"
+#include "verl/bench/model_presets.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/common/stopwatch.h"
+#include "verl/config/config_loader.h"
+#include "verl/model/transformer.h"
+#include "verl/model/weights.h"
+#include "verl/workers/actor_rollout_ref_worker.h"
+#include "verl/workers/critic_worker.h"
+
+namespace verl::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::DataProto;
+constexpr const char* kComponent = "bench";
+
+// A folder under the system temp dir, removed with everything in it when this goes out of scope.
+class TempFolder {
+ public:
+  TempFolder() {
+    std::string pattern = (fs::temp_directory_path() / "verl-bench-XXXXXX").string();
+    VERL_CHECK(mkdtemp(pattern.data()) != nullptr, kComponent, "cannot create a temporary folder under ",
+               fs::temp_directory_path().string());
+    path_ = pattern;
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void union_tensors(DataProto& batch, const DataProto& output) {
+  DataProto tensors = output;
+  tensors.meta_info = nlohmann::json::object();
+  batch.union_with(tensors);
+}
+
+template <typename Fn>
+PpoPhase timed(const std::string& name, double tokens, double flops, Fn&& fn) {
+  VERL_LOG(Info, kComponent) << "phase " << name;
+  Stopwatch watch;
+  fn();
+  PpoPhase p;
+  p.name = name;
+  p.seconds = watch.wall_seconds();
+  p.cpu_seconds = watch.cpu_seconds();
+  p.tokens = tokens;
+  p.flops = flops;
+  return p;
+}
+
+}  // namespace
+
+PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
+  VERL_CHECK(o.batch_size > 0 && o.n > 0, kComponent, "--batch-size and --n must be positive");
+  VERL_CHECK(o.prompt_length > 0 && o.response_length > 1, kComponent,
+             "--prompt-length must be positive and --response-length at least 2");
+  VERL_CHECK(o.micro_batch_size > 0, kComponent, "--micro-batch-size must be positive");
+  VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kComponent, "--micro-batch-size (", o.micro_batch_size,
+             ") must divide batch size x n (", o.batch_size * o.n, ")");
+
+  TempFolder tmp;
+  std::string model_dir = o.model_dir;
+  if (model_dir.empty()) {
+    model::CausalLM m(model_preset(o.model));
+    model::init_weights(m, o.seed);
+    model_dir = tmp.path() + "/model";
+    model::save_model(m, model_dir);
+  }
+  const model::HFConfig c = model::load_hf_config(model_dir);
+  const int64_t B = o.batch_size, N = o.batch_size * o.n, P = o.prompt_length, R = o.response_length;
+  const std::string mb = std::to_string(o.micro_batch_size);
+  const std::string gc = o.gradient_checkpointing ? "true" : "false";
+  config::ConfigArgs args;
+  args.overrides = {"actor_rollout_ref.model.path=" + model_dir,
+                    "critic.model.path=" + model_dir,
+                    "trainer.device=cpu",
+                    "trainer.n_gpus_per_node=1",
+                    "trainer.nnodes=1",
+                    "trainer.default_local_dir=" + tmp.path() + "/run",
+                    "algorithm.adv_estimator=gae",
+                    "data.max_prompt_length=" + std::to_string(P),
+                    "data.max_response_length=" + std::to_string(R),
+                    "data.train_batch_size=" + std::to_string(B),
+                    "actor_rollout_ref.rollout.n=" + std::to_string(o.n),
+                    "actor_rollout_ref.rollout.ignore_eos=true",
+                    "actor_rollout_ref.rollout.seed=" + std::to_string(o.seed),
+                    "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(B),
+                    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + mb,
+                    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=" + mb,
+                    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=" + mb,
+                    "critic.ppo_micro_batch_size_per_gpu=" + mb,
+                    "actor_rollout_ref.model.enable_gradient_checkpointing=" + gc,
+                    "critic.model.enable_gradient_checkpointing=" + gc};
+  args.overrides.insert(args.overrides.end(), o.overrides.begin(), o.overrides.end());
+  auto config = std::make_shared<const config::PPOConfig>(config::load_config(args).ppo);
+
+  single_controller::WorkerContext context;
+  context.group_name = "bench";
+  workers::ActorRolloutRefWorker actor(context, config, "actor_rollout_ref");
+  workers::CriticWorker critic(context, config);
+  actor.init_model(DataProto());
+  critic.init_model(DataProto());
+
+  // Prompts of full length (no padding), repeated n times as the trainer does before generation.
+  auto gen = at::detail::createCPUGenerator(o.seed + 1);
+  auto ids = torch::randint(0, std::max<int64_t>(1, c.vocab_size - 3), {B, P}, gen, torch::kInt64);
+  auto mask = torch::ones({B, P}, torch::kInt64);
+  DataProto prompts = DataProto::from_dict(
+      {{"input_ids", ids}, {"attention_mask", mask}, {"position_ids", model::position_ids_from_mask(mask)}});
+  prompts = prompts.repeat(o.n, /*interleave=*/true);
+  prompts.meta_info = {{"eos_token_id", c.eos_token_ids.empty() ? 0 : c.eos_token_ids[0]},
+                       {"pad_token_id", c.pad_token_id.value_or(0)},
+                       {"do_sample", true},
+                       {"validate", false},
+                       {"temperature", 1.0}};
+
+  PpoBenchResult result;
+  result.options = o;
+  result.params = total_params(c);
+  RooflineOptions roofline = o.roofline;
+  result.roofline = measure_roofline(roofline);
+
+  const double full_tokens = static_cast<double>(N * (P + R));
+  const double forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/true);
+  const double value_forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/false);
+  DataProto batch;
+  result.phases.push_back(timed("gen", static_cast<double>(N * R),
+                                prefill_flops(c, N, P) + decode_flops(c, N, P, R - 1),
+                                [&] { batch = actor.generate_sequences(prompts); }));
+  VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
+              "responses did not all run to full length");
+  batch.meta_info = {{"temperature", 1.0}};
+  result.phases.push_back(timed("old_log_prob", full_tokens, forward, [&] {
+    DataProto out = actor.compute_log_prob(batch);
+    out.batch.erase("entropys");
+    union_tensors(batch, out);
+  }));
+  result.phases.push_back(timed("ref", full_tokens, forward,
+                                [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
+  result.phases.push_back(timed("values", full_tokens, value_forward,
+                                [&] { union_tensors(batch, critic.compute_values(batch)); }));
+  result.phases.push_back(timed("adv", 0, 0, [&] {
+    // A seeded score on each response's last token; GAE as the controller computes it.
+    auto rewards = torch::zeros({N, R});
+    rewards.narrow(1, R - 1, 1).copy_(torch::rand({N, 1}, gen));
+    auto adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), batch.tensor("response_mask"),
+                                                  config->algorithm.gamma, config->algorithm.lam);
+    batch.batch["advantages"] = adv.first;
+    batch.batch["returns"] = adv.second;
+  }));
+  batch.meta_info["multi_turn"] = false;
+  result.phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, [&] { critic.update_critic(batch); }));
+  result.phases.push_back(timed("update_actor", full_tokens, 3 * forward, [&] { actor.update_actor(batch); }));
+  return result;
+}
+
+namespace {
+
+// The GEMM peak per CPU-second: the peak rate divided by the cores its window kept busy. A phase's FLOPs per
+// CPU-second over this is its per-core efficiency, which other processes' load does not lower (it equals the
+// MFU when every thread of the phase stays busy).
+double peak_flops_per_cpu_second(const Roofline& r) {
+  for (const auto& g : r.gemm) {
+    if (g.flops_per_s == r.gemm_peak_flops && g.cpu_per_wall > 0) return g.flops_per_s / g.cpu_per_wall;
+  }
+  return 0;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const PpoBenchResult& r) {
+  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& p : r.phases) {
+    phases.push_back({{"phase", p.name},
+                      {"seconds", p.seconds},
+                      {"cpu_seconds", p.cpu_seconds},
+                      {"tokens", p.tokens},
+                      {"tokens_per_s", p.seconds > 0 ? p.tokens / p.seconds : 0},
+                      {"flops", p.flops},
+                      {"mfu", p.seconds > 0 && peak > 0 ? p.flops / p.seconds / peak : 0},
+                      {"mfu_cpu_time", p.cpu_seconds > 0 && peak_cpu > 0 ? p.flops / p.cpu_seconds / peak_cpu : 0}});
+  }
+  const auto& o = r.options;
+  return {{"bench", "ppo"},
+          {"timestamp", utc_timestamp()},
+          {"model", o.model_dir.empty() ? o.model : o.model_dir},
+          {"params", r.params},
+          {"batch_size", o.batch_size},
+          {"n", o.n},
+          {"prompt_length", o.prompt_length},
+          {"response_length", o.response_length},
+          {"micro_batch_size", o.micro_batch_size},
+          {"gradient_checkpointing", o.gradient_checkpointing},
+          {"roofline", to_json(r.roofline)},
+          {"phases", phases}};
+}
+
+std::string format_ppo_bench(const PpoBenchResult& r) {
+  std::ostringstream out;
+  out << format_roofline(r.roofline) << "\n";
+  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
+  std::vector<std::vector<std::string>> rows = {
+      {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %", "MFU % (cpu time)"}};
+  for (const auto& p : r.phases) {
+    const bool model = p.flops > 0;
+    rows.push_back({p.name, format_number(p.seconds), format_number(p.seconds > 0 ? p.cpu_seconds / p.seconds : 0),
+                    model ? format_number(p.tokens) : "", model ? format_number(p.tokens / p.seconds) : "",
+                    model ? format_number(p.flops / 1e9) : "", model ? format_number(p.flops / p.seconds / 1e9) : "",
+                    model ? format_number(100.0 * p.flops / p.seconds / peak) : "",
+                    model && peak_cpu > 0 ? format_number(100.0 * p.flops / p.cpu_seconds / peak_cpu) : ""});
+  }
+  out << format_table(rows);
+  const auto& o = r.options;
+  out << (o.model_dir.empty() ? o.model : o.model_dir) << " (" << format_si(r.params, "") << " params), "
+      << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length << " + response "
+      << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
+      << (o.gradient_checkpointing ? "on" : "off") << ", fp32\n"
+      << "MFU: model FLOPs / wall time / GEMM peak. MFU (cpu time): FLOPs per CPU-second / the peak's FLOPs per\n"
+         "CPU-second: per-core efficiency, robust to other load; equal to MFU when every thread stays busy, higher\n"
+         "when part of the phase runs on fewer threads.\n";
+  return out.str();
+}
+
+}  // namespace verl::bench

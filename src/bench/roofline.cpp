@@ -1,0 +1,182 @@
+#include "verl/bench/roofline.h"
+
+#include <dlfcn.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "verl/bench/bench_report.h"
+#include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
+
+namespace verl::bench {
+namespace {
+
+constexpr int kWindows = 5;
+
+struct WindowResult {
+  double units_per_s = 0;  // work units (FLOPs, bytes) per wall second in the best window
+  double cpu_per_wall = 0;
+};
+
+// Runs `step` (doing `units` of work) in kWindows windows of at least seconds / kWindows each; keeps the best.
+WindowResult best_window(const std::function<void()>& step, double units, double seconds) {
+  step();  // warm-up: first-touch pages, thread pool start, BLAS buffers
+  WindowResult best;
+  const double window = seconds / kWindows;
+  for (int w = 0; w < kWindows; ++w) {
+    Stopwatch watch;
+    int64_t iterations = 0;
+    do {
+      step();
+      ++iterations;
+    } while (watch.wall_seconds() < window);
+    const double wall = watch.wall_seconds(), cpu = watch.cpu_seconds();
+    const double rate = units * static_cast<double>(iterations) / wall;
+    if (rate > best.units_per_s) best = {rate, cpu / wall};
+  }
+  return best;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      std::string word;
+      while (words >> word) {
+        if (word == flag) return true;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+MachineInfo machine_info() {
+  MachineInfo info;
+  info.cpu_model = cpu_model_name();
+  info.cores = static_cast<int>(std::thread::hardware_concurrency());
+  info.threads = torch::get_num_threads();
+  // LibTorch calls the Fortran BLAS symbol; where it resolves says which BLAS the alternatives system picked.
+  if (void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_")) {
+    Dl_info dl{};
+    if (dladdr(sgemm, &dl) != 0 && dl.dli_fname != nullptr) {
+      char resolved[PATH_MAX];
+      info.blas_library = realpath(dl.dli_fname, resolved) != nullptr ? resolved : dl.dli_fname;
+    }
+  }
+  using CoreName = char* (*)();
+  if (auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
+    if (const char* name = corename()) info.blas_core = name;
+  }
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) info.load_average_1m = load[0];
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY")) info.omp_wait_policy = policy;
+
+  if (info.blas_library.find("/blas/libblas") != std::string::npos) {
+    info.hint = "the reference BLAS (netlib) serves LibTorch's matmuls, tens of times slower than an optimised one: "
+                "install libopenblas0-openmp (scripts/install-deps.sh)";
+  } else if (!info.blas_core.empty() && info.blas_core.find("Haswell") != std::string::npos &&
+             cpu_has_flag("avx512f") && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    info.hint = "OpenBLAS picked its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX "
+                "selects the AVX-512 ones";
+  }
+  return info;
+}
+
+Roofline measure_roofline(const RooflineOptions& o) {
+  VERL_CHECK(!o.gemm_sizes.empty(), "bench", "roofline needs at least one GEMM size");
+  VERL_CHECK(o.seconds_per_point > 0, "bench", "seconds per point must be positive");
+  torch::NoGradGuard no_grad;
+  Roofline r;
+  r.machine = machine_info();
+  auto gen = at::detail::createCPUGenerator(0);
+  for (int64_t n : o.gemm_sizes) {
+    VERL_CHECK(n > 0, "bench", "GEMM size must be positive, got ", n);
+    auto a = torch::randn({n, n}, gen), b = torch::randn({n, n}, gen), c = torch::empty({n, n});
+    const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    auto w = best_window([&] { torch::mm_out(c, a, b); }, flops, o.seconds_per_point);
+    r.gemm.push_back({n, w.units_per_s, w.cpu_per_wall});
+    r.gemm_peak_flops = std::max(r.gemm_peak_flops, w.units_per_s);
+  }
+  if (o.memory) {
+    VERL_CHECK(o.stream_elements > 0, "bench", "stream array size must be positive");
+    const int64_t n = o.stream_elements;
+    auto a = torch::ones({n}), b = torch::full({n}, 2.0), c = torch::full({n}, 0.5);
+    const double bytes = 4.0 * static_cast<double>(n);
+    auto copy = best_window([&] { b.copy_(a); }, 2 * bytes, o.seconds_per_point);  // read a, write b
+    r.memory.push_back({"copy", copy.units_per_s, copy.cpu_per_wall});
+    auto triad = best_window([&] { torch::add_out(a, b, c, 3.0); }, 3 * bytes, o.seconds_per_point);
+    r.memory.push_back({"triad", triad.units_per_s, triad.cpu_per_wall});
+    for (const auto& p : r.memory) r.bandwidth_bytes_per_s = std::max(r.bandwidth_bytes_per_s, p.bytes_per_s);
+  }
+  return r;
+}
+
+nlohmann::json to_json(const MachineInfo& m) {
+  return {{"cpu_model", m.cpu_model},       {"cores", m.cores},
+          {"threads", m.threads},           {"blas_library", m.blas_library},
+          {"blas_core", m.blas_core},       {"load_average_1m", m.load_average_1m},
+          {"omp_wait_policy", m.omp_wait_policy}};
+}
+
+nlohmann::json to_json(const Roofline& r) {
+  nlohmann::json gemm = nlohmann::json::array(), memory = nlohmann::json::array();
+  for (const auto& g : r.gemm) gemm.push_back({{"n", g.n}, {"flops_per_s", g.flops_per_s}, {"cpu_per_wall", g.cpu_per_wall}});
+  for (const auto& m : r.memory) {
+    memory.push_back({{"kernel", m.kernel}, {"bytes_per_s", m.bytes_per_s}, {"cpu_per_wall", m.cpu_per_wall}});
+  }
+  return {{"machine", to_json(r.machine)},
+          {"gemm", gemm},
+          {"gemm_peak_flops", r.gemm_peak_flops},
+          {"memory", memory},
+          {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s}};
+}
+
+std::string format_roofline(const Roofline& r) {
+  std::ostringstream out;
+  const auto& m = r.machine;
+  out << "machine: " << m.cpu_model << ", " << m.cores << " cores, " << m.threads << " intra-op threads, load average "
+      << format_number(m.load_average_1m) << "\n"
+      << "BLAS: " << (m.blas_library.empty() ? "unknown" : m.blas_library)
+      << (m.blas_core.empty() ? "" : " (core " + m.blas_core + ")")
+      << ", OMP_WAIT_POLICY=" << (m.omp_wait_policy.empty() ? "(unset)" : m.omp_wait_policy) << "\n";
+  if (!m.hint.empty()) out << "hint: " << m.hint << "\n";
+  std::vector<std::vector<std::string>> rows = {{"kernel", "size", "rate", "cpu/wall"}};
+  for (const auto& g : r.gemm) {
+    rows.push_back({"fp32 GEMM", std::to_string(g.n) + "^3", format_si(g.flops_per_s, "FLOP/s"),
+                    format_number(g.cpu_per_wall)});
+  }
+  for (const auto& p : r.memory) {
+    rows.push_back({p.kernel, "", format_si(p.bytes_per_s, "B/s"), format_number(p.cpu_per_wall)});
+  }
+  out << format_table(rows);
+  out << "GEMM peak: " << format_si(r.gemm_peak_flops, "FLOP/s");
+  if (!r.memory.empty()) out << "   memory bandwidth: " << format_si(r.bandwidth_bytes_per_s, "B/s");
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace verl::bench
