@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "verl/bench/model_flops.h"
+#include "verl/common/error.h"
 #include "verl/bench/model_presets.h"
 #include "verl/model/transformer.h"
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "support/run_command.h"
+#include "verl/common/error.h"
 #include "verl/config/config_loader.h"
 #include "verl/config/yaml_io.h"
 #include "verl/trainer/demo.h"
