@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 
 #include "verl/common/error.h"
@@ -105,6 +106,16 @@ ProgressBar::ProgressBar(std::string label, int64_t total, std::string units_nam
 
 ProgressBar::~ProgressBar() {
   try {
+    if (std::uncaught_exceptions() > 0 && !finished_) {
+      // Unwinding from an error: no summary line, so the error stays the one line the user reads; a live bar
+      // only ends its line so the error starts on a fresh one.
+      finished_ = true;
+      if (mode_ == Mode::Live) {
+        *out_ << "\n";
+        out_->flush();
+      }
+      return;
+    }
     finish();
   } catch (...) {
   }

@@ -142,7 +142,7 @@ TEST(DataPreprocess, DigitCompletionRewardColumnsScoreWithTheDigitCompletionRule
              "{\"data_source\": \"digit_completion\", \"solution_str\": \"3,4,5\", \"ground_truth\": \"1,2:9,3\"}\n");
   CommandResult scored = run_command(verl_binary() + " score --input '" + dir + "/samples.jsonl'");
   ASSERT_EQ(scored.exit_code, 0) << scored.err;
-  EXPECT_NE(scored.out.find("\"score\": 1"), std::string::npos) << scored.out;
+  EXPECT_EQ(scored.out, "{\"score\":1.0}\n");
   CommandResult wrong = run_command(verl_binary() + " data preprocess arithmetic --output-dir '" + dir +
                                     "/a' --reward-columns");
   EXPECT_EQ(wrong.exit_code, 1);

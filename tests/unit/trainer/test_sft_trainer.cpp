@@ -173,7 +173,7 @@ TEST(SFTConfig, ErrorsNameTheKey) {
   EXPECT_THROW(config::load_sft_config(args), Error);
   CommandResult r = run_command(verl_binary() + " sft data.micro_batch_sise=3");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("micro_batch_size"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("data.micro_batch_sise"), std::string::npos) << r.err;
   r = run_command(verl_binary() + " sft model.partial_pretrain=/nonexistent/model");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/model"), std::string::npos) << r.err;
