@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "verl/common/error.h"
 #include "verl/common/strings.h"
 
 namespace verl::config {
@@ -145,6 +146,12 @@ const Node* find_path(const Node& root, const std::string& path) {
 
 Node* find_path(Node& root, const std::string& path) {
   return const_cast<Node*>(find_path(static_cast<const Node&>(root), path));
+}
+
+void set_existing_path(Node& root, const std::string& path, Node value, const std::string& what) {
+  Node* node = find_path(root, path);
+  VERL_ASSERT(node != nullptr, "config", what, " have no key '", path, "'");
+  *node = std::move(value);
 }
 
 namespace {

@@ -32,9 +32,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 void set_key(config::Node& root, const std::string& path, config::Node value) {
-  config::Node* node = config::find_path(root, path);
-  VERL_ASSERT(node != nullptr, "demo", "the SFT defaults have no key '", path, "'");
-  *node = std::move(value);
+  config::set_existing_path(root, path, std::move(value), "the SFT defaults");
 }
 
 config::Node string_list(const std::vector<std::string>& items) {

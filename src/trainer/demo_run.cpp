@@ -32,9 +32,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 void set_key(config::Node& root, const std::string& path, config::Node value) {
-  config::Node* node = config::find_path(root, path);
-  VERL_ASSERT(node != nullptr, "demo", "the PPO defaults have no key '", path, "'");
-  *node = std::move(value);
+  config::set_existing_path(root, path, std::move(value), "the PPO defaults");
 }
 
 config::Node path_list(const std::string& path) { return config::Node::list({config::Node::string(path)}); }

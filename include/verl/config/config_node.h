@@ -71,6 +71,10 @@ class Node {
 const Node* find_path(const Node& root, const std::string& path);
 Node* find_path(Node& root, const std::string& path);
 
+// Replaces the value at an existing dotted path; a missing path is an internal error naming `what` (the tree
+// the caller built from defaults, e.g. "the PPO defaults"): code that sets keys must set real ones.
+void set_existing_path(Node& root, const std::string& path, Node value, const std::string& what);
+
 // Every key path in the tree (maps and leaves), depth first, e.g. "trainer", "trainer.seed".
 std::vector<std::string> all_paths(const Node& root);
 
