@@ -28,7 +28,9 @@ bool ends_with_ci(const std::string& text, const std::string& suffix) {
   return true;
 }
 
-nlohmann::ordered_json value_to_ordered_json(const io::Value& value) {
+// A parquet / JSONL value as JSON; Json is nlohmann::json or nlohmann::ordered_json (keeps struct field order).
+template <class Json>
+Json value_as(const io::Value& value) {
   using Kind = io::Value::Kind;
   switch (value.kind()) {
     case Kind::kNull: return nullptr;
@@ -37,40 +39,22 @@ nlohmann::ordered_json value_to_ordered_json(const io::Value& value) {
     case Kind::kDouble: return value.as_double();
     case Kind::kString: return value.as_string();
     case Kind::kList: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& item : value.as_list()) out.push_back(value_to_ordered_json(item));
+      Json out = Json::array();
+      for (const auto& item : value.as_list()) out.push_back(value_as<Json>(item));
       return out;
     }
     case Kind::kStruct: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::object();
-      for (const auto& [key, item] : value.as_struct()) out[key] = value_to_ordered_json(item);
+      Json out = Json::object();
+      for (const auto& [key, item] : value.as_struct()) out[key] = value_as<Json>(item);
       return out;
     }
   }
   return nullptr;
 }
 
-nlohmann::json value_to_json(const io::Value& value) {
-  using Kind = io::Value::Kind;
-  switch (value.kind()) {
-    case Kind::kNull: return nullptr;
-    case Kind::kBool: return value.as_bool();
-    case Kind::kInt: return value.as_int();
-    case Kind::kDouble: return value.as_double();
-    case Kind::kString: return value.as_string();
-    case Kind::kList: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : value.as_list()) out.push_back(value_to_json(item));
-      return out;
-    }
-    case Kind::kStruct: {
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& [key, item] : value.as_struct()) out[key] = value_to_json(item);
-      return out;
-    }
-  }
-  return nullptr;
-}
+nlohmann::ordered_json value_to_ordered_json(const io::Value& value) { return value_as<nlohmann::ordered_json>(value); }
+
+nlohmann::json value_to_json(const io::Value& value) { return value_as<nlohmann::json>(value); }
 
 nlohmann::ordered_json node_to_json(const config::Node& node) {
   using config::Kind;

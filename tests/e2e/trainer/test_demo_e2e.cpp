@@ -1,8 +1,10 @@
-// `verl demo` end to end with a shorter RL budget than the default: the arithmetic data, tokenizer and tiny
-// Qwen2 are made, warm-started by SFT, then GRPO through verl's trainer must raise held-out greedy accuracy.
+// `verl demo` end to end with the default RL budget, validated only before and after (test_freq = steps): the
+// arithmetic data, tokenizer and tiny Qwen2 are made, warm-started by SFT, then GRPO through verl's trainer must
+// raise held-out greedy accuracy.
 // The example config for PPO then runs with `verl train --config` on the folder the demo made.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <regex>
 
 #include "support/run_command.h"
@@ -39,8 +41,10 @@ double accuracy_at(const trainer::MetricHistory& history, int64_t step) {
   return it->second.at(step);
 }
 
-// RL steps in this test (the demo's default is longer) and the accuracy gain they must give at seed 0.
-constexpr int kDemoE2ESteps = 40;
+// RL steps in this test (the demo's default) and the accuracy gain they must give at seed 0. Measured on the
+// 2-core development machine: +0.06 after 30 steps, +0.09 to +0.11 after 40 to 60; validation is noisy from
+// one evaluation to the next (500 problems), so the bound leaves room for another CPU's rounding.
+constexpr int kDemoE2ESteps = 60;
 constexpr double kDemoE2EMinGain = 0.05;
 
 TEST(DemoE2E, GrpoRaisesHeldOutAccuracyThenThePpoExampleRunsOnTheDemoFolder) {
@@ -50,6 +54,7 @@ TEST(DemoE2E, GrpoRaisesHeldOutAccuracyThenThePpoExampleRunsOnTheDemoFolder) {
                                    std::to_string(steps) + " trainer.test_freq=" + std::to_string(steps));
   ASSERT_EQ(demo.exit_code, 0) << demo.err;
   const DemoLine line = parse_last_line(demo.out);
+  std::cout << "[e2e] demo: accuracy " << line.before << " -> " << line.after << " after " << steps << " steps\n";
   EXPECT_EQ(line.run_dir, out + "/runs/arithmetic_grpo");
   EXPECT_GT(line.after - line.before, kDemoE2EMinGain) << "before " << line.before << ", after " << line.after;
 
