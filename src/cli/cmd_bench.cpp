@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "verl/cli/option_values.h"
 #include "verl/bench/bench_report.h"
 #include "verl/bench/generate_bench.h"
 #include "verl/bench/ppo_bench.h"
@@ -51,29 +52,9 @@ namespace {
 
 constexpr const char* kComponent = "cli";
 
-int64_t parse_int(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::logic_error&) {
-  }
-  VERL_FAIL(kComponent, flag, " expects an integer, got '", text, "'");
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::logic_error&) {
-  }
-  VERL_FAIL(kComponent, flag, " expects a number, got '", text, "'");
-}
-
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
-  for (const auto& part : split(text, ',')) out.push_back(parse_int(flag, part));
+  for (const auto& part : split(text, ',')) out.push_back(parse_int_option(flag, part));
   VERL_CHECK(!out.empty(), kComponent, flag, " expects a comma-separated list of integers, got '", text, "'");
   return out;
 }
@@ -94,8 +75,8 @@ struct CommonFlags {
       return args[++i];
     };
     if (a == "--gemm-sizes") gemm_sizes = parse_int_list(a, value());
-    else if (a == "--stream-mib") stream_mib = parse_int(a, value());
-    else if (a == "--roofline-seconds") roofline_seconds = parse_double(a, value());
+    else if (a == "--stream-mib") stream_mib = parse_int_option(a, value());
+    else if (a == "--roofline-seconds") roofline_seconds = parse_number_option(a, value());
     else if (a == "--quick") quick = true;
     else if (a == "--json") json = value();
     else return false;
@@ -163,11 +144,11 @@ int run_generate(const Args& args) {
     if (a == "--models") models = split(value(), ',');
     else if (a == "--model-dir") o.model_dir = value();
     else if (a == "--batches") batches = parse_int_list(a, value());
-    else if (a == "--prompt-length") prompt_length = parse_int(a, value());
-    else if (a == "--response-length") response_length = parse_int(a, value());
+    else if (a == "--prompt-length") prompt_length = parse_int_option(a, value());
+    else if (a == "--response-length") response_length = parse_int_option(a, value());
     else if (a == "--greedy") o.greedy = true;
-    else if (a == "--repeats") o.repeats = static_cast<int>(parse_int(a, value()));
-    else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int(a, value()));
+    else if (a == "--repeats") o.repeats = static_cast<int>(parse_int_option(a, value()));
+    else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int_option(a, value()));
     else return usage_error("unknown option '" + a + "' for verl bench generate");
   }
   if (models && !o.model_dir.empty()) return usage_error("give --models or --model-dir, not both");
@@ -204,7 +185,7 @@ int run_ppo(const Args& args) {
     if (a == "--model") model = value();
     else if (a == "--model-dir") o.model_dir = value();
     else if (a == "--batch-size" || a == "--n" || a == "--prompt-length" || a == "--response-length" ||
-             a == "--micro-batch-size" || a == "--seed") ints[a] = parse_int(a, value());
+             a == "--micro-batch-size" || a == "--seed") ints[a] = parse_int_option(a, value());
     else if (a == "--gradient-checkpointing") o.gradient_checkpointing = true;
     else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) o.overrides.push_back(a);
     else return usage_error("unknown option '" + a + "' for verl bench ppo");

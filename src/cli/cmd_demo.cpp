@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "verl/cli/option_values.h"
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/config/overrides.h"
@@ -34,23 +35,11 @@ const char* const kDemoUsage =
 
 namespace {
 
-double parse_number(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  VERL_CHECK(used == text.size() && used > 0, "demo", option, " expects a number, got '", text, "'");
+// Counts and seeds: integers, never negative.
+int64_t parse_count(const std::string& option, const std::string& text) {
+  const int64_t v = parse_int_option(option, text);
+  VERL_CHECK(v >= 0, "demo", option, " expects a non-negative integer, got '", text, "'");
   return v;
-}
-
-int64_t parse_int(const std::string& text, const std::string& option) {
-  double v = parse_number(text, option);
-  VERL_CHECK(v >= 0 && v == static_cast<double>(static_cast<int64_t>(v)), "demo", option,
-             " expects a non-negative integer, got '", text, "'");
-  return static_cast<int64_t>(v);
 }
 
 }  // namespace
@@ -70,14 +59,14 @@ int run_demo_command(const Args& args) {
     } else if (a == "--out") {
       options.prepare.out_dir = value();
     } else if (a == "--seed") {
-      options.prepare.seed = static_cast<uint64_t>(parse_int(value(), "--seed"));
+      options.prepare.seed = static_cast<uint64_t>(parse_count("--seed", value()));
     } else if (a == "--threads") {
-      options.prepare.num_threads = parse_int(value(), "--threads");
+      options.prepare.num_threads = parse_count("--threads", value());
       VERL_CHECK(*options.prepare.num_threads > 0, "demo", "--threads must be > 0");
     } else if (a == "--target-accuracy") {
-      options.prepare.target_accuracy = parse_number(value(), "--target-accuracy");
+      options.prepare.target_accuracy = parse_number_option("--target-accuracy", value());
     } else if (a == "--max-sft-steps") {
-      options.prepare.max_sft_steps = parse_int(value(), "--max-sft-steps");
+      options.prepare.max_sft_steps = parse_count("--max-sft-steps", value());
     } else if (a == "--algo") {
       options.algo = value();
       VERL_CHECK(options.algo == "grpo" || options.algo == "ppo", "demo", "--algo expects grpo or ppo, got '",

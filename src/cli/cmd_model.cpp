@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 
+#include "verl/cli/option_values.h"
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/model/model_tools.h"
@@ -32,16 +33,6 @@ const char* const kModelUsage =
 
 namespace {
 
-int64_t parse_int(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::logic_error&) {
-  }
-  VERL_FAIL("cli", flag, " expects an integer, got '", text, "'");
-}
-
 int run_init(const Args& args) {
   model::InitOptions o;
   bool have_arch = false, have_out = false;
@@ -53,15 +44,15 @@ int run_init(const Args& args) {
     };
     if (a == "--arch") { o.arch = model::parse_arch_short(value()); have_arch = true; }
     else if (a == "--out") { o.out_dir = value(); have_out = true; }
-    else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int(a, value()));
+    else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int_option(a, value()));
     else if (a == "--tokenizer") o.tokenizer_dir = value();
-    else if (a == "--hidden-size") o.hidden_size = parse_int(a, value());
-    else if (a == "--num-layers") o.num_layers = parse_int(a, value());
-    else if (a == "--num-heads") o.num_heads = parse_int(a, value());
-    else if (a == "--num-kv-heads") o.num_kv_heads = parse_int(a, value());
-    else if (a == "--intermediate-size") o.intermediate_size = parse_int(a, value());
-    else if (a == "--vocab-size") o.vocab_size = parse_int(a, value());
-    else if (a == "--head-dim") o.head_dim = parse_int(a, value());
+    else if (a == "--hidden-size") o.hidden_size = parse_int_option(a, value());
+    else if (a == "--num-layers") o.num_layers = parse_int_option(a, value());
+    else if (a == "--num-heads") o.num_heads = parse_int_option(a, value());
+    else if (a == "--num-kv-heads") o.num_kv_heads = parse_int_option(a, value());
+    else if (a == "--intermediate-size") o.intermediate_size = parse_int_option(a, value());
+    else if (a == "--vocab-size") o.vocab_size = parse_int_option(a, value());
+    else if (a == "--head-dim") o.head_dim = parse_int_option(a, value());
     else if (a == "--rope-theta") {
       std::string v = value();
       try { o.rope_theta = std::stod(v); } catch (const std::logic_error&) { VERL_FAIL("cli", "--rope-theta expects a number, got '", v, "'"); }
