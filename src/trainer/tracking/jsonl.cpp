@@ -44,6 +44,7 @@ class JsonlBackend : public TrackingBackend {
   explicit JsonlBackend(const std::string& run_dir)
       : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
     // Append: a resumed run continues the same file (the reader keeps the last record of a step).
+    drop_torn_last_line();
     file_ = std::fopen(path_.c_str(), "ab");
     VERL_CHECK(file_ != nullptr, "tracking", "cannot open '", path_, "' for appending: ", std::strerror(errno));
   }
@@ -60,6 +61,20 @@ class JsonlBackend : public TrackingBackend {
   void finish() override { close(); }
 
  private:
+  // A run killed mid-write leaves a last line without its newline; appending to it would glue the resumed
+  // run's first record onto the torn one, so it is cut off before appending.
+  void drop_torn_last_line() {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path_, error);
+    if (error || size == 0) return;
+    std::ifstream in(path_, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.empty() || text.back() == '\n') return;
+    const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    VERL_LOG(Warn, "tracking") << path_ << ": dropping a truncated last line (the previous run stopped mid-write)";
+    std::filesystem::resize_file(path_, keep, error);
+    VERL_CHECK(!error, "tracking", "cannot truncate '", path_, "': ", error.message());
+  }
   void close() {
     if (file_ != nullptr) std::fclose(file_);
     file_ = nullptr;

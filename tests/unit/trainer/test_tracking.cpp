@@ -145,6 +145,20 @@ TEST(TrackingJsonl, OneObjectPerStepFlushedEachStep) {
   EXPECT_EQ(r.out, "2 1e-06 0.1\n");
 }
 
+TEST(TrackingJsonl, ResumedRunDropsATornLastLineBeforeAppending) {
+  std::string dir = make_temp_dir("tracking_jsonl_torn");
+  write_file(dir + "/metrics.jsonl", "{\"step\":1,\"a\":1}\n{\"step\":2,\"a\":2}\n{\"step\":3,\"a");
+  Tracking tracking("p", "e", {"jsonl"}, dir, "");
+  tracking.log({{"a", 4}}, 3);
+  tracking.finish();
+  EXPECT_EQ(read_file(dir + "/metrics.jsonl"), "{\"step\":1,\"a\":1}\n{\"step\":2,\"a\":2}\n{\"step\":3,\"a\":4}\n");
+  // A file whose only line is torn is emptied.
+  write_file(dir + "/metrics.jsonl", "{\"step\":1,");
+  Tracking again("p", "e", {"jsonl"}, dir, "");
+  again.finish();
+  EXPECT_EQ(read_file(dir + "/metrics.jsonl"), "");
+}
+
 TEST(TrackingJsonl, ShortestRoundTripNumbers) {
   EXPECT_EQ(trainer::format_json_number(0.1), "0.1");
   EXPECT_EQ(trainer::format_json_number(1.0 / 3.0), "0.3333333333333333");
