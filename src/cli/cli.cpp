@@ -10,6 +10,7 @@
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/runtime/cpu_threads.h"
+#include "verl/runtime/heap_reuse.h"
 
 namespace verl::cli {
 
@@ -55,7 +56,8 @@ void print_main_help(std::ostream& out) {
     std::string name = command.name;
     out << "  " << name << std::string(width - name.size() + 2, ' ') << command.summary << "\n";
   }
-  out << "\nenvironment: VERL_LOG_LEVEL=debug|info|warn|error, OMP_NUM_THREADS=N\n";
+  out << "\nenvironment: VERL_LOG_LEVEL=debug|info|warn|error, OMP_NUM_THREADS=N, VERL_HEAP_REUSE=0 (hand freed\n"
+      << "             tensor memory back to the kernel at once: slower, see docs/architecture.md)\n";
 }
 
 std::vector<std::string> command_names() {
@@ -96,6 +98,7 @@ int main_entry(int argc, char** argv) {
         }
       }
       runtime::configure_cpu_threads(std::nullopt);
+      runtime::configure_heap_reuse();
       return command.run(rest);
     }
     std::string near = closest_match(args[0], command_names());
