@@ -20,7 +20,7 @@ const char* const kDemoUsage =
     "  1. the `arithmetic` task (\"12+35=\" answered \"#### 47\", scored by the GSM8K rule) as parquet in DIR/data;\n"
     "  2. a byte-level BPE tokenizer with a ChatML template and a tiny Qwen2 model (hidden 128, 2 layers,\n"
     "     4 heads) in DIR/model_init;\n"
-    "  3. SFT (verl sft) until greedy accuracy on sft_val reaches X (default 0.30) or N steps (default 2000);\n"
+    "  3. SFT (verl sft) until greedy accuracy on sft_val reaches X (default 0.22) or N steps (default 2000);\n"
     "     the warm-started model goes to DIR/model (--prepare-only stops here);\n"
     "  4. RL with verl's trainer (the same path as `verl train`): GRPO, or PPO with a critic (GAE) for\n"
     "     --algo ppo, configured by examples/arithmetic_<algo>.yaml (built in, copied to DIR) pointed at DIR,\n"

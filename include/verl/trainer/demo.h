@@ -24,7 +24,7 @@ namespace verl::trainer {
 struct DemoPrepareOptions {
   std::string out_dir;
   uint64_t seed = 0;
-  double target_accuracy = 0.30;
+  double target_accuracy = 0.22;
   int64_t max_sft_steps = 2000;
   int64_t eval_every = 50;
   int64_t sft_batch_size = 128;
