@@ -70,7 +70,8 @@ class JsonlBackend : public TrackingBackend {
     std::ifstream in(path_, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (text.empty() || text.back() == '\n') return;
-    const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    const size_t last_newline = text.rfind('\n');
+    const size_t keep = last_newline == std::string::npos ? 0 : last_newline + 1;
     VERL_LOG(Warn, "tracking") << path_ << ": dropping a truncated last line (the previous run stopped mid-write)";
     std::filesystem::resize_file(path_, keep, error);
     VERL_CHECK(!error, "tracking", "cannot truncate '", path_, "': ", error.message());
