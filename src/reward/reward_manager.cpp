@@ -7,6 +7,7 @@
 
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
+#include "verl/reward/scorers/digit_completion.h"
 
 namespace verl::reward {
 
@@ -77,6 +78,47 @@ const std::vector<Json>& required_column(const protocol::DataProto& data, const 
   return it->second;
 }
 
+// The generated batch a reward manager reads: prompts [B,P] left-padded, responses [B,R], attention_mask [B,P+R],
+// on the CPU as int64.
+struct ResponseBatch {
+  torch::Tensor prompts, responses, attention_mask;
+  int64_t batch = 0, prompt_length = 0, response_length = 0;
+};
+
+ResponseBatch read_response_batch(const protocol::DataProto& data) {
+  for (const char* key : {"prompts", "responses", "attention_mask"}) {
+    VERL_CHECK(data.has_tensor(key), "reward", "the batch has no '", key,
+               "' tensor (the reward manager needs prompts, responses and attention_mask)");
+  }
+  ResponseBatch rb;
+  rb.prompts = data.tensor("prompts").to(torch::kCPU, torch::kInt64).contiguous();
+  rb.responses = data.tensor("responses").to(torch::kCPU, torch::kInt64).contiguous();
+  rb.attention_mask = data.tensor("attention_mask").to(torch::kCPU, torch::kInt64).contiguous();
+  VERL_CHECK(rb.prompts.dim() == 2 && rb.responses.dim() == 2 && rb.attention_mask.dim() == 2, "reward",
+             "prompts, responses and attention_mask must be 2-D, got ", rb.prompts.sizes(), ", ",
+             rb.responses.sizes(), ", ", rb.attention_mask.sizes());
+  rb.batch = rb.responses.size(0);
+  rb.prompt_length = rb.prompts.size(1);
+  rb.response_length = rb.responses.size(1);
+  VERL_CHECK(rb.attention_mask.size(1) == rb.prompt_length + rb.response_length, "reward", "attention_mask has ",
+             rb.attention_mask.size(1), " columns; expected prompts + responses = ", rb.prompt_length, " + ",
+             rb.response_length);
+  return rb;
+}
+
+// Valid prompt and response token counts of row i (0/1 mask checked).
+std::pair<int64_t, int64_t> valid_lengths(const ResponseBatch& rb, int64_t i) {
+  const auto mask = rb.attention_mask.accessor<int64_t, 2>();
+  int64_t valid_prompt = 0;
+  int64_t valid_response = 0;
+  for (int64_t j = 0; j < rb.prompt_length; ++j) valid_prompt += mask[i][j];
+  for (int64_t j = rb.prompt_length; j < rb.prompt_length + rb.response_length; ++j) valid_response += mask[i][j];
+  VERL_CHECK(valid_prompt <= rb.prompt_length && valid_response <= rb.response_length && valid_prompt >= 0 &&
+                 valid_response >= 0,
+             "reward", "attention_mask row ", i, " is not a 0/1 mask");
+  return {valid_prompt, valid_response};
+}
+
 // One row's outcome before the extra-info columns are assembled.
 struct RowOutcome {
   ScoreResult result;
@@ -119,22 +161,13 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
     return out;
   }
 
-  for (const char* key : {"prompts", "responses", "attention_mask"}) {
-    VERL_CHECK(data.has_tensor(key), "reward", "the batch has no '", key,
-               "' tensor (the reward manager needs prompts, responses and attention_mask)");
-  }
-  const torch::Tensor prompts = data.tensor("prompts").to(torch::kCPU, torch::kInt64).contiguous();
-  const torch::Tensor responses = data.tensor("responses").to(torch::kCPU, torch::kInt64).contiguous();
-  const torch::Tensor attention_mask = data.tensor("attention_mask").to(torch::kCPU, torch::kInt64).contiguous();
-  VERL_CHECK(prompts.dim() == 2 && responses.dim() == 2 && attention_mask.dim() == 2, "reward",
-             "prompts, responses and attention_mask must be 2-D, got ", prompts.sizes(), ", ", responses.sizes(), ", ",
-             attention_mask.sizes());
-  const int64_t batch = responses.size(0);
-  const int64_t prompt_length = prompts.size(1);
-  const int64_t response_length = responses.size(1);
-  VERL_CHECK(attention_mask.size(1) == prompt_length + response_length, "reward", "attention_mask has ",
-             attention_mask.size(1), " columns; expected prompts + responses = ", prompt_length, " + ",
-             response_length);
+  const ResponseBatch rb = read_response_batch(data);
+  const torch::Tensor& prompts = rb.prompts;
+  const torch::Tensor& responses = rb.responses;
+  const torch::Tensor& attention_mask = rb.attention_mask;
+  const int64_t batch = rb.batch;
+  const int64_t prompt_length = rb.prompt_length;
+  const int64_t response_length = rb.response_length;
 
   const auto& data_sources = required_column(data, options_.reward_fn_key, "data.reward_fn_key");
   const auto& reward_models = required_column(data, "reward_model", "its ground_truth is scored against");
@@ -144,20 +177,13 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
 
   torch::Tensor reward_tensor = torch::zeros({batch, response_length}, torch::kFloat32);
   auto rewards = reward_tensor.accessor<float, 2>();
-  const auto mask = attention_mask.accessor<int64_t, 2>();
   std::vector<RowOutcome> rows(static_cast<size_t>(batch));
   std::map<std::string, int64_t> printed;  // data source -> samples printed (verl's already_print_data_sources)
   int64_t failures = 0;
   std::string first_failure;
 
   for (int64_t i = 0; i < batch; ++i) {
-    int64_t valid_prompt = 0;
-    int64_t valid_response = 0;
-    for (int64_t j = 0; j < prompt_length; ++j) valid_prompt += mask[i][j];
-    for (int64_t j = prompt_length; j < prompt_length + response_length; ++j) valid_response += mask[i][j];
-    VERL_CHECK(valid_prompt <= prompt_length && valid_response <= response_length && valid_prompt >= 0 &&
-                   valid_response >= 0,
-               "reward", "attention_mask row ", i, " is not a 0/1 mask");
+    const auto [valid_prompt, valid_response] = valid_lengths(rb, i);
     // prompts[-valid_prompt:]: left padding; with no valid token Python's [-0:] is the whole row.
     const int64_t prompt_start = valid_prompt == 0 ? 0 : prompt_length - valid_prompt;
     const std::string prompt_str = tokenizer_->decode(row_ids(prompts[i], prompt_start, prompt_length), true);
@@ -320,8 +346,50 @@ double DAPORewardManager::shape_reward(double score, int64_t valid_response_leng
   return static_cast<double>(static_cast<float>(score) + penalty);
 }
 
+DigitCompletionRewardManager::DigitCompletionRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                                           int64_t num_examine)
+    : tokenizer_(std::move(tokenizer)), num_examine_(num_examine) {
+  VERL_CHECK(tokenizer_ != nullptr, "reward", "the reward manager needs a tokenizer");
+}
+
+RewardResult DigitCompletionRewardManager::compute(const protocol::DataProto& data) {
+  const ResponseBatch rb = read_response_batch(data);
+  const auto& reward_models = required_column(data, "reward_model", "its ground_truth is scored against");
+  torch::Tensor reward_tensor = torch::zeros({rb.batch, rb.response_length}, torch::kFloat32);
+  auto rewards = reward_tensor.accessor<float, 2>();
+  for (int64_t i = 0; i < rb.batch; ++i) {
+    const auto [valid_prompt, valid_response] = valid_lengths(rb, i);
+    const Json& reward_model = reward_models[static_cast<size_t>(i)];
+    VERL_CHECK(reward_model.is_object() && reward_model.contains("ground_truth") &&
+                   reward_model.at("ground_truth").is_string(),
+               "reward", "row ", i, ": reward_model must be an object with a string \"ground_truth\" (the completion "
+               "or the task prompt \"a,b:max,k\"), got ", reward_model.dump());
+    const std::string& truth = reward_model.at("ground_truth").get_ref<const std::string&>();
+    const std::string target = truth.find(':') != std::string::npos ? digit_completion_ground_truth(truth) : truth;
+    // verl decodes with the separator and EOS stripped: special tokens skipped.
+    const std::string response = tokenizer_->decode(row_ids(rb.responses[i], 0, valid_response), true);
+    const std::vector<float> token_rewards =
+        digit_completion_token_rewards(response, target, static_cast<size_t>(valid_response));
+    float total = 0.0f;
+    for (int64_t j = 0; j < valid_response; ++j) {
+      rewards[i][j] = token_rewards[static_cast<size_t>(j)];
+      total += token_rewards[static_cast<size_t>(j)];
+    }
+    if (i < num_examine_) {
+      const int64_t prompt_start = rb.prompt_length - valid_prompt;
+      std::cout << "[prompt] " << tokenizer_->decode(row_ids(rb.prompts[i], prompt_start, rb.prompt_length), true)
+                << "\n[response] " << response << "\n[ground_truth] " << target << "\n[score] "
+                << python_float_str(total) << "\n"
+                << std::flush;
+    }
+  }
+  RewardResult out;
+  out.reward_tensor = reward_tensor;
+  return out;
+}
+
 const std::vector<std::string>& supported_reward_managers() {
-  static const std::vector<std::string> names = {"naive", "dapo"};
+  static const std::vector<std::string> names = {"naive", "dapo", "digit_completion"};
   return names;
 }
 
@@ -359,6 +427,17 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
   const auto& names = supported_reward_managers();
   VERL_CHECK(std::find(names.begin(), names.end(), manager) != names.end(), "reward",
              "reward_model.reward_manager is '", manager, "'; verl.cpp implements: ", join(names, ", "));
+
+  if (manager == "digit_completion") {
+    const Json reward_kwargs = node_to_json(config.reward_model.reward_kwargs);
+    const auto& custom = config.custom_reward_function;
+    VERL_CHECK(!custom.path.has_value() || custom.path->empty(), "reward",
+               "custom_reward_function.path is set, but the digit_completion reward manager computes its own dense "
+               "reward; use reward_model.reward_manager=naive for a custom function");
+    VERL_CHECK(reward_kwargs.empty(), "reward", "reward_model.reward_kwargs has key '", reward_kwargs.begin().key(),
+               "', which the digit_completion reward manager does not take");
+    return std::make_unique<DigitCompletionRewardManager>(std::move(tokenizer), num_examine);
+  }
 
   RewardManagerOptions options;
   options.num_examine = num_examine;

@@ -69,7 +69,7 @@ std::vector<std::string> DigitCompletionSetup::base_overrides(const std::string&
 }
 
 DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val_rows, int hidden_size,
-                                                 int num_layers) {
+                                                 int num_layers, int num_heads, int intermediate_size) {
   DigitCompletionSetup setup;
   setup.dir = dir;
   run_or_throw(verl_binary() + " data preprocess digit_completion --output-dir " + quote(dir + "/raw") + " --seed 0");
@@ -83,7 +83,8 @@ DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val
   run_or_throw(verl_binary() + " model init --arch llama --out " + quote(setup.model_dir) + " --tokenizer " +
                quote(dir + "/tok") + " --vocab-size 16 --hidden-size " + std::to_string(hidden_size) +
                " --num-layers " + std::to_string(num_layers) +
-               " --num-heads 2 --num-kv-heads 2 --intermediate-size " + std::to_string(2 * hidden_size) +
+               " --num-heads " + std::to_string(num_heads) + " --num-kv-heads " + std::to_string(num_heads) +
+               " --intermediate-size " + std::to_string(intermediate_size > 0 ? intermediate_size : 2 * hidden_size) +
                " --seed 1");
   // The char tokenizer's special ids (model init numbers them from the end of the vocabulary).
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_file(setup.model_dir + "/config.json"));

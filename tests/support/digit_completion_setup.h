@@ -17,9 +17,10 @@ struct DigitCompletionSetup {
   std::vector<std::string> base_overrides(const std::string& run_dir) const;
 };
 
-// val_rows: how many test prompts to keep (validation cost). Throws when a command fails.
+// val_rows: how many test prompts to keep (validation cost); the model's shape (intermediate_size 0: twice the
+// hidden size; verl's own run: hidden 128, 4 layers, 4 heads, intermediate 344). Throws when a command fails.
 DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val_rows = 32, int hidden_size = 32,
-                                                 int num_layers = 1);
+                                                 int num_layers = 1, int num_heads = 2, int intermediate_size = 0);
 
 // "verl train <overrides...>" quoted for the shell.
 std::string verl_train_command(const std::vector<std::string>& overrides);

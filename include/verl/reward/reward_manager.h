@@ -12,6 +12,9 @@
 //   dapo   DAPORewardManager: naive plus the eos text stripped from the response and DAPO's overlong buffer
 //          penalty, configured by reward_model.reward_kwargs {max_resp_len, overlong_buffer_cfg: {enable, len,
 //          penalty_factor, log}} (verl's +reward_model.reward_kwargs.* overrides).
+//   digit_completion  DigitCompletionRewardManager: the dense token-level reward of verl's digit-completion e2e
+//          run (tests/e2e/arithmetic_sequence/rl/main_trainer.py, reference spec §12), so GAE learns the toy
+//          task from a random model; no compute_score, no custom_reward_function.
 // compute_score is custom_reward_function.path/name when set (Python file or C ABI plugin, see
 // reward/scorers/custom_reward_function.h), else default_compute_score. custom_reward_function.on_error
 // (verl.cpp extension): "raise" (default) fails the step with the row index and data source of the sample whose
@@ -104,10 +107,24 @@ class DAPORewardManager : public NaiveRewardManager {
   std::string prepare_response(std::string response) const override;
 };
 
+// verl's digit-completion e2e reward function: every response token gets
+// digit_completion_token_rewards(response, ground truth) (reward/scorers/digit_completion.h) times the response
+// mask; reward_model.ground_truth is the completion or the task prompt ("a,b:max,k"). Token i takes the value
+// of the decoded response's character i, as verl's char tokenizer makes them one-to-one.
+class DigitCompletionRewardManager : public RewardManager {
+ public:
+  DigitCompletionRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer, int64_t num_examine);
+  RewardResult compute(const protocol::DataProto& data) override;
+
+ private:
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  int64_t num_examine_;
+};
+
 // The reward_model.reward_manager names implemented here.
 const std::vector<std::string>& supported_reward_managers();
 
-// verl's load_reward_manager: reward_model.reward_manager (naive, dapo) + custom_reward_function.
+// verl's load_reward_manager: reward_model.reward_manager (naive, dapo, digit_completion) + custom_reward_function.
 std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& config,
                                                    std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                                                    int64_t num_examine);

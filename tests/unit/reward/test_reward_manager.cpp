@@ -337,16 +337,57 @@ TEST(LoadRewardManager, DapoOverlongBufferPenalty) {
             (Cells{{0, 8, -1.0f}, {1, 10, 1.0f}}));
 }
 
+// verl's digit-completion e2e reward: 1/(len(gt)+1) on every response token that continues the ground truth's
+// prefix, 0 from the first mismatch on; the EOS token repeats the last character's value. Hand-computed:
+// "3,5:9,2" -> diff 2 -> "7,0" (3 characters, shares of 0.25).
+TEST(DigitCompletionRewardManager, DenseRewardOnEveryResponseToken) {
+  const std::vector<int64_t> eos{kEos};
+  const std::vector<Sample> samples = {
+      {bytes("3,5:9,2"), bytes("7,0") + eos, "digit_completion", "3,5:9,2"},   // right: 4 x 0.25 = 1
+      {bytes("3,5:9,2"), bytes("7,1") + eos, "digit_completion", "3,5:9,2"},   // third character wrong
+      {bytes("3,5:9,2"), bytes("7,") + eos, "digit_completion", "7,0"},        // short prefix, truth given directly
+      {bytes("1,2:9,0"), eos, "digit_completion", "1,2:9,0"},                  // k = 0: empty answer scores 1
+      {bytes("3,5:9,2"), bytes("8,0,1"), "digit_completion", "3,5:9,2"}};      // first wrong, no eos
+  const RewardResult r = DigitCompletionRewardManager(byte_tokenizer(), 0).compute(make_batch(samples, 8, 6));
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 0, 0.25f}, {0, 1, 0.25f}, {0, 2, 0.25f}, {0, 3, 0.25f},
+                                                  {1, 0, 0.25f}, {1, 1, 0.25f},
+                                                  {2, 0, 0.25f}, {2, 1, 0.25f}, {2, 2, 0.25f},
+                                                  {3, 0, 1.0f}}));
+  EXPECT_TRUE(r.reward_extra_info.empty());
+
+  testing::internal::CaptureStdout();
+  DigitCompletionRewardManager(byte_tokenizer(), 1).compute(make_batch(samples, 8, 6));
+  EXPECT_EQ(testing::internal::GetCapturedStdout(),
+            "[prompt] 3,5:9,2\n[response] 7,0\n[ground_truth] 7,0\n[score] 1.0\n");
+
+  std::string e = error_of([&] {
+    DigitCompletionRewardManager(byte_tokenizer(), 0)
+        .compute(make_batch({{bytes("1"), bytes("1"), "digit_completion", "1,x:9,1"}}, 2, 2));
+  });
+  EXPECT_NE(e.find("'1,x:9,1'"), std::string::npos) << e;
+  e = error_of([&] {
+    DigitCompletionRewardManager(byte_tokenizer(), 0)
+        .compute(make_batch({{bytes("1"), bytes("1"), "digit_completion", 7}}, 2, 2));
+  });
+  EXPECT_NE(e.find("string \"ground_truth\""), std::string::npos) << e;
+  e = error_of([] {
+    load_reward_manager(load_config({"reward_model.reward_manager=digit_completion",
+                                     "custom_reward_function.path=/some/file.py"}),
+                        byte_tokenizer(), 0);
+  });
+  EXPECT_NE(e.find("computes its own dense reward"), std::string::npos) << e;
+}
+
 TEST(LoadRewardManager, ConfigErrorsListTheChoices) {
   std::string e = error_of([] { load_config({"reward_model.reward_manager=prime"}); });
-  EXPECT_NE(e.find("expected one of: naive, dapo"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected one of: naive, dapo, digit_completion"), std::string::npos) << e;
   for (const std::string& name : supported_reward_managers()) {
     EXPECT_NO_THROW(load_reward_manager(load_config({"reward_model.reward_manager=" + name}), byte_tokenizer(), 0));
   }
   config::PPOConfig config = load_config({});
   config.reward_model.reward_manager = "batch";
   e = error_of([&] { load_reward_manager(config, byte_tokenizer(), 0); });
-  EXPECT_EQ(e, "[reward] reward_model.reward_manager is 'batch'; verl.cpp implements: naive, dapo");
+  EXPECT_EQ(e, "[reward] reward_model.reward_manager is 'batch'; verl.cpp implements: naive, dapo, digit_completion");
   e = error_of([] { load_reward_manager(load_config({"+reward_model.reward_kwargs.max_resp_len=3"}), byte_tokenizer(), 0); });
   EXPECT_NE(e.find("reward_model.reward_kwargs has key 'max_resp_len', which the naive reward manager does not take"),
             std::string::npos)
