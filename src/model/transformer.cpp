@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "verl/common/error.h"
+#include "verl/model/decode_attention.h"
 #include "verl/model/gradient_checkpointing.h"
 
 namespace verl::model {
@@ -81,6 +82,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t S = keys.size(2);
   // Grouped heads without repeating K/V: head h uses kv head h / groups.
   auto qg = q.reshape({B, num_kv_heads, groups * T, head_dim});
+  if (T == 1 && cache != nullptr && decode_attention_applies(qg, keys)) {
+    // The decode step: one fused pass per (row, kv head) instead of LibTorch's serial loop of tiny GEMMs.
+    auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
+    return o_proj->forward(out.reshape({B, 1, num_heads * head_dim}));
+  }
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
   scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
   auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());

@@ -1,0 +1,171 @@
+#include "verl/model/decode_attention.h"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "verl/common/error.h"
+
+namespace verl::model {
+
+namespace {
+
+constexpr const char* kComponent = "model";
+
+// The kernel is compiled for AVX2 + FMA only (chosen at run time); other CPUs keep the matmul path.
+#define VERL_AVX2 __attribute__((target("avx2,fma")))
+
+// exp for 8 floats: Cephes' polynomial on x - n*ln2, scaled by 2^n through the exponent bits (relative error
+// ~1e-7). Inputs below -87.3 (the masked positions' bias and anything that underflows fp32) give exactly 0.
+VERL_AVX2 inline __m256 exp8(__m256 x) {
+  const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(pow2n)), underflow);
+}
+
+VERL_AVX2 inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// scores[g][s] = q[g] . k[s] * scale + bias[s] for GB query heads at once, so each key row is read once.
+template <int GB>
+VERL_AVX2 void block_scores(const float* Q, const float* K, int64_t ks, const float* bias, int64_t S, int64_t D,
+                            float scale, float* scores, int64_t score_stride) {
+  for (int64_t s = 0; s < S; ++s) {
+    const float* k = K + s * ks;
+    __m256 acc[GB];
+    for (int g = 0; g < GB; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d += 8) {
+      const __m256 kv = _mm256_loadu_ps(k + d);
+      for (int g = 0; g < GB; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(Q + g * D + d), kv, acc[g]);
+    }
+    for (int g = 0; g < GB; ++g) scores[g * score_stride + s] = hsum8(acc[g]) * scale + bias[s];
+  }
+}
+
+// In place: row <- softmax(row) over S values.
+VERL_AVX2 void softmax_row(float* row, int64_t S) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t s = 0; s < S; ++s) m = std::max(m, row[s]);
+  const __m256 mv = _mm256_set1_ps(m);
+  __m256 sumv = _mm256_setzero_ps();
+  int64_t s = 0;
+  for (; s + 8 <= S; s += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + s), mv));
+    _mm256_storeu_ps(row + s, e);
+    sumv = _mm256_add_ps(sumv, e);
+  }
+  float sum = hsum8(sumv);
+  for (; s < S; ++s) {
+    row[s] = row[s] - m < -87.3f ? 0.0f : std::exp(row[s] - m);
+    sum += row[s];
+  }
+  const float inv = 1.0f / sum;
+  for (s = 0; s < S; ++s) row[s] *= inv;
+}
+
+// out[g] = sum_s p[g][s] * v[s] for GB query heads, 8 output columns per pass.
+template <int GB>
+VERL_AVX2 void block_values(const float* P, int64_t p_stride, const float* V, int64_t vs, int64_t S, int64_t D,
+                            float* O) {
+  for (int64_t d = 0; d < D; d += 8) {
+    __m256 acc[GB];
+    for (int g = 0; g < GB; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < S; ++s) {
+      const __m256 v = _mm256_loadu_ps(V + s * vs + d);
+      for (int g = 0; g < GB; ++g) acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(P[g * p_stride + s]), v, acc[g]);
+    }
+    for (int g = 0; g < GB; ++g) _mm256_storeu_ps(O + g * D + d, acc[g]);
+  }
+}
+
+template <int GB>
+VERL_AVX2 void head_block(const float* Q, const float* K, int64_t ks, const float* V, int64_t vs, const float* bias,
+                          int64_t S, int64_t D, float scale, float* scores, float* O) {
+  block_scores<GB>(Q, K, ks, bias, S, D, scale, scores, S);
+  for (int g = 0; g < GB; ++g) softmax_row(scores + g * S, S);
+  block_values<GB>(scores, S, V, vs, S, D, O);
+}
+
+// One (row, kv head): its G query heads in blocks of up to 4.
+VERL_AVX2 void attend(const float* Q, const float* K, int64_t ks, const float* V, int64_t vs, const float* bias,
+                      int64_t G, int64_t S, int64_t D, float scale, float* scores, float* O) {
+  int64_t g = 0;
+  for (; g + 4 <= G; g += 4) head_block<4>(Q + g * D, K, ks, V, vs, bias, S, D, scale, scores, O + g * D);
+  switch (G - g) {
+    case 3: head_block<3>(Q + g * D, K, ks, V, vs, bias, S, D, scale, scores, O + g * D); break;
+    case 2: head_block<2>(Q + g * D, K, ks, V, vs, bias, S, D, scale, scores, O + g * D); break;
+    case 1: head_block<1>(Q + g * D, K, ks, V, vs, bias, S, D, scale, scores, O + g * D); break;
+    default: break;
+  }
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+}  // namespace
+
+bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& keys) {
+  return cpu_has_avx2_fma() && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
+         keys.scalar_type() == torch::kFloat32 && q.dim() == 4 && q.size(3) % 8 == 0 &&
+         !(torch::GradMode::is_enabled() && (q.requires_grad() || keys.requires_grad()));
+}
+
+torch::Tensor decode_attention(const torch::Tensor& q_in, const torch::Tensor& keys, const torch::Tensor& vals,
+                               const torch::Tensor& bias_in, double scaling) {
+  VERL_CHECK(q_in.dim() == 4 && keys.dim() == 4 && vals.sizes() == keys.sizes(), kComponent,
+             "decode attention expects q [B,Hkv,G,D] and keys / vals [B,Hkv,S,D], got ", q_in.sizes(), " and ",
+             keys.sizes());
+  VERL_CHECK(decode_attention_applies(q_in, keys), kComponent,
+             "decode attention needs an AVX2 + FMA CPU, fp32 tensors without gradients and a head size that is a "
+             "multiple of 8, got ", q_in.scalar_type(), " ", q_in.sizes());
+  const int64_t B = q_in.size(0), Hkv = q_in.size(1), G = q_in.size(2), D = q_in.size(3), S = keys.size(2);
+  VERL_CHECK(keys.size(0) == B && keys.size(1) == Hkv && keys.size(3) == D && keys.stride(3) == 1 &&
+                 vals.stride(3) == 1,
+             kComponent, "decode attention: keys / vals ", keys.sizes(), " do not match q ", q_in.sizes(),
+             " or are not contiguous over the head dimension");
+  VERL_CHECK(bias_in.numel() == B * S, kComponent, "decode attention: the mask bias has ", bias_in.numel(),
+             " values; expected batch x keys = ", B * S);
+  auto q = q_in.contiguous();
+  auto bias = bias_in.to(torch::kFloat32).reshape({B, S}).contiguous();
+  auto out = torch::empty_like(q);
+  const float* qp = q.data_ptr<float>();
+  const float* kp = keys.data_ptr<float>();
+  const float* vp = vals.data_ptr<float>();
+  const float* bp = bias.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  const int64_t ks0 = keys.stride(0), ks1 = keys.stride(1), ks2 = keys.stride(2);
+  const int64_t vs0 = vals.stride(0), vs1 = vals.stride(1), vs2 = vals.stride(2);
+  const float scale = static_cast<float>(scaling);
+  at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(4 * S));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / Hkv, h = item % Hkv;
+      attend(qp + item * G * D, kp + b * ks0 + h * ks1, ks2, vp + b * vs0 + h * vs1, vs2, bp + b * S, G, S, D,
+             scale, scores.data(), op + item * G * D);
+    }
+  });
+  return out;
+}
+
+}  // namespace verl::model
