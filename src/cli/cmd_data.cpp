@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "verl/cli/cli.h"
+#include "verl/cli/option_values.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/io/jsonl.h"
@@ -115,22 +116,11 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& flags, c
   return parsed;
 }
 
-int64_t parse_count(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  long long v = -1;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  VERL_CHECK(used == text.size() && v >= 0, "data", option, " expects a non-negative integer, got '", text, "'");
-  return v;
-}
-
 int run_show(const Args& args) {
   ParsedArgs p = parse_args(args, {"--schema"}, {"--limit", "--columns"});
   VERL_CHECK(p.positional.size() == 1, "data", "expected one FILE for 'verl data show'");
   const std::string& path = p.positional[0];
-  int64_t limit = p.has("--limit") ? parse_count(p.get("--limit"), "--limit") : -1;
+  int64_t limit = p.has("--limit") ? parse_count_option("--limit", p.get("--limit")) : -1;
   std::vector<std::string> columns = split_commas(p.get("--columns"));
   std::string line;
   int64_t shown = 0;
@@ -217,7 +207,7 @@ int run_convert(const Args& args) {
     io::parquet::WriterOptions options;
     options.codec = parse_codec(p.get("--codec", "snappy"));
     if (p.has("--row-group-rows")) {
-      options.row_group_rows = static_cast<size_t>(parse_count(p.get("--row-group-rows"), "--row-group-rows"));
+      options.row_group_rows = static_cast<size_t>(parse_count_option("--row-group-rows", p.get("--row-group-rows")));
     }
     io::parquet::write_parquet(out, rows, options);
   } else {
@@ -229,7 +219,7 @@ int run_convert(const Args& args) {
 
 int run_digit_completion(const ParsedArgs& p) {
   VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess digit_completion needs --output-dir");
-  uint64_t seed = p.has("--seed") ? static_cast<uint64_t>(parse_count(p.get("--seed"), "--seed")) : 0;
+  uint64_t seed = p.has("--seed") ? static_cast<uint64_t>(parse_count_option("--seed", p.get("--seed"))) : 0;
   data::DigitCompletionSplits splits = data::digit_completion_splits(seed);
   if (p.has("--reward-columns")) splits = data::with_digit_completion_reward_columns(splits);
   const std::string dir = p.get("--output-dir");
@@ -246,11 +236,11 @@ int run_digit_completion(const ParsedArgs& p) {
 int run_arithmetic(const ParsedArgs& p) {
   VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic needs --output-dir");
   data::ArithmeticOptions options;
-  if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count(p.get("--seed"), "--seed"));
-  if (p.has("--size")) options.train_size = parse_count(p.get("--size"), "--size");
-  if (p.has("--test-size")) options.test_size = parse_count(p.get("--test-size"), "--test-size");
-  if (p.has("--sft-size")) options.sft_train_size = parse_count(p.get("--sft-size"), "--sft-size");
-  if (p.has("--sft-val-size")) options.sft_val_size = parse_count(p.get("--sft-val-size"), "--sft-val-size");
+  if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count_option("--seed", p.get("--seed")));
+  if (p.has("--size")) options.train_size = parse_count_option("--size", p.get("--size"));
+  if (p.has("--test-size")) options.test_size = parse_count_option("--test-size", p.get("--test-size"));
+  if (p.has("--sft-size")) options.sft_train_size = parse_count_option("--sft-size", p.get("--sft-size"));
+  if (p.has("--sft-val-size")) options.sft_val_size = parse_count_option("--sft-val-size", p.get("--sft-val-size"));
   data::write_arithmetic_dataset(p.get("--output-dir"), options);
   std::cerr << "wrote " << options.train_size << " train, " << options.test_size << " test, " << options.sft_train_size
             << " sft_train and " << options.sft_val_size << " sft_val rows to " << p.get("--output-dir") << "\n";

@@ -35,13 +35,6 @@ const char* const kDemoUsage =
 
 namespace {
 
-// Counts and seeds: integers, never negative.
-int64_t parse_count(const std::string& option, const std::string& text) {
-  const int64_t v = parse_int_option(option, text);
-  VERL_CHECK(v >= 0, "demo", option, " expects a non-negative integer, got '", text, "'");
-  return v;
-}
-
 }  // namespace
 
 int run_demo_command(const Args& args) {
@@ -59,14 +52,14 @@ int run_demo_command(const Args& args) {
     } else if (a == "--out") {
       options.prepare.out_dir = value();
     } else if (a == "--seed") {
-      options.prepare.seed = static_cast<uint64_t>(parse_count("--seed", value()));
+      options.prepare.seed = static_cast<uint64_t>(parse_count_option("--seed", value()));
     } else if (a == "--threads") {
-      options.prepare.num_threads = parse_count("--threads", value());
+      options.prepare.num_threads = parse_count_option("--threads", value());
       VERL_CHECK(*options.prepare.num_threads > 0, "demo", "--threads must be > 0");
     } else if (a == "--target-accuracy") {
       options.prepare.target_accuracy = parse_number_option("--target-accuracy", value());
     } else if (a == "--max-sft-steps") {
-      options.prepare.max_sft_steps = parse_count("--max-sft-steps", value());
+      options.prepare.max_sft_steps = parse_count_option("--max-sft-steps", value());
     } else if (a == "--algo") {
       options.algo = value();
       VERL_CHECK(options.algo == "grpo" || options.algo == "ppo", "demo", "--algo expects grpo or ppo, got '",

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "verl/cli/cli.h"
+#include "verl/cli/option_values.h"
 #include "verl/common/error.h"
 #include "verl/common/progress.h"
 #include "verl/common/strings.h"
@@ -43,16 +44,8 @@ int run_generate_command(const Args& args) {
     if (a == "--model") o.model_dir = value();
     else if (a == "--data") o.data_files.push_back(value());
     else if (a == "--output") o.output_path = value();
-    else if (a == "--batch-size") {
-      const std::string v = value();
-      try {
-        size_t used = 0;
-        o.batch_size = std::stoll(v, &used);
-        VERL_CHECK(used == v.size(), "cli", "--batch-size expects an integer, got '", v, "'");
-      } catch (const std::logic_error&) {
-        VERL_FAIL("cli", "--batch-size expects an integer, got '", v, "'");
-      }
-    } else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) {
+    else if (a == "--batch-size") o.batch_size = parse_int_option(a, value());
+    else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) {
       o.overrides.push_back(a);
     } else {
       std::cerr << "error: unexpected argument '" << a << "' for verl generate\n" << kGenerateUsage;

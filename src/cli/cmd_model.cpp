@@ -53,14 +53,8 @@ int run_init(const Args& args) {
     else if (a == "--intermediate-size") o.intermediate_size = parse_int_option(a, value());
     else if (a == "--vocab-size") o.vocab_size = parse_int_option(a, value());
     else if (a == "--head-dim") o.head_dim = parse_int_option(a, value());
-    else if (a == "--rope-theta") {
-      std::string v = value();
-      try { o.rope_theta = std::stod(v); } catch (const std::logic_error&) { VERL_FAIL("cli", "--rope-theta expects a number, got '", v, "'"); }
-    }
-    else if (a == "--initializer-range") {
-      std::string v = value();
-      try { o.initializer_range = std::stod(v); } catch (const std::logic_error&) { VERL_FAIL("cli", "--initializer-range expects a number, got '", v, "'"); }
-    }
+    else if (a == "--rope-theta") o.rope_theta = parse_number_option(a, value());
+    else if (a == "--initializer-range") o.initializer_range = parse_number_option(a, value());
     else if (a == "--rope-scaling") o.rope_scaling = value();
     else if (a == "--tie-word-embeddings") o.tie_word_embeddings = true;
     else if (a == "--attention-bias") o.attention_bias = true;

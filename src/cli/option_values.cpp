@@ -26,4 +26,10 @@ double parse_number_option(const std::string& option, const std::string& text) {
   VERL_FAIL("cli", option, " expects a number, got '", text, "'");
 }
 
+int64_t parse_count_option(const std::string& option, const std::string& text) {
+  const int64_t v = parse_int_option(option, text);
+  VERL_CHECK(v >= 0, "cli", option, " expects a non-negative integer, got '", text, "'");
+  return v;
+}
+
 }  // namespace verl::cli

@@ -162,9 +162,6 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
   }
 
   const ResponseBatch rb = read_response_batch(data);
-  const torch::Tensor& prompts = rb.prompts;
-  const torch::Tensor& responses = rb.responses;
-  const torch::Tensor& attention_mask = rb.attention_mask;
   const int64_t batch = rb.batch;
   const int64_t prompt_length = rb.prompt_length;
   const int64_t response_length = rb.response_length;
@@ -186,9 +183,9 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
     const auto [valid_prompt, valid_response] = valid_lengths(rb, i);
     // prompts[-valid_prompt:]: left padding; with no valid token Python's [-0:] is the whole row.
     const int64_t prompt_start = valid_prompt == 0 ? 0 : prompt_length - valid_prompt;
-    const std::string prompt_str = tokenizer_->decode(row_ids(prompts[i], prompt_start, prompt_length), true);
+    const std::string prompt_str = tokenizer_->decode(row_ids(rb.prompts[i], prompt_start, prompt_length), true);
     const std::string response_str =
-        prepare_response(tokenizer_->decode(row_ids(responses[i], 0, valid_response), true));
+        prepare_response(tokenizer_->decode(row_ids(rb.responses[i], 0, valid_response), true));
 
     const Json& source_value = data_sources[static_cast<size_t>(i)];
     VERL_CHECK(source_value.is_string(), "reward", "row ", i, ": column '", options_.reward_fn_key,
@@ -364,8 +361,8 @@ RewardResult DigitCompletionRewardManager::compute(const protocol::DataProto& da
                    reward_model.at("ground_truth").is_string(),
                "reward", "row ", i, ": reward_model must be an object with a string \"ground_truth\" (the completion "
                "or the task prompt \"a,b:max,k\"), got ", reward_model.dump());
-    const std::string& truth = reward_model.at("ground_truth").get_ref<const std::string&>();
-    const std::string target = truth.find(':') != std::string::npos ? digit_completion_ground_truth(truth) : truth;
+    const std::string target =
+        digit_completion_target(reward_model.at("ground_truth").get_ref<const std::string&>());
     // verl decodes with the separator and EOS stripped: special tokens skipped.
     const std::string response = tokenizer_->decode(row_ids(rb.responses[i], 0, valid_response), true);
     const std::vector<float> token_rewards =

@@ -62,6 +62,10 @@ std::string digit_completion_ground_truth(const std::string& prompt) {
   return response;
 }
 
+std::string digit_completion_target(const std::string& ground_truth) {
+  return py::contains(ground_truth, ":") ? digit_completion_ground_truth(ground_truth) : ground_truth;
+}
+
 std::vector<float> digit_completion_dense_reward(const std::string& response, const std::string& ground_truth,
                                                  float sequence_reward) {
   const std::u32string response_chars = py::decode(py::sanitize_utf8(response));
@@ -91,9 +95,7 @@ std::vector<float> digit_completion_token_rewards(const std::string& response, c
 
 double digit_completion_compute_score(const std::string& solution_str, const std::string& ground_truth) {
   const std::u32string response = py::decode(py::sanitize_utf8(solution_str));
-  const std::string target = py::contains(ground_truth, ":") ? digit_completion_ground_truth(ground_truth)
-                                                              : ground_truth;
-  const std::u32string truth = py::decode(py::sanitize_utf8(target));
+  const std::u32string truth = py::decode(py::sanitize_utf8(digit_completion_target(ground_truth)));
   if (response.empty()) return truth.empty() ? 1.0 : 0.0;
   // Shares of 1/(len(gt)+1): one per matched character, plus the EOS token when it inherits a non-zero
   // last value (every response character matched). Summed as a count so a perfect answer is exactly 1.0.

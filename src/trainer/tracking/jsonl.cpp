@@ -68,8 +68,13 @@ class JsonlBackend : public TrackingBackend {
     const auto size = std::filesystem::file_size(path_, error);
     if (error || size == 0) return;
     std::ifstream in(path_, std::ios::binary);
+    char last = '\n';
+    in.seekg(-1, std::ios::end);
+    in.get(last);
+    if (last == '\n') return;  // the usual case: only the last byte is read
+    in.seekg(0);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (text.empty() || text.back() == '\n') return;
+    in.close();
     const size_t last_newline = text.rfind('\n');
     const size_t keep = last_newline == std::string::npos ? 0 : last_newline + 1;
     VERL_LOG(Warn, "tracking") << path_ << ": dropping a truncated last line (the previous run stopped mid-write)";

@@ -1,9 +1,12 @@
 // The `verl` binary as a user meets it: help, version, unknown commands, `config show`.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <regex>
 
 #include "support/run_command.h"
+#include "verl/cli/option_values.h"
+#include "verl/common/error.h"
 #include "verl/config/config_node.h"
 #include "verl/config/yaml_io.h"
 
@@ -97,6 +100,31 @@ TEST(Cli, ConfigShowRejectsStrayArguments) {
   EXPECT_NE(r.err.find("unexpected argument '--bogus'"), std::string::npos) << r.err;
   r = run_command(verl_binary() + " config shw");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// Option values: the whole text parses, or a one-line error names the option.
+TEST(OptionValues, WholeTextMustParse) {
+  EXPECT_EQ(cli::parse_int_option("--n", "-3"), -3);
+  EXPECT_EQ(cli::parse_count_option("--n", "12"), 12);
+  EXPECT_DOUBLE_EQ(cli::parse_number_option("--x", "1e4"), 1e4);
+  const auto message = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message([] { cli::parse_int_option("--n", "3x"); }), "[cli] --n expects an integer, got '3x'");
+  EXPECT_EQ(message([] { cli::parse_int_option("--n", ""); }), "[cli] --n expects an integer, got ''");
+  EXPECT_EQ(message([] { cli::parse_count_option("--n", "-1"); }),
+            "[cli] --n expects a non-negative integer, got '-1'");
+  EXPECT_EQ(message([] { cli::parse_number_option("--x", "1e4x"); }), "[cli] --x expects a number, got '1e4x'");
+  // Through the binary: `verl model init` used to read "500000x" as 500000.
+  const std::string dir = make_temp_dir("option_values_cli");
+  CommandResult r = run_command(verl_binary() + " model init --arch llama --out " + dir + "/m --rope-theta 500000x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--rope-theta expects a number, got '500000x'"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ namespace verl::reward {
 // generate_ground_truth_response(prompt): "9,10:20,2" -> "11,12". An error names a malformed prompt.
 std::string digit_completion_ground_truth(const std::string& prompt);
 
+// The expected completion for a reward_model.ground_truth that is either the completion ("11,12") or, like
+// verl's compute_reward takes it, the task prompt ("9,10:20,2"; recognised by its ':').
+std::string digit_completion_target(const std::string& ground_truth);
+
 // compute_reward(prompt, response)[0], given the ground truth: one value per character of `response`.
 std::vector<float> digit_completion_dense_reward(const std::string& response, const std::string& ground_truth,
                                                  float sequence_reward = 1.0f);
@@ -30,8 +34,7 @@ std::vector<float> digit_completion_token_rewards(const std::string& response, c
 
 // A scalar for default_compute_score: the sum of the token-level reward over the response characters and
 // one EOS token. A response equal to the ground truth scores 1.0 ((len(gt)+1) shares); a wrong first
-// character scores 0. `ground_truth` is the expected completion ("11,12") or, like verl's compute_reward
-// takes it, the task prompt ("9,10:20,2"; recognised by its ':'), from which the completion is derived.
+// character scores 0. `ground_truth` as digit_completion_target takes it.
 double digit_completion_compute_score(const std::string& solution_str, const std::string& ground_truth);
 
 }  // namespace verl::reward
