@@ -19,6 +19,9 @@ const char* const kTrainUsage =
     "config.yaml, metrics.jsonl / report.html / tfevents (trainer.logger) and global_step_N checkpoints;\n"
     "trainer.resume_mode=auto continues from the latest one.\n"
     "\n"
+    "Distributed: `mpirun -np 1+S verl train ...` runs the controller on rank 0 and the S = nnodes x\n"
+    "n_gpus_per_node device slots on ranks 1..S, one process each (docs/distributed.md).\n"
+    "\n"
     "examples:\n"
     "  verl train data.train_files=data/train.parquet data.val_files=data/test.parquet \\\n"
     "      actor_rollout_ref.model.path=models/tiny critic.model.path=models/tiny trainer.n_gpus_per_node=1\n"
@@ -26,6 +29,7 @@ const char* const kTrainUsage =
 
 int run_train_command(const Args& args) {
   config::LoadedConfig loaded = config::load_config(config::parse_config_args(args));
+  if (trainer::launched_as_mpi_job()) return trainer::run_ppo_distributed(loaded.ppo, config::to_yaml(loaded.resolved));
   trainer::run_ppo(loaded.ppo, config::to_yaml(loaded.resolved));
   return 0;
 }

@@ -58,10 +58,12 @@ void init_logging_from_env() {
 
 void log_line(LogLevel level, const char* component, const std::string& text) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::ostream& out = std::cerr;
-  if (!g_prefix.empty()) out << "(" << g_prefix << ") ";
-  out << "[" << level_letter(level) << "] [" << component << "] " << text << "\n";
-  out.flush();
+  // One write per line: ranks of an MPI job share the terminal, and pieces written apart interleave.
+  std::string line;
+  if (!g_prefix.empty()) line += "(" + g_prefix + ") ";
+  line += std::string("[") + level_letter(level) + "] [" + component + "] " + text + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
 }
 
 }  // namespace verl

@@ -101,7 +101,12 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
   if (config.reward_model.enable) check_model_folder("reward_model.model.path", config.reward_model.path);
 }
 
-PPORunResult run_ppo(const config::PPOConfig& parsed, const std::string& resolved_yaml, const PPORunHooks& hooks) {
+PPORunResult run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml, const PPORunHooks& hooks) {
+  return run_ppo_with_transport(config, resolved_yaml, hooks, nullptr);
+}
+
+PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::string& resolved_yaml,
+                                    const PPORunHooks& hooks, TransportFactory transport_factory) {
   auto config = std::make_shared<config::PPOConfig>(parsed);
   // Before any worker thread exists: threads started later inherit the process-wide OpenMP setting.
   runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
@@ -136,6 +141,7 @@ PPORunResult run_ppo(const config::PPOConfig& parsed, const std::string& resolve
   options.seqlen_partitioner = workers::get_seqlen_balanced_partitions;
   options.sequence_workload = workers::sequence_workload;
   options.on_log = hooks.on_log;
+  options.transport_factory = std::move(transport_factory);
   PPOTrainer trainer(config, tokenizer, roles.role_worker_mapping, std::move(resource_pool_manager),
                      as_reward_fn(reward_manager), as_reward_fn(val_reward_manager), train_loader, val_loader,
                      options);

@@ -143,18 +143,21 @@ PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_pt
 
 PPOTrainer::~PPOTrainer() = default;
 
+PoolRoles colocated_roles(const RoleWorkerMapping& mapping, const single_controller::ResourcePoolManager& pools) {
+  PoolRoles roles;
+  for (const auto& [role, prefix] : {std::pair<Role, const char*>{Role::ActorRollout, "actor_rollout"},
+                                     {Role::Critic, "critic"},
+                                     {Role::RefPolicy, "ref"},
+                                     {Role::RewardModel, "rm"}}) {
+    auto it = mapping.find(role);
+    if (it != mapping.end()) roles[pools.pool_for(role).name].emplace_back(prefix, it->second);
+  }
+  return roles;
+}
+
 void PPOTrainer::init_workers() {
   // resource pool -> {role prefix -> worker factory}: every role on a pool lives in one co-located worker.
-  std::map<std::string, std::vector<std::pair<std::string, WorkerFactory>>> resource_pool_to_cls;
-  auto add_role = [&](Role role, const std::string& prefix) {
-    const auto& pool = resource_pool_manager_.pool_for(role);
-    resource_pool_to_cls[pool.name].emplace_back(prefix, role_worker_mapping_.at(role));
-  };
-  add_role(Role::ActorRollout, "actor_rollout");
-  if (use_critic_) add_role(Role::Critic, "critic");
-  if (use_reference_policy_) add_role(Role::RefPolicy, "ref");
-  if (use_rm_) add_role(Role::RewardModel, "rm");
-
+  const PoolRoles resource_pool_to_cls = colocated_roles(role_worker_mapping_, resource_pool_manager_);
   for (const auto& pool : resource_pool_manager_.pools()) {
     auto it = resource_pool_to_cls.find(pool.name);
     if (it == resource_pool_to_cls.end()) continue;

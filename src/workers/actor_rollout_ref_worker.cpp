@@ -15,6 +15,8 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/workers/checkpoint_files.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
@@ -268,6 +270,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
+      actor_->gradient_all_reduce = gradient_averager(context().comm);
     } else {
       freeze(actor_module_);
     }
@@ -360,7 +363,8 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   VERL_CHECK(world_size() == 1 || actor_->gradient_all_reduce, kComponent, "update_actor with world size ",
              world_size(),
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
-             "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1)");
+             "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
+             "(docs/distributed.md)");
   Json metrics = actor_->update_policy(data);
   // verl logs the LR this update used, then steps the schedule once per training step.
   metrics["actor/lr"] = Json::array({lr_scheduler_->last_lr()});
@@ -379,45 +383,34 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   const std::string local_path = expand_home(meta["local_path"].get<std::string>());
   const int64_t W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.save_contents;
-  // Rank 0 stages and publishes the folder; with more ranks the others add their files to the published
-  // folder afterwards (the transport runs ONE_TO_ALL calls rank by rank).
-  std::unique_ptr<StagedDirectory> staged;
-  fs::path dir;
-  if (r == 0) {
-    fs::create_directories(fs::path(local_path).parent_path());
-    staged = std::make_unique<StagedDirectory>(local_path);
-    dir = staged->path();
-  } else {
-    dir = local_path;
-    VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", local_path, "' was not created by rank 0");
-  }
-  if (contains(contents, "model")) {
-    model::NamedTensors tensors;
-    for (const auto& item : actor_module_->named_parameters()) tensors.emplace_back(item.key(), item.value().detach());
-    model::save_tensors((dir / model_checkpoint_file(W, r)).string(), tensors);
-  }
-  if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_checkpoint_file(W, r)).string());
-  if (contains(contents, "extra")) {
-    Json extra;
-    extra["lr_scheduler"] = lr_scheduler_->state_dict();
-    extra["rng"] = {{"cpu", generator_state(at::detail::getDefaultCPUGenerator())},
-                    {"rollout", generator_state(*rollout_generator_)}};
-    if (meta.contains("global_step")) extra["global_step"] = meta["global_step"];
-    write_file_atomic((dir / extra_state_checkpoint_file(W, r)).string(), extra.dump(2));
-  }
-  if (r == 0) {
-    const fs::path hf = dir / "huggingface";
-    fs::create_directories(hf);
-    const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
-    if (contains(contents, "hf_model")) {
-      model::save_model(actor_module_, hf.string());
-    } else {
-      model::save_hf_config(actor_module_->config, hf.string());
-      model::save_generation_config(actor_module_->config, hf.string());
+  save_rank_folder(local_path, static_cast<int>(r), context().comm.get(), [&](const fs::path& dir) {
+    if (contains(contents, "model")) {
+      model::NamedTensors tensors;
+      for (const auto& item : actor_module_->named_parameters()) tensors.emplace_back(item.key(), item.value().detach());
+      model::save_tensors((dir / model_checkpoint_file(W, r)).string(), tensors);
     }
-    copy_side_files(src, hf);
-    staged->commit();
-  }
+    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_checkpoint_file(W, r)).string());
+    if (contains(contents, "extra")) {
+      Json extra;
+      extra["lr_scheduler"] = lr_scheduler_->state_dict();
+      extra["rng"] = {{"cpu", generator_state(at::detail::getDefaultCPUGenerator())},
+                      {"rollout", generator_state(*rollout_generator_)}};
+      if (meta.contains("global_step")) extra["global_step"] = meta["global_step"];
+      write_file_atomic((dir / extra_state_checkpoint_file(W, r)).string(), extra.dump(2));
+    }
+    if (r == 0) {
+      const fs::path hf = dir / "huggingface";
+      fs::create_directories(hf);
+      const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
+      if (contains(contents, "hf_model")) {
+        model::save_model(actor_module_, hf.string());
+      } else {
+        model::save_hf_config(actor_module_->config, hf.string());
+        model::save_generation_config(actor_module_->config, hf.string());
+      }
+      copy_side_files(src, hf);
+    }
+  });
   return DataProto();
 }
 

@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 
+#include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/weights.h"
+#include "verl/parallel/comm.h"
 
 namespace verl::workers {
 
@@ -110,6 +112,29 @@ void save_hf_folder(model::CausalLM& module, const std::string& dir, const std::
     model::save_generation_config(config, hf_dir);
   }
   copy_tokenizer_files(tokenizer_dir, hf_dir);
+}
+
+void save_rank_folder(const std::string& local_path, int rank, parallel::Comm* comm,
+                      const std::function<void(const fs::path& dir)>& write) {
+  std::unique_ptr<StagedDirectory> staged;
+  std::string dir = local_path;
+  if (rank == 0) {
+    fs::create_directories(fs::path(local_path).parent_path());
+    staged = std::make_unique<StagedDirectory>(local_path);
+    dir = staged->path();
+  }
+  if (comm != nullptr && comm->size() > 1) {
+    comm->broadcast_bytes(dir, 0);
+    write(dir);
+    comm->barrier();  // every rank's files are in the staged folder
+    if (staged) staged->commit();
+    return;
+  }
+  if (!staged) {
+    VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", local_path, "' was not created by rank 0");
+  }
+  write(dir);
+  if (staged) staged->commit();
 }
 
 }  // namespace verl::workers

@@ -7,6 +7,7 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
 
@@ -110,10 +111,11 @@ void CriticWorker::require_initialized(const char* method) const {
   VERL_CHECK(critic_ != nullptr, kComponent, method, " called before init_model");
 }
 
-void CriticWorker::require_single_rank(const char* what) const {
-  VERL_CHECK(world_size() == 1, kComponent, what, " with ", world_size(),
+void CriticWorker::require_gradient_sync(const char* what) const {
+  VERL_CHECK(world_size() == 1 || context().comm != nullptr, kComponent, what, " with ", world_size(),
              " critic ranks needs a gradient all-reduce between ranks, which the in-process transport does not "
-             "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1)");
+             "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with "
+             "mpirun (docs/distributed.md)");
 }
 
 DataProto CriticWorker::init_model(const DataProto&) {
@@ -128,7 +130,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
   optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
+  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_,
+                                                    gradient_averager(context().comm));
   return DataProto();
 }
 
@@ -149,7 +152,7 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
 
 DataProto CriticWorker::update_critic(const DataProto& data) {
   require_initialized("update_critic");
-  require_single_rank("update_critic");
+  require_gradient_sync("update_critic");
   // The LR this update runs with (verl reads get_last_lr() before stepping the scheduler).
   const double lr = optimizer_->param_groups().at(0).options().get_lr();
   MetricLists metrics = critic_->update_critic(data);
@@ -162,29 +165,26 @@ DataProto CriticWorker::update_critic(const DataProto& data) {
 
 DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   require_initialized("save_checkpoint");
-  require_single_rank("save_checkpoint");
   const std::string local_path = meta_string(input, "local_path", "save_checkpoint");
   const auto& contents = config_->critic.checkpoint.save_contents;
   const int W = world_size(), r = rank();
-  StagedDirectory staged(local_path);
-  const fs::path dir(staged.path());
-  if (contains(contents, "model")) save_module_state(*module_, (dir / model_file_name(W, r)).string());
-  if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
-  if (contains(contents, "extra")) {
-    nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
-                            // The critic draws no random numbers (no dropout, deterministic init at load).
-                            {"rng", nlohmann::json::object()}};
-    write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2) + "\n");
-  }
-  if (r == 0) save_hf_folder(*module_, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
-  staged.commit();
+  save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
+    if (contains(contents, "model")) save_module_state(*module_, (dir / model_file_name(W, r)).string());
+    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
+    if (contains(contents, "extra")) {
+      nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
+                              // The critic draws no random numbers (no dropout, deterministic init at load).
+                              {"rng", nlohmann::json::object()}};
+      write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2) + "\n");
+    }
+    if (r == 0) save_hf_folder(*module_, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+  });
   VERL_LOG(Info, kComponent) << "saved critic checkpoint to " << local_path;
   return DataProto();
 }
 
 DataProto CriticWorker::load_checkpoint(const DataProto& input) {
   require_initialized("load_checkpoint");
-  require_single_rank("load_checkpoint");
   const std::string local_path = meta_string(input, "local_path", "load_checkpoint");
   const auto& contents = config_->critic.checkpoint.load_contents;
   const int W = world_size(), r = rank();

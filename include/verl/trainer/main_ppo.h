@@ -38,6 +38,14 @@ struct PPORunResult {
 PPORunResult run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml,
                      const PPORunHooks& hooks = {});
 
+// True when an MPI launcher (mpirun, srun) started this process: `verl train` then runs distributed.
+bool launched_as_mpi_job();
+// `mpirun -np 1+S verl train ...` (trainer/main_ppo_mpi.cpp): world rank 0 is the controller and runs
+// run_ppo with every worker group on the MPI transport; ranks 1..S serve the resource pools' slots. A job of
+// one process runs in-process. Returns the exit code; an error on any rank ends the whole job.
+int run_ppo_distributed(const config::PPOConfig& config, const std::string& resolved_yaml,
+                        const PPORunHooks& hooks = {});
+
 // verl's model merger: an HF model folder from a checkpoint (a global_step_N folder or its actor/ folder).
 void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir);
 

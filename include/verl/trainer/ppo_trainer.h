@@ -65,6 +65,11 @@ class PromptDataLoader {
 // Role -> the factory of its worker (verl's role_worker_mapping of Role -> worker class).
 using RoleWorkerMapping = std::map<Role, single_controller::WorkerFactory>;
 
+// The roles each resource pool's co-located worker hosts, as (method prefix, factory) in verl's init order
+// (actor_rollout, critic, ref, rm); the controller and, under MPI, the worker ranks build the same list.
+using PoolRoles = std::map<std::string, std::vector<std::pair<std::string, single_controller::WorkerFactory>>>;
+PoolRoles colocated_roles(const RoleWorkerMapping& mapping, const single_controller::ResourcePoolManager& pools);
+
 // Builds the transport of one worker group (one per resource pool). Default: InProcessTransport.
 using TransportFactory = std::function<std::shared_ptr<single_controller::Transport>(
     const std::string& group_name, int world_size, const single_controller::WorkerFactory& factory)>;

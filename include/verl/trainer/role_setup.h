@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "verl/trainer/main_ppo.h"
 #include "verl/trainer/ppo_trainer.h"
 
 namespace verl::trainer {
@@ -21,5 +22,9 @@ struct RoleSetup {
 };
 
 RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& config);
+
+// run_ppo with the worker groups reached through `transport_factory` (nullptr: in this process).
+PPORunResult run_ppo_with_transport(const config::PPOConfig& config, const std::string& resolved_yaml,
+                                    const PPORunHooks& hooks, TransportFactory transport_factory);
 
 }  // namespace verl::trainer

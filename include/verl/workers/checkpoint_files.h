@@ -7,10 +7,16 @@
 // Shared by the workers that save checkpoints; the folder itself is written through StagedDirectory.
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "verl/model/transformer.h"
+
+namespace verl::parallel {
+class Comm;
+}
 
 namespace verl::workers {
 
@@ -40,5 +46,13 @@ int copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir)
 // model.safetensors when `with_weights`.
 void save_hf_folder(model::CausalLM& module, const std::string& dir, const std::string& tokenizer_dir,
                     bool with_weights);
+
+// Writes one worker folder from every rank of a group, published only when complete. Rank 0 stages it and
+// `write(dir)` runs on each rank. With a communicator (ranks in separate processes, running at the same
+// time), the staged path is broadcast, every rank writes into it, all meet at a barrier and rank 0
+// publishes. Without one (in-process ranks, called rank by rank), rank 0 publishes and the later ranks add
+// their files to the published folder.
+void save_rank_folder(const std::string& local_path, int rank, parallel::Comm* comm,
+                      const std::function<void(const std::filesystem::path& dir)>& write);
 
 }  // namespace verl::workers

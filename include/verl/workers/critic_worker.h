@@ -45,7 +45,7 @@ class CriticWorker : public single_controller::Worker {
 
  private:
   void require_initialized(const char* method) const;
-  void require_single_rank(const char* what) const;
+  void require_gradient_sync(const char* what) const;
   uint64_t value_head_seed() const;
 
   std::shared_ptr<const config::PPOConfig> config_;

@@ -1,0 +1,134 @@
+// `mpirun -np 1+S verl train ...`: verl's main_ppo across MPI processes (declared in main_ppo.h).
+//
+//   world rank 0       the controller: run_ppo, every worker group on an MpiTransport
+//   world rank 1 + s   device slot s of the resource pools, laid out in spec order (a pool's slots are
+//                      ranks 1 + first_slot .. 1 + first_slot + world_size - 1); it builds the pool's
+//                      co-located worker and serves the controller's calls until shutdown
+//
+// Every rank reads the same config and derives the same layout, so no set-up messages are needed. Two
+// communicators are made collectively at start: a control one (controller <-> workers) and one per pool
+// (the worker group's collectives: gradient averaging, checkpoint barriers). Any error ends the whole job
+// (MPI_Abort) after one line naming where it happened, so no rank is left waiting.
+#include <iostream>
+
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/parallel/mpi_comm.h"
+#include "verl/runtime/cpu_threads.h"
+#include "verl/single_controller/mpi_transport.h"
+#include "verl/single_controller/resource_pool.h"
+#include "verl/trainer/main_ppo.h"
+#include "verl/trainer/role_setup.h"
+
+namespace verl::trainer {
+
+namespace {
+
+constexpr const char* kComponent = "distributed";
+
+std::vector<int> pool_world_ranks(const single_controller::ResourcePool& pool) {
+  std::vector<int> ranks;
+  for (int s = 0; s < pool.world_size(); ++s) ranks.push_back(1 + pool.first_slot + s);
+  return ranks;
+}
+
+std::shared_ptr<parallel::MpiComm> as_mpi(std::shared_ptr<parallel::Comm> comm) {
+  auto mpi = std::dynamic_pointer_cast<parallel::MpiComm>(comm);
+  VERL_ASSERT(mpi != nullptr, kComponent, "an MPI split gave a non-MPI communicator");
+  return mpi;
+}
+
+// Prints the error as main() would and ends every rank now: other ranks may be blocked in a collective or
+// waiting for a command that will never come.
+[[noreturn]] void fail_job(parallel::MpiSession& session, const std::string& where, const std::exception& e) {
+  const std::string line = "error: " + where + e.what() + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+  session.abort(1);
+}
+
+int serve_slot(const std::shared_ptr<const config::PPOConfig>& config, const RoleSetup& roles,
+               const single_controller::ResourcePoolManager& pools, parallel::MpiComm& control,
+               std::shared_ptr<parallel::Comm> group_comm, int world_rank) {
+  const int slot = world_rank - 1;
+  const single_controller::ResourcePool* mine = nullptr;
+  for (const auto& pool : pools.pools()) {
+    if (slot >= pool.first_slot && slot < pool.first_slot + pool.world_size()) mine = &pool;
+  }
+  VERL_ASSERT(mine != nullptr, kComponent, "world rank ", world_rank, " has no slot in the resource pools");
+  const PoolRoles pool_roles = colocated_roles(roles.role_worker_mapping, pools);
+  auto it = pool_roles.find(mine->name);
+  VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine->name, "' hosts no role");
+  single_controller::WorkerContext context{slot - mine->first_slot, mine->world_size(), mine->name,
+                                           std::move(group_comm)};
+  auto worker = single_controller::colocated_factory(it->second)(context);
+  single_controller::serve_worker(control, *worker);
+  return 0;
+}
+
+}  // namespace
+
+bool launched_as_mpi_job() { return parallel::launched_by_mpi(); }
+
+int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& resolved_yaml, const PPORunHooks& hooks) {
+  auto session = parallel::MpiSession::start();
+  if (session->world_size() == 1) {
+    run_ppo(parsed, resolved_yaml, hooks);
+    return 0;
+  }
+  const int rank = session->world_rank();
+  if (rank != 0) set_log_prefix("rank " + std::to_string(rank));
+  auto config = std::make_shared<config::PPOConfig>(parsed);
+  const RoleSetup roles = build_role_setup(config);
+  const single_controller::ResourcePoolManager pools(roles.resource_pool_spec, roles.mapping);
+  if (session->world_size() != 1 + pools.total_slots()) {
+    // Every rank sees the same mismatch: rank 0 reports it, all leave together through MPI_Finalize.
+    if (rank != 0) return 1;
+    VERL_FAIL(kComponent, "mpirun started ", session->world_size(), " processes but this config needs 1 + ",
+              pools.total_slots(), " (the controller + trainer.nnodes=", config->trainer.nnodes,
+              " x trainer.n_gpus_per_node=", config->trainer.n_gpus_per_node, " device slots): run mpirun -np ",
+              1 + pools.total_slots());
+  }
+  // Collective on every rank, in this order: the control communicator, then one per resource pool (the
+  // controller sits alone in a colour of its own).
+  auto world = session->world();
+  auto control = as_mpi(world->split(0, rank));
+  int color = static_cast<int>(pools.pools().size());
+  for (size_t p = 0; p < pools.pools().size(); ++p) {
+    const auto& pool = pools.pools()[p];
+    if (rank - 1 >= pool.first_slot && rank - 1 < pool.first_slot + pool.world_size()) color = static_cast<int>(p);
+  }
+  auto group_comm = world->split(color, rank);
+
+  if (rank != 0) {
+    try {
+      runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
+      return serve_slot(config, roles, pools, *control, group_comm, rank);
+    } catch (const std::exception& e) {
+      fail_job(*session, "rank " + std::to_string(rank) + ": ", e);
+    }
+  }
+  std::vector<int> worker_ranks;
+  for (const auto& pool : pools.pools()) {
+    for (int r : pool_world_ranks(pool)) worker_ranks.push_back(r);
+  }
+  try {
+    TransportFactory mpi_transport = [&pools, control](const std::string& name, int world_size,
+                                                       const single_controller::WorkerFactory& factory) {
+      for (const auto& pool : pools.pools()) {
+        if (pool.name != name) continue;
+        VERL_ASSERT(pool.world_size() == world_size, kComponent, "pool '", name, "' size mismatch");
+        return std::shared_ptr<single_controller::Transport>(
+            std::make_shared<single_controller::MpiTransport>(name, pool_world_ranks(pool), control, factory));
+      }
+      VERL_FAIL(kComponent, "no resource pool named '", name, "'");
+    };
+    run_ppo_with_transport(parsed, resolved_yaml, hooks, mpi_transport);
+  } catch (const std::exception& e) {
+    fail_job(*session, "", e);
+  }
+  single_controller::shutdown_workers(*control, worker_ranks);
+  return 0;
+}
+
+}  // namespace verl::trainer

@@ -1,0 +1,173 @@
+// `mpirun -np 1+S verl train`: the controller on rank 0, the worker slots on ranks 1..S (MPI transport).
+//   - data parallel: 2 slots (actor and critic gradients averaged across the ranks) end three PPO steps
+//     with the parameters of the 1-slot run on the same global batch;
+//   - a job with the wrong process count, and a worker that fails in a method, end with one line naming
+//     the problem and a non-zero exit, promptly;
+//   - kill -9 of a worker mid-run ends the job non-zero; the previous checkpoint is intact and resumes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "support/digit_completion_setup.h"
+#include "support/run_command.h"
+#include "verl/model/weights.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DigitCompletionSetup& setup() {
+  static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_mpi_train_setup"), 8);
+  return s;
+}
+
+std::string mpirun(int np) {
+  return "OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " ";
+}
+
+// Three GAE steps with greedy rollouts (so every rank count draws the same responses), one mini-batch per
+// step split into micro-batches of 4 rows: the gradient of a step is then the same sum on 1 and 2 ranks.
+std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots) {
+  std::vector<std::string> o = setup().base_overrides(run_dir);
+  for (const std::string& extra :
+       {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
+        std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
+        std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.balance_batch=false"),
+        std::string("trainer.total_training_steps=3"), std::string("trainer.save_freq=3"),
+        std::string("trainer.num_cpu_threads=1"),
+        // Large steps, so a rank that applied only its own gradients would end far from the 1-rank run.
+        std::string("actor_rollout_ref.actor.optim.lr=1e-3"), std::string("critic.optim.lr=1e-3"), "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
+    o.push_back(extra);
+  }
+  return o;
+}
+
+std::map<std::string, torch::Tensor> load_params(const std::string& file) {
+  std::map<std::string, torch::Tensor> out;
+  for (auto& [name, tensor] : model::load_tensors(file)) out[name] = tensor;
+  return out;
+}
+
+// Largest |a - b| / max(|b|, 1e-3) over every parameter, naming the worst tensor.
+std::pair<double, std::string> max_relative_difference(const std::string& a_file, const std::string& b_file) {
+  auto a = load_params(a_file), b = load_params(b_file);
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& [name, tb] : b) {
+    if (!a.count(name)) {
+      ADD_FAILURE() << name << " missing from " << a_file;
+      continue;
+    }
+    const double diff = ((a.at(name) - tb).abs() / tb.abs().clamp_min(1e-3)).max().item<double>();
+    if (diff > worst) {
+      worst = diff;
+      worst_name = name;
+    }
+  }
+  return {worst, worst_name};
+}
+
+TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
+  const std::string one_dir = make_temp_dir("dist_dp1");
+  const std::string two_dir = make_temp_dir("dist_dp2");
+  CommandResult one = run_command(verl_train_command(data_parallel_run(one_dir, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  CommandResult two = run_command(mpirun(3) + verl_train_command(data_parallel_run(two_dir, 2)));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+
+  for (const std::string role : {"actor", "critic"}) {
+    const std::string reference = one_dir + "/global_step_3/" + role + "/model_world_size_1_rank_0.safetensors";
+    const std::string initial = setup().model_dir + "/model.safetensors";
+    for (int r = 0; r < 2; ++r) {
+      const std::string file =
+          two_dir + "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+      ASSERT_TRUE(fs::exists(file)) << file;
+      auto [diff, name] = max_relative_difference(file, reference);
+      EXPECT_LT(diff, 1e-5) << role << " rank " << r << ": " << name;
+    }
+    // The runs trained: the step-3 actor is not the initial model.
+    if (std::string(role) == "actor") {
+      auto [moved, name] = max_relative_difference(reference, initial);
+      EXPECT_GT(moved, 0.1) << "the actor hardly changed in three steps";
+    }
+  }
+  // Same metrics to the printed precision on both: the controller gathered every rank's metrics.
+  EXPECT_NE(read_file(two_dir + "/metrics.jsonl").find("\"critic/vf_loss\""), std::string::npos);
+}
+
+TEST(MpiTrain, WrongProcessCountIsOneLineAndNonZero) {
+  const std::string dir = make_temp_dir("dist_wrong_np");
+  CommandResult r = run_command(mpirun(2) + verl_train_command(data_parallel_run(dir, 2)));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("mpirun started 2 processes but this config needs 1 + 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mpirun -np 3"), std::string::npos) << r.err;
+}
+
+TEST(MpiTrain, AWorkerFailureNamesRankAndMethodAndEndsTheJob) {
+  const std::string dir = make_temp_dir("dist_worker_failure");
+  // The critic's model folder exists for the controller's preflight but has no weights, so init_model fails
+  // on the worker ranks.
+  const std::string broken = dir + "/broken_critic";
+  fs::create_directories(broken);
+  fs::copy_file(setup().model_dir + "/config.json", broken + "/config.json");
+  std::vector<std::string> o = data_parallel_run(dir + "/run", 2);
+  o.push_back("critic.model.path=" + broken);
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult r = run_command(mpirun(3) + verl_train_command(o));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0);
+  // One line from the controller: "error: [worker] worker group 'global_pool' rank R (world rank W) failed
+  // in 'critic_init_model': <the worker's message>".
+  const size_t at = r.err.find("error: [worker] worker group 'global_pool' rank ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  EXPECT_NE(line.find("(world rank "), std::string::npos) << line;
+  EXPECT_NE(line.find("failed in 'critic_init_model': "), std::string::npos) << line;
+  EXPECT_NE(line.find("has neither model.safetensors"), std::string::npos) << line;
+  EXPECT_LT(seconds, 60);
+}
+
+TEST(MpiTrain, KilledWorkerEndsTheJobAndThePreviousCheckpointResumes) {
+  const std::string dir = make_temp_dir("dist_kill_worker");
+  std::vector<std::string> o = data_parallel_run(dir, 2);
+  o.push_back("trainer.total_training_steps=40");
+  o.push_back("trainer.save_freq=2");
+  const std::string log = dir + "/log";
+  const std::string tracker = dir + "/latest_checkpointed_iteration.txt";
+  const std::string command = mpirun(3) + verl_train_command(o) + " > '" + log + "' 2>&1; echo $? > '" + dir +
+                              "/exit_code'";
+  std::thread job([&] { run_command(command); });
+  // Wait for the step-2 checkpoint, then kill -9 the rank-2 worker (found by its OMPI rank variable and this test's folder on its command line).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!fs::exists(tracker) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(fs::exists(tracker)) << read_file(log);
+  const auto killed_at = std::chrono::steady_clock::now();
+  CommandResult kill = run_command(
+      "for p in $(pgrep -x verl); do if tr '\\0' '\\n' < /proc/$p/environ | grep -qx 'OMPI_COMM_WORLD_RANK=2' && "
+      "tr '\\0' '\\n' < /proc/$p/cmdline | grep -q 'dist_kill_worker'; then kill -9 $p; echo killed $p; fi; done");
+  job.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_NE(kill.out.find("killed"), std::string::npos) << kill.out << kill.err;
+  EXPECT_NE(read_file(dir + "/exit_code"), "0\n");
+  EXPECT_LT(seconds, 60);
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("rank 2"), std::string::npos) << text;
+
+  // The last complete checkpoint is intact: a rerun resumes from it and finishes.
+  const std::string step = read_file(tracker);
+  std::vector<std::string> resume = data_parallel_run(dir, 2);
+  resume.push_back("trainer.total_training_steps=" + std::to_string(std::stoi(step) + 1));
+  CommandResult again = run_command(mpirun(3) + verl_train_command(resume));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("global_step_" + std::to_string(std::stoi(step))), std::string::npos) << again.err;
+}
+
+}  // namespace
+}  // namespace verl::test
