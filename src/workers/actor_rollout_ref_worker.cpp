@@ -271,6 +271,12 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
       actor_->gradient_all_reduce = gradient_averager(context().comm);
+      actor_->optimizer_shard = optimizer_shard(context().comm, params);
+      if (actor_->optimizer_shard) {
+        VERL_LOG(Info, kComponent) << "fsdp (ZeRO-1) over " << world_size() << " ranks: this rank's optimizer holds "
+                                   << actor_->optimizer_shard->owned_numel() << " of " << parameter_count(params)
+                                   << " parameters";
+      }
     } else {
       freeze(actor_module_);
     }

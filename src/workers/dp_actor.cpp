@@ -6,6 +6,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
 
@@ -104,7 +105,11 @@ double DataParallelPPOActor::optimizer_step() {
     VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
     optimizer_->zero_grad();
   } else {
-    optimizer_->step();
+    if (optimizer_shard) {
+      optimizer_shard->step(*optimizer_);
+    } else {
+      optimizer_->step();
+    }
   }
   return grad_norm;
 }

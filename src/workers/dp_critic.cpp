@@ -4,6 +4,7 @@
 
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/optimizer.h"
 
@@ -42,8 +43,13 @@ nlohmann::json metrics_to_json(const MetricLists& metrics) {
 }
 
 DataParallelPPOCritic::DataParallelPPOCritic(model::CausalLM module, torch::optim::Optimizer& optimizer,
-                                             DPCriticConfig config, GradientAllReduce all_reduce)
-    : module_(std::move(module)), optimizer_(optimizer), config_(std::move(config)), all_reduce_(std::move(all_reduce)) {
+                                             DPCriticConfig config, GradientAllReduce all_reduce,
+                                             std::shared_ptr<OptimizerShard> shard)
+    : module_(std::move(module)),
+      optimizer_(optimizer),
+      config_(std::move(config)),
+      all_reduce_(std::move(all_reduce)),
+      shard_(std::move(shard)) {
   VERL_ASSERT(module_->head == model::HeadKind::Value, kComponent, "the critic module needs the value head");
   VERL_CHECK(config_.ppo_mini_batch_size > 0, kComponent, "normalized ppo_mini_batch_size must be > 0, got ",
              config_.ppo_mini_batch_size);
@@ -134,7 +140,11 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
       if (all_reduce_) all_reduce_(params);
       const double grad_norm = clip_grad_norm(params, config_.grad_clip);
       if (std::isfinite(grad_norm)) {
-        optimizer_.step();
+        if (shard_) {
+          shard_->step(optimizer_);
+        } else {
+          optimizer_.step();
+        }
       } else {
         // verl: a non-finite norm skips the step and drops the gradients.
         optimizer_.zero_grad();

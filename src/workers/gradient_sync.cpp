@@ -1,5 +1,9 @@
 #include "verl/workers/gradient_sync.h"
 
+#include <algorithm>
+#include <numeric>
+
+#include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::workers {
@@ -17,6 +21,62 @@ GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm) {
     }
     parallel::all_reduce_coalesced(*comm, grads, parallel::ReduceOp::Average);
   };
+}
+
+OptimizerShard::OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters)
+    : comm_(std::move(comm)), parameters_(std::move(parameters)), owner_(parameters_.size(), 0) {
+  VERL_ASSERT(comm_ != nullptr, "optimizer_shard", "an optimizer shard needs a communicator");
+  std::vector<size_t> order(parameters_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return parameters_[a].numel() > parameters_[b].numel(); });
+  std::vector<int64_t> load(static_cast<size_t>(comm_->size()), 0);
+  for (size_t i : order) {
+    const int rank = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    owner_[i] = rank;
+    load[static_cast<size_t>(rank)] += parameters_[i].numel();
+  }
+  owned_numel_ = load[static_cast<size_t>(comm_->rank())];
+}
+
+void OptimizerShard::step(torch::optim::Optimizer& optimizer) {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (owner_[i] != comm_->rank() && parameters_[i].grad().defined()) parameters_[i].mutable_grad().reset();
+  }
+  optimizer.step();
+  // One broadcast per owner: its parameters flattened into one buffer (same dtype: the module's).
+  torch::NoGradGuard no_grad;
+  for (int rank = 0; rank < comm_->size(); ++rank) {
+    std::vector<torch::Tensor> flat;
+    std::vector<size_t> members;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      if (owner_[i] != rank) continue;
+      flat.push_back(parameters_[i].detach().reshape({-1}));
+      members.push_back(i);
+    }
+    if (members.empty()) continue;
+    torch::Tensor buffer = torch::cat(flat);
+    comm_->broadcast(buffer, rank);
+    if (rank == comm_->rank()) continue;
+    int64_t offset = 0;
+    for (size_t i : members) {
+      const int64_t n = parameters_[i].numel();
+      parameters_[i].detach().copy_(buffer.narrow(0, offset, n).view(parameters_[i].sizes()));
+      offset += n;
+    }
+  }
+}
+
+int64_t parameter_count(const std::vector<torch::Tensor>& parameters) {
+  int64_t n = 0;
+  for (const auto& p : parameters) n += p.numel();
+  return n;
+}
+
+std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
+                                                const std::vector<torch::Tensor>& parameters) {
+  if (!comm || comm->size() == 1) return nullptr;
+  return std::make_shared<OptimizerShard>(std::move(comm), parameters);
 }
 
 }  // namespace verl::workers

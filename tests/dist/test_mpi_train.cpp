@@ -1,6 +1,7 @@
 // `mpirun -np 1+S verl train`: the controller on rank 0, the worker slots on ranks 1..S (MPI transport).
-//   - data parallel: 2 slots (actor and critic gradients averaged across the ranks) end three PPO steps
-//     with the parameters of the 1-slot run on the same global batch;
+//   - data parallel: 2 slots (actor and critic gradients averaged across the ranks, optimizer state sharded)
+//     end three PPO steps with the parameters of the 1-slot run on the same global batch, each rank's
+//     optimizer state about half of the 1-slot one;
 //   - a job with the wrong process count, and a worker that fails in a method, end with one line naming
 //     the problem and a non-zero exit, promptly;
 //   - kill -9 of a worker mid-run ends the job non-zero; the previous checkpoint is intact and resumes.
@@ -90,6 +91,18 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
       auto [diff, name] = max_relative_difference(file, reference);
       EXPECT_LT(diff, 1e-5) << role << " rank " << r << ": " << name;
     }
+    // ZeRO-1: each rank's optimizer state holds about half of the model's AdamW moments.
+    const double whole = static_cast<double>(
+        fs::file_size(one_dir + "/global_step_3/" + role + "/optim_world_size_1_rank_0.pt"));
+    double parts = 0;
+    for (int r = 0; r < 2; ++r) {
+      const double part = static_cast<double>(fs::file_size(two_dir + "/global_step_3/" + role +
+                                                            "/optim_world_size_2_rank_" + std::to_string(r) + ".pt"));
+      EXPECT_GT(part / whole, 0.3) << role << " rank " << r;
+      EXPECT_LT(part / whole, 0.7) << role << " rank " << r;
+      parts += part;
+    }
+    EXPECT_NEAR(parts / whole, 1.0, 0.15) << role;
     // The runs trained: the step-3 actor is not the initial model.
     if (std::string(role) == "actor") {
       auto [moved, name] = max_relative_difference(reference, initial);

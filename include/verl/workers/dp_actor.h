@@ -20,6 +20,8 @@
 
 namespace verl::workers {
 
+class OptimizerShard;
+
 class DataParallelPPOActor {
  public:
   // `config` must hold per-rank sizes (ActorRolloutRefWorker normalises them, spec §4.1). `optimizer` may be
@@ -42,6 +44,9 @@ class DataParallelPPOActor {
   // Data-parallel gradient averaging across ranks, called after the backward passes of a mini-batch and
   // before clipping (FSDP's reduce-scatter). Unset: this rank is the only one (world size 1).
   std::function<void(const std::vector<torch::Tensor>&)> gradient_all_reduce;
+  // ZeRO-1 (workers/gradient_sync.h): this rank steps only its share of the parameters, then the owners
+  // broadcast them. Unset: the optimizer steps every parameter.
+  std::shared_ptr<OptimizerShard> optimizer_shard;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }

@@ -27,6 +27,8 @@
 
 namespace verl::workers {
 
+class OptimizerShard;
+
 // Key -> values, verl's dict of lists (meta_info["metrics"]).
 using MetricLists = std::map<std::string, std::vector<double>>;
 nlohmann::json metrics_to_json(const MetricLists& metrics);
@@ -51,7 +53,7 @@ class DataParallelPPOCritic {
  public:
   // `module` must have the value head; `optimizer` holds the module's parameters and outlives this object.
   DataParallelPPOCritic(model::CausalLM module, torch::optim::Optimizer& optimizer, DPCriticConfig config,
-                        GradientAllReduce all_reduce = nullptr);
+                        GradientAllReduce all_reduce = nullptr, std::shared_ptr<OptimizerShard> shard = nullptr);
 
   // Needs input_ids, attention_mask, position_ids [b, P+R] and responses [b, R]; response_mask [b, R] when
   // present (else attention_mask[:, -R:], verl's compute_response_mask). Returns values [b, R] fp32.
@@ -72,6 +74,7 @@ class DataParallelPPOCritic {
   torch::optim::Optimizer& optimizer_;
   DPCriticConfig config_;
   GradientAllReduce all_reduce_;
+  std::shared_ptr<OptimizerShard> shard_;  // ZeRO-1 (workers/gradient_sync.h); null: step every parameter
 };
 
 }  // namespace verl::workers

@@ -1,6 +1,9 @@
-// Data-parallel gradient averaging (the fsdp strategy's reduce): after the backward passes of a mini-batch,
-// every rank of the worker group holds the mean of the ranks' gradients, so the replicas take the same
-// optimizer step. Bucketed (one collective per 25 MiB, not per tensor) and deterministic (parallel/comm.h).
+// The data-parallel side of an optimizer step (actor.strategy / critic.strategy = fsdp on several ranks):
+//   gradient_averager   after the backward passes of a mini-batch every rank holds the mean of the ranks'
+//                       gradients (bucketed: one collective per 25 MiB; deterministic, parallel/comm.h)
+//   OptimizerShard      ZeRO-1: each parameter belongs to one rank, whose optimizer alone steps it and
+//                       keeps its AdamW moments, so optimizer memory per rank is ~1/DP; the owners then
+//                       broadcast the updated parameters, and every replica stays bitwise the same.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,5 +22,33 @@ using GradientAverager = std::function<void(const std::vector<torch::Tensor>& pa
 
 // nullptr when the group has one rank (nothing to average) or no communicator.
 GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm);
+
+class OptimizerShard {
+ public:
+  // Parameters are dealt whole, largest first, each to the rank owning the fewest elements so far (ties:
+  // the lower rank); every rank computes the same assignment from the same list.
+  OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters);
+
+  // optimizer.step() on this rank's parameters only (the others' gradients are dropped first, so the
+  // optimizer neither updates them nor allocates state for them), then each owner's parameters are
+  // broadcast to every rank. The gradients must already be averaged and clipped.
+  void step(torch::optim::Optimizer& optimizer);
+
+  int64_t owned_numel() const { return owned_numel_; }
+  int owner(size_t parameter_index) const { return owner_.at(parameter_index); }
+
+ private:
+  std::shared_ptr<parallel::Comm> comm_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<int> owner_;
+  int64_t owned_numel_ = 0;
+};
+
+// Elements in `parameters` (for the memory report).
+int64_t parameter_count(const std::vector<torch::Tensor>& parameters);
+
+// nullptr when the group has one rank or no communicator (the optimizer then holds everything).
+std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
+                                                const std::vector<torch::Tensor>& parameters);
 
 }  // namespace verl::workers
