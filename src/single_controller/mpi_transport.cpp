@@ -215,25 +215,28 @@ void MpiTransport::run_queue() {
   }
 }
 
-void serve_worker(parallel::MpiComm& control, Worker& worker) {
+void serve_worker(parallel::MpiComm& control, const std::function<std::unique_ptr<Worker>()>& make_worker) {
   MPI_Comm comm = control.handle();
+  std::unique_ptr<Worker> worker;
   for (;;) {
     while (!message_waiting(comm, kController, kCommandTag)) idle_pause();
     const Command command = decode_command(receive_message(comm, kController, kCommandTag));
     if (command.kind == CommandKind::Shutdown) return;
     std::string reply;
-    if (command.kind == CommandKind::MeshInfo) {
-      const MeshRankInfo info = worker.mesh_info(command.method);
-      reply = encode_reply(ReplyStatus::Output, Json{{"dp_rank", info.dp_rank}, {"is_collect", info.is_collect}}.dump());
-    } else {
-      try {
-        DataProto output = worker.invoke(command.method, command.input.value_or(DataProto()));
+    try {
+      if (!worker) worker = make_worker();
+      if (command.kind == CommandKind::MeshInfo) {
+        const MeshRankInfo info = worker->mesh_info(command.method);
+        reply = encode_reply(ReplyStatus::Output,
+                             Json{{"dp_rank", info.dp_rank}, {"is_collect", info.is_collect}}.dump());
+      } else {
+        DataProto output = worker->invoke(command.method, command.input.value_or(DataProto()));
         reply = encode_reply(ReplyStatus::Output, output.serialize());
-      } catch (const std::exception& e) {
-        // The controller reports it (one line naming rank and method) and ends the job.
-        VERL_LOG(Error, kComponent) << "'" << command.method << "' failed: " << e.what();
-        reply = encode_reply(ReplyStatus::Failed, e.what());
       }
+    } catch (const std::exception& e) {
+      // The controller reports it (one line naming rank and method) and ends the job.
+      VERL_LOG(Error, kComponent) << "'" << command.method << "' failed: " << e.what();
+      reply = encode_reply(ReplyStatus::Failed, e.what());
     }
     send_message(comm, kController, kReplyTag, reply);
   }

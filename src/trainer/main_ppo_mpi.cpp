@@ -61,8 +61,8 @@ int serve_slot(const std::shared_ptr<const config::PPOConfig>& config, const Rol
   VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine->name, "' hosts no role");
   single_controller::WorkerContext context{slot - mine->first_slot, mine->world_size(), mine->name,
                                            std::move(group_comm)};
-  auto worker = single_controller::colocated_factory(it->second)(context);
-  single_controller::serve_worker(control, *worker);
+  const single_controller::WorkerFactory factory = single_controller::colocated_factory(it->second);
+  single_controller::serve_worker(control, [&] { return factory(context); });
   return 0;
 }
 

@@ -2,8 +2,8 @@
 //   - data parallel: 2 slots (actor and critic gradients averaged across the ranks, optimizer state sharded)
 //     end three PPO steps with the parameters of the 1-slot run on the same global batch, each rank's
 //     optimizer state about half of the 1-slot one;
-//   - a job with the wrong process count, and a worker that fails in a method, end with one line naming
-//     the problem and a non-zero exit, promptly;
+//   - a job with the wrong process count or a bad config, and a worker that fails in a method, end with
+//     one line naming the problem and a non-zero exit, promptly;
 //   - kill -9 of a worker mid-run ends the job non-zero; the previous checkpoint is intact and resumes.
 #include <gtest/gtest.h>
 
@@ -119,6 +119,19 @@ TEST(MpiTrain, WrongProcessCountIsOneLineAndNonZero) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("mpirun started 2 processes but this config needs 1 + 2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("mpirun -np 3"), std::string::npos) << r.err;
+}
+
+TEST(MpiTrain, ABadConfigIsOneLineFromTheController) {
+  // The worker ranks would reject it too; they build their workers only on the first command, which the
+  // controller, failing its own checks first, never sends.
+  std::vector<std::string> o = data_parallel_run(make_temp_dir("dist_bad_config"), 2);
+  o.push_back("actor_rollout_ref.actor.ppo_mini_batch_size=5");
+  CommandResult r = run_command(mpirun(3) + verl_train_command(o));
+  EXPECT_NE(r.exit_code, 0);
+  size_t lines = 0;
+  for (size_t at = r.err.find("error: "); at != std::string::npos; at = r.err.find("error: ", at + 1)) ++lines;
+  EXPECT_EQ(lines, 1u) << r.err;
+  EXPECT_NE(r.err.find("ppo_mini_batch_size"), std::string::npos) << r.err;
 }
 
 TEST(MpiTrain, AWorkerFailureNamesRankAndMethodAndEndsTheJob) {

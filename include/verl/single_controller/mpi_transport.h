@@ -50,8 +50,10 @@ class MpiTransport : public Transport {
   std::thread thread_;
 };
 
-// The worker side: answers commands from world rank 0 until it is told to stop.
-void serve_worker(parallel::MpiComm& control, Worker& worker);
+// The worker side: answers commands from world rank 0 until it is told to stop. The worker is built when the
+// first command arrives, so a job the controller ends during its own checks (a bad config) prints only the
+// controller's line; a worker that fails to build answers that command with the error.
+void serve_worker(parallel::MpiComm& control, const std::function<std::unique_ptr<Worker>()>& make_worker);
 
 // Tells the given worker ranks to leave serve_worker() (end of a run).
 void shutdown_workers(parallel::MpiComm& control, const std::vector<int>& world_ranks);
