@@ -1,5 +1,6 @@
 #include "verl/parallel/mpi_comm.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <vector>
@@ -185,6 +186,34 @@ std::shared_ptr<Comm> MpiComm::split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
   VERL_MPI(MPI_Comm_split(comm_, color, key, &part));
   return std::make_shared<MpiComm>(session_, part, /*owned=*/true);
+}
+
+void MpiComm::send_bytes(int dest, int tag, const std::string& bytes) {
+  constexpr size_t kPieceBytes = size_t{1} << 30;
+  uint64_t length = bytes.size();
+  VERL_MPI(MPI_Send(&length, 1, MPI_UINT64_T, dest, tag, comm_));
+  for (size_t offset = 0; offset < bytes.size(); offset += kPieceBytes) {
+    const size_t piece = std::min(kPieceBytes, bytes.size() - offset);
+    VERL_MPI(MPI_Send(bytes.data() + offset, static_cast<int>(piece), MPI_BYTE, dest, tag, comm_));
+  }
+}
+
+std::string MpiComm::receive_bytes(int source, int tag) {
+  constexpr size_t kPieceBytes = size_t{1} << 30;
+  uint64_t length = 0;
+  VERL_MPI(MPI_Recv(&length, 1, MPI_UINT64_T, source, tag, comm_, MPI_STATUS_IGNORE));
+  std::string bytes(length, '\0');
+  for (size_t offset = 0; offset < bytes.size(); offset += kPieceBytes) {
+    const size_t piece = std::min(kPieceBytes, bytes.size() - offset);
+    VERL_MPI(MPI_Recv(bytes.data() + offset, static_cast<int>(piece), MPI_BYTE, source, tag, comm_, MPI_STATUS_IGNORE));
+  }
+  return bytes;
+}
+
+bool MpiComm::message_waiting(int source, int tag) {
+  int flag = 0;
+  VERL_MPI(MPI_Iprobe(source, tag, comm_, &flag, MPI_STATUS_IGNORE));
+  return flag != 0;
 }
 
 void MpiComm::broadcast_bytes(std::string& bytes, int root) {

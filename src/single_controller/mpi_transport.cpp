@@ -1,6 +1,5 @@
 #include "verl/single_controller/mpi_transport.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -17,48 +16,12 @@ constexpr const char* kComponent = "mpi_transport";
 constexpr int kCommandTag = 7101;
 constexpr int kReplyTag = 7102;
 constexpr int kController = 0;
-constexpr size_t kPieceBytes = size_t{1} << 30;
 
 enum class CommandKind : uint8_t { Call = 0, MeshInfo = 1, Shutdown = 2 };
-enum class ReplyStatus : uint8_t { Output = 0, NoOutput = 1, Failed = 2 };
+enum class ReplyStatus : uint8_t { Output = 0, Failed = 1 };
 
-void check_mpi(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  VERL_FAIL(kComponent, call, " failed: ", std::string(text, static_cast<size_t>(length)));
-}
-
-void send_message(MPI_Comm comm, int dest, int tag, const std::string& bytes) {
-  uint64_t length = bytes.size();
-  check_mpi(MPI_Send(&length, 1, MPI_UINT64_T, dest, tag, comm), "MPI_Send");
-  for (size_t offset = 0; offset < bytes.size(); offset += kPieceBytes) {
-    const size_t piece = std::min(kPieceBytes, bytes.size() - offset);
-    check_mpi(MPI_Send(bytes.data() + offset, static_cast<int>(piece), MPI_BYTE, dest, tag, comm), "MPI_Send");
-  }
-}
-
-std::string receive_message(MPI_Comm comm, int source, int tag) {
-  uint64_t length = 0;
-  check_mpi(MPI_Recv(&length, 1, MPI_UINT64_T, source, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-  std::string bytes(length, '\0');
-  for (size_t offset = 0; offset < bytes.size(); offset += kPieceBytes) {
-    const size_t piece = std::min(kPieceBytes, bytes.size() - offset);
-    check_mpi(MPI_Recv(bytes.data() + offset, static_cast<int>(piece), MPI_BYTE, source, tag, comm, MPI_STATUS_IGNORE),
-              "MPI_Recv");
-  }
-  return bytes;
-}
-
-// Waits for a message from `source` by probing with short sleeps: a blocking MPI_Recv spins a core in Open
+// Waiting ranks probe for messages with these sleeps in between: a blocking MPI_Recv spins a core in Open
 // MPI, which would take the CPU from the ranks doing the work (several ranks share a node's cores).
-bool message_waiting(MPI_Comm comm, int source, int tag) {
-  int flag = 0;
-  check_mpi(MPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
-  return flag != 0;
-}
-
 void idle_pause() { std::this_thread::sleep_for(std::chrono::microseconds(500)); }
 
 void put_u32(std::string& out, uint32_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
@@ -107,42 +70,31 @@ MpiTransport::MpiTransport(std::string group_name, std::vector<int> world_ranks,
                "-process job");
   }
   probe_ = factory(WorkerContext{0, world_size(), group_name_, nullptr});
-  thread_ = std::thread([this] { run_queue(); });
-}
-
-MpiTransport::~MpiTransport() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
 }
 
 std::vector<MeshRankInfo> MpiTransport::mesh_info(const std::string& mesh) const {
   // Through the call queue, so the query's replies never interleave with those of a call in flight.
   auto promise = std::make_shared<std::promise<std::vector<MeshRankInfo>>>();
   auto future = promise->get_future();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back([this, mesh, promise]() {
-      try {
-        std::vector<MeshRankInfo> infos;
-        for (int rank : world_ranks_) {
-          send_message(control_->handle(), rank, kCommandTag, encode_command(CommandKind::MeshInfo, mesh, std::nullopt));
-        }
-        for (int rank : world_ranks_) {
-          const std::string reply = receive_message(control_->handle(), rank, kReplyTag);
-          const Json info = Json::parse(reply.substr(1));
-          infos.push_back(MeshRankInfo{info.at("dp_rank").get<int>(), info.at("is_collect").get<bool>()});
-        }
-        promise->set_value(std::move(infos));
-      } catch (...) {
-        promise->set_exception(std::current_exception());
+  calls_.push([this, mesh, promise]() {
+    try {
+      std::vector<MeshRankInfo> infos;
+      for (int rank : world_ranks_) {
+        control_->send_bytes(rank, kCommandTag, encode_command(CommandKind::MeshInfo, mesh, std::nullopt));
       }
-    });
-  }
-  wake_.notify_one();
+      for (int rank : world_ranks_) {
+        const std::string reply = control_->receive_bytes(rank, kReplyTag);
+        VERL_CHECK(!reply.empty() && static_cast<ReplyStatus>(static_cast<uint8_t>(reply[0])) == ReplyStatus::Output,
+                   "worker", "worker group '", group_name_, "' world rank ", rank, " failed to give its place in mesh '",
+                   mesh, "': ", reply.empty() ? std::string("empty reply") : reply.substr(1));
+        const Json info = Json::parse(reply.substr(1));
+        infos.push_back(MeshRankInfo{info.at("dp_rank").get<int>(), info.at("is_collect").get<bool>()});
+      }
+      promise->set_value(std::move(infos));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
   return future.get();
 }
 
@@ -158,20 +110,16 @@ std::future<RankOutputs> MpiTransport::execute(const std::string& method, std::v
       promise->set_exception(std::current_exception());
     }
   };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
-  }
-  wake_.notify_one();
+  calls_.push(std::move(task));
   return future;
 }
 
 RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<std::optional<DataProto>>& inputs) const {
-  MPI_Comm comm = control_->handle();
+  parallel::MpiComm& comm = *control_;
   std::vector<size_t> pending;
   for (size_t rank = 0; rank < inputs.size(); ++rank) {
     if (!inputs[rank]) continue;
-    send_message(comm, world_ranks_[rank], kCommandTag, encode_command(CommandKind::Call, method, inputs[rank]));
+    comm.send_bytes(world_ranks_[rank], kCommandTag, encode_command(CommandKind::Call, method, inputs[rank]));
     pending.push_back(rank);
   }
   // Replies in whatever order they come: a failed rank must be reported even while its peers wait for it in
@@ -181,19 +129,19 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
     bool got_one = false;
     for (auto it = pending.begin(); it != pending.end();) {
       const size_t rank = *it;
-      if (!message_waiting(comm, world_ranks_[rank], kReplyTag)) {
+      if (!comm.message_waiting(world_ranks_[rank], kReplyTag)) {
         ++it;
         continue;
       }
       got_one = true;
-      const std::string reply = receive_message(comm, world_ranks_[rank], kReplyTag);
+      const std::string reply = comm.receive_bytes(world_ranks_[rank], kReplyTag);
       VERL_CHECK(!reply.empty(), kComponent, "empty reply from world rank ", world_ranks_[rank]);
       const auto status = static_cast<ReplyStatus>(static_cast<uint8_t>(reply[0]));
       if (status == ReplyStatus::Failed) {
         VERL_FAIL("worker", "worker group '", group_name_, "' rank ", rank, " (world rank ", world_ranks_[rank],
                   ") failed in '", method, "': ", reply.substr(1));
       }
-      if (status == ReplyStatus::Output) outputs[rank] = DataProto::deserialize(reply.substr(1));
+      outputs[rank] = DataProto::deserialize(reply.substr(1));
       it = pending.erase(it);
     }
     if (!got_one) idle_pause();
@@ -201,26 +149,12 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
   return outputs;
 }
 
-void MpiTransport::run_queue() {
-  for (;;) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      task = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    task();
-  }
-}
-
 void serve_worker(parallel::MpiComm& control, const std::function<std::unique_ptr<Worker>()>& make_worker) {
-  MPI_Comm comm = control.handle();
+  parallel::MpiComm& comm = control;
   std::unique_ptr<Worker> worker;
   for (;;) {
-    while (!message_waiting(comm, kController, kCommandTag)) idle_pause();
-    const Command command = decode_command(receive_message(comm, kController, kCommandTag));
+    while (!comm.message_waiting(kController, kCommandTag)) idle_pause();
+    const Command command = decode_command(comm.receive_bytes(kController, kCommandTag));
     if (command.kind == CommandKind::Shutdown) return;
     std::string reply;
     try {
@@ -238,13 +172,13 @@ void serve_worker(parallel::MpiComm& control, const std::function<std::unique_pt
       VERL_LOG(Error, kComponent) << "'" << command.method << "' failed: " << e.what();
       reply = encode_reply(ReplyStatus::Failed, e.what());
     }
-    send_message(comm, kController, kReplyTag, reply);
+    comm.send_bytes(kController, kReplyTag, reply);
   }
 }
 
 void shutdown_workers(parallel::MpiComm& control, const std::vector<int>& world_ranks) {
   for (int rank : world_ranks) {
-    send_message(control.handle(), rank, kCommandTag, encode_command(CommandKind::Shutdown, "", std::nullopt));
+    control.send_bytes(rank, kCommandTag, encode_command(CommandKind::Shutdown, "", std::nullopt));
   }
 }
 

@@ -64,4 +64,11 @@ int ResourcePoolManager::total_slots() const {
   return total;
 }
 
+size_t ResourcePoolManager::pool_index_of_slot(int slot) const {
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    if (slot >= pools_[i].first_slot && slot < pools_[i].first_slot + pools_[i].world_size()) return i;
+  }
+  VERL_FAIL("resource_pool", "slot ", slot, " is not in any resource pool (", total_slots(), " slots)");
+}
+
 }  // namespace verl::single_controller

@@ -14,16 +14,6 @@ InProcessTransport::InProcessTransport(const std::string& group_name, int world_
     auto comm = world_size == 1 ? parallel::single_process_comm() : nullptr;
     workers_.push_back(factory(WorkerContext{rank, world_size, group_name, comm}));
   }
-  thread_ = std::thread([this] { run_queue(); });
-}
-
-InProcessTransport::~InProcessTransport() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
 }
 
 std::vector<MeshRankInfo> InProcessTransport::mesh_info(const std::string& mesh) const {
@@ -54,15 +44,30 @@ std::future<RankOutputs> InProcessTransport::execute(const std::string& method,
     }
     promise->set_value(std::move(outputs));
   };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
-  }
-  wake_.notify_one();
+  calls_.push(std::move(task));
   return future;
 }
 
-void InProcessTransport::run_queue() {
+CallQueue::CallQueue() : thread_([this] { run(); }) {}
+
+CallQueue::~CallQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void CallQueue::push(std::function<void()> call) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(call));
+  }
+  wake_.notify_one();
+}
+
+void CallQueue::run() {
   for (;;) {
     std::function<void()> task;
     {

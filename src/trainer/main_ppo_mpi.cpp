@@ -51,15 +51,11 @@ int serve_slot(const std::shared_ptr<const config::PPOConfig>& config, const Rol
                const single_controller::ResourcePoolManager& pools, parallel::MpiComm& control,
                std::shared_ptr<parallel::Comm> group_comm, int world_rank) {
   const int slot = world_rank - 1;
-  const single_controller::ResourcePool* mine = nullptr;
-  for (const auto& pool : pools.pools()) {
-    if (slot >= pool.first_slot && slot < pool.first_slot + pool.world_size()) mine = &pool;
-  }
-  VERL_ASSERT(mine != nullptr, kComponent, "world rank ", world_rank, " has no slot in the resource pools");
+  const single_controller::ResourcePool& mine = pools.pools()[pools.pool_index_of_slot(slot)];
   const PoolRoles pool_roles = colocated_roles(roles.role_worker_mapping, pools);
-  auto it = pool_roles.find(mine->name);
-  VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine->name, "' hosts no role");
-  single_controller::WorkerContext context{slot - mine->first_slot, mine->world_size(), mine->name,
+  auto it = pool_roles.find(mine.name);
+  VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine.name, "' hosts no role");
+  single_controller::WorkerContext context{slot - mine.first_slot, mine.world_size(), mine.name,
                                            std::move(group_comm)};
   const single_controller::WorkerFactory factory = single_controller::colocated_factory(it->second);
   single_controller::serve_worker(control, [&] { return factory(context); });
@@ -93,11 +89,7 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
   // controller sits alone in a colour of its own).
   auto world = session->world();
   auto control = as_mpi(world->split(0, rank));
-  int color = static_cast<int>(pools.pools().size());
-  for (size_t p = 0; p < pools.pools().size(); ++p) {
-    const auto& pool = pools.pools()[p];
-    if (rank - 1 >= pool.first_slot && rank - 1 < pool.first_slot + pool.world_size()) color = static_cast<int>(p);
-  }
+  const int color = static_cast<int>(rank == 0 ? pools.pools().size() : pools.pool_index_of_slot(rank - 1));
   auto group_comm = world->split(color, rank);
 
   if (rank != 0) {

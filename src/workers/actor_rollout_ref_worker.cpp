@@ -109,22 +109,6 @@ void copy_side_files(const fs::path& src, const fs::path& dst) {
   }
 }
 
-void copy_named_into(model::CausalLM& module, const model::NamedTensors& tensors, const std::string& file) {
-  std::map<std::string, torch::Tensor> by_name(tensors.begin(), tensors.end());
-  torch::NoGradGuard no_grad;
-  auto params = module->named_parameters();
-  for (auto& item : params) {
-    auto it = by_name.find(item.key());
-    VERL_CHECK(it != by_name.end(), kComponent, "checkpoint file '", file, "' has no tensor '", item.key(), "'");
-    VERL_CHECK(it->second.sizes() == item.value().sizes(), kComponent, "checkpoint file '", file, "': tensor '",
-               item.key(), "' has shape ", it->second.sizes(), ", the model expects ", item.value().sizes());
-    item.value().copy_(it->second.to(item.value().scalar_type()));
-    by_name.erase(it);
-  }
-  VERL_CHECK(by_name.empty(), kComponent, "checkpoint file '", file, "' has a tensor the model lacks: '",
-             by_name.begin()->first, "'");
-}
-
 // World sizes found in a checkpoint folder's model files (for the mismatch error).
 std::vector<int64_t> saved_world_sizes(const fs::path& dir) {
   std::vector<int64_t> out;
@@ -147,16 +131,6 @@ void freeze(model::CausalLM& module) {
 }
 
 }  // namespace
-
-std::string model_checkpoint_file(int64_t world_size, int64_t rank) {
-  return "model_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".safetensors";
-}
-std::string optim_checkpoint_file(int64_t world_size, int64_t rank) {
-  return "optim_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".pt";
-}
-std::string extra_state_checkpoint_file(int64_t world_size, int64_t rank) {
-  return "extra_state_world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank) + ".json";
-}
 
 ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerContext& context,
                                              std::shared_ptr<const config::PPOConfig> config, std::string role)
@@ -271,12 +245,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
       actor_->gradient_all_reduce = gradient_averager(context().comm);
-      actor_->optimizer_shard = optimizer_shard(context().comm, params);
-      if (actor_->optimizer_shard) {
-        VERL_LOG(Info, kComponent) << "fsdp (ZeRO-1) over " << world_size() << " ranks: this rank's optimizer holds "
-                                   << actor_->optimizer_shard->owned_numel() << " of " << parameter_count(params)
-                                   << " parameters";
-      }
+      actor_->optimizer_shard = optimizer_shard(context().comm, params, kComponent);
     } else {
       freeze(actor_module_);
     }
@@ -387,22 +356,18 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
              "save_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
   const std::string local_path = expand_home(meta["local_path"].get<std::string>());
-  const int64_t W = world_size(), r = rank();
+  const int W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.save_contents;
-  save_rank_folder(local_path, static_cast<int>(r), context().comm.get(), [&](const fs::path& dir) {
-    if (contains(contents, "model")) {
-      model::NamedTensors tensors;
-      for (const auto& item : actor_module_->named_parameters()) tensors.emplace_back(item.key(), item.value().detach());
-      model::save_tensors((dir / model_checkpoint_file(W, r)).string(), tensors);
-    }
-    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_checkpoint_file(W, r)).string());
+  save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
+    if (contains(contents, "model")) save_module_state(actor_module_, (dir / model_file_name(W, r)).string());
+    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
     if (contains(contents, "extra")) {
       Json extra;
       extra["lr_scheduler"] = lr_scheduler_->state_dict();
       extra["rng"] = {{"cpu", generator_state(at::detail::getDefaultCPUGenerator())},
                       {"rollout", generator_state(*rollout_generator_)}};
       if (meta.contains("global_step")) extra["global_step"] = meta["global_step"];
-      write_file_atomic((dir / extra_state_checkpoint_file(W, r)).string(), extra.dump(2));
+      write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2));
     }
     if (r == 0) {
       const fs::path hf = dir / "huggingface";
@@ -428,29 +393,19 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
              "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
   const fs::path dir = expand_home(meta["local_path"].get<std::string>());
   VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
-  const int64_t W = world_size(), r = rank();
+  const int W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.load_contents;
-  const fs::path model_file = dir / model_checkpoint_file(W, r);
-  if (!fs::exists(model_file)) {
-    auto sizes = saved_world_sizes(dir);
-    std::string found;
-    for (size_t i = 0; i < sizes.size(); ++i) found += (i ? ", " : "") + std::to_string(sizes[i]);
-    VERL_CHECK(sizes.empty(), kComponent, "checkpoint folder '", dir.string(), "' was saved with world size ", found,
-               " but this run has world size ", W, "; resuming needs the same world size");
-    VERL_CHECK(!contains(contents, "model"), kComponent, "checkpoint folder '", dir.string(), "' has no ",
-               model_checkpoint_file(W, r));
-  }
   if (contains(contents, "model")) {
-    copy_named_into(actor_module_, model::load_tensors(model_file.string()), model_file.string());
+    check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
+    load_module_state(actor_module_, (dir / model_file_name(W, r)).string());
   }
   if (contains(contents, "optimizer")) {
-    const fs::path f = dir / optim_checkpoint_file(W, r);
-    VERL_CHECK(fs::exists(f), kComponent, "checkpoint folder '", dir.string(), "' has no ", f.filename().string());
-    load_optimizer_state(*optimizer_, f.string());
+    check_checkpoint_rank_file(dir.string(), optim_file_name(W, r), W);
+    load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
   }
   if (contains(contents, "extra")) {
-    const fs::path f = dir / extra_state_checkpoint_file(W, r);
-    VERL_CHECK(fs::exists(f), kComponent, "checkpoint folder '", dir.string(), "' has no ", f.filename().string());
+    check_checkpoint_rank_file(dir.string(), extra_state_file_name(W, r), W);
+    const fs::path f = dir / extra_state_file_name(W, r);
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -487,11 +442,11 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
   auto sizes = saved_world_sizes(dir);
   VERL_CHECK(!sizes.empty(), kComponent, "checkpoint folder '", dir.string(),
              "' has no model_world_size_{W}_rank_0.safetensors");
-  const fs::path weights = dir / model_checkpoint_file(sizes.front(), 0);
+  const fs::path weights = dir / model_file_name(static_cast<int>(sizes.front()), 0);
   VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
              weights.filename().string());
   model::CausalLM module(model::load_hf_config(hf.string()));
-  copy_named_into(module, model::load_tensors(weights.string()), weights.string());
+  load_module_state(module, weights.string());
   model::save_model(module, out_dir);
   copy_side_files(hf, out_dir);
 }

@@ -130,14 +130,9 @@ DataProto CriticWorker::init_model(const DataProto&) {
   optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  auto shard = optimizer_shard(context().comm, (*module_)->parameters());
-  if (shard) {
-    VERL_LOG(Info, kComponent) << "fsdp (ZeRO-1) over " << world_size() << " ranks: this rank's optimizer holds "
-                               << shard->owned_numel() << " of " << parameter_count((*module_)->parameters())
-                               << " parameters";
-  }
-  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_,
-                                                    gradient_averager(context().comm), shard);
+  critic_ = std::make_unique<DataParallelPPOCritic>(
+      *module_, *optimizer_, critic_config_, gradient_averager(context().comm),
+      optimizer_shard(context().comm, (*module_)->parameters(), kComponent));
   return DataProto();
 }
 

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "verl/common/error.h"
+#include "verl/common/logging.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::workers {
@@ -67,16 +68,15 @@ void OptimizerShard::step(torch::optim::Optimizer& optimizer) {
   }
 }
 
-int64_t parameter_count(const std::vector<torch::Tensor>& parameters) {
-  int64_t n = 0;
-  for (const auto& p : parameters) n += p.numel();
-  return n;
-}
-
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
-                                                const std::vector<torch::Tensor>& parameters) {
+                                                const std::vector<torch::Tensor>& parameters, const char* component) {
   if (!comm || comm->size() == 1) return nullptr;
-  return std::make_shared<OptimizerShard>(std::move(comm), parameters);
+  int64_t total = 0;
+  for (const auto& p : parameters) total += p.numel();
+  auto shard = std::make_shared<OptimizerShard>(comm, parameters);
+  VERL_LOG(Info, component) << "fsdp (ZeRO-1) over " << comm->size() << " ranks: this rank's optimizer holds "
+                            << shard->owned_numel() << " of " << total << " parameters";
+  return shard;
 }
 
 }  // namespace verl::workers

@@ -63,6 +63,13 @@ class MpiComm : public Comm {
   std::shared_ptr<Comm> split(int color, int key) override;
   void broadcast_bytes(std::string& bytes, int root) override;
 
+  // Point-to-point messages of any size (the MPI transport's commands and replies): a u64 length, then the
+  // bytes in pieces of at most 1 GiB (MPI counts are int). Messages with one (peer, tag) arrive in order.
+  void send_bytes(int dest, int tag, const std::string& bytes);
+  std::string receive_bytes(int source, int tag);
+  // Whether a message from `source` with `tag` is waiting (MPI_Iprobe), without receiving it.
+  bool message_waiting(int source, int tag);
+
   MPI_Comm handle() const { return comm_; }
 
  private:

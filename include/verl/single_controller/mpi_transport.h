@@ -6,7 +6,7 @@
 // Wire format (on a control communicator of its own, so collectives between workers never meet it):
 //   controller -> worker   tag kCommandTag: [kind u8][method length u32][method][has input u8][DataProto bytes]
 //   worker -> controller   tag kReplyTag:   [status u8][payload: DataProto bytes | error text | mesh JSON]
-// Every message is a u64 length followed by the bytes in pieces of at most 1 GiB (MPI counts are int).
+// Messages of any size go through MpiComm::send_bytes / receive_bytes.
 //
 // A method that throws on a worker is answered with its error text; the controller fails the call with one
 // line naming the group, the rank (in the group and in the world) and the method, without waiting for the
@@ -28,7 +28,6 @@ class MpiTransport : public Transport {
   // method table (worker constructors are cheap by contract); the real workers live on those ranks.
   MpiTransport(std::string group_name, std::vector<int> world_ranks, std::shared_ptr<parallel::MpiComm> control,
                const WorkerFactory& factory);
-  ~MpiTransport() override;
 
   int world_size() const override { return static_cast<int>(world_ranks_.size()); }
   const std::vector<MethodSpec>& methods() const override { return probe_->methods(); }
@@ -36,18 +35,13 @@ class MpiTransport : public Transport {
   std::future<RankOutputs> execute(const std::string& method, std::vector<std::optional<DataProto>> inputs) override;
 
  private:
-  void run_queue();
   RankOutputs run_call(const std::string& method, const std::vector<std::optional<DataProto>>& inputs) const;
 
   std::string group_name_;
   std::vector<int> world_ranks_;
   std::shared_ptr<parallel::MpiComm> control_;
   std::unique_ptr<Worker> probe_;
-  mutable std::mutex mutex_;  // mesh_info() (const) queues a query too
-  mutable std::condition_variable wake_;
-  mutable std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::thread thread_;
+  mutable CallQueue calls_;  // mesh_info() (const) queues its query too; last, so it stops first
 };
 
 // The worker side: answers commands from world rank 0 until it is told to stop. The worker is built when the

@@ -34,6 +34,8 @@ class ResourcePoolManager {
   std::vector<Role> roles_on(const std::string& pool) const;
   const std::vector<ResourcePool>& pools() const { return pools_; }
   int total_slots() const;  // verl's get_n_gpus()
+  // Index in pools() of the pool holding global slot `slot` (0 <= slot < total_slots()).
+  size_t pool_index_of_slot(int slot) const;
 
  private:
   std::vector<ResourcePool> pools_;

@@ -30,12 +30,32 @@ class Transport {
   virtual std::future<RankOutputs> execute(const std::string& method, std::vector<std::optional<DataProto>> inputs) = 0;
 };
 
+// Runs queued calls one at a time, in order, on a thread of its own: one per worker group, so groups on
+// different resource pools overlap while each group stays sequential. The destructor runs what is queued,
+// then joins.
+class CallQueue {
+ public:
+  CallQueue();
+  ~CallQueue();
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+  void push(std::function<void()> call);
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 // All ranks live in this process; one background thread per transport runs its calls in order, so groups
 // on different resource pools overlap (split placement) while each group stays sequential.
 class InProcessTransport : public Transport {
  public:
   InProcessTransport(const std::string& group_name, int world_size, const WorkerFactory& factory);
-  ~InProcessTransport() override;
 
   int world_size() const override { return static_cast<int>(workers_.size()); }
   const std::vector<MethodSpec>& methods() const override { return workers_.front()->methods(); }
@@ -45,15 +65,9 @@ class InProcessTransport : public Transport {
   Worker& worker(int rank) { return *workers_.at(static_cast<size_t>(rank)); }
 
  private:
-  void run_queue();
-
   std::string group_name_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::thread thread_;
+  CallQueue calls_;  // last: its thread stops before the workers it calls are destroyed
 };
 
 }  // namespace verl::single_controller

@@ -12,7 +12,7 @@
 // ppo_mini_batch_size * rollout.n / world_size responses per rank; micro sizes are per rank. Checked at
 // construction with one-line errors naming the keys.
 //
-// Checkpoint folder (save_checkpoint meta local_path), written as a whole through StagedDirectory:
+// Checkpoint folder (save_checkpoint meta local_path), published whole (save_rank_folder, checkpoint_files.h):
 //   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names)
 //   optim_world_size_{W}_rank_{r}.pt            AdamW state (workers/optimizer.h)
 //   extra_state_world_size_{W}_rank_{r}.json    {"lr_scheduler": {...}, "rng": {"cpu": hex, "rollout": hex},
@@ -84,11 +84,6 @@ class ActorRolloutRefWorker : public single_controller::Worker {
 // role: "actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"
 single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_ptr<const config::PPOConfig> config,
                                                                   std::string role);
-
-// The checkpoint file names of one rank.
-std::string model_checkpoint_file(int64_t world_size, int64_t rank);
-std::string optim_checkpoint_file(int64_t world_size, int64_t rank);
-std::string extra_state_checkpoint_file(int64_t world_size, int64_t rank);
 
 // verl's model merger for this layout: an HF model folder (config.json, model.safetensors,
 // generation_config.json, tokenizer files) from an actor checkpoint folder (.../global_step_N/actor),

@@ -44,11 +44,9 @@ class OptimizerShard {
   int64_t owned_numel_ = 0;
 };
 
-// Elements in `parameters` (for the memory report).
-int64_t parameter_count(const std::vector<torch::Tensor>& parameters);
-
-// nullptr when the group has one rank or no communicator (the optimizer then holds everything).
+// nullptr when the group has one rank or no communicator (the optimizer then holds everything). Otherwise
+// logs, under `component`, how many of the parameters this rank's optimizer holds.
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
-                                                const std::vector<torch::Tensor>& parameters);
+                                                const std::vector<torch::Tensor>& parameters, const char* component);
 
 }  // namespace verl::workers

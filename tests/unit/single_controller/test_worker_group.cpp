@@ -86,6 +86,12 @@ TEST(ResourcePoolManager, LaysOutPoolsAndValidates) {
   EXPECT_EQ(manager.pool_for(Role::Critic).world_size(), 4);
   EXPECT_EQ(manager.pool_for(Role::RewardModel).first_slot, 4);
   EXPECT_EQ(manager.roles_on("global_pool").size(), 2u);
+  // Slots 0..3 are global_pool's (two nodes of two), slot 4 is reward_pool's.
+  EXPECT_EQ(manager.pool_index_of_slot(0), 0u);
+  EXPECT_EQ(manager.pool_index_of_slot(3), 0u);
+  EXPECT_EQ(manager.pool_index_of_slot(4), 1u);
+  EXPECT_NE(error_of([&] { manager.pool_index_of_slot(5); }).find("slot 5 is not in any resource pool"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { manager.pool_for(Role::RefPolicy); }).find("'ref' is not mapped"), std::string::npos);
 
   EXPECT_NE(error_of([] { ResourcePoolManager({{"p", {1}}}, {{Role::Actor, "q"}}); }).find("unknown resource pool 'q'"),

@@ -68,8 +68,8 @@ TEST(OptimizerShard, StepsOnlyOwnedParametersAndKeepsStateOnlyForThem) {
 
 TEST(OptimizerShard, OneRankNeedsNoShardOrAveraging) {
   auto params = parameters_of_sizes({4});
-  EXPECT_EQ(optimizer_shard(parallel::single_process_comm(), params), nullptr);
-  EXPECT_EQ(optimizer_shard(nullptr, params), nullptr);
+  EXPECT_EQ(optimizer_shard(parallel::single_process_comm(), params, "test"), nullptr);
+  EXPECT_EQ(optimizer_shard(nullptr, params, "test"), nullptr);
   EXPECT_EQ(gradient_averager(parallel::single_process_comm()), nullptr);
 }
 
