@@ -297,6 +297,7 @@ TrainerConfig read_trainer(ConfigReader& in) {
   check_positive(t.nnodes, "trainer.nnodes");
   t.n_gpus_per_node = in.get_int("trainer.n_gpus_per_node");
   check_positive(t.n_gpus_per_node, "trainer.n_gpus_per_node");
+  t.split_placement = in.get_bool("trainer.split_placement");
   t.save_freq = in.get_int("trainer.save_freq");
   t.resume_mode = in.get_choice("trainer.resume_mode", {"auto", "disable", "resume_path"});
   t.resume_from_path = in.get_optional_string("trainer.resume_from_path");

@@ -60,23 +60,45 @@ void check_data_files(const std::string& key, const std::vector<std::string>& fi
 
 RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& config) {
   RoleSetup setup;
-  const std::string global_pool_id = "global_pool";
-  setup.resource_pool_spec.emplace_back(
-      global_pool_id, std::vector<int>(static_cast<size_t>(config->trainer.nnodes),
-                                       static_cast<int>(config->trainer.n_gpus_per_node)));
+  const auto& trainer = config->trainer;
+  const bool critic = need_critic(*config);
+  // Co-located: every role on one pool. Split (verl's examples/split_placement/main_ppo_split.py): the actor
+  // and ref on one half of the slots, the critic and reward model on the other half.
+  std::string actor_pool = "global_pool";
+  std::string critic_pool = "global_pool";
+  if (trainer.split_placement) {
+    VERL_CHECK(critic, "config", "trainer.split_placement=true puts the critic on a pool of its own, but this run "
+               "has no critic (algorithm.adv_estimator=", config->algorithm.adv_estimator, ", critic.enable)");
+    std::vector<int> half;
+    if (trainer.n_gpus_per_node % 2 == 0) {
+      half.assign(static_cast<size_t>(trainer.nnodes), static_cast<int>(trainer.n_gpus_per_node / 2));
+    } else {
+      VERL_CHECK(trainer.nnodes % 2 == 0, "config", "trainer.split_placement=true halves the slots: "
+                 "trainer.n_gpus_per_node (", trainer.n_gpus_per_node, ") or trainer.nnodes (", trainer.nnodes,
+                 ") must be even");
+      half.assign(static_cast<size_t>(trainer.nnodes / 2), static_cast<int>(trainer.n_gpus_per_node));
+    }
+    actor_pool = "actor_rollout_ref_pool";
+    critic_pool = "critic_pool";
+    setup.resource_pool_spec.emplace_back(actor_pool, half);
+    setup.resource_pool_spec.emplace_back(critic_pool, half);
+  } else {
+    setup.resource_pool_spec.emplace_back(
+        actor_pool, std::vector<int>(static_cast<size_t>(trainer.nnodes), static_cast<int>(trainer.n_gpus_per_node)));
+  }
   setup.role_worker_mapping[Role::ActorRollout] = workers::actor_rollout_ref_worker_factory(config, "actor_rollout");
-  setup.mapping[Role::ActorRollout] = global_pool_id;
-  if (need_critic(*config)) {
+  setup.mapping[Role::ActorRollout] = actor_pool;
+  if (critic) {
     setup.role_worker_mapping[Role::Critic] = workers::critic_worker_factory(config);
-    setup.mapping[Role::Critic] = global_pool_id;
+    setup.mapping[Role::Critic] = critic_pool;
   }
   if (config->reward_model.enable) {
     setup.role_worker_mapping[Role::RewardModel] = workers::reward_model_worker_factory(config);
-    setup.mapping[Role::RewardModel] = global_pool_id;
+    setup.mapping[Role::RewardModel] = critic_pool;
   }
   if (need_reference_policy(*config)) {
     setup.role_worker_mapping[Role::RefPolicy] = workers::actor_rollout_ref_worker_factory(config, "ref");
-    setup.mapping[Role::RefPolicy] = global_pool_id;
+    setup.mapping[Role::RefPolicy] = actor_pool;
   }
   return setup;
 }

@@ -1,6 +1,8 @@
 // verl's RayPPOTrainer._validate_config and the batch-size normalisation the workers assert
 // (ActorConfig/CriticConfig.validate, fsdp_workers.__init__): checked on the controller before any weights
 // load, each failure one line naming the keys.
+#include <algorithm>
+
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/trainer/ppo_trainer.h"
@@ -12,7 +14,8 @@ namespace {
 // ppo_mini_batch_size counts prompts; each device gets mini * n / n_gpus responses per optimizer step, which
 // the micro-batch size must divide.
 void check_mini_batch(const std::string& section, int64_t train_batch_size, int64_t mini_batch_size,
-                      std::optional<int64_t> micro_per_gpu, bool use_dynamic_bsz, int64_t n, int64_t n_gpus) {
+                      std::optional<int64_t> micro_per_gpu, bool use_dynamic_bsz, int64_t n, int64_t n_gpus,
+                      const std::string& devices) {
   VERL_CHECK(mini_batch_size > 0, "config", section, ".ppo_mini_batch_size must be > 0, got ", mini_batch_size);
   if (use_dynamic_bsz) return;
   VERL_CHECK(train_batch_size >= mini_batch_size, "config", "data.train_batch_size (", train_batch_size,
@@ -20,7 +23,7 @@ void check_mini_batch(const std::string& section, int64_t train_batch_size, int6
   const int64_t responses = mini_batch_size * n;
   VERL_CHECK(responses % n_gpus == 0, "config", section, ".ppo_mini_batch_size (", mini_batch_size,
              ") x actor_rollout_ref.rollout.n (", n, ") = ", responses, " responses per mini-batch does not divide over ",
-             n_gpus, " devices (trainer.n_gpus_per_node x trainer.nnodes)");
+             n_gpus, " devices (", devices, ")");
   if (micro_per_gpu) {
     VERL_CHECK(*micro_per_gpu > 0, "config", section, ".ppo_micro_batch_size_per_gpu must be > 0, got ",
                *micro_per_gpu);
@@ -46,12 +49,17 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
              ") x actor_rollout_ref.rollout.n (", n, ") = ", real_train_batch_size,
              " responses per step must be divisible by the ", n_gpus,
              " devices (trainer.n_gpus_per_node x trainer.nnodes)");
+  // Split placement gives the actor and the critic half of the devices each; their batches split over that half.
+  const bool split = config.trainer.split_placement;
+  const int64_t role_gpus = split ? std::max<int64_t>(1, n_gpus / 2) : n_gpus;
+  const std::string devices = split ? "half of trainer.n_gpus_per_node x trainer.nnodes: trainer.split_placement=true"
+                                    : "trainer.n_gpus_per_node x trainer.nnodes";
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
-                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, n_gpus);
+                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus, devices);
   if (need_critic(config)) {
     const auto& critic = config.critic;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
-                     critic.use_dynamic_bsz, n, n_gpus);
+                     critic.use_dynamic_bsz, n, role_gpus, devices);
   }
   // verl's check_mutually_exclusive: without dynamic batch sizes the log-prob passes need a micro-batch size.
   if (!actor.use_dynamic_bsz) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <future>
 #include <iostream>
 
 #include "verl/algo/core_algos.h"
@@ -63,6 +65,19 @@ MetricMap reduce_worker_metrics(const DataProto& output) {
     if (!values.empty()) lists[it.key()] = std::move(values);
   }
   return algo::reduce_metrics(lists);
+}
+
+// meta_info["timing"] of a worker output (seconds the worker itself spent, per name) into timing_raw.
+void read_worker_timing(const DataProto& output, MetricMap& timing_raw) {
+  if (!output.meta_info.contains("timing")) return;
+  for (auto it = output.meta_info["timing"].begin(); it != output.meta_info["timing"].end(); ++it) {
+    double seconds = 0;
+    if (it.value().is_number()) seconds = it.value().get<double>();
+    if (it.value().is_array()) {
+      for (const auto& v : it.value()) seconds = std::max(seconds, v.get<double>());  // slowest rank
+    }
+    timing_raw[it.key()] = seconds;
+  }
 }
 
 std::shared_ptr<single_controller::Transport> in_process_transport(const std::string& name, int world_size,
@@ -181,6 +196,9 @@ void PPOTrainer::init_workers() {
     rm_wg_.emplace(all_wg_.at("rm"));
     rm_wg_->call("init_model");
   }
+  // Split placement: the critic's pool is not the actor's, so their updates can run at the same time.
+  split_updates_ = use_critic_ && resource_pool_manager_.pool_for(Role::Critic).name !=
+                                      resource_pool_manager_.pool_for(Role::ActorRollout).name;
   // The actor last (verl: the rollout engine then sees the memory left).
   actor_rollout_wg_.emplace(all_wg_.at("actor_rollout"));
   actor_rollout_wg_->call("init_model");
@@ -218,16 +236,7 @@ nlohmann::json PPOTrainer::generation_meta(bool validate, bool do_sample) const 
 
 DataProto PPOTrainer::generate(const DataProto& gen_batch, MetricMap& timing_raw) {
   DataProto output = actor_rollout_wg_->call("generate_sequences", gen_batch);
-  if (output.meta_info.contains("timing")) {
-    for (auto it = output.meta_info["timing"].begin(); it != output.meta_info["timing"].end(); ++it) {
-      double seconds = 0;
-      if (it.value().is_number()) seconds = it.value().get<double>();
-      if (it.value().is_array()) {
-        for (const auto& v : it.value()) seconds = std::max(seconds, v.get<double>());  // slowest rank
-      }
-      timing_raw[it.key()] = seconds;
-    }
-  }
+  read_worker_timing(output, timing_raw);
   output.meta_info = nlohmann::json::object();
   return output;
 }
@@ -270,6 +279,41 @@ void PPOTrainer::compute_advantage(DataProto& batch) const {
 void PPOTrainer::log(const MetricMap& metrics) {
   logger_->log(metrics, global_steps_);
   if (options_.on_log) options_.on_log(global_steps_, metrics);
+}
+
+// verl's examples/split_placement fit: the critic and the actor are on different pools, so both updates are
+// issued before either is awaited. timing_raw gets verl's update_critic_call / update_actor_call (issuing) and
+// update_actor_critic (waiting for both), and each worker's own update_critic / update_actor seconds: the
+// overlap is update_critic + update_actor - update_actor_critic.
+void PPOTrainer::update_critic_and_actor_overlapped(DataProto& batch, MetricMap& metrics, MetricMap& timing_raw) {
+  const bool update_actor = config_->trainer.critic_warmup <= global_steps_;
+  batch.meta_info["multi_turn"] = false;
+  std::future<DataProto> critic_output, actor_output;
+  {
+    PhaseTimer timer("update_critic_call", timing_raw);
+    critic_output = critic_wg_->call_async("update_critic", batch);
+  }
+  if (update_actor) {
+    PhaseTimer timer("update_actor_call", timing_raw);
+    actor_output = actor_rollout_wg_->call_async("update_actor", batch);
+  }
+  PhaseTimer timer("update_actor_critic", timing_raw);
+  // Both futures are awaited even when the first fails, so no call outlives the batch it reads.
+  std::exception_ptr failure;
+  auto collect = [&](std::future<DataProto>& output, bool actor) {
+    try {
+      DataProto result = output.get();
+      read_worker_timing(result, timing_raw);
+      for (const auto& [key, value] : reduce_worker_metrics(result)) {
+        if (actor || !metrics.count(key)) metrics[key] = value;  // update-pass entropy wins
+      }
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  collect(critic_output, false);
+  if (update_actor) collect(actor_output, true);
+  if (failure) std::rethrow_exception(failure);
 }
 
 void PPOTrainer::fit() {
@@ -394,16 +438,20 @@ void PPOTrainer::fit() {
           }
           compute_advantage(batch);
         }
-        if (use_critic_) {
-          PhaseTimer timer("update_critic", timing_raw);
-          MetricMap critic_metrics = reduce_worker_metrics(critic_wg_->call("update_critic", batch));
-          metrics.insert(critic_metrics.begin(), critic_metrics.end());
-        }
-        if (trainer.critic_warmup <= global_steps_) {
-          PhaseTimer timer("update_actor", timing_raw);
-          batch.meta_info["multi_turn"] = false;
-          MetricMap actor_metrics = reduce_worker_metrics(actor_rollout_wg_->call("update_actor", batch));
-          for (const auto& [key, value] : actor_metrics) metrics[key] = value;  // update-pass entropy wins
+        if (split_updates_) {
+          update_critic_and_actor_overlapped(batch, metrics, timing_raw);
+        } else {
+          if (use_critic_) {
+            PhaseTimer timer("update_critic", timing_raw);
+            MetricMap critic_metrics = reduce_worker_metrics(critic_wg_->call("update_critic", batch));
+            metrics.insert(critic_metrics.begin(), critic_metrics.end());
+          }
+          if (trainer.critic_warmup <= global_steps_) {
+            PhaseTimer timer("update_actor", timing_raw);
+            batch.meta_info["multi_turn"] = false;
+            MetricMap actor_metrics = reduce_worker_metrics(actor_rollout_wg_->call("update_actor", batch));
+            for (const auto& [key, value] : actor_metrics) metrics[key] = value;  // update-pass entropy wins
+          }
         }
         if (trainer.rollout_data_dir) {
           PhaseTimer timer("dump_rollout_generations", timing_raw);

@@ -340,12 +340,17 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
              "(docs/distributed.md)");
+  const auto start = std::chrono::steady_clock::now();
   Json metrics = actor_->update_policy(data);
   // verl logs the LR this update used, then steps the schedule once per training step.
   metrics["actor/lr"] = Json::array({lr_scheduler_->last_lr()});
   lr_scheduler_->step();
   DataProto out;
   out.meta_info["metrics"] = metrics;
+  if (rank() == 0) {  // the worker's own time (see generate_sequences)
+    out.meta_info["timing"] = {
+        {"update_actor", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+  }
   return out;
 }
 

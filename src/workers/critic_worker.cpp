@@ -1,5 +1,6 @@
 #include "verl/workers/critic_worker.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -154,6 +155,7 @@ DataProto CriticWorker::compute_values(const DataProto& data) {
 DataProto CriticWorker::update_critic(const DataProto& data) {
   require_initialized("update_critic");
   require_gradient_sync("update_critic");
+  const auto start = std::chrono::steady_clock::now();
   // The LR this update runs with (verl reads get_last_lr() before stepping the scheduler).
   const double lr = optimizer_->param_groups().at(0).options().get_lr();
   MetricLists metrics = critic_->update_critic(data);
@@ -161,6 +163,12 @@ DataProto CriticWorker::update_critic(const DataProto& data) {
   lr_scheduler_->step();
   DataProto out;
   out.meta_info["metrics"] = metrics_to_json(metrics);
+  // The worker's own time, so a split placement can show the update overlapping the actor's (rank 0 only:
+  // DataProto::concat needs equal meta values).
+  if (rank() == 0) {
+    out.meta_info["timing"] = {
+        {"update_critic", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+  }
   return out;
 }
 

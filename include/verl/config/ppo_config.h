@@ -195,6 +195,9 @@ struct TrainerConfig {
   std::optional<std::string> validation_data_dir;
   int64_t nnodes = 1;
   int64_t n_gpus_per_node = 1;
+  // verl.cpp: verl's examples/split_placement as a key: the actor (+ ref) and the critic (+ reward model)
+  // each get half of the slots, and update_critic runs at the same time as update_actor.
+  bool split_placement = false;
   int64_t save_freq = -1;
   std::string resume_mode;
   std::optional<std::string> resume_from_path;

@@ -127,6 +127,7 @@ class PPOTrainer {
   RewardOutput compute_reward(DataProto& batch, const RewardFn& reward_fn);
   void balance_batch(DataProto& batch, algo::MetricMap& metrics);
   void compute_advantage(DataProto& batch) const;
+  void update_critic_and_actor_overlapped(DataProto& batch, algo::MetricMap& metrics, algo::MetricMap& timing_raw);
   algo::MetricMap validate();
   void maybe_log_val_generations(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                                  const std::vector<double>& scores);
@@ -153,6 +154,7 @@ class PPOTrainer {
   bool use_critic_ = false;
   bool use_reference_policy_ = false;
   bool use_rm_ = false;
+  bool split_updates_ = false;  // critic and actor on different pools: updates overlap
   int64_t total_training_steps_ = 0;
   int64_t global_steps_ = 0;
   int64_t val_passes_ = 0;
