@@ -67,15 +67,11 @@ RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& confi
   std::string actor_pool = "global_pool";
   std::string critic_pool = "global_pool";
   if (trainer.split_placement) {
-    VERL_CHECK(critic, "config", "trainer.split_placement=true puts the critic on a pool of its own, but this run "
-               "has no critic (algorithm.adv_estimator=", config->algorithm.adv_estimator, ", critic.enable)");
+    check_split_placement(*config);
     std::vector<int> half;
     if (trainer.n_gpus_per_node % 2 == 0) {
       half.assign(static_cast<size_t>(trainer.nnodes), static_cast<int>(trainer.n_gpus_per_node / 2));
     } else {
-      VERL_CHECK(trainer.nnodes % 2 == 0, "config", "trainer.split_placement=true halves the slots: "
-                 "trainer.n_gpus_per_node (", trainer.n_gpus_per_node, ") or trainer.nnodes (", trainer.nnodes,
-                 ") must be even");
       half.assign(static_cast<size_t>(trainer.nnodes / 2), static_cast<int>(trainer.n_gpus_per_node));
     }
     actor_pool = "actor_rollout_ref_pool";

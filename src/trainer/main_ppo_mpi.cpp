@@ -10,6 +10,7 @@
 // (the worker group's collectives: gradient averaging, checkpoint barriers). Any error ends the whole job
 // (MPI_Abort) after one line naming where it happened, so no rank is left waiting.
 #include <iostream>
+#include <optional>
 
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
@@ -75,8 +76,18 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
   const int rank = session->world_rank();
   if (rank != 0) set_log_prefix("rank " + std::to_string(rank));
   auto config = std::make_shared<config::PPOConfig>(parsed);
-  const RoleSetup roles = build_role_setup(config);
-  const single_controller::ResourcePoolManager pools(roles.resource_pool_spec, roles.mapping);
+  // A layout error is the same on every rank: rank 0 reports it, the others leave quietly.
+  std::optional<RoleSetup> role_setup;
+  std::optional<single_controller::ResourcePoolManager> pool_manager;
+  try {
+    role_setup.emplace(build_role_setup(config));
+    pool_manager.emplace(role_setup->resource_pool_spec, role_setup->mapping);
+  } catch (const std::exception&) {
+    if (rank != 0) return 1;
+    throw;
+  }
+  const RoleSetup& roles = *role_setup;
+  const single_controller::ResourcePoolManager& pools = *pool_manager;
   if (session->world_size() != 1 + pools.total_slots()) {
     // Every rank sees the same mismatch: rank 0 reports it, all leave together through MPI_Finalize.
     if (rank != 0) return 1;

@@ -36,8 +36,19 @@ void check_mini_batch(const std::string& section, int64_t train_batch_size, int6
 
 }  // namespace
 
+void check_split_placement(const config::PPOConfig& config) {
+  const auto& trainer = config.trainer;
+  if (!trainer.split_placement) return;
+  VERL_CHECK(need_critic(config), "config", "trainer.split_placement=true puts the critic on a pool of its own, but "
+             "this run has no critic (algorithm.adv_estimator=", config.algorithm.adv_estimator, ", critic.enable)");
+  VERL_CHECK(trainer.n_gpus_per_node % 2 == 0 || trainer.nnodes % 2 == 0, "config",
+             "trainer.split_placement=true halves the slots: trainer.n_gpus_per_node (", trainer.n_gpus_per_node,
+             ") or trainer.nnodes (", trainer.nnodes, ") must be even");
+}
+
 void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   VERL_CHECK(n_gpus > 0, "config", "no devices: trainer.n_gpus_per_node x trainer.nnodes must be > 0");
+  check_split_placement(config);
   const auto& data = config.data;
   const auto& actor = config.actor_rollout_ref.actor;
   const auto& rollout = config.actor_rollout_ref.rollout;

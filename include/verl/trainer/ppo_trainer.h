@@ -94,6 +94,8 @@ bool need_reference_policy(const config::PPOConfig& config);
 // verl's _validate_config plus the worker-side batch-size normalisation checks, for `n_gpus` devices.
 // Throws one line naming the keys and values that do not fit. Needs no weights, so main_ppo runs it first.
 void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus);
+// trainer.split_placement needs a critic and slots that halve (by GPUs per node, else by nodes).
+void check_split_placement(const config::PPOConfig& config);
 
 class PPOTrainer {
  public:
