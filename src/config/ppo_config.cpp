@@ -335,6 +335,10 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.custom_reward_function.on_error = in.get_choice("custom_reward_function.on_error", {"raise", "zero"});
   c.algorithm = read_algorithm(in);
   c.trainer = read_trainer(in);
+  c.rollout.nnodes = in.get_int("rollout.nnodes");
+  check_positive(c.rollout.nnodes, "rollout.nnodes");
+  c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
+  check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
   in.check_all_read();
 
   VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",

@@ -1,5 +1,6 @@
 #include "verl/parallel/comm.h"
 
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -32,17 +33,21 @@ class SingleProcessComm : public Comm {
 
 std::shared_ptr<Comm> single_process_comm() { return std::make_shared<SingleProcessComm>(); }
 
-void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, ReduceOp op, int64_t bucket_bytes) {
-  if (comm.size() == 1 || tensors.empty()) return;
+namespace {
+
+// Cuts `tensors` into flat buffers of at most bucket_bytes and calls `collective` on each, then copies the
+// buffer back into the tensors. Tensors are grouped by (dtype, device) in first-seen order (a tensor larger
+// than a bucket gets one of its own); the grouping depends only on the tensor list, so every rank forms the
+// same buckets.
+void for_each_bucket(const std::vector<torch::Tensor>& tensors, int64_t bucket_bytes, const char* what,
+                     const std::function<void(torch::Tensor&)>& collective) {
   VERL_CHECK(bucket_bytes > 0, "comm", "bucket size must be > 0 bytes, got ", bucket_bytes);
-  // Group by (dtype, device) in first-seen order, then cut each group into buckets of at most bucket_bytes
-  // (a tensor larger than a bucket gets one of its own). The grouping depends only on the tensor list, so
-  // every rank forms the same buckets.
+  torch::NoGradGuard no_grad;  // parameters are leaves that require grad; the copy-back is not part of a graph
   std::vector<std::vector<size_t>> groups;
   std::map<std::tuple<int, int, int>, size_t> group_of;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const torch::Tensor& t = tensors[i];
-    VERL_ASSERT(t.defined(), "comm", "all_reduce_coalesced got an undefined tensor at index ", i);
+    VERL_ASSERT(t.defined(), "comm", what, " got an undefined tensor at index ", i);
     auto key = std::make_tuple(static_cast<int>(t.scalar_type()), static_cast<int>(t.device().type()),
                                static_cast<int>(t.device().index()));
     auto [it, inserted] = group_of.emplace(key, groups.size());
@@ -54,7 +59,7 @@ void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors,
     std::vector<torch::Tensor> flat;
     for (size_t i : bucket) flat.push_back(tensors[i].reshape({-1}));
     torch::Tensor buffer = torch::cat(flat);
-    comm.all_reduce(buffer, op);
+    collective(buffer);
     int64_t offset = 0;
     for (size_t i : bucket) {
       const int64_t n = tensors[i].numel();
@@ -77,6 +82,20 @@ void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors,
     }
     flush(bucket);
   }
+}
+
+}  // namespace
+
+void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, ReduceOp op, int64_t bucket_bytes) {
+  if (comm.size() == 1 || tensors.empty()) return;
+  for_each_bucket(tensors, bucket_bytes, "all_reduce_coalesced",
+                  [&](torch::Tensor& buffer) { comm.all_reduce(buffer, op); });
+}
+
+void broadcast_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, int root, int64_t bucket_bytes) {
+  if (comm.size() == 1 || tensors.empty()) return;
+  for_each_bucket(tensors, bucket_bytes, "broadcast_coalesced",
+                  [&](torch::Tensor& buffer) { comm.broadcast(buffer, root); });
 }
 
 }  // namespace verl::parallel

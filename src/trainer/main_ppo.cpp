@@ -82,8 +82,21 @@ RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& confi
     setup.resource_pool_spec.emplace_back(
         actor_pool, std::vector<int>(static_cast<size_t>(trainer.nnodes), static_cast<int>(trainer.n_gpus_per_node)));
   }
-  setup.role_worker_mapping[Role::ActorRollout] = workers::actor_rollout_ref_worker_factory(config, "actor_rollout");
-  setup.mapping[Role::ActorRollout] = actor_pool;
+  if (config->actor_rollout_ref.hybrid_engine) {
+    setup.role_worker_mapping[Role::ActorRollout] = workers::actor_rollout_ref_worker_factory(config, "actor_rollout");
+    setup.mapping[Role::ActorRollout] = actor_pool;
+  } else {
+    // verl's one_step_off_policy layout: the actor trains on the trainer's devices, a Rollout role generates on
+    // devices of its own (the last pool) and receives the actor's weights after every update.
+    const std::string rollout_pool = "rollout_pool";
+    setup.resource_pool_spec.emplace_back(
+        rollout_pool, std::vector<int>(static_cast<size_t>(config->rollout.nnodes),
+                                       static_cast<int>(config->rollout.n_gpus_per_node)));
+    setup.role_worker_mapping[Role::Actor] = workers::actor_rollout_ref_worker_factory(config, "actor");
+    setup.mapping[Role::Actor] = actor_pool;
+    setup.role_worker_mapping[Role::Rollout] = workers::actor_rollout_ref_worker_factory(config, "rollout");
+    setup.mapping[Role::Rollout] = rollout_pool;
+  }
   if (critic) {
     setup.role_worker_mapping[Role::Critic] = workers::critic_worker_factory(config);
     setup.mapping[Role::Critic] = critic_pool;

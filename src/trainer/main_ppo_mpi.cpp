@@ -5,9 +5,10 @@
 //                      ranks 1 + first_slot .. 1 + first_slot + world_size - 1); it builds the pool's
 //                      co-located worker and serves the controller's calls until shutdown
 //
-// Every rank reads the same config and derives the same layout, so no set-up messages are needed. Two
-// communicators are made collectively at start: a control one (controller <-> workers) and one per pool
-// (the worker group's collectives: gradient averaging, checkpoint barriers). Any error ends the whole job
+// Every rank reads the same config and derives the same layout, so no set-up messages are needed. The
+// communicators are made collectively at start: a control one (controller <-> workers), one per pool
+// (the worker group's collectives: gradient averaging, checkpoint barriers) and, with a separate rollout,
+// the weight-sync one (actor rank 0 + the rollout ranks). Any error ends the whole job
 // (MPI_Abort) after one line naming where it happened, so no rank is left waiting.
 #include <iostream>
 #include <optional>
@@ -48,16 +49,31 @@ std::shared_ptr<parallel::MpiComm> as_mpi(std::shared_ptr<parallel::Comm> comm) 
   session.abort(1);
 }
 
+// With a separate rollout (actor_rollout_ref.hybrid_engine=false): the communicator of actor rank 0 and the
+// rollout ranks, in world-rank order, so the actor is its rank 0. Collective: every rank calls it.
+std::shared_ptr<parallel::Comm> weight_sync_comm(parallel::Comm& world, const single_controller::ResourcePoolManager& pools,
+                                                 int rank) {
+  if (!pools.has_role(single_controller::Role::Rollout)) return nullptr;
+  const auto& actor = pools.pool_for(single_controller::Role::Actor);
+  const auto& rollout = pools.pool_for(single_controller::Role::Rollout);
+  VERL_ASSERT(actor.first_slot < rollout.first_slot, kComponent, "the rollout pool must come after the actor's");
+  const bool member = rank == 1 + actor.first_slot ||
+                      (rank >= 1 + rollout.first_slot && rank < 1 + rollout.first_slot + rollout.world_size());
+  auto part = world.split(member ? 1 : 0, rank);
+  return member ? part : nullptr;
+}
+
 int serve_slot(const std::shared_ptr<const config::PPOConfig>& config, const RoleSetup& roles,
                const single_controller::ResourcePoolManager& pools, parallel::MpiComm& control,
-               std::shared_ptr<parallel::Comm> group_comm, int world_rank) {
+               std::shared_ptr<parallel::Comm> group_comm, std::shared_ptr<parallel::Comm> weight_sync,
+               int world_rank) {
   const int slot = world_rank - 1;
   const single_controller::ResourcePool& mine = pools.pools()[pools.pool_index_of_slot(slot)];
   const PoolRoles pool_roles = colocated_roles(roles.role_worker_mapping, pools);
   auto it = pool_roles.find(mine.name);
   VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine.name, "' hosts no role");
   single_controller::WorkerContext context{slot - mine.first_slot, mine.world_size(), mine.name,
-                                           std::move(group_comm)};
+                                           std::move(group_comm), std::move(weight_sync)};
   const single_controller::WorkerFactory factory = single_controller::colocated_factory(it->second);
   single_controller::serve_worker(control, [&] { return factory(context); });
   return 0;
@@ -91,10 +107,15 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
   if (session->world_size() != 1 + pools.total_slots()) {
     // Every rank sees the same mismatch: rank 0 reports it, all leave together through MPI_Finalize.
     if (rank != 0) return 1;
+    const std::string rollout =
+        config->actor_rollout_ref.hybrid_engine
+            ? std::string()
+            : " + rollout.nnodes=" + std::to_string(config->rollout.nnodes) + " x rollout.n_gpus_per_node=" +
+                  std::to_string(config->rollout.n_gpus_per_node);
     VERL_FAIL(kComponent, "mpirun started ", session->world_size(), " processes but this config needs 1 + ",
               pools.total_slots(), " (the controller + trainer.nnodes=", config->trainer.nnodes,
-              " x trainer.n_gpus_per_node=", config->trainer.n_gpus_per_node, " device slots): run mpirun -np ",
-              1 + pools.total_slots());
+              " x trainer.n_gpus_per_node=", config->trainer.n_gpus_per_node, rollout,
+              " device slots): run mpirun -np ", 1 + pools.total_slots());
   }
   // Collective on every rank, in this order: the control communicator, then one per resource pool (the
   // controller sits alone in a colour of its own).
@@ -102,11 +123,12 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
   auto control = as_mpi(world->split(0, rank));
   const int color = static_cast<int>(rank == 0 ? pools.pools().size() : pools.pool_index_of_slot(rank - 1));
   auto group_comm = world->split(color, rank);
+  auto weight_sync = weight_sync_comm(*world, pools, rank);
 
   if (rank != 0) {
     try {
       runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
-      return serve_slot(config, roles, pools, *control, group_comm, rank);
+      return serve_slot(config, roles, pools, *control, group_comm, weight_sync, rank);
     } catch (const std::exception& e) {
       fail_job(*session, "rank " + std::to_string(rank) + ": ", e);
     }

@@ -11,6 +11,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/parallel/comm.h"
 #include "verl/single_controller/transport.h"
 
 namespace verl::trainer {
@@ -118,10 +119,13 @@ PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_pt
       uid_generator_(0) {
   VERL_ASSERT(config_ && tokenizer_ && train_dataloader_, "trainer", "config, tokenizer and train dataloader needed");
   const config::PPOConfig& cfg = *config_;
-  VERL_CHECK(cfg.actor_rollout_ref.hybrid_engine, "trainer",
-             "actor_rollout_ref.hybrid_engine=false is not supported (verl supports only the hybrid engine)");
-  VERL_CHECK(role_worker_mapping_.count(Role::ActorRollout), "trainer",
-             "role_worker_mapping needs Role::ActorRollout (hybrid engine)");
+  if (cfg.actor_rollout_ref.hybrid_engine) {
+    VERL_CHECK(role_worker_mapping_.count(Role::ActorRollout), "trainer",
+               "role_worker_mapping needs Role::ActorRollout (actor_rollout_ref.hybrid_engine=true)");
+  } else {
+    VERL_CHECK(role_worker_mapping_.count(Role::Actor) && role_worker_mapping_.count(Role::Rollout), "trainer",
+               "actor_rollout_ref.hybrid_engine=false needs Role::Actor and Role::Rollout in role_worker_mapping");
+  }
   use_reference_policy_ = role_worker_mapping_.count(Role::RefPolicy) > 0;
   use_rm_ = role_worker_mapping_.count(Role::RewardModel) > 0;
   use_critic_ = need_critic(cfg);
@@ -134,10 +138,16 @@ PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_pt
   }
   VERL_CHECK(!cfg.actor_rollout_ref.actor.use_kl_loss || use_reference_policy_, "trainer",
              "actor_rollout_ref.actor.use_kl_loss=true needs the reference policy role");
-  validate_ppo_config(cfg, resource_pool_manager_.total_slots());
+  // The batch checks are about the trainer's devices: a separate rollout's slots take no training batch.
+  int64_t trainer_slots = resource_pool_manager_.total_slots();
+  if (resource_pool_manager_.has_role(Role::Rollout)) {
+    trainer_slots -= resource_pool_manager_.pool_for(Role::Rollout).world_size();
+  }
+  validate_ppo_config(cfg, trainer_slots);
   VERL_CHECK(!cfg.trainer.balance_batch || options_.seqlen_partitioner, "trainer",
              "trainer.balance_batch=true needs a sequence-length partitioner");
   if (!options_.sequence_workload) options_.sequence_workload = [](int64_t l) { return 24576 * l + l * l; };
+  in_process_ = !options_.transport_factory;
   if (!options_.transport_factory) options_.transport_factory = in_process_transport;
 
   // verl's _create_dataloader: the step budget, written into the optimizers' schedules.
@@ -161,6 +171,8 @@ PPOTrainer::~PPOTrainer() = default;
 PoolRoles colocated_roles(const RoleWorkerMapping& mapping, const single_controller::ResourcePoolManager& pools) {
   PoolRoles roles;
   for (const auto& [role, prefix] : {std::pair<Role, const char*>{Role::ActorRollout, "actor_rollout"},
+                                     {Role::Actor, "actor"},
+                                     {Role::Rollout, "rollout"},
                                      {Role::Critic, "critic"},
                                      {Role::RefPolicy, "ref"},
                                      {Role::RewardModel, "rm"}}) {
@@ -170,16 +182,39 @@ PoolRoles colocated_roles(const RoleWorkerMapping& mapping, const single_control
   return roles;
 }
 
+// In one process a separate rollout meets the actor over thread communicators: the actor pool's rank 0 is
+// rank 0 of the weight-sync group, the rollout rank its rank 1. (Under mpirun the worker ranks make theirs.)
+std::map<std::string, WorkerFactory> PPOTrainer::with_in_process_weight_sync(std::map<std::string, WorkerFactory> pools) {
+  if (!in_process_ || !role_worker_mapping_.count(Role::Rollout)) return pools;
+  const auto& rollout_pool = resource_pool_manager_.pool_for(Role::Rollout);
+  const auto& actor_pool = resource_pool_manager_.pool_for(Role::Actor);
+  VERL_CHECK(rollout_pool.world_size() == 1, "trainer", "in one process the separate rollout runs on one slot "
+             "(rollout.n_gpus_per_node=1, rollout.nnodes=1); more rollout ranks need mpirun (docs/distributed.md)");
+  auto comms = parallel::thread_comms(2);
+  auto attach = [](WorkerFactory factory, std::shared_ptr<parallel::Comm> comm) -> WorkerFactory {
+    return [factory, comm](const single_controller::WorkerContext& context) {
+      single_controller::WorkerContext with_sync = context;
+      if (context.rank == 0) with_sync.weight_sync = comm;
+      return factory(with_sync);
+    };
+  };
+  pools[actor_pool.name] = attach(pools.at(actor_pool.name), comms[0]);
+  pools[rollout_pool.name] = attach(pools.at(rollout_pool.name), comms[1]);
+  return pools;
+}
+
 void PPOTrainer::init_workers() {
   // resource pool -> {role prefix -> worker factory}: every role on a pool lives in one co-located worker.
   const PoolRoles resource_pool_to_cls = colocated_roles(role_worker_mapping_, resource_pool_manager_);
+  std::map<std::string, WorkerFactory> pool_factories;
+  for (const auto& [pool, roles] : resource_pool_to_cls) pool_factories[pool] = single_controller::colocated_factory(roles);
+  pool_factories = with_in_process_weight_sync(std::move(pool_factories));
   for (const auto& pool : resource_pool_manager_.pools()) {
     auto it = resource_pool_to_cls.find(pool.name);
     if (it == resource_pool_to_cls.end()) continue;
     std::vector<std::string> prefixes;
     for (const auto& entry : it->second) prefixes.push_back(entry.first);
-    auto transport =
-        options_.transport_factory(pool.name, pool.world_size(), single_controller::colocated_factory(it->second));
+    auto transport = options_.transport_factory(pool.name, pool.world_size(), pool_factories.at(pool.name));
     WorkerGroup wg_dict(pool.name, transport);
     for (auto& [prefix, view] : wg_dict.spawn(prefixes)) all_wg_.emplace(prefix, view);
   }
@@ -197,10 +232,15 @@ void PPOTrainer::init_workers() {
     rm_wg_->call("init_model");
   }
   // Split placement: the critic's pool is not the actor's, so their updates can run at the same time.
+  const Role actor_role = resource_pool_manager_.has_role(Role::ActorRollout) ? Role::ActorRollout : Role::Actor;
   split_updates_ = use_critic_ && resource_pool_manager_.pool_for(Role::Critic).name !=
-                                      resource_pool_manager_.pool_for(Role::ActorRollout).name;
+                                      resource_pool_manager_.pool_for(actor_role).name;
+  if (all_wg_.count("rollout")) {
+    rollout_wg_.emplace(all_wg_.at("rollout"));
+    rollout_wg_->call("init_model");
+  }
   // The actor last (verl: the rollout engine then sees the memory left).
-  actor_rollout_wg_.emplace(all_wg_.at("actor_rollout"));
+  actor_rollout_wg_.emplace(all_wg_.at(all_wg_.count("actor_rollout") ? "actor_rollout" : "actor"));
   actor_rollout_wg_->call("init_model");
 }
 
@@ -235,7 +275,7 @@ nlohmann::json PPOTrainer::generation_meta(bool validate, bool do_sample) const 
 }
 
 DataProto PPOTrainer::generate(const DataProto& gen_batch, MetricMap& timing_raw) {
-  DataProto output = actor_rollout_wg_->call("generate_sequences", gen_batch);
+  DataProto output = (rollout_wg_ ? *rollout_wg_ : *actor_rollout_wg_).call("generate_sequences", gen_batch);
   read_worker_timing(output, timing_raw);
   output.meta_info = nlohmann::json::object();
   return output;
@@ -279,6 +319,23 @@ void PPOTrainer::compute_advantage(DataProto& batch) const {
 void PPOTrainer::log(const MetricMap& metrics) {
   logger_->log(metrics, global_steps_);
   if (options_.on_log) options_.on_log(global_steps_, metrics);
+}
+
+// A separate rollout gets the actor's weights (verl's one_step_off_policy sync_rollout_weights): the actor
+// group and the rollout group are called together, since they meet in one broadcast.
+void PPOTrainer::sync_rollout_weights() {
+  if (!rollout_wg_) return;
+  auto sent = actor_rollout_wg_->call_async("sync_rollout_weights");
+  auto received = rollout_wg_->call_async("sync_rollout_weights");
+  std::exception_ptr failure;
+  for (auto* call : {&sent, &received}) {
+    try {
+      call->get();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 // verl's examples/split_placement fit: the critic and the actor are on different pools, so both updates are
@@ -326,6 +383,7 @@ void PPOTrainer::fit() {
 
   global_steps_ = 0;
   load_checkpoint();
+  sync_rollout_weights();  // the rollout starts from the actor's (possibly resumed) weights
   const int64_t steps_per_epoch = train_dataloader_->batches_per_epoch();
   const int64_t current_epoch = global_steps_ / steps_per_epoch;
 
@@ -452,6 +510,10 @@ void PPOTrainer::fit() {
             MetricMap actor_metrics = reduce_worker_metrics(actor_rollout_wg_->call("update_actor", batch));
             for (const auto& [key, value] : actor_metrics) metrics[key] = value;  // update-pass entropy wins
           }
+        }
+        if (rollout_wg_ && trainer.critic_warmup <= global_steps_) {
+          PhaseTimer timer("sync_rollout_weights", timing_raw);
+          sync_rollout_weights();
         }
         if (trainer.rollout_data_dir) {
           PhaseTimer timer("dump_rollout_generations", timing_raw);

@@ -1,6 +1,7 @@
 // PPOTrainer checkpoints (verl's _save_checkpoint / _load_checkpoint, reference spec §11):
 //   {default_local_dir}/global_step_N/actor/   written by the actor group (save_checkpoint)
 //   {default_local_dir}/global_step_N/critic/  written by the critic group
+//   {default_local_dir}/global_step_N/rollout/ a separate rollout's sampling state (hybrid_engine=false)
 //   {default_local_dir}/global_step_N/data.json  verl's data.pt: dataloader state, plus the controller's own
 //                                                state (uid generator, in-reward KL coefficient)
 //   {default_local_dir}/latest_checkpointed_iteration.txt  "N", written last, so a crash mid-save leaves the
@@ -52,6 +53,10 @@ void PPOTrainer::save_checkpoint() {
                                {"global_step", global_steps_}};
   if (trainer.max_actor_ckpt_to_keep) actor_meta["max_ckpt_to_keep"] = *trainer.max_actor_ckpt_to_keep;
   actor_rollout_wg_->call("save_checkpoint", meta_only(actor_meta));
+  if (rollout_wg_) {  // a separate rollout: its sampling state (its weights are the actor's)
+    rollout_wg_->call("save_checkpoint", meta_only({{"local_path", (fs::path(step_dir) / "rollout").string()},
+                                                    {"global_step", global_steps_}}));
+  }
   if (use_critic_) {
     nlohmann::json critic_meta = {{"local_path", (fs::path(step_dir) / "critic").string()},
                                   {"global_step", global_steps_}};
@@ -68,6 +73,7 @@ void PPOTrainer::save_checkpoint() {
   write_file_atomic((fs::path(step_dir) / "data.json").string(), state.dump(1) + "\n");
 
   write_latest_tracker(trainer.default_local_dir, global_steps_);
+  if (rollout_wg_) rotate_checkpoints(trainer.default_local_dir, "rollout", trainer.max_actor_ckpt_to_keep);
   remove_emptied_step_folders(rotate_checkpoints(trainer.default_local_dir, "actor", trainer.max_actor_ckpt_to_keep));
   if (use_critic_) {
     remove_emptied_step_folders(
@@ -91,6 +97,12 @@ void PPOTrainer::load_checkpoint() {
              ")");
   actor_rollout_wg_->call("load_checkpoint", meta_only({{"local_path", actor_path.string()},
                                                         {"del_local_after_load", trainer.del_local_ckpt_after_load}}));
+  if (rollout_wg_) {
+    const fs::path rollout_path = fs::path(*folder) / "rollout";
+    VERL_CHECK(fs::is_directory(rollout_path), "checkpoint", "'", *folder, "' has no rollout checkpoint but this "
+               "run has a separate rollout (actor_rollout_ref.hybrid_engine=false)");
+    rollout_wg_->call("load_checkpoint", meta_only({{"local_path", rollout_path.string()}}));
+  }
   if (use_critic_) {
     const fs::path critic_path = fs::path(*folder) / "critic";
     VERL_CHECK(fs::is_directory(critic_path), "checkpoint", "'", *folder,

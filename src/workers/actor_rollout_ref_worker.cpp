@@ -17,6 +17,7 @@
 #include "verl/common/logging.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/weight_sync.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
@@ -196,6 +197,8 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   register_method({"update_actor", Dispatch::DpComputeProto, single_controller::Execute::All, ""}, [this](const DataProto& in) { return update_actor(in); });
   register_method({"save_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return save_checkpoint(in); });
   register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
+  register_method({"sync_rollout_weights", Dispatch::OneToAll, single_controller::Execute::All, ""},
+                  [this](const DataProto& in) { return sync_rollout_weights(in); });
 }
 
 void ActorRolloutRefWorker::require_initialised(const char* method) const {
@@ -354,8 +357,62 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   return out;
 }
 
+DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
+  require_initialised("sync_rollout_weights");
+  VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
+             "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
+  const auto& sync = context().weight_sync;
+  if (is_actor_ && rank() != 0) return DataProto();  // actor rank 0 speaks for the group
+  VERL_CHECK(sync != nullptr, kComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
+             ": this worker has no weight-sync communicator (the transport made none)");
+  VERL_CHECK((sync->rank() == 0) == is_actor_, kComponent, "the weight-sync communicator's rank 0 must be actor rank 0");
+  broadcast_weights(*sync, actor_module_);
+  return DataProto();
+}
+
+// The rollout role's checkpoint is its sampling state only (its weights are the actor's):
+//   extra_state_world_size_{W}_rank_{r}.json  {"rng": {"rollout": hex}, "global_step": N}
+DataProto ActorRolloutRefWorker::save_rollout_state(const DataProto& input) {
+  const Json& meta = input.meta_info;
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+             "save_checkpoint needs meta_info['local_path'] (the .../global_step_N/rollout folder)");
+  const int W = world_size(), r = rank();
+  save_rank_folder(expand_home(meta["local_path"].get<std::string>()), r, context().comm.get(),
+                   [&](const fs::path& dir) {
+                     Json extra;
+                     extra["rng"] = {{"rollout", generator_state(*rollout_generator_)}};
+                     if (meta.contains("global_step")) extra["global_step"] = meta["global_step"];
+                     write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2));
+                   });
+  return DataProto();
+}
+
+DataProto ActorRolloutRefWorker::load_rollout_state(const DataProto& input) {
+  const Json& meta = input.meta_info;
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+             "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/rollout folder)");
+  const fs::path dir = expand_home(meta["local_path"].get<std::string>());
+  const int W = world_size(), r = rank();
+  check_checkpoint_rank_file(dir.string(), extra_state_file_name(W, r), W);
+  const fs::path f = dir / extra_state_file_name(W, r);
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Json extra;
+  try {
+    extra = Json::parse(ss.str());
+  } catch (const std::exception& e) {
+    VERL_FAIL(kComponent, "'", f.string(), "' is not valid JSON: ", e.what());
+  }
+  VERL_CHECK(extra.contains("rng") && extra["rng"].contains("rollout"), kComponent, "'", f.string(),
+             "' lacks rng.rollout");
+  set_generator_state(*rollout_generator_, extra["rng"]["rollout"].get<std::string>(), f.string());
+  return DataProto();
+}
+
 DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   require_initialised("save_checkpoint");
+  if (is_rollout_ && !is_actor_) return save_rollout_state(input);
   VERL_CHECK(is_actor_, kComponent, "save_checkpoint needs an actor role; this worker's role is '", role_, "'");
   const Json& meta = input.meta_info;
   VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
@@ -392,6 +449,7 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
 
 DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   require_initialised("load_checkpoint");
+  if (is_rollout_ && !is_actor_) return load_rollout_state(input);
   VERL_CHECK(is_actor_, kComponent, "load_checkpoint needs an actor role; this worker's role is '", role_, "'");
   const Json& meta = input.meta_info;
   VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,

@@ -213,6 +213,13 @@ struct TrainerConfig {
   std::optional<int64_t> num_cpu_threads;
 };
 
+// verl's one_step_off_policy recipe keys (top-level `rollout:`): the devices of a separate Rollout role, used
+// when actor_rollout_ref.hybrid_engine=false.
+struct RolloutPoolConfig {
+  int64_t nnodes = 1;
+  int64_t n_gpus_per_node = 1;
+};
+
 struct PPOConfig {
   DataConfig data;
   ActorRolloutRefConfig actor_rollout_ref;
@@ -221,6 +228,7 @@ struct PPOConfig {
   CustomRewardFunctionConfig custom_reward_function;
   AlgorithmConfig algorithm;
   TrainerConfig trainer;
+  RolloutPoolConfig rollout;
 };
 
 // Names accepted for the enumerated keys; the algorithm ones are the registries' (verl/algo/algo_names.h).

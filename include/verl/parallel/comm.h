@@ -1,7 +1,8 @@
 // Comm: the ranks of one process group and the collectives between them (verl's torch.distributed group).
 // Passed explicitly to whatever needs it (data-parallel gradient sync, tensor-parallel layers, weight
 // broadcast); never a global. Implementations: single-process (size 1, every collective is the identity),
-// MPI over CPU tensors (parallel/mpi_comm.h), NCCL over CUDA tensors in CUDA builds.
+// threads of one process (thread_comms: in-process worker groups that meet, e.g. an actor and its separate
+// rollout), MPI over CPU tensors (parallel/mpi_comm.h), NCCL over CUDA tensors in CUDA builds.
 //
 // Every collective is deterministic: all ranks end with bitwise the same result, and the same inputs give the
 // same result on every run whatever the MPI library's algorithm choice (sums are taken in rank order).
@@ -49,5 +50,13 @@ std::shared_ptr<Comm> single_process_comm();
 // tensors of one dtype and device. Deterministic like every collective.
 void all_reduce_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, ReduceOp op = ReduceOp::Sum,
                           int64_t bucket_bytes = 25 << 20);
+// Broadcasts many tensors from `root` the same way (e.g. a model's parameters to its rollout copies).
+void broadcast_coalesced(Comm& comm, const std::vector<torch::Tensor>& tensors, int root,
+                         int64_t bucket_bytes = 25 << 20);
+
+// The communicators of `size` ranks that live on threads of this process (rank r uses the r-th): collectives
+// meet in shared memory. Each rank must call from its own thread; a rank that waits more than
+// `timeout_seconds` for its peers gets an error instead of hanging.
+std::vector<std::shared_ptr<Comm>> thread_comms(int size, double timeout_seconds = 600.0);
 
 }  // namespace verl::parallel

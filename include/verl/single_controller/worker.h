@@ -25,6 +25,9 @@ struct WorkerContext {
   // broadcast). Null when the transport gives none (in-process ranks share no communicator); workers that
   // need collectives with world_size > 1 then refuse to run.
   std::shared_ptr<parallel::Comm> comm;
+  // With a separate Rollout role (actor_rollout_ref.hybrid_engine=false): actor rank 0 (its rank 0) and every
+  // rollout rank, over which the actor broadcasts its weights after each update. Null on other ranks.
+  std::shared_ptr<parallel::Comm> weight_sync;
 };
 
 class Worker {

@@ -129,6 +129,9 @@ class PPOTrainer {
   RewardOutput compute_reward(DataProto& batch, const RewardFn& reward_fn);
   void balance_batch(DataProto& batch, algo::MetricMap& metrics);
   void compute_advantage(DataProto& batch) const;
+  void sync_rollout_weights();
+  std::map<std::string, single_controller::WorkerFactory> with_in_process_weight_sync(
+      std::map<std::string, single_controller::WorkerFactory> pool_factories);
   void update_critic_and_actor_overlapped(DataProto& batch, algo::MetricMap& metrics, algo::MetricMap& timing_raw);
   algo::MetricMap validate();
   void maybe_log_val_generations(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
@@ -157,6 +160,7 @@ class PPOTrainer {
   bool use_reference_policy_ = false;
   bool use_rm_ = false;
   bool split_updates_ = false;  // critic and actor on different pools: updates overlap
+  bool in_process_ = false;     // workers in this process (no transport factory given)
   int64_t total_training_steps_ = 0;
   int64_t global_steps_ = 0;
   int64_t val_passes_ = 0;
@@ -166,6 +170,7 @@ class PPOTrainer {
 
   std::map<std::string, single_controller::WorkerGroup> all_wg_;
   std::optional<single_controller::WorkerGroup> actor_rollout_wg_;
+  std::optional<single_controller::WorkerGroup> rollout_wg_;  // a separate Rollout role (hybrid_engine=false)
   std::optional<single_controller::WorkerGroup> critic_wg_;
   std::optional<single_controller::WorkerGroup> ref_policy_wg_;
   std::optional<single_controller::WorkerGroup> rm_wg_;

@@ -1,7 +1,11 @@
 // Which worker roles a PPO config needs and where they run (verl's main_ppo role wiring):
-//   ActorRollout always; Critic when the estimator needs it or critic.enable; RefPolicy when
-//   algorithm.use_kl_in_reward or actor.use_kl_loss; RewardModel when reward_model.enable; all on
-//   {"global_pool": [trainer.n_gpus_per_node] * trainer.nnodes}, so they share one co-located worker per slot.
+//   ActorRollout always (hybrid engine); Critic when the estimator needs it or critic.enable; RefPolicy when
+//   algorithm.use_kl_in_reward or actor.use_kl_loss; RewardModel when reward_model.enable. Pools, in order:
+//   - co-located: {"global_pool": [trainer.n_gpus_per_node] * trainer.nnodes}, one worker per slot hosts all;
+//   - trainer.split_placement: "actor_rollout_ref_pool" (actor, ref) and "critic_pool" (critic, rm), half the
+//     slots each (verl's examples/split_placement);
+//   - actor_rollout_ref.hybrid_engine=false: Actor instead of ActorRollout, plus a Rollout role on a last pool
+//     "rollout_pool" of [rollout.n_gpus_per_node] * rollout.nnodes (verl's one_step_off_policy layout).
 #pragma once
 
 #include <map>

@@ -5,7 +5,8 @@
 //   "actor_rollout_ref"   both plus a frozen reference copy (compute_ref_log_prob)
 //   "ref"                 the frozen reference policy only
 // Methods (dispatch mode): init_model (ONE_TO_ALL), generate_sequences, compute_log_prob,
-// compute_ref_log_prob, update_actor (DP_COMPUTE_PROTO), save_checkpoint, load_checkpoint (ONE_TO_ALL).
+// compute_ref_log_prob, update_actor (DP_COMPUTE_PROTO), save_checkpoint, load_checkpoint,
+// sync_rollout_weights (ONE_TO_ALL). The "rollout" role's checkpoint is its sampling RNG only.
 // Every method is registered for every role; calling one the role lacks is an error naming the role.
 //
 // Batch sizes (spec §4.1): ppo_mini_batch_size is in prompts across all ranks and becomes
@@ -48,6 +49,9 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   protocol::DataProto update_actor(const protocol::DataProto& data);
   protocol::DataProto save_checkpoint(const protocol::DataProto& input);
   protocol::DataProto load_checkpoint(const protocol::DataProto& input);
+  // A separate actor and rollout (roles "actor" and "rollout"): actor rank 0 broadcasts its weights to every
+  // rollout rank over WorkerContext::weight_sync (workers/weight_sync.h); called on both groups together.
+  protocol::DataProto sync_rollout_weights(const protocol::DataProto& input);
 
   const std::string& role() const { return role_; }
   bool is_actor() const { return is_actor_; }
@@ -64,6 +68,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
 
  private:
   void require_initialised(const char* method) const;
+  protocol::DataProto save_rollout_state(const protocol::DataProto& input);
+  protocol::DataProto load_rollout_state(const protocol::DataProto& input);
 
   std::shared_ptr<const config::PPOConfig> config_;
   std::string role_;
