@@ -147,6 +147,27 @@ DataConfig read_data(ConfigReader& in) {
   return d;
 }
 
+// verl's fsdp_config under `p`. What verl.cpp does not implement is an error naming the key, never ignored:
+// parameter sharding (reshard_after_forward=true, verl's default, which is ZeRO-3) and non-fp32 master weights.
+FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
+  FSDPConfig f;
+  f.param_offload = in.get_bool(p + ".param_offload");
+  VERL_CHECK(!in.get_bool(p + ".reshard_after_forward"), "config", p,
+             ".reshard_after_forward=true shards parameters between forward and backward (ZeRO-3), which verl.cpp "
+             "does not implement: parameters stay whole on every rank (set it to false)");
+  f.model_dtype = in.get_choice(p + ".model_dtype", {"fp32", "float32"});
+  if (trains) {
+    f.optimizer_offload = in.get_bool(p + ".optimizer_offload");
+    f.fsdp_size = in.get_int(p + ".fsdp_size");
+    VERL_CHECK(f.fsdp_size == -1 || f.fsdp_size >= 1, "config", p, ".fsdp_size must be -1 (the whole group) or >= 1, got ",
+               f.fsdp_size);
+  } else {
+    VERL_CHECK(in.get_bool(p + ".forward_only"), "config", p,
+               ".forward_only=false: the reference policy is never trained");
+  }
+  return f;
+}
+
 ActorConfig read_actor(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.actor";
   ActorConfig a;
@@ -178,6 +199,7 @@ ActorConfig read_actor(ConfigReader& in) {
   a.data_loader_seed = in.get_int(p + ".data_loader_seed");
   a.grad_clip = in.get_double(p + ".grad_clip");
   a.optim = read_optim(in, p + ".optim");
+  a.fsdp_config = read_fsdp(in, p + ".fsdp_config", /*trains=*/true);
   a.checkpoint = read_checkpoint(in, p + ".checkpoint");
   return a;
 }
@@ -186,6 +208,9 @@ RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
   r.name = in.get_choice(p + ".name", {"hf"});
+  const int64_t tp = in.get_int(p + ".tensor_model_parallel_size");
+  VERL_CHECK(tp == 1, "config", p, ".tensor_model_parallel_size=", tp,
+             ": tensor-parallel generation is not implemented; each rollout rank holds the whole model (use 1)");
   r.sampling = read_sampling(in, p);
   r.prompt_length = in.get_int(p + ".prompt_length");
   check_positive(r.prompt_length, p + ".prompt_length");
@@ -213,6 +238,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   check_optional_positive(c.ref.log_prob_micro_batch_size_per_gpu, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
   c.ref.log_prob_use_dynamic_bsz = in.get_bool("actor_rollout_ref.ref.log_prob_use_dynamic_bsz");
   c.ref.log_prob_max_token_len_per_gpu = in.get_int("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu");
+  c.ref.fsdp_config = read_fsdp(in, "actor_rollout_ref.ref.fsdp_config", /*trains=*/false);
   c.rollout = read_rollout(in);
   return c;
 }
@@ -225,6 +251,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
+  c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");
   check_positive(c.ppo_mini_batch_size, "critic.ppo_mini_batch_size");
   c.ppo_micro_batch_size_per_gpu = in.get_optional_int("critic.ppo_micro_batch_size_per_gpu");

@@ -67,6 +67,12 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
                                     : "trainer.n_gpus_per_node x trainer.nnodes";
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
                    actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus, devices);
+  auto check_fsdp_size = [&](const std::string& key, int64_t fsdp_size) {
+    VERL_CHECK(fsdp_size == -1 || (fsdp_size >= 1 && role_gpus % fsdp_size == 0), "config", key, "=", fsdp_size,
+               " must divide the role's ", role_gpus, " devices (", devices, ")");
+  };
+  check_fsdp_size("actor_rollout_ref.actor.fsdp_config.fsdp_size", actor.fsdp_config.fsdp_size);
+  if (need_critic(config)) check_fsdp_size("critic.model.fsdp_config.fsdp_size", config.critic.model.fsdp_config.fsdp_size);
   if (need_critic(config)) {
     const auto& critic = config.critic;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,

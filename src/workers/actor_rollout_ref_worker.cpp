@@ -238,6 +238,13 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       VERL_LOG(Warn, kComponent) << "trainer.device=cuda but no CUDA device is available; running on the CPU";
     }
   }
+  if (device_.is_cuda()) {
+    const auto& actor_fsdp = actor_cfg_.fsdp_config;
+    VERL_CHECK(!(is_actor_ && (actor_fsdp.param_offload || actor_fsdp.optimizer_offload)) &&
+                   !(is_ref_ && arr.ref.fsdp_config.param_offload),
+               kComponent, "fsdp_config.param_offload / optimizer_offload on a CUDA device are not implemented "
+               "(actor_rollout_ref.actor / ref.fsdp_config); on the CPU everything is in host memory already");
+  }
   if (is_actor_ || is_rollout_) {
     actor_module_ = model::load_model(path);
     actor_module_->to(device_);
@@ -248,7 +255,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
       actor_->gradient_all_reduce = gradient_averager(context().comm);
-      actor_->optimizer_shard = optimizer_shard(context().comm, params, kComponent);
+      actor_->optimizer_shard = optimizer_shard(
+          sharding_group(context().comm, actor_cfg_.fsdp_config.fsdp_size, "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
+          params, kComponent);
     } else {
       freeze(actor_module_);
     }

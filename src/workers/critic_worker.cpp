@@ -133,7 +133,9 @@ DataProto CriticWorker::init_model(const DataProto&) {
                                                 config_->critic.optim.total_training_steps);
   critic_ = std::make_unique<DataParallelPPOCritic>(
       *module_, *optimizer_, critic_config_, gradient_averager(context().comm),
-      optimizer_shard(context().comm, (*module_)->parameters(), kComponent));
+      optimizer_shard(sharding_group(context().comm, config_->critic.model.fsdp_config.fsdp_size,
+                                     "critic.model.fsdp_config.fsdp_size"),
+                      (*module_)->parameters(), kComponent));
   return DataProto();
 }
 

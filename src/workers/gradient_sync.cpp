@@ -68,6 +68,16 @@ void OptimizerShard::step(torch::optim::Optimizer& optimizer) {
   }
 }
 
+std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> comm, int64_t fsdp_size,
+                                               const std::string& key) {
+  if (!comm || fsdp_size == -1 || fsdp_size == comm->size()) return comm;
+  VERL_CHECK(fsdp_size >= 1 && comm->size() % fsdp_size == 0, "config", key, "=", fsdp_size,
+             " must divide the worker group's ", comm->size(), " ranks");
+  // Consecutive ranks shard together (verl's HSDP mesh: replicate x shard, shard innermost).
+  const int group = static_cast<int>(comm->rank() / fsdp_size);
+  return comm->split(group, comm->rank());
+}
+
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
                                                 const std::vector<torch::Tensor>& parameters, const char* component) {
   if (!comm || comm->size() == 1) return nullptr;

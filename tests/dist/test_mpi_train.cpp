@@ -125,6 +125,46 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
   }
 }
 
+// fsdp_config.fsdp_size=1 on 2 ranks: sharding groups of one rank (verl's HSDP with no sharding), so every
+// rank keeps the whole optimizer state, and the run is still the 1-rank run.
+TEST(MpiTrain, FsdpSizeOneKeepsTheWholeOptimizerOnEveryRankAndTheSameTrajectory) {
+  const std::string one_dir = make_temp_dir("dist_fsdp1_dp1");
+  const std::string two_dir = make_temp_dir("dist_fsdp1_dp2");
+  CommandResult one = run_command(verl_train_command(data_parallel_run(one_dir, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> o = data_parallel_run(two_dir, 2);
+  o.push_back("actor_rollout_ref.actor.fsdp_config.fsdp_size=1");
+  o.push_back("critic.model.fsdp_config.fsdp_size=1");
+  CommandResult two = run_command(mpirun(3) + verl_train_command(o));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  for (const std::string role : {"actor", "critic"}) {
+    const std::string step = "/global_step_3/" + role + "/";
+    const double whole = static_cast<double>(fs::file_size(one_dir + step + "optim_world_size_1_rank_0.pt"));
+    for (int r = 0; r < 2; ++r) {
+      const std::string rank = "world_size_2_rank_" + std::to_string(r);
+      auto [diff, name] = max_relative_difference(two_dir + step + "model_" + rank + ".safetensors",
+                                                  one_dir + step + "model_world_size_1_rank_0.safetensors");
+      EXPECT_LT(diff, 1e-5) << role << " rank " << r << ": " << name;
+      const double part = static_cast<double>(fs::file_size(two_dir + step + "optim_" + rank + ".pt"));
+      EXPECT_NEAR(part / whole, 1.0, 0.05) << role << " rank " << r;
+    }
+  }
+  // fsdp_size must divide the group; parameter sharding (reshard_after_forward) is not implemented.
+  std::vector<std::string> three = data_parallel_run(make_temp_dir("dist_fsdp_bad"), 2);
+  three.push_back("actor_rollout_ref.actor.fsdp_config.fsdp_size=3");
+  CommandResult bad = run_command(verl_train_command(three));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("actor_rollout_ref.actor.fsdp_config.fsdp_size=3 must divide the role's 2 devices"),
+            std::string::npos)
+      << bad.err;
+  std::vector<std::string> reshard = data_parallel_run(make_temp_dir("dist_fsdp_bad"), 1);
+  reshard.push_back("critic.model.fsdp_config.reshard_after_forward=true");
+  CommandResult zero3 = run_command(verl_train_command(reshard));
+  EXPECT_NE(zero3.exit_code, 0);
+  EXPECT_NE(zero3.err.find("critic.model.fsdp_config.reshard_after_forward=true shards parameters"), std::string::npos)
+      << zero3.err;
+}
+
 TEST(MpiTrain, WrongProcessCountIsOneLineAndNonZero) {
   const std::string dir = make_temp_dir("dist_wrong_np");
   CommandResult r = run_command(mpirun(2) + verl_train_command(data_parallel_run(dir, 2)));

@@ -59,6 +59,16 @@ struct CheckpointContentsConfig {
   std::vector<std::string> load_contents;
 };
 
+// verl's fsdp_config (actor_rollout_ref.actor / .ref, critic.model). verl.cpp keeps parameters and optimizer
+// state in host memory and whole on every rank, in fp32; the fsdp strategy shards optimizer state (ZeRO-1)
+// over groups of fsdp_size ranks and replicates across groups (verl's HSDP).
+struct FSDPConfig {
+  bool param_offload = false;      // CPU: parameters already live in host memory
+  bool optimizer_offload = false;  // CPU: so does the optimizer state
+  int64_t fsdp_size = -1;          // ranks per sharding group; -1: the whole worker group
+  std::string model_dtype = "fp32";
+};
+
 struct ActorConfig {
   std::string strategy;
   int64_t ppo_mini_batch_size = 0;
@@ -82,10 +92,12 @@ struct ActorConfig {
   int64_t data_loader_seed = 42;
   double grad_clip = 1.0;
   OptimConfig optim;
+  FSDPConfig fsdp_config;
   CheckpointContentsConfig checkpoint;
 };
 
 struct RefConfig {
+  FSDPConfig fsdp_config;
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;
@@ -125,6 +137,7 @@ struct CriticModelConfig {
   std::string path;
   std::string tokenizer_path;
   bool enable_gradient_checkpointing = true;
+  FSDPConfig fsdp_config;
 };
 
 struct CriticConfig {

@@ -4,12 +4,15 @@
 //   OptimizerShard      ZeRO-1: each parameter belongs to one rank, whose optimizer alone steps it and
 //                       keeps its AdamW moments, so optimizer memory per rank is ~1/DP; the owners then
 //                       broadcast the updated parameters, and every replica stays bitwise the same.
+//                       With fsdp_config.fsdp_size < DP it shards within groups of fsdp_size ranks, each
+//                       group holding a full copy (verl's HSDP).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace verl::parallel {
@@ -43,6 +46,12 @@ class OptimizerShard {
   std::vector<int> owner_;
   int64_t owned_numel_ = 0;
 };
+
+// fsdp_config.fsdp_size: the communicator of this rank's sharding group, consecutive ranks of `comm` in groups
+// of fsdp_size (-1 or the group size: `comm` itself). Collective on `comm` when it splits. `key` names the
+// config key in the error when fsdp_size does not divide the group.
+std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> comm, int64_t fsdp_size,
+                                               const std::string& key);
 
 // nullptr when the group has one rank or no communicator (the optimizer then holds everything). Otherwise
 // logs, under `component`, how many of the parameters this rank's optimizer holds.
