@@ -1,0 +1,53 @@
+// Tensor parallelism (the megatron strategy's layers, Megatron-LM's tensor_parallel) over a Comm: the ranks of
+// one tensor-parallel group each hold a slice of a weight, and these functions put the slices together with
+// autograd, so a loss computed the same on every rank backpropagates into each rank's slice.
+//
+//   copy_to_tp_region(x)              forward: x;                 backward: all-reduce of the gradient
+//   reduce_from_tp_region(x)          forward: all-reduce of x;   backward: the gradient
+//   gather_from_tp_region(x)          forward: all-gather along the last dim; backward: this rank's slice
+//   column_parallel_linear            y_r = x W_r^T + b_r with W split by output rows (q/k/v, gate, up)
+//   row_parallel_linear               y = sum_r x_r W_r^T + b with W split by input columns (o, down)
+//   vocab_parallel_log_probs          log p(label) and entropy from logits split along the vocabulary (the
+//                                     LM head's output): global max, sum of exp and the label's logit are
+//                                     reduced across ranks; no rank holds the full vocabulary
+//
+// Reductions are the Comm's (deterministic, in rank order). Status: the building blocks; the model does not
+// use them yet (actor/critic strategy=megatron is not implemented).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "verl/parallel/comm.h"
+
+namespace verl::parallel {
+
+torch::Tensor copy_to_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm);
+torch::Tensor reduce_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm);
+torch::Tensor gather_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm);
+
+// This rank's part of a full tensor split into comm.size() equal parts along `dim` (an error when it does not
+// divide).
+torch::Tensor tp_shard(const torch::Tensor& full, int64_t dim, const Comm& comm);
+
+// weight_shard: [out / tp, in]; bias_shard: [out / tp] or undefined. Returns [..., out / tp], or [..., out]
+// with gather_output.
+torch::Tensor column_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight_shard,
+                                     const torch::Tensor& bias_shard, const std::shared_ptr<Comm>& comm,
+                                     bool gather_output = false);
+// x_shard: [..., in / tp] (a column-parallel output); weight_shard: [out, in / tp]; bias: [out] (whole, added
+// once after the reduction) or undefined. Returns [..., out] on every rank.
+torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
+                                  const torch::Tensor& bias, const std::shared_ptr<Comm>& comm);
+
+struct VocabParallelLogProbs {
+  torch::Tensor log_probs;  // [...]: log softmax(logits)[label], fp32
+  torch::Tensor entropy;    // [...]: -sum_v p_v log p_v, fp32
+};
+// logits_shard: [..., V / tp], rank r holding vocabulary ids [r V/tp, (r+1) V/tp); labels: [...] int64 ids of
+// the whole vocabulary.
+VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
+                                               const std::shared_ptr<Comm>& comm);
+
+}  // namespace verl::parallel

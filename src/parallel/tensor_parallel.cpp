@@ -1,0 +1,132 @@
+#include "verl/parallel/tensor_parallel.h"
+
+#include <cstdint>
+
+#include "verl/common/error.h"
+
+namespace verl::parallel {
+
+namespace {
+
+constexpr const char* kComponent = "tensor_parallel";
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The communicator rides in the autograd context as an address: the caller's shared_ptr keeps it alive for as
+// long as the graph (the group outlives every forward and backward that uses it).
+void save_comm(AutogradContext* ctx, Comm* comm) {
+  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
+}
+Comm& saved_comm(AutogradContext* ctx) {
+  return *reinterpret_cast<Comm*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
+}
+
+torch::Tensor all_reduced(const torch::Tensor& t, Comm& comm) {
+  torch::Tensor out = t.contiguous().clone();
+  comm.all_reduce(out, ReduceOp::Sum);
+  return out;
+}
+
+struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, Comm* comm) {
+    save_comm(ctx, comm);
+    return x.clone();  // a new tensor: the output of a custom function should not alias its input
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_reduced(grad[0], saved_comm(ctx)), torch::Tensor()};
+  }
+};
+
+struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, Comm* comm) { return all_reduced(x, *comm); }
+  static variable_list backward(AutogradContext*, variable_list grad) { return {grad[0], torch::Tensor()}; }
+};
+
+struct GatherFromRegion : public torch::autograd::Function<GatherFromRegion> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, Comm* comm) {
+    save_comm(ctx, comm);
+    ctx->saved_data["width"] = x.size(-1);
+    // all_gather stacks along dim 0: move the last dim first, gather, move it back.
+    torch::Tensor last_first = x.movedim(-1, 0).contiguous();
+    return comm->all_gather(last_first).movedim(0, -1).contiguous();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const int64_t width = ctx->saved_data["width"].toInt();
+    const int rank = saved_comm(ctx).rank();
+    return {grad[0].narrow(-1, rank * width, width).contiguous(), torch::Tensor()};
+  }
+};
+
+Comm& checked(const std::shared_ptr<Comm>& comm) {
+  VERL_CHECK(comm != nullptr, kComponent, "tensor parallelism needs the tensor-parallel group's communicator");
+  return *comm;
+}
+
+}  // namespace
+
+torch::Tensor copy_to_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked(comm);
+  if (c.size() == 1) return x;
+  return CopyToRegion::apply(x, &c);
+}
+
+torch::Tensor reduce_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked(comm);
+  if (c.size() == 1) return x;
+  return ReduceFromRegion::apply(x, &c);
+}
+
+torch::Tensor gather_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked(comm);
+  if (c.size() == 1) return x;
+  return GatherFromRegion::apply(x, &c);
+}
+
+torch::Tensor tp_shard(const torch::Tensor& full, int64_t dim, const Comm& comm) {
+  const int64_t d = dim < 0 ? dim + full.dim() : dim;
+  VERL_CHECK(d >= 0 && d < full.dim() && full.size(d) % comm.size() == 0, kComponent, "a tensor of shape ",
+             full.sizes(), " does not split into ", comm.size(), " equal parts along dim ", dim);
+  const int64_t width = full.size(d) / comm.size();
+  return full.narrow(d, comm.rank() * width, width).contiguous();
+}
+
+torch::Tensor column_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight_shard,
+                                     const torch::Tensor& bias_shard, const std::shared_ptr<Comm>& comm,
+                                     bool gather_output) {
+  torch::Tensor y = torch::nn::functional::linear(copy_to_tp_region(x, comm), weight_shard, bias_shard);
+  return gather_output ? gather_from_tp_region(y, comm) : y;
+}
+
+torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
+                                  const torch::Tensor& bias, const std::shared_ptr<Comm>& comm) {
+  torch::Tensor y = reduce_from_tp_region(torch::nn::functional::linear(x_shard, weight_shard), comm);
+  return bias.defined() ? y + bias : y;
+}
+
+VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
+                                               const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked(comm);
+  VERL_CHECK(logits_shard.dim() == labels.dim() + 1 && logits_shard.sizes().slice(0, labels.dim()) == labels.sizes(),
+             kComponent, "logits ", logits_shard.sizes(), " and labels ", labels.sizes(), " do not match");
+  torch::Tensor logits = logits_shard.to(torch::kFloat32);
+  const int64_t width = logits.size(-1);
+  const int64_t vocab_start = c.rank() * width;
+  // The max only shifts the exponent for stability; its gradient cancels, so it stays out of the graph.
+  torch::Tensor global_max = std::get<0>(logits.detach().max(-1, /*keepdim=*/true)).contiguous();
+  c.all_reduce(global_max, ReduceOp::Max);
+  torch::Tensor shifted = logits - global_max;
+  torch::Tensor exp = shifted.exp();
+  torch::Tensor sum_exp = reduce_from_tp_region(exp.sum(-1), comm);
+  torch::Tensor log_sum_exp = sum_exp.log();
+  // The label's logit from the rank that holds it (zero elsewhere), summed.
+  torch::Tensor local = labels - vocab_start;
+  torch::Tensor mine = (local >= 0) & (local < width);
+  torch::Tensor picked = shifted.gather(-1, local.clamp(0, width - 1).unsqueeze(-1)).squeeze(-1) * mine;
+  torch::Tensor label_logit = reduce_from_tp_region(picked, comm);
+  // entropy = log Z - sum_v p_v (logit_v - max), with p = exp / Z from every rank's slice.
+  torch::Tensor expected_logit = reduce_from_tp_region((exp * shifted).sum(-1), comm) / sum_exp;
+  return {label_logit - log_sum_exp, log_sum_exp - expected_logit};
+}
+
+}  // namespace verl::parallel
