@@ -104,6 +104,28 @@ torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Ten
   return bias.defined() ? y + bias : y;
 }
 
+torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
+                                       const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked(comm);
+  const int64_t rows = weight_shard.size(0);
+  torch::Tensor local = ids - c.rank() * rows;
+  torch::Tensor mine = ((local >= 0) & (local < rows)).unsqueeze(-1);
+  torch::Tensor looked_up = torch::embedding(weight_shard, local.clamp(0, rows - 1)) * mine;
+  return reduce_from_tp_region(looked_up, comm);
+}
+
+TensorParallelMesh tensor_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size) {
+  Comm& c = checked(group);
+  VERL_CHECK(tp_size >= 1 && c.size() % tp_size == 0, kComponent, "tensor_model_parallel_size ", tp_size,
+             " must divide the worker group's ", c.size(), " ranks");
+  TensorParallelMesh mesh;
+  mesh.tp_rank = c.rank() % tp_size;
+  mesh.dp_rank = c.rank() / tp_size;
+  mesh.tp = group->split(mesh.dp_rank, mesh.tp_rank);
+  mesh.dp = group->split(mesh.tp_rank, mesh.dp_rank);
+  return mesh;
+}
+
 VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
                                                const std::shared_ptr<Comm>& comm) {
   Comm& c = checked(comm);
