@@ -31,6 +31,23 @@ class SingleProcessComm : public Comm {
 
 }  // namespace
 
+torch::Tensor reduce_in_rank_order(const std::vector<torch::Tensor>& parts, ReduceOp op) {
+  VERL_ASSERT(!parts.empty(), "comm", "a reduction of no ranks");
+  torch::Tensor acc = parts[0].clone();
+  for (size_t q = 1; q < parts.size(); ++q) {
+    if (op == ReduceOp::Max) {
+      acc = torch::maximum(acc, parts[q]);
+    } else {
+      acc.add_(parts[q]);
+    }
+  }
+  if (op == ReduceOp::Average) {
+    VERL_CHECK(acc.is_floating_point(), "comm", "average of a ", acc.scalar_type(), " tensor: needs a float dtype");
+    acc.div_(static_cast<double>(parts.size()));
+  }
+  return acc;
+}
+
 std::shared_ptr<Comm> single_process_comm() { return std::make_shared<SingleProcessComm>(); }
 
 namespace {

@@ -49,24 +49,6 @@ class ElementType {
 // Host staging: MPI moves CPU memory; a CUDA tensor is copied to the host and back.
 torch::Tensor host_contiguous(const torch::Tensor& tensor) { return tensor.to(torch::kCPU).contiguous(); }
 
-// chunks [size, n]: the reduction of rows 0..size-1 in rank order (not torch's reduction order, which may
-// change with the thread count), so every rank and every run gets the same bits.
-torch::Tensor combine_in_rank_order(const torch::Tensor& chunks, ReduceOp op) {
-  torch::Tensor acc = chunks[0].clone();
-  for (int64_t q = 1; q < chunks.size(0); ++q) {
-    if (op == ReduceOp::Max) {
-      acc = torch::maximum(acc, chunks[q]);
-    } else {
-      acc.add_(chunks[q]);
-    }
-  }
-  if (op == ReduceOp::Average) {
-    VERL_CHECK(acc.is_floating_point(), kComponent, "average of a ", acc.scalar_type(), " tensor: needs a float dtype");
-    acc.div_(static_cast<double>(chunks.size(0)));
-  }
-  return acc;
-}
-
 }  // namespace
 
 bool launched_by_mpi() {
@@ -168,7 +150,7 @@ torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) 
   // Rank q's chunk r goes to rank r: received row q is rank q's contribution to this rank's chunk.
   VERL_MPI(MPI_Alltoall(send.data_ptr(), count, type.get(), received.data_ptr(), count, type.get(), comm_));
   std::vector<int64_t> stacked = {size_, send.numel() / size_};
-  torch::Tensor mine = combine_in_rank_order(received.view(stacked), op);
+  torch::Tensor mine = reduce_in_rank_order(received.view(stacked).unbind(0), op);
   return mine.view(chunk_shape).to(tensor.device());
 }
 

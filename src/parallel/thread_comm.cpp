@@ -58,22 +58,6 @@ struct ThreadGroup {
   int64_t generation_ = 0;
 };
 
-torch::Tensor combine_in_rank_order(const std::vector<torch::Tensor>& parts, ReduceOp op) {
-  torch::Tensor acc = parts[0].clone();
-  for (size_t q = 1; q < parts.size(); ++q) {
-    if (op == ReduceOp::Max) {
-      acc = torch::maximum(acc, parts[q]);
-    } else {
-      acc.add_(parts[q]);
-    }
-  }
-  if (op == ReduceOp::Average) {
-    VERL_CHECK(acc.is_floating_point(), kComponent, "average of a ", acc.scalar_type(), " tensor: needs a float dtype");
-    acc.div_(static_cast<double>(parts.size()));
-  }
-  return acc;
-}
-
 class ThreadComm : public Comm {
  public:
   ThreadComm(std::shared_ptr<ThreadGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}
@@ -85,7 +69,7 @@ class ThreadComm : public Comm {
   void all_reduce(torch::Tensor& tensor, ReduceOp op) override {
     torch::Tensor result = exchange(tensor, [&](const std::vector<torch::Tensor>& parts) {
       check_same_shapes(parts, "all_reduce");
-      return combine_in_rank_order(parts, op);
+      return reduce_in_rank_order(parts, op);
     });
     tensor.copy_(result);
   }
@@ -105,7 +89,7 @@ class ThreadComm : public Comm {
       const int64_t chunk = tensor.size(0) / size();
       std::vector<torch::Tensor> mine;
       for (const auto& part : parts) mine.push_back(part.narrow(0, rank_ * chunk, chunk));
-      return combine_in_rank_order(mine, op);
+      return reduce_in_rank_order(mine, op);
     });
   }
 

@@ -7,10 +7,8 @@
 #include <map>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <regex>
-#include <sstream>
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
@@ -402,17 +400,8 @@ DataProto ActorRolloutRefWorker::load_rollout_state(const DataProto& input) {
              "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/rollout folder)");
   const fs::path dir = expand_home(meta["local_path"].get<std::string>());
   const int W = world_size(), r = rank();
-  check_checkpoint_rank_file(dir.string(), extra_state_file_name(W, r), W);
   const fs::path f = dir / extra_state_file_name(W, r);
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json extra;
-  try {
-    extra = Json::parse(ss.str());
-  } catch (const std::exception& e) {
-    VERL_FAIL(kComponent, "'", f.string(), "' is not valid JSON: ", e.what());
-  }
+  const Json extra = load_extra_state(dir.string(), W, r, kComponent);
   VERL_CHECK(extra.contains("rng") && extra["rng"].contains("rollout"), kComponent, "'", f.string(),
              "' lacks rng.rollout");
   set_generator_state(*rollout_generator_, extra["rng"]["rollout"].get<std::string>(), f.string());
@@ -476,17 +465,8 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
     load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
   }
   if (contains(contents, "extra")) {
-    check_checkpoint_rank_file(dir.string(), extra_state_file_name(W, r), W);
     const fs::path f = dir / extra_state_file_name(W, r);
-    std::ifstream in(f);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    Json extra;
-    try {
-      extra = Json::parse(ss.str());
-    } catch (const std::exception& e) {
-      VERL_FAIL(kComponent, "'", f.string(), "' is not valid JSON: ", e.what());
-    }
+    Json extra = load_extra_state(dir.string(), W, r, kComponent);
     VERL_CHECK(extra.contains("lr_scheduler") && extra.contains("rng") && extra["rng"].contains("cpu") &&
                    extra["rng"].contains("rollout"),
                kComponent, "'", f.string(), "' lacks lr_scheduler or rng.cpu / rng.rollout");

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 
@@ -135,6 +137,20 @@ void save_rank_folder(const std::string& local_path, int rank, parallel::Comm* c
   }
   write(dir);
   if (staged) staged->commit();
+}
+
+nlohmann::json load_extra_state(const std::string& dir, int world_size, int rank, const char* component) {
+  check_checkpoint_rank_file(dir, extra_state_file_name(world_size, rank), world_size);
+  const std::string path = (std::filesystem::path(dir) / extra_state_file_name(world_size, rank)).string();
+  std::ifstream in(path);
+  VERL_CHECK(in.good(), component, "cannot read '", path, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    VERL_FAIL(component, "'", path, "' is not valid JSON: ", e.what());
+  }
 }
 
 }  // namespace verl::workers

@@ -2,8 +2,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
@@ -35,14 +33,6 @@ std::string meta_string(const DataProto& input, const char* key, const char* met
   VERL_CHECK(it != input.meta_info.end() && it->is_string(), kComponent, method, " needs meta_info[\"", key,
              "\"] (a folder path string)");
   return expand_user(it->get<std::string>());
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -209,14 +199,8 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
     load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
   }
   if (contains(contents, "extra")) {
-    check_checkpoint_rank_file(local_path, extra_state_file_name(W, r), W);
     const std::string path = (dir / extra_state_file_name(W, r)).string();
-    nlohmann::json extra;
-    try {
-      extra = nlohmann::json::parse(read_text(path));
-    } catch (const nlohmann::json::exception& e) {
-      VERL_FAIL(kComponent, "'", path, "' is not valid JSON: ", e.what());
-    }
+    nlohmann::json extra = load_extra_state(local_path, W, r, kComponent);
     VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kComponent, "'", path,
                "' has no \"lr_scheduler\" state");
     lr_scheduler_->load_state_dict(extra["lr_scheduler"]);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "support/digit_completion_setup.h"
+#include "support/dist_run.h"
 #include "support/run_command.h"
 #include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
@@ -26,10 +27,6 @@ namespace fs = std::filesystem;
 const DigitCompletionSetup& setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_mpi_train_setup"), 8);
   return s;
-}
-
-std::string mpirun(int np) {
-  return "OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " ";
 }
 
 // Three GAE steps with greedy rollouts (so every rank count draws the same responses), one mini-batch per
@@ -47,32 +44,6 @@ std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots
     o.push_back(extra);
   }
   return o;
-}
-
-std::map<std::string, torch::Tensor> load_params(const std::string& file) {
-  std::map<std::string, torch::Tensor> out;
-  for (auto& [name, tensor] : model::load_tensors(file)) out[name] = tensor;
-  return out;
-}
-
-// Largest |a - b| / max(|b|, 1e-3) over every parameter, naming the worst tensor.
-std::pair<double, std::string> max_relative_difference(const std::string& a_file, const std::string& b_file) {
-  auto a = load_params(a_file), b = load_params(b_file);
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  std::string worst_name;
-  for (const auto& [name, tb] : b) {
-    if (!a.count(name)) {
-      ADD_FAILURE() << name << " missing from " << a_file;
-      continue;
-    }
-    const double diff = ((a.at(name) - tb).abs() / tb.abs().clamp_min(1e-3)).max().item<double>();
-    if (diff > worst) {
-      worst = diff;
-      worst_name = name;
-    }
-  }
-  return {worst, worst_name};
 }
 
 TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/digit_completion_setup.h"
+#include "support/dist_run.h"
 #include "support/run_command.h"
 #include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
@@ -42,10 +43,6 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, bool spl
     o.push_back(extra);
   }
   return o;
-}
-
-std::string mpirun(int np) {
-  return "OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " ";
 }
 
 // Every parameter of `role` at step 3 equals the co-located run's, bit for bit: the same computations run,

@@ -42,6 +42,10 @@ class Comm {
   virtual void broadcast_bytes(std::string& bytes, int root) = 0;
 };
 
+// For Comm implementations: the reduction of every rank's contribution, taken in rank order (not torch's
+// reduction order, which may change with the thread count), so every rank and every run gets the same bits.
+torch::Tensor reduce_in_rank_order(const std::vector<torch::Tensor>& parts, ReduceOp op);
+
 // The communicator of a single rank.
 std::shared_ptr<Comm> single_process_comm();
 

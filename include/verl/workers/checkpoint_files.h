@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ std::string expand_user(const std::string& path);
 // Errors, naming the folder, when `dir` does not exist or lacks this rank's file for `world_size` while
 // holding files of another world size ("saved with world size 2, this run has 1").
 void check_checkpoint_rank_file(const std::string& dir, const std::string& file_name, int world_size);
+
+// This rank's extra_state_world_size_{W}_rank_{r}.json in `dir` (check_checkpoint_rank_file first), parsed; an
+// unreadable file or invalid JSON is an error under `component` naming the file. Callers check the keys.
+nlohmann::json load_extra_state(const std::string& dir, int world_size, int rank, const char* component);
 
 // Parameters by name, exactly (no dtype change), into a safetensors file written atomically.
 void save_module_state(model::CausalLM& module, const std::string& path);
