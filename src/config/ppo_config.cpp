@@ -168,6 +168,33 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   return f;
 }
 
+// verl's megatron config under `p`. Only tensor parallelism is implemented: the other parallelisms accept their
+// "off" value and anything else is an error naming the key.
+MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains) {
+  MegatronConfig m;
+  m.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
+  check_positive(m.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
+  const int64_t pp = in.get_int(p + ".pipeline_model_parallel_size");
+  VERL_CHECK(pp == 1, "config", p, ".pipeline_model_parallel_size=", pp,
+             ": pipeline parallelism is not implemented (every rank holds all layers; use 1)");
+  const auto vpp = in.get_optional_int(p + ".virtual_pipeline_model_parallel_size");
+  VERL_CHECK(!vpp.has_value(), "config", p, ".virtual_pipeline_model_parallel_size=", vpp.value_or(0),
+             ": pipeline parallelism is not implemented (use null)");
+  const int64_t cp = in.get_int(p + ".context_parallel_size");
+  VERL_CHECK(cp == 1, "config", p, ".context_parallel_size=", cp,
+             ": context parallelism is not implemented (every rank sees whole sequences; use 1)");
+  VERL_CHECK(!in.get_bool(p + ".sequence_parallel"), "config", p,
+             ".sequence_parallel=true is not implemented: activations outside the tensor-parallel layers stay whole "
+             "on every rank (set it to false)");
+  m.param_offload = in.get_bool(p + ".param_offload");
+  if (trains) {
+    m.use_distributed_optimizer = in.get_bool(p + ".use_distributed_optimizer");
+    m.grad_offload = in.get_bool(p + ".grad_offload");
+    m.optimizer_offload = in.get_bool(p + ".optimizer_offload");
+  }
+  return m;
+}
+
 ActorConfig read_actor(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.actor";
   ActorConfig a;
@@ -200,6 +227,7 @@ ActorConfig read_actor(ConfigReader& in) {
   a.grad_clip = in.get_double(p + ".grad_clip");
   a.optim = read_optim(in, p + ".optim");
   a.fsdp_config = read_fsdp(in, p + ".fsdp_config", /*trains=*/true);
+  a.megatron = read_megatron(in, p + ".megatron", /*trains=*/true);
   a.checkpoint = read_checkpoint(in, p + ".checkpoint");
   return a;
 }
@@ -208,9 +236,8 @@ RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
   r.name = in.get_choice(p + ".name", {"hf"});
-  const int64_t tp = in.get_int(p + ".tensor_model_parallel_size");
-  VERL_CHECK(tp == 1, "config", p, ".tensor_model_parallel_size=", tp,
-             ": tensor-parallel generation is not implemented; each rollout rank holds the whole model (use 1)");
+  r.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
+  check_positive(r.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
   r.sampling = read_sampling(in, p);
   r.prompt_length = in.get_int(p + ".prompt_length");
   check_positive(r.prompt_length, p + ".prompt_length");
@@ -239,6 +266,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.ref.log_prob_use_dynamic_bsz = in.get_bool("actor_rollout_ref.ref.log_prob_use_dynamic_bsz");
   c.ref.log_prob_max_token_len_per_gpu = in.get_int("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu");
   c.ref.fsdp_config = read_fsdp(in, "actor_rollout_ref.ref.fsdp_config", /*trains=*/false);
+  c.ref.megatron = read_megatron(in, "actor_rollout_ref.ref.megatron", /*trains=*/false);
   c.rollout = read_rollout(in);
   return c;
 }
@@ -252,6 +280,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
+  c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");
   check_positive(c.ppo_mini_batch_size, "critic.ppo_mini_batch_size");
   c.ppo_micro_batch_size_per_gpu = in.get_optional_int("critic.ppo_micro_batch_size_per_gpu");

@@ -8,6 +8,7 @@
 #include "verl/common/error.h"
 #include "verl/model/decode_attention.h"
 #include "verl/model/gradient_checkpointing.h"
+#include "verl/parallel/tensor_parallel.h"
 
 namespace verl::model {
 namespace {
@@ -38,11 +39,15 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   auto xf = x.to(torch::kFloat32);
   auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
   xf = xf * torch::rsqrt(variance + eps);
-  return weight * xf.to(x.scalar_type());
+  auto w = partial_gradient_group ? parallel::copy_to_tp_region(weight, partial_gradient_group) : weight;
+  return w * xf.to(x.scalar_type());
 }
 
-AttentionImpl::AttentionImpl(const HFConfig& c)
-    : num_heads(c.num_attention_heads), num_kv_heads(c.num_key_value_heads), head_dim(c.head_dim) {
+AttentionImpl::AttentionImpl(const HFConfig& c, TensorParallelGroup tp_)
+    : num_heads(c.num_attention_heads / tp_.size()),
+      num_kv_heads(c.num_key_value_heads / tp_.size()),
+      head_dim(c.head_dim),
+      tp(std::move(tp_)) {
   scaling = 1.0 / std::sqrt(static_cast<double>(head_dim));
   q_proj = register_module("q_proj", make_linear(c.hidden_size, num_heads * head_dim, c.qkv_bias()));
   k_proj = register_module("k_proj", make_linear(c.hidden_size, num_kv_heads * head_dim, c.qkv_bias()));
@@ -51,16 +56,30 @@ AttentionImpl::AttentionImpl(const HFConfig& c)
   if (c.qk_norm()) {
     q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps));
+    if (tp.active()) q_norm->partial_gradient_group = k_norm->partial_gradient_group = tp.comm;
   }
 }
+
+namespace {
+// The input of a column-parallel projection: the same on every rank; its gradient is summed over the group.
+torch::Tensor column_input(const torch::Tensor& x, const TensorParallelGroup& tp) {
+  return tp.active() ? parallel::copy_to_tp_region(x, tp.comm) : x;
+}
+// A row-parallel projection (o, down): this rank's partial product, summed over the group, bias added once.
+torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, const TensorParallelGroup& tp) {
+  if (!tp.active()) return proj->forward(x_shard);
+  return parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
+}
+}  // namespace
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   const int64_t groups = num_heads / num_kv_heads;
-  auto q = q_proj->forward(x).view({B, T, num_heads, head_dim});
-  auto k = k_proj->forward(x).view({B, T, num_kv_heads, head_dim});
-  auto v = v_proj->forward(x).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  const auto xin = column_input(x, tp);
+  auto q = q_proj->forward(xin).view({B, T, num_heads, head_dim});
+  auto k = k_proj->forward(xin).view({B, T, num_kv_heads, head_dim});
+  auto v = v_proj->forward(xin).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -85,30 +104,35 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (T == 1 && cache != nullptr && decode_attention_applies(qg, keys)) {
     // The decode step: one fused pass per (row, kv head) instead of LibTorch's serial loop of tiny GEMMs.
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
-    return o_proj->forward(out.reshape({B, 1, num_heads * head_dim}));
+    return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp);
   }
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
   scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
-  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  // Softmax in at least fp32 (HF upcasts half precision); fp64 stays fp64, where the fp64 mask minimum would
+  // become -inf in fp32 and a fully masked (left-padding) row NaN.
+  const auto softmax_dtype = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  auto probs = torch::softmax(scores, -1, softmax_dtype).to(q.scalar_type());
   auto out = torch::matmul(probs.view({B, num_kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
   out = out.view({B, num_heads, T, head_dim}).transpose(1, 2).reshape({B, T, num_heads * head_dim});
-  return o_proj->forward(out);
+  return row_output(o_proj, out, tp);
 }
 
-MLPImpl::MLPImpl(const HFConfig& c) {
+MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
   const bool bias = c.arch == Arch::Llama && c.mlp_bias;
-  gate_proj = register_module("gate_proj", make_linear(c.hidden_size, c.intermediate_size, bias));
-  up_proj = register_module("up_proj", make_linear(c.hidden_size, c.intermediate_size, bias));
-  down_proj = register_module("down_proj", make_linear(c.intermediate_size, c.hidden_size, bias));
+  const int64_t intermediate = c.intermediate_size / tp.size();
+  gate_proj = register_module("gate_proj", make_linear(c.hidden_size, intermediate, bias));
+  up_proj = register_module("up_proj", make_linear(c.hidden_size, intermediate, bias));
+  down_proj = register_module("down_proj", make_linear(intermediate, c.hidden_size, bias));
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  const auto xin = column_input(x, tp);
+  return row_output(down_proj, torch::silu(gate_proj->forward(xin)) * up_proj->forward(xin), tp);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c) {
-  self_attn = register_module("self_attn", Attention(c));
-  mlp = register_module("mlp", MLP(c));
+DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp) {
+  self_attn = register_module("self_attn", Attention(c, tp));
+  mlp = register_module("mlp", MLP(c, tp));
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
@@ -139,11 +163,11 @@ torch::Tensor rope_inv_freq(const HFConfig& c) {
   return inv_freq.to(torch::kFloat32);
 }
 
-DecoderImpl::DecoderImpl(const HFConfig& c) : config(c) {
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_) : config(c), tp(std::move(tp_)) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layer_list.push_back(DecoderLayer(c));
+    layer_list.push_back(DecoderLayer(c, tp));
     layers->push_back(layer_list.back());
   }
   norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
@@ -163,7 +187,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   if (cache) VERL_CHECK(cache->batch() == B, kComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
   auto device = embed_tokens->weight.device();
   auto dtype = embed_tokens->weight.scalar_type();
-  auto h = embed_tokens->forward(input_ids.to(device));
+  auto h = tp.active() ? parallel::vocab_parallel_embedding(input_ids.to(device), embed_tokens->weight, tp.comm)
+                       : embed_tokens->forward(input_ids.to(device));
 
   // Rotary embeddings in fp32, then cast (HF computes them with autocast disabled).
   if (inv_freq.device() != device) inv_freq = inv_freq.to(device);
@@ -192,20 +217,35 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   return norm->forward(h);
 }
 
-CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_) : config(c), head(head_) {
+CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGroup tp_)
+    : config(c), head(head_), tp(std::move(tp_)) {
   c.validate();
-  model = register_module("model", Decoder(c));
+  if (tp.active()) {
+    for (auto [what, n] : {std::pair<const char*, int64_t>{"num_attention_heads", c.num_attention_heads},
+                           {"num_key_value_heads", c.num_key_value_heads},
+                           {"intermediate_size", c.intermediate_size},
+                           {"vocab_size", c.vocab_size}}) {
+      VERL_CHECK(n % tp.size() == 0, kComponent, "tensor_model_parallel_size ", tp.size(), " must divide config.json's ",
+                 what, " (", n, ")");
+    }
+  }
+  model = register_module("model", Decoder(c, tp));
   if (head == HeadKind::Value) {
     score = register_module("score", make_linear(c.hidden_size, 1, true));
   } else if (!c.tie_word_embeddings) {
-    lm_head = register_module("lm_head", make_linear(c.hidden_size, c.vocab_size, false));
+    lm_head = register_module("lm_head", make_linear(c.hidden_size, c.vocab_size / tp.size(), false));
   }
 }
 
-torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+torch::Tensor CausalLMImpl::logits_shard(const torch::Tensor& hidden) {
   VERL_CHECK(head == HeadKind::LM, kComponent, "this model has a value head, not an LM head");
-  if (lm_head) return lm_head->forward(hidden);
-  return torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+  const auto& weight = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  return torch::nn::functional::linear(column_input(hidden, tp), weight);
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  auto shard = logits_shard(hidden);
+  return tp.active() ? parallel::gather_from_tp_region(shard, tp.comm) : shard;
 }
 
 torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
@@ -218,8 +258,9 @@ KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
   cache.capacity = capacity;
   auto opts = model->embed_tokens->weight.options();
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    cache.k.push_back(torch::zeros({batch, config.num_key_value_heads, capacity, config.head_dim}, opts));
-    cache.v.push_back(torch::zeros({batch, config.num_key_value_heads, capacity, config.head_dim}, opts));
+    const int64_t kv_heads = config.num_key_value_heads / tp.size();  // this rank's
+    cache.k.push_back(torch::zeros({batch, kv_heads, capacity, config.head_dim}, opts));
+    cache.v.push_back(torch::zeros({batch, kv_heads, capacity, config.head_dim}, opts));
   }
   return cache;
 }
@@ -255,8 +296,17 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     const torch::Tensor& responses, double temperature, bool with_entropy) {
   auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
-  auto logits = model->logits(hidden).to(torch::kFloat32) / temperature;
   ResponseLogProbs out;
+  if (model->tp.active()) {
+    // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
+    auto shard = model->logits_shard(hidden).to(torch::kFloat32) / temperature;
+    auto parallel_out = parallel::vocab_parallel_log_probs(shard, responses.to(shard.device()).to(torch::kInt64),
+                                                           model->tp.comm);
+    out.log_probs = parallel_out.log_probs;
+    if (with_entropy) out.entropy = parallel_out.entropy;
+    return out;
+  }
+  auto logits = model->logits(hidden).to(torch::kFloat32) / temperature;
   out.log_probs = token_log_probs(logits, responses, 1.0);
   if (with_entropy) out.entropy = entropy_from_logits(logits);
   return out;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "verl/common/error.h"
+#include "verl/model/tensor_parallel_model.h"
 
 namespace verl::model {
 namespace {
@@ -136,11 +137,13 @@ CausalLM load_model(const std::string& dir, const LoadOptions& options) {
   model->to(options.dtype);
   load_state(model, ckpt, options);
   model->eval();
-  return model;
+  return options.tensor_parallel.active() ? shard_model(model, options.tensor_parallel) : model;
 }
 
 void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options) {
   namespace fs = std::filesystem;
+  VERL_CHECK(!model->tp.active(), kComponent, "save_model got one rank's tensor-parallel slices; gather the model "
+             "whole first (gather_full_model)");
   fs::create_directories(dir);
   NamedTensors tensors;
   torch::ScalarType dtype = torch::kFloat32;

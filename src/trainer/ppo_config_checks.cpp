@@ -34,6 +34,40 @@ void check_mini_batch(const std::string& section, int64_t train_batch_size, int6
   }
 }
 
+// strategy=megatron: the worker group's devices form DP x TP. What the implementation needs of the other keys:
+// the ref and the rollout work on the actor's mesh, so their tensor-parallel sizes are the actor's.
+void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, const std::string& devices) {
+  const auto& arr = config.actor_rollout_ref;
+  const int64_t actor_tp = arr.actor.tensor_parallel_size();
+  const std::string m = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size";
+  if (arr.actor.strategy == "megatron") {
+    VERL_CHECK(role_gpus % actor_tp == 0, "config", m, "=", actor_tp, " must divide the actor's ", role_gpus,
+               " devices (", devices, ")");
+    VERL_CHECK(arr.ref.megatron.tensor_model_parallel_size == actor_tp, "config",
+               "actor_rollout_ref.ref.megatron.tensor_model_parallel_size (", arr.ref.megatron.tensor_model_parallel_size,
+               ") must equal ", m, " (", actor_tp, "): the ref shares the actor's worker group");
+    VERL_CHECK(arr.rollout.tensor_model_parallel_size == actor_tp, "config",
+               "actor_rollout_ref.rollout.tensor_model_parallel_size (", arr.rollout.tensor_model_parallel_size,
+               ") must equal ", m, " (", actor_tp, "): the rollout generates on the actor's tensor-parallel slices");
+    VERL_CHECK(arr.hybrid_engine, "config", "actor_rollout_ref.actor.strategy=megatron with "
+               "actor_rollout_ref.hybrid_engine=false is not implemented: the weight broadcast to a separate rollout "
+               "sends whole parameters (use the hybrid engine, or strategy=fsdp)");
+  } else {
+    VERL_CHECK(arr.rollout.tensor_model_parallel_size == 1, "config",
+               "actor_rollout_ref.rollout.tensor_model_parallel_size=", arr.rollout.tensor_model_parallel_size,
+               ": with actor_rollout_ref.actor.strategy=fsdp each rollout rank generates with whole weights (use 1, "
+               "or strategy=megatron with the same megatron.tensor_model_parallel_size)");
+  }
+  if (need_critic(config) && config.critic.strategy == "megatron") {
+    const int64_t critic_tp = config.critic.tensor_parallel_size();
+    VERL_CHECK(role_gpus % critic_tp == 0, "config", "critic.megatron.tensor_model_parallel_size=", critic_tp,
+               " must divide the critic's ", role_gpus, " devices (", devices, ")");
+  }
+  VERL_CHECK(!(config.reward_model.enable && config.reward_model.strategy == "megatron"), "config",
+             "reward_model.strategy=megatron is not implemented (use fsdp: each reward-model rank holds the whole "
+             "model)");
+}
+
 }  // namespace
 
 void check_split_placement(const config::PPOConfig& config) {
@@ -65,18 +99,29 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   const int64_t role_gpus = split ? std::max<int64_t>(1, n_gpus / 2) : n_gpus;
   const std::string devices = split ? "half of trainer.n_gpus_per_node x trainer.nnodes: trainer.split_placement=true"
                                     : "trainer.n_gpus_per_node x trainer.nnodes";
+  check_tensor_parallel(config, role_gpus, devices);
+  // Batches split over data-parallel ranks: the role's devices / its tensor-parallel size.
+  const int64_t actor_tp = actor.tensor_parallel_size();
+  const std::string tp_note = actor_tp > 1 ? " / actor megatron.tensor_model_parallel_size " + std::to_string(actor_tp)
+                                           : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
-                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus, devices);
+                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus / actor_tp,
+                   devices + tp_note);
   auto check_fsdp_size = [&](const std::string& key, int64_t fsdp_size) {
     VERL_CHECK(fsdp_size == -1 || (fsdp_size >= 1 && role_gpus % fsdp_size == 0), "config", key, "=", fsdp_size,
                " must divide the role's ", role_gpus, " devices (", devices, ")");
   };
-  check_fsdp_size("actor_rollout_ref.actor.fsdp_config.fsdp_size", actor.fsdp_config.fsdp_size);
-  if (need_critic(config)) check_fsdp_size("critic.model.fsdp_config.fsdp_size", config.critic.model.fsdp_config.fsdp_size);
+  if (actor.strategy == "fsdp") check_fsdp_size("actor_rollout_ref.actor.fsdp_config.fsdp_size", actor.fsdp_config.fsdp_size);
+  if (need_critic(config) && config.critic.strategy == "fsdp") {
+    check_fsdp_size("critic.model.fsdp_config.fsdp_size", config.critic.model.fsdp_config.fsdp_size);
+  }
   if (need_critic(config)) {
     const auto& critic = config.critic;
+    const int64_t critic_tp = critic.tensor_parallel_size();
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
-                     critic.use_dynamic_bsz, n, role_gpus, devices);
+                     critic.use_dynamic_bsz, n, role_gpus / critic_tp,
+                     critic_tp > 1 ? devices + " / critic megatron.tensor_model_parallel_size " + std::to_string(critic_tp)
+                                   : devices);
   }
   // verl's check_mutually_exclusive: without dynamic batch sizes the log-prob passes need a micro-batch size.
   if (!actor.use_dynamic_bsz) {

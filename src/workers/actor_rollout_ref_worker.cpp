@@ -15,8 +15,10 @@
 #include "verl/common/logging.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/parallel_layout.h"
 #include "verl/workers/weight_sync.h"
 #include "verl/model/hf_config.h"
+#include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
 
@@ -145,7 +147,9 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   // Batch-size normalisation and validation (spec §4.1): sizes become per rank.
   const auto& arr = config_->actor_rollout_ref;
   actor_cfg_ = arr.actor;
-  const int64_t W = world_size();
+  tp_size_ = arr.actor.tensor_parallel_size();
+  // Batches split over the data-parallel ranks (all ranks under fsdp).
+  const int64_t W = data_parallel_size(world_size(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
   const int64_t n = arr.rollout.sampling.n;
   const std::string a = "actor_rollout_ref.actor.";
   if (is_actor_) {
@@ -154,11 +158,11 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                ") must be >= ", a, "ppo_mini_batch_size (", arr.actor.ppo_mini_batch_size, ")");
     if (!arr.actor.use_dynamic_bsz) {
       VERL_CHECK((train_bs * n) % W == 0, kComponent, "data.train_batch_size * rollout.n (", train_bs * n,
-                 ") must be divisible by the world size (", W, ")");
+                 ") must be divisible by the data-parallel size (", W, ")");
     }
     actor_cfg_.ppo_mini_batch_size = arr.actor.ppo_mini_batch_size * n / W;
     VERL_CHECK(actor_cfg_.ppo_mini_batch_size > 0, kComponent, a, "ppo_mini_batch_size * rollout.n (",
-               arr.actor.ppo_mini_batch_size * n, ") must be at least the world size (", W, ")");
+               arr.actor.ppo_mini_batch_size * n, ") must be at least the data-parallel size (", W, ")");
     if (arr.actor.use_dynamic_bsz) {
       VERL_CHECK(arr.actor.ppo_max_token_len_per_gpu >= arr.rollout.prompt_length + arr.rollout.response_length,
                  kComponent, a, "ppo_max_token_len_per_gpu (", arr.actor.ppo_max_token_len_per_gpu,
@@ -169,7 +173,7 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                  "ppo_micro_batch_size_per_gpu must be set when ", a, "use_dynamic_bsz is false");
       const int64_t micro = *arr.actor.ppo_micro_batch_size_per_gpu;
       VERL_CHECK(actor_cfg_.ppo_mini_batch_size % micro == 0, kComponent, a, "ppo_mini_batch_size per rank (",
-                 arr.actor.ppo_mini_batch_size, " prompts * n ", n, " / world size ", W, " = ",
+                 arr.actor.ppo_mini_batch_size, " prompts * n ", n, " / data-parallel size ", W, " = ",
                  actor_cfg_.ppo_mini_batch_size, " responses) must be divisible by ", a,
                  "ppo_micro_batch_size_per_gpu (", micro, ")");
     }
@@ -185,14 +189,20 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
 
+  // Under megatron the T ranks of a DP rank compute together: nd dispatch over mesh "actor".
+  const Dispatch compute = tp_size_ > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
+  const std::string mesh = tp_size_ > 1 ? "actor" : "";
+  const auto mesh_place = tensor_parallel_mesh_info(rank(), tp_size_);
+  if (tp_size_ > 1) set_mesh_info(mesh, mesh_place);
+  dp_rank_ = mesh_place.dp_rank;
   register_method({"init_model", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return init_model(in); });
-  register_method({"generate_sequences", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+  register_method({"generate_sequences", compute, single_controller::Execute::All, mesh},
                   [this](const DataProto& in) { return generate_sequences(in); });
-  register_method({"compute_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+  register_method({"compute_log_prob", compute, single_controller::Execute::All, mesh},
                   [this](const DataProto& in) { return compute_log_prob(in); });
-  register_method({"compute_ref_log_prob", Dispatch::DpComputeProto, single_controller::Execute::All, ""},
+  register_method({"compute_ref_log_prob", compute, single_controller::Execute::All, mesh},
                   [this](const DataProto& in) { return compute_ref_log_prob(in); });
-  register_method({"update_actor", Dispatch::DpComputeProto, single_controller::Execute::All, ""}, [this](const DataProto& in) { return update_actor(in); });
+  register_method({"update_actor", compute, single_controller::Execute::All, mesh}, [this](const DataProto& in) { return update_actor(in); });
   register_method({"save_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return save_checkpoint(in); });
   register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
   register_method({"sync_rollout_weights", Dispatch::OneToAll, single_controller::Execute::All, ""},
@@ -238,13 +248,20 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   }
   if (device_.is_cuda()) {
     const auto& actor_fsdp = actor_cfg_.fsdp_config;
+    const auto& mg = actor_cfg_.megatron;
     VERL_CHECK(!(is_actor_ && (actor_fsdp.param_offload || actor_fsdp.optimizer_offload)) &&
-                   !(is_ref_ && arr.ref.fsdp_config.param_offload),
-               kComponent, "fsdp_config.param_offload / optimizer_offload on a CUDA device are not implemented "
-               "(actor_rollout_ref.actor / ref.fsdp_config); on the CPU everything is in host memory already");
+                   !(is_ref_ && arr.ref.fsdp_config.param_offload) &&
+                   !(tp_size_ > 1 && (mg.param_offload || mg.grad_offload || mg.optimizer_offload ||
+                                      arr.ref.megatron.param_offload)),
+               kComponent, "fsdp_config / megatron param_offload, grad_offload and optimizer_offload on a CUDA device "
+               "are not implemented (actor_rollout_ref.actor / ref); on the CPU everything is in host memory already");
   }
+  const ParallelLayout layout =
+      make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+  model::LoadOptions load_options;
+  load_options.tensor_parallel = layout.tp;
   if (is_actor_ || is_rollout_) {
-    actor_module_ = model::load_model(path);
+    actor_module_ = model::load_model(path, load_options);
     actor_module_->to(device_);
     if (is_actor_) {
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
@@ -252,21 +269,25 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
-      actor_->gradient_all_reduce = gradient_averager(context().comm);
-      actor_->optimizer_shard = optimizer_shard(
-          sharding_group(context().comm, actor_cfg_.fsdp_config.fsdp_size, "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
-          params, kComponent);
+      actor_->gradient_all_reduce = gradient_averager(layout.dp);
+      // fsdp: ZeRO-1 within groups of fsdp_size; megatron: the distributed optimizer over the DP ranks.
+      std::shared_ptr<parallel::Comm> shard_group =
+          tp_size_ > 1 ? (actor_cfg_.megatron.use_distributed_optimizer ? layout.dp : nullptr)
+                       : sharding_group(layout.dp, actor_cfg_.fsdp_config.fsdp_size,
+                                        "actor_rollout_ref.actor.fsdp_config.fsdp_size");
+      actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent);
     } else {
       freeze(actor_module_);
     }
   }
   if (is_ref_) {
-    ref_module_ = model::load_model(path);
+    ref_module_ = model::load_model(path, load_options);
     ref_module_->to(device_);
     freeze(ref_module_);
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);
   }
-  rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + rank()));
+  // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
+  rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
   initialised_ = true;
   return DataProto();
 }
@@ -345,7 +366,7 @@ DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
 DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   require_initialised("update_actor");
   VERL_CHECK(is_actor_, kComponent, "update_actor needs an actor role; this worker's role is '", role_, "'");
-  VERL_CHECK(world_size() == 1 || actor_->gradient_all_reduce, kComponent, "update_actor with world size ",
+  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce, kComponent, "update_actor with world size ",
              world_size(),
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
@@ -418,6 +439,8 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   const std::string local_path = expand_home(meta["local_path"].get<std::string>());
   const int W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.save_contents;
+  // The HF weights are the whole model: under megatron every TP rank joins the gather.
+  model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(actor_module_) : actor_module_;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
     if (contains(contents, "model")) save_module_state(actor_module_, (dir / model_file_name(W, r)).string());
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
@@ -434,7 +457,7 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
       fs::create_directories(hf);
       const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
       if (contains(contents, "hf_model")) {
-        model::save_model(actor_module_, hf.string());
+        model::save_model(hf_module, hf.string());
       } else {
         model::save_hf_config(actor_module_->config, hf.string());
         model::save_generation_config(actor_module_->config, hf.string());
@@ -497,8 +520,40 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
   const fs::path weights = dir / model_file_name(static_cast<int>(sizes.front()), 0);
   VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
              weights.filename().string());
+  const int W = static_cast<int>(sizes.front());
   model::CausalLM module(model::load_hf_config(hf.string()));
-  load_module_state(module, weights.string());
+  // Under megatron each rank's file holds its slices: ranks 0..T-1 (data-parallel rank 0's tensor-parallel group)
+  // together hold the model, T read off the embedding's rows.
+  const int64_t embed_rows = io::SafetensorsCheckpoint(weights.string()).get("model.embed_tokens.weight").shape.at(0);
+  const int64_t vocab = module->config.vocab_size;
+  VERL_CHECK(embed_rows > 0 && vocab % embed_rows == 0 && (vocab / embed_rows) <= W, kComponent, "'", weights.string(),
+             "' holds ", embed_rows, " embedding rows, which is no tensor-parallel slice of the vocabulary (", vocab,
+             ") over ", W, " ranks");
+  const int tp = static_cast<int>(vocab / embed_rows);
+  if (tp == 1) {
+    load_module_state(module, weights.string());
+  } else {
+    std::vector<std::unique_ptr<io::SafetensorsCheckpoint>> slices;
+    for (int r = 0; r < tp; ++r) {
+      check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
+      slices.push_back(std::make_unique<io::SafetensorsCheckpoint>((dir / model_file_name(W, r)).string()));
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& item : module->named_parameters()) {
+      const int split = model::tensor_parallel_dim(item.key());
+      std::vector<torch::Tensor> parts;
+      for (int r = 0; r < (split < 0 ? 1 : tp); ++r) {
+        VERL_CHECK(slices[r]->contains(item.key()), kComponent, "'", (dir / model_file_name(W, r)).string(),
+                   "' lacks tensor '", item.key(), "'");
+        parts.push_back(model::tensor_from_view(slices[r]->get(item.key())));
+      }
+      torch::Tensor whole = split < 0 ? parts[0] : torch::cat(parts, split);
+      VERL_CHECK(whole.sizes() == item.value().sizes(), kComponent, "tensor '", item.key(), "' of the ", tp,
+                 " tensor-parallel slices in '", dir.string(), "' has shape ", whole.sizes(), ", config.json implies ",
+                 item.value().sizes());
+      item.value().copy_(whole.to(item.value().scalar_type()));
+    }
+  }
   model::save_model(module, out_dir);
   copy_side_files(hf, out_dir);
 }

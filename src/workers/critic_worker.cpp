@@ -7,6 +7,8 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/parallel_layout.h"
+#include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
 
@@ -79,14 +81,21 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
                            std::shared_ptr<const config::PPOConfig> config)
     : Worker(context), config_(std::move(config)) {
   VERL_ASSERT(config_ != nullptr, kComponent, "CriticWorker needs a config");
-  critic_config_ = normalize_critic_config(*config_, world_size());
+  // Under megatron the batch splits over the data-parallel ranks, and the T ranks of each compute together (nd
+  // dispatch over mesh "critic", TP rank 0 answering).
+  tp_size_ = config_->critic.tensor_parallel_size();
+  critic_config_ = normalize_critic_config(
+      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_, "critic.megatron.tensor_model_parallel_size")));
+  const Dispatch compute = tp_size_ > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
+  const std::string mesh = tp_size_ > 1 ? "critic" : "";
+  if (tp_size_ > 1) set_mesh_info(mesh, tensor_parallel_mesh_info(rank(), tp_size_));
   model_path_ = expand_user(config_->critic.model.path);
   tokenizer_path_ = expand_user(config_->critic.model.tokenizer_path);
   register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
                   [this](const DataProto& in) { return init_model(in); });
-  register_method({"compute_values", Dispatch::DpComputeProto, Execute::All, ""},
+  register_method({"compute_values", compute, Execute::All, mesh},
                   [this](const DataProto& in) { return compute_values(in); });
-  register_method({"update_critic", Dispatch::DpComputeProto, Execute::All, ""},
+  register_method({"update_critic", compute, Execute::All, mesh},
                   [this](const DataProto& in) { return update_critic(in); });
   register_method({"save_checkpoint", Dispatch::OneToAll, Execute::All, ""},
                   [this](const DataProto& in) { return save_checkpoint(in); });
@@ -103,7 +112,7 @@ void CriticWorker::require_initialized(const char* method) const {
 }
 
 void CriticWorker::require_gradient_sync(const char* what) const {
-  VERL_CHECK(world_size() == 1 || context().comm != nullptr, kComponent, what, " with ", world_size(),
+  VERL_CHECK(world_size() == tp_size_ || context().comm != nullptr, kComponent, what, " with ", world_size(),
              " critic ranks needs a gradient all-reduce between ranks, which the in-process transport does not "
              "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with "
              "mpirun (docs/distributed.md)");
@@ -116,16 +125,20 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.head = model::HeadKind::Value;
   options.dtype = torch::kFloat32;
   options.value_head_seed = value_head_seed();
+  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size");
+  options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->train();
   optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  critic_ = std::make_unique<DataParallelPPOCritic>(
-      *module_, *optimizer_, critic_config_, gradient_averager(context().comm),
-      optimizer_shard(sharding_group(context().comm, config_->critic.model.fsdp_config.fsdp_size,
-                                     "critic.model.fsdp_config.fsdp_size"),
-                      (*module_)->parameters(), kComponent));
+  // fsdp: ZeRO-1 within groups of fsdp_size; megatron: the distributed optimizer over the DP ranks.
+  std::shared_ptr<parallel::Comm> shard_group =
+      tp_size_ > 1 ? (config_->critic.megatron.use_distributed_optimizer ? layout.dp : nullptr)
+                   : sharding_group(layout.dp, config_->critic.model.fsdp_config.fsdp_size,
+                                    "critic.model.fsdp_config.fsdp_size");
+  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
+                                                    optimizer_shard(shard_group, (*module_)->parameters(), kComponent));
   return DataProto();
 }
 
@@ -169,6 +182,8 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   const std::string local_path = meta_string(input, "local_path", "save_checkpoint");
   const auto& contents = config_->critic.checkpoint.save_contents;
   const int W = world_size(), r = rank();
+  // The HF folder holds the whole model: under megatron every TP rank joins the gather.
+  model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
     if (contains(contents, "model")) save_module_state(*module_, (dir / model_file_name(W, r)).string());
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
@@ -178,7 +193,7 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
                               {"rng", nlohmann::json::object()}};
       write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2) + "\n");
     }
-    if (r == 0) save_hf_folder(*module_, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+    if (r == 0) save_hf_folder(hf_module, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
   });
   VERL_LOG(Info, kComponent) << "saved critic checkpoint to " << local_path;
   return DataProto();

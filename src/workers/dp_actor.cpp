@@ -6,6 +6,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
@@ -45,8 +46,12 @@ protocol::DataProto to_device(const protocol::DataProto& data, const torch::Devi
 DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::CausalLM model,
                                            torch::optim::Optimizer* optimizer)
     : config_(std::move(config)), model_(std::move(model)), optimizer_(optimizer) {
-  for (auto& p : model_->parameters()) {
-    if (p.requires_grad()) parameters_.push_back(p);
+  const std::vector<bool> is_slice = model::parameter_is_slice(model_);
+  const std::vector<torch::Tensor> all = model_->parameters();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!all[i].requires_grad()) continue;
+    parameters_.push_back(all[i]);
+    parameter_is_slice_.push_back(is_slice[i]);
   }
 }
 
@@ -100,7 +105,10 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 
 double DataParallelPPOActor::optimizer_step() {
   if (gradient_all_reduce) gradient_all_reduce(parameters_);
-  const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip);
+  // Under tensor parallelism the norm is the whole model's: slices summed over the TP group.
+  const double grad_norm = model_->tp.active()
+                               ? clip_grad_norm(parameters_, config_.grad_clip, parameter_is_slice_, *model_->tp.comm)
+                               : clip_grad_norm(parameters_, config_.grad_clip);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
     optimizer_->zero_grad();

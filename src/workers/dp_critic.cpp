@@ -4,6 +4,7 @@
 
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/optimizer.h"
@@ -138,7 +139,11 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
         vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
       }
       if (all_reduce_) all_reduce_(params);
-      const double grad_norm = clip_grad_norm(params, config_.grad_clip);
+      // Under tensor parallelism the norm is the whole model's: slices summed over the TP group.
+      const double grad_norm =
+          module_->tp.active()
+              ? clip_grad_norm(params, config_.grad_clip, model::parameter_is_slice(module_), *module_->tp.comm)
+              : clip_grad_norm(params, config_.grad_clip);
       if (std::isfinite(grad_norm)) {
         if (shard_) {
           shard_->step(optimizer_);

@@ -1,10 +1,12 @@
 #include "verl/workers/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/parallel/comm.h"
 
 namespace verl::workers {
 
@@ -83,6 +85,31 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
   const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
   for (auto& g : grads) g.mul_(coef);
   return total_value;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm, const std::vector<bool>& is_slice,
+                      parallel::Comm& tp) {
+  VERL_ASSERT(is_slice.size() == parameters.size(), "optim", "clip_grad_norm: ", is_slice.size(), " slice flags for ",
+              parameters.size(), " parameters");
+  torch::NoGradGuard no_grad;
+  // [slices, whole]: squared norms in fp64; only the slices' part is summed over the group.
+  auto slice_sq = torch::zeros({1}, torch::kFloat64);
+  double whole_sq = 0.0;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto& g = parameters[i].grad();
+    if (!g.defined()) continue;
+    const double sq = g.to(torch::kFloat64).pow(2).sum().item<double>();
+    if (is_slice[i]) slice_sq += sq;
+    else whole_sq += sq;
+  }
+  tp.all_reduce(slice_sq, parallel::ReduceOp::Sum);
+  const double total = std::sqrt(slice_sq.item<double>() + whole_sq);
+  if (!std::isfinite(total)) return total;
+  const double coef = std::min(1.0, max_norm / (total + 1e-6));
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) p.grad().mul_(coef);
+  }
+  return total;
 }
 
 void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path) {

@@ -69,6 +69,17 @@ struct FSDPConfig {
   std::string model_dtype = "fp32";
 };
 
+// verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for
+// strategy=megatron: tensor parallelism inside a worker group of DP x TP ranks. Pipeline, virtual-pipeline and
+// context parallelism and sequence parallelism are not implemented (their keys accept only the "off" value).
+struct MegatronConfig {
+  int64_t tensor_model_parallel_size = 1;
+  bool use_distributed_optimizer = true;  // ZeRO-1 over the data-parallel ranks (each TP slice sharded)
+  bool param_offload = false;             // CPU: no-ops, as fsdp_config's
+  bool grad_offload = false;
+  bool optimizer_offload = false;
+};
+
 struct ActorConfig {
   std::string strategy;
   int64_t ppo_mini_batch_size = 0;
@@ -93,11 +104,15 @@ struct ActorConfig {
   double grad_clip = 1.0;
   OptimConfig optim;
   FSDPConfig fsdp_config;
+  MegatronConfig megatron;
   CheckpointContentsConfig checkpoint;
+  // Tensor-parallel ranks per model copy: megatron's tensor_model_parallel_size, 1 under fsdp.
+  int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
 };
 
 struct RefConfig {
   FSDPConfig fsdp_config;
+  MegatronConfig megatron;
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;
@@ -113,6 +128,7 @@ struct SamplingConfig {
 
 struct RolloutConfig {
   std::string name;
+  int64_t tensor_model_parallel_size = 1;  // the actor's under megatron (it generates on the actor's slices)
   SamplingConfig sampling;     // temperature, top_k, top_p, n, do_sample
   int64_t prompt_length = 0;
   int64_t response_length = 0;
@@ -145,6 +161,7 @@ struct CriticConfig {
   std::string strategy;
   OptimConfig optim;
   CriticModelConfig model;
+  MegatronConfig megatron;
   int64_t ppo_mini_batch_size = 0;
   std::optional<int64_t> ppo_micro_batch_size_per_gpu;
   std::optional<int64_t> forward_micro_batch_size_per_gpu;
@@ -157,6 +174,7 @@ struct CriticConfig {
   double cliprange_value = 0.5;
   std::string loss_agg_mode;
   CheckpointContentsConfig checkpoint;
+  int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
 };
 
 struct RewardModelConfig {

@@ -6,16 +6,33 @@
 // over grouped KV heads without repeating K/V, with a causal + padding mask; softmax runs in fp32 as in
 // HF's eager path. Rotary embeddings follow HF's rotate_half convention, including llama3 and linear
 // rope scaling.
+//
+// Tensor parallelism (the megatron strategy, model/tensor_parallel_model.h): built with a TensorParallelGroup
+// of size T > 1, each rank holds its slice of the weights under the same HF names: q/k/v, gate and up split by
+// output rows (its num_heads / T query and num_key_value_heads / T KV heads, its intermediate / T), o and down
+// by input columns (their biases whole, added once), the embedding and LM head by vocabulary rows; norms and
+// the value head whole. Forward puts the slices together with parallel/tensor_parallel.h, so every rank gets
+// the same hidden states, and the gradient of a loss computed the same on every rank reaches each slice.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "verl/model/hf_config.h"
+#include "verl/parallel/comm.h"
 
 namespace verl::model {
+
+// This rank's tensor-parallel group; no communicator (or one rank): the whole model.
+struct TensorParallelGroup {
+  std::shared_ptr<parallel::Comm> comm;
+  bool active() const { return comm != nullptr && comm->size() > 1; }
+  int64_t size() const { return active() ? comm->size() : 1; }
+  int64_t rank() const { return active() ? comm->rank() : 0; }
+};
 
 // Which head sits on the trunk: the LM head (lm_head, or the tied embedding), or verl's critic value head
 // (`score` = Linear(hidden, 1) with bias, AutoModelForTokenClassification style; also the reward model's).
@@ -37,31 +54,36 @@ struct RMSNormImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight;
   double eps;
+  // Qwen3's q_norm / k_norm under tensor parallelism see only this rank's heads, so their weight's gradient is
+  // a partial sum: set, the weight enters through copy_to_tp_region and the gradient is summed over the group.
+  std::shared_ptr<parallel::Comm> partial_gradient_group;
 };
 TORCH_MODULE(RMSNorm);
 
 struct AttentionImpl : torch::nn::Module {
-  explicit AttentionImpl(const HFConfig& config);
+  explicit AttentionImpl(const HFConfig& config, TensorParallelGroup tp = {});
   // x [B,T,H]; cos/sin [B,T,head_dim]; mask_bias [B,1,1,T,S] additive. With a cache, the new keys go to
   // cache positions [cache->length, cache->length + T) of layer `layer` and attention covers [0, length + T).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
-  int64_t num_heads, num_kv_heads, head_dim;
+  int64_t num_heads, num_kv_heads, head_dim;  // heads held by this rank (all of them without TP)
   double scaling;
+  TensorParallelGroup tp;
 };
 TORCH_MODULE(Attention);
 
 struct MLPImpl : torch::nn::Module {
-  explicit MLPImpl(const HFConfig& config);
+  explicit MLPImpl(const HFConfig& config, TensorParallelGroup tp = {});
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  TensorParallelGroup tp;
 };
 TORCH_MODULE(MLP);
 
 struct DecoderLayerImpl : torch::nn::Module {
-  explicit DecoderLayerImpl(const HFConfig& config);
+  explicit DecoderLayerImpl(const HFConfig& config, TensorParallelGroup tp = {});
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
   Attention self_attn{nullptr};
@@ -72,7 +94,7 @@ TORCH_MODULE(DecoderLayer);
 
 // HF's `model` submodule: embeddings, layers, final norm.
 struct DecoderImpl : torch::nn::Module {
-  explicit DecoderImpl(const HFConfig& config);
+  explicit DecoderImpl(const HFConfig& config, TensorParallelGroup tp = {});
   // input_ids [B,T]; attention_mask [B,S] (S = cached length + T; 1 = real token); position_ids [B,T].
   // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -83,6 +105,7 @@ struct DecoderImpl : torch::nn::Module {
   RMSNorm norm{nullptr};
   torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
   HFConfig config;
+  TensorParallelGroup tp;
   // HF's gradient checkpointing: with grad enabled and no cache, each layer's activations are dropped in
   // forward and recomputed in backward (model/gradient_checkpointing.h). Same gradients, less memory.
   bool gradient_checkpointing = false;
@@ -93,13 +116,16 @@ TORCH_MODULE(Decoder);
 torch::Tensor rope_inv_freq(const HFConfig& config);
 
 struct CausalLMImpl : torch::nn::Module {
-  CausalLMImpl(const HFConfig& config, HeadKind head = HeadKind::LM);
+  // With an active `tp`, the config must split (model/tensor_parallel_model.h: check_tensor_parallel).
+  CausalLMImpl(const HFConfig& config, HeadKind head = HeadKind::LM, TensorParallelGroup tp = {});
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, KVCache* cache = nullptr) {
     return model->forward(input_ids, attention_mask, position_ids, cache);
   }
-  // LM logits for the given hidden states (any leading shape), in the model dtype.
+  // LM logits for the given hidden states (any leading shape), in the model dtype; whole on every rank.
   torch::Tensor logits(const torch::Tensor& hidden);
+  // This rank's vocabulary slice of the logits [..., V / T] (the whole logits without TP).
+  torch::Tensor logits_shard(const torch::Tensor& hidden);
   // Value-head outputs [..] (the trailing 1 squeezed), in the model dtype.
   torch::Tensor values(const torch::Tensor& hidden);
   // Full LM logits [B,T,V] (tests, `verl model forward`).
@@ -114,6 +140,7 @@ struct CausalLMImpl : torch::nn::Module {
   torch::nn::Linear score{nullptr};    // value head only
   HFConfig config;
   HeadKind head;
+  TensorParallelGroup tp;
 };
 TORCH_MODULE(CausalLM);
 

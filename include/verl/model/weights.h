@@ -33,6 +33,8 @@ struct LoadOptions {
   // Value head: when the checkpoint has no score.* (an LM checkpoint), initialise a fresh head from this
   // seed and ignore lm_head.weight; when it has score.*, load it.
   uint64_t value_head_seed = 0;
+  // Active: the folder is read whole and this rank keeps its slices (model/tensor_parallel_model.h).
+  TensorParallelGroup tensor_parallel;
 };
 
 // Copies checkpoint tensors into the model's parameters by name with dtype conversion.
@@ -45,7 +47,8 @@ struct SaveOptions {
   std::optional<std::string> tokenizer_dir;  // copy tokenizer.json / tokenizer_config.json / ... from here
   std::optional<torch::ScalarType> dtype;    // convert weights (e.g. kBFloat16); default: as held
 };
-// Writes an HF model folder. config.json's torch_dtype follows the saved weights.
+// Writes an HF model folder. config.json's torch_dtype follows the saved weights. A tensor-parallel model is
+// an error: gather it whole first (gather_full_model, collective).
 void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options = {});
 
 }  // namespace verl::model

@@ -10,8 +10,13 @@
 // Every method is registered for every role; calling one the role lacks is an error naming the role.
 //
 // Batch sizes (spec §4.1): ppo_mini_batch_size is in prompts across all ranks and becomes
-// ppo_mini_batch_size * rollout.n / world_size responses per rank; micro sizes are per rank. Checked at
+// ppo_mini_batch_size * rollout.n / dp responses per data-parallel rank; micro sizes are per rank. Checked at
 // construction with one-line errors naming the keys.
+//
+// strategy=megatron (actor.megatron.tensor_model_parallel_size = T > 1): the group's W ranks are W/T data-parallel
+// ranks of T tensor-parallel ranks each (workers/parallel_layout.h). The compute methods dispatch ND_COMPUTE_PROTO
+// over mesh "actor": the T ranks of a DP rank get the same chunk and TP rank 0 answers. Each rank's model file
+// holds its slices; huggingface/ (hf_model) and export_hf_model put them back together.
 //
 // Checkpoint folder (save_checkpoint meta local_path), published whole (save_rank_folder, checkpoint_files.h):
 //   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names)
@@ -75,6 +80,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::string role_;
   bool is_actor_ = false, is_rollout_ = false, is_ref_ = false;
   config::ActorConfig actor_cfg_;
+  int64_t tp_size_ = 1;  // tensor-parallel ranks per model copy (megatron), 1 under fsdp
+  int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;
 

@@ -62,6 +62,7 @@ class DataParallelPPOActor {
   model::CausalLM model_;
   torch::optim::Optimizer* optimizer_;
   std::vector<torch::Tensor> parameters_;
+  std::vector<bool> parameter_is_slice_;  // per parameters_: a tensor-parallel slice (clipping sums them over TP)
 };
 
 // Rows of `data` moved to `device` (tensors only; columns and meta kept).

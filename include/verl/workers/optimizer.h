@@ -13,6 +13,10 @@
 
 #include "verl/config/ppo_config.h"
 
+namespace verl::parallel {
+class Comm;
+}
+
 namespace verl::workers {
 
 // torch.optim.AdamW(params, lr, betas, weight_decay, eps=1e-8) from an `optim` config section.
@@ -54,6 +58,11 @@ class LRScheduler {
 // gradients so the norm is at most max_norm (torch.nn.utils.clip_grad_norm_). Returns the norm before
 // clipping; a non-finite norm leaves the gradients untouched (verl then skips the optimizer step).
 double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+// Under tensor parallelism: parameters[i] is this rank's slice of a split tensor when is_slice[i]; the squared
+// norms of the slices are summed over `tp`, the whole parameters (the same on every rank) counted once, so every
+// rank clips by the same norm, the norm of the whole model's gradient.
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm, const std::vector<bool>& is_slice,
+                      parallel::Comm& tp);
 
 // Optimizer state (AdamW moments and step counts) to and from a file (LibTorch archive). The write is
 // atomic; loading a file made for other parameters is an error naming the file.

@@ -1,0 +1,38 @@
+// How one worker group's ranks divide between data and tensor parallelism (the strategy's mesh):
+//   fsdp      every rank is a data-parallel rank holding the whole model
+//   megatron  DP x TP, TP ranks consecutive (parallel/tensor_parallel.h: tensor_parallel_mesh); the TP ranks of
+//             one DP rank hold slices of one copy, get the same batch chunk, and TP rank 0 answers for them
+//             (verl's nd dispatch: the worker reports its place under a mesh name, the controller chunks by it)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "verl/model/transformer.h"
+#include "verl/single_controller/worker.h"
+
+namespace verl::workers {
+
+struct ParallelLayout {
+  model::TensorParallelGroup tp;          // inactive under fsdp
+  std::shared_ptr<parallel::Comm> dp;     // gradient averaging / optimizer sharding; null with no communicator
+  int dp_rank = 0;
+  bool collects = true;                   // this rank's outputs are the ones gathered (TP rank 0)
+};
+
+// Data-parallel ranks of a group of `world_size` with `tp_size` ranks per copy; an error naming `key` when it
+// does not divide.
+int64_t data_parallel_size(int64_t world_size, int64_t tp_size, const std::string& key);
+
+// This rank's place under nd dispatch: dp rank = rank / tp_size, collecting when it is TP rank 0. Known before any
+// communicator exists, so a worker registers it in its constructor.
+single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_size);
+
+// Collective over the group's communicator when tp_size > 1 (the split); the whole group otherwise. A
+// tensor-parallel group without a communicator is an error naming `key` (the in-process transport has none:
+// launch with mpirun).
+ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
+                                    const std::string& key);
+
+}  // namespace verl::workers

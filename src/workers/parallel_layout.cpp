@@ -1,0 +1,39 @@
+#include "verl/workers/parallel_layout.h"
+
+#include "verl/common/error.h"
+#include "verl/parallel/tensor_parallel.h"
+
+namespace verl::workers {
+
+int64_t data_parallel_size(int64_t world_size, int64_t tp_size, const std::string& key) {
+  VERL_CHECK(tp_size >= 1 && world_size % tp_size == 0, "config", key, "=", tp_size, " must divide the worker group's ",
+             world_size, " ranks");
+  return world_size / tp_size;
+}
+
+single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_size) {
+  // As parallel::tensor_parallel_mesh splits: TP ranks consecutive.
+  return single_controller::MeshRankInfo{static_cast<int>(rank / tp_size), rank % tp_size == 0};
+}
+
+ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
+                                    const std::string& key) {
+  data_parallel_size(context.world_size, tp_size, key);
+  ParallelLayout layout;
+  if (tp_size == 1) {
+    layout.dp = context.comm;
+    layout.dp_rank = context.rank;
+    return layout;
+  }
+  VERL_CHECK(context.comm != nullptr, "worker", key, "=", tp_size, " needs a communicator between the worker group's ",
+             context.world_size, " ranks, which the in-process transport does not provide; launch with mpirun "
+             "(docs/distributed.md)");
+  auto split = parallel::tensor_parallel_mesh(context.comm, static_cast<int>(tp_size));
+  layout.tp = model::TensorParallelGroup{split.tp};
+  layout.dp = split.dp;
+  layout.dp_rank = split.dp_rank;
+  layout.collects = split.tp_rank == 0;
+  return layout;
+}
+
+}  // namespace verl::workers

@@ -1,0 +1,275 @@
+// The megatron strategy's model: a tiny model of each family sliced over 2 thread ranks (and 4 for the split
+// bookkeeping) against the whole model: logits, response log-probs and entropy, every parameter's gradient
+// (gathered from the slices), the clipped-gradient norm, greedy generation token for token, the slice and
+// gather round trip, and the errors when the config does not split.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "verl/common/error.h"
+#include "verl/model/tensor_parallel_model.h"
+#include "verl/model/transformer.h"
+#include "verl/parallel/comm.h"
+#include "verl/rollout/generator.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::model {
+namespace {
+
+HFConfig tiny(Arch arch) {
+  HFConfig c;
+  c.arch = arch;
+  c.vocab_size = 40;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = arch == Arch::Qwen3 ? 16 : 8;
+  c.rms_norm_eps = 1e-6;
+  c.eos_token_ids = {38};
+  c.pad_token_id = 39;
+  c.initializer_range = 0.2;
+  if (arch == Arch::Llama) {
+    c.attention_bias = true;  // o_proj gets a bias: whole, added once after the sum
+    c.mlp_bias = true;
+  }
+  return c;
+}
+
+CausalLM make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
+  CausalLM m(c, head);
+  init_weights(m, 3, /*perturb=*/true);
+  m->to(torch::kFloat64);  // fp64: the comparison then shows the split, not fp32 rounding
+  return m;
+}
+
+void on_ranks(int size, const std::function<void(const std::shared_ptr<parallel::Comm>&)>& body) {
+  auto comms = parallel::thread_comms(size, 60.0);
+  std::vector<std::string> errors(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(comms[static_cast<size_t>(r)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+}
+
+double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+// A ragged left-padded batch: P = 5 prompt positions, R = 4 responses.
+struct Batch {
+  torch::Tensor input_ids, attention_mask, position_ids, responses;
+};
+Batch ragged_batch(int64_t vocab) {
+  torch::manual_seed(11);
+  Batch b;
+  b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
+  b.attention_mask = torch::ones({3, 9}, torch::kInt64);
+  b.attention_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
+  b.attention_mask.index_put_({2, torch::indexing::Slice(0, 4)}, 0);
+  b.attention_mask.index_put_({0, torch::indexing::Slice(7, 9)}, 0);  // a response cut short by padding
+  b.position_ids = position_ids_from_mask(b.attention_mask);
+  b.responses = b.input_ids.narrow(1, 5, 4);
+  return b;
+}
+
+// The test loss: log-probs and entropy weighted by fixed numbers, the same on every rank. The model runs in fp64,
+// so the logits match to 1e-10; log-probs are computed in fp32 as verl does, so they and the gradients match to
+// fp32 rounding (a wrong slice or a missing reduction is off by O(1)).
+torch::Tensor test_loss(CausalLM& m, const Batch& b) {
+  auto out = response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(), torch::kFloat64).view(out.log_probs.sizes());
+  return (out.log_probs.to(torch::kFloat64) * w).sum() + 0.3 * out.entropy.to(torch::kFloat64).sum();
+}
+
+class TensorParallelModel : public ::testing::TestWithParam<std::tuple<Arch, bool>> {};
+
+TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients) {
+  auto [arch, tied] = GetParam();
+  HFConfig c = tiny(arch);
+  c.tie_word_embeddings = tied;
+  CausalLM whole = make_whole(c);
+  const Batch b = ragged_batch(c.vocab_size);
+
+  auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
+  auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+  whole->zero_grad();
+  test_loss(whole, b).backward();
+  std::map<std::string, torch::Tensor> grads_whole;
+  for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
+
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    // The slices really are slices: q_proj holds 2 of the 4 heads, the vocabulary half.
+    EXPECT_EQ(part->model->layer_list[0]->self_attn->q_proj->weight.size(0), 2 * c.head_dim);
+    EXPECT_EQ(part->model->embed_tokens->weight.size(0), c.vocab_size / 2);
+
+    auto logits = part->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
+    EXPECT_LT(max_relative(logits, logits_whole), 1e-10);
+    auto lp = response_log_probs(part, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+    // Log-probs are taken in fp32 (verl's convention), on slices in another order: fp32 rounding, ~1e-7.
+    EXPECT_LT(max_relative(lp.log_probs, lp_whole.log_probs), 1e-6);
+    EXPECT_LT(max_relative(lp.entropy, lp_whole.entropy), 1e-6);
+
+    part->zero_grad();
+    test_loss(part, b).backward();
+    // Gradients gathered from the slices (gather_full_state of a model holding them) equal the whole model's.
+    CausalLM grads(c, HeadKind::LM, TensorParallelGroup{comm});
+    grads->to(torch::kFloat64);
+    {
+      torch::NoGradGuard no_grad;
+      auto gp = grads->named_parameters();
+      for (const auto& item : part->named_parameters()) gp[item.key()].copy_(item.value().grad());
+    }
+    for (const auto& [name, g] : gather_full_state(grads)) {
+      EXPECT_LT(max_relative(g, grads_whole.at(name)), 1e-6) << name;
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TensorParallelModel,
+                         ::testing::Values(std::make_tuple(Arch::Qwen2, false), std::make_tuple(Arch::Qwen3, true),
+                                           std::make_tuple(Arch::Llama, false)));
+
+TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
+  HFConfig c = tiny(Arch::Qwen2);
+  CausalLM whole = make_whole(c, HeadKind::Value);
+  const Batch b = ragged_batch(c.vocab_size);
+  auto values_whole = response_values(whole, b.input_ids, b.attention_mask, b.position_ids, 4);
+  whole->zero_grad();
+  values_whole.sum().backward();
+  const auto score_grad = whole->score->weight.grad().clone();
+  const auto q_grad = whole->model->layer_list[1]->self_attn->q_proj->weight.grad().clone();
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    auto values = response_values(part, b.input_ids, b.attention_mask, b.position_ids, 4);
+    EXPECT_LT(max_relative(values.detach(), values_whole.detach()), 1e-10);
+    part->zero_grad();
+    values.sum().backward();
+    EXPECT_LT(max_relative(part->score->weight.grad(), score_grad), 1e-10);
+    const int64_t rows = q_grad.size(0) / 2;
+    EXPECT_LT(max_relative(part->model->layer_list[1]->self_attn->q_proj->weight.grad(),
+                           q_grad.narrow(0, comm->rank() * rows, rows)),
+              1e-9);
+  });
+}
+
+TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
+  HFConfig c = tiny(Arch::Qwen3);
+  CausalLM whole = make_whole(c);
+  const Batch b = ragged_batch(c.vocab_size);
+  whole->zero_grad();
+  test_loss(whole, b).backward();
+  std::vector<torch::Tensor> params = whole->parameters();
+  const double norm_whole = workers::clip_grad_norm(params, 1e-3);
+  const auto clipped_embed = whole->model->embed_tokens->weight.grad().clone();
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    part->zero_grad();
+    test_loss(part, b).backward();
+    std::vector<torch::Tensor> part_params = part->parameters();
+    const double norm = workers::clip_grad_norm(part_params, 1e-3, parameter_is_slice(part), *comm);
+    EXPECT_NEAR(norm, norm_whole, 1e-6 * norm_whole);
+    const int64_t rows = c.vocab_size / 2;
+    EXPECT_LT(max_relative(part->model->embed_tokens->weight.grad(), clipped_embed.narrow(0, comm->rank() * rows, rows)),
+              1e-6);
+  });
+}
+
+TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
+  HFConfig c = tiny(Arch::Qwen2);
+  CausalLM whole(c);
+  init_weights(whole, 5, true);  // fp32, as the rollout runs
+  whole->eval();
+  const Batch b = ragged_batch(c.vocab_size);
+  auto prompts = b.input_ids.narrow(1, 0, 5).clone();
+  auto prompt_mask = torch::ones({3, 5}, torch::kInt64);
+  prompt_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
+  prompt_mask.index_put_({2, torch::indexing::Slice(0, 4)}, 0);
+  rollout::SamplingParams params;
+  params.do_sample = false;
+  params.max_response_length = 12;
+  params.eos_token_ids = {38};
+  params.pad_token_id = 39;
+  params.calculate_log_probs = true;
+  torch::NoGradGuard no_grad;
+  auto expected = rollout::generate(whole, prompts, prompt_mask, params);
+  // Sampled generation: every rank of the group draws the same tokens from the same seed.
+  rollout::SamplingParams sampled = params;
+  sampled.do_sample = true;
+  sampled.seed = 77;
+  std::vector<torch::Tensor> sampled_tokens(2);
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    torch::NoGradGuard no_grad_here;
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    auto out = rollout::generate(part, prompts, prompt_mask, params);
+    EXPECT_TRUE(torch::equal(out.responses, expected.responses));
+    EXPECT_TRUE(torch::equal(out.response_mask, expected.response_mask));
+    EXPECT_LT(max_relative(out.rollout_log_probs, expected.rollout_log_probs), 1e-5);
+    sampled_tokens[static_cast<size_t>(comm->rank())] = rollout::generate(part, prompts, prompt_mask, sampled).responses;
+  });
+  EXPECT_TRUE(torch::equal(sampled_tokens[0], sampled_tokens[1]));
+}
+
+TEST(TensorParallelModelTest, SliceThenGatherIsBitExactAndSplitsAreHfNames) {
+  HFConfig c = tiny(Arch::Llama);
+  CausalLM whole = make_whole(c);
+  on_ranks(4, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    // 4 ranks: 1 query head and half a KV head each would not split; use a config with 4 KV heads.
+    HFConfig c4 = c;
+    c4.num_key_value_heads = 4;
+    CausalLM w4 = make_whole(c4);
+    CausalLM part = shard_model(w4, TensorParallelGroup{comm});
+    CausalLM back = gather_full_model(part);
+    for (const auto& item : w4->named_parameters()) {
+      EXPECT_TRUE(torch::equal(back->named_parameters()[item.key()], item.value())) << item.key();
+    }
+  });
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.self_attn.k_proj.bias"), 0);
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.self_attn.o_proj.weight"), 1);
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.self_attn.o_proj.bias"), -1);
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.mlp.down_proj.weight"), 1);
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.mlp.up_proj.bias"), 0);
+  EXPECT_EQ(tensor_parallel_dim("model.layers.3.self_attn.q_norm.weight"), -1);
+  EXPECT_EQ(tensor_parallel_dim("lm_head.weight"), 0);
+  EXPECT_EQ(tensor_parallel_dim("model.embed_tokens.weight"), 0);
+  EXPECT_EQ(tensor_parallel_dim("score.weight"), -1);
+}
+
+TEST(TensorParallelModelTest, ConfigsThatDoNotSplitAreErrorsNamingTheField) {
+  HFConfig c = tiny(Arch::Qwen2);
+  c.num_key_value_heads = 1;
+  c.num_attention_heads = 3;
+  c.head_dim = 8;
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    try {
+      CausalLM m(c, HeadKind::LM, TensorParallelGroup{comm});
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("num_attention_heads (3)"), std::string::npos) << e.what();
+    }
+    HFConfig kv = tiny(Arch::Qwen2);
+    kv.num_key_value_heads = 1;
+    try {
+      CausalLM m(kv, HeadKind::LM, TensorParallelGroup{comm});
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("num_key_value_heads (1)"), std::string::npos) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace verl::model
