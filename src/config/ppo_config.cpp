@@ -235,7 +235,9 @@ ActorConfig read_actor(ConfigReader& in) {
 RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
-  r.name = in.get_choice(p + ".name", {"hf"});
+  r.name = in.get_choice(p + ".name", {"hf", "vllm", "sglang"});
+  const double memory = in.get_double(p + ".gpu_memory_utilization");
+  VERL_CHECK(memory > 0 && memory <= 1, "config", p, ".gpu_memory_utilization must be in (0, 1], got ", memory);
   r.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
   check_positive(r.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
   r.sampling = read_sampling(in, p);
@@ -260,6 +262,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.model.path = in.get_string("actor_rollout_ref.model.path");
   c.model.custom_chat_template = in.get_optional_string("actor_rollout_ref.model.custom_chat_template");
   c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
+  in.get_bool("actor_rollout_ref.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.actor = read_actor(in);
   c.ref.log_prob_micro_batch_size_per_gpu = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
   check_optional_positive(c.ref.log_prob_micro_batch_size_per_gpu, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
@@ -279,6 +282,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
+  in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");

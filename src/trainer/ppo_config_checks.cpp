@@ -158,6 +158,11 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   if (config.algorithm.use_kl_in_reward && actor.use_kl_loss) {
     VERL_LOG(Warn, "config") << "both algorithm.use_kl_in_reward and actor_rollout_ref.actor.use_kl_loss are on";
   }
+  if (rollout.name != "hf") {
+    VERL_LOG(Warn, "config") << "actor_rollout_ref.rollout.name=" << rollout.name << ": verl.cpp has no "
+                             << rollout.name << " engine; its native engine generates (the sampling keys mean what "
+                             << "they mean in verl's hf rollout)";
+  }
   if (data.val_batch_size) {
     VERL_LOG(Warn, "config") << "data.val_batch_size is deprecated in verl (validation runs as one batch)";
   }

@@ -275,7 +275,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
           tp_size_ > 1 ? (actor_cfg_.megatron.use_distributed_optimizer ? layout.dp : nullptr)
                        : sharding_group(layout.dp, actor_cfg_.fsdp_config.fsdp_size,
                                         "actor_rollout_ref.actor.fsdp_config.fsdp_size");
-      actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent);
+      actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
     } else {
       freeze(actor_module_);
     }

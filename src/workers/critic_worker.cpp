@@ -138,7 +138,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
                    : sharding_group(layout.dp, config_->critic.model.fsdp_config.fsdp_size,
                                     "critic.model.fsdp_config.fsdp_size");
   critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
-                                                    optimizer_shard(shard_group, (*module_)->parameters(), kComponent));
+                                                    optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
+                                                                    layout.dp));
   return DataProto();
 }
 

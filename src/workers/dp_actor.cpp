@@ -104,11 +104,20 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 }
 
 double DataParallelPPOActor::optimizer_step() {
-  if (gradient_all_reduce) gradient_all_reduce(parameters_);
-  // Under tensor parallelism the norm is the whole model's: slices summed over the TP group.
-  const double grad_norm = model_->tp.active()
-                               ? clip_grad_norm(parameters_, config_.grad_clip, parameter_is_slice_, *model_->tp.comm)
-                               : clip_grad_norm(parameters_, config_.grad_clip);
+  // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
+  // slices.
+  GradientPlacement placement;
+  if (optimizer_shard && optimizer_shard->reduces_gradients()) {
+    optimizer_shard->reduce_gradients();  // ZeRO-2, in place of the all-reduce
+    placement.owners = &optimizer_shard->comm();
+  } else if (gradient_all_reduce) {
+    gradient_all_reduce(parameters_);
+  }
+  if (model_->tp.active()) {
+    placement.tensor_parallel = model_->tp.comm.get();
+    placement.is_slice = parameter_is_slice_;
+  }
+  const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip, placement);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
     optimizer_->zero_grad();

@@ -138,12 +138,20 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
         clipfracs.push_back(loss.vf_clipfrac.item<double>());
         vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
       }
-      if (all_reduce_) all_reduce_(params);
-      // Under tensor parallelism the norm is the whole model's: slices summed over the TP group.
-      const double grad_norm =
-          module_->tp.active()
-              ? clip_grad_norm(params, config_.grad_clip, model::parameter_is_slice(module_), *module_->tp.comm)
-              : clip_grad_norm(params, config_.grad_clip);
+      // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
+      // the slices.
+      GradientPlacement placement;
+      if (shard_ && shard_->reduces_gradients()) {
+        shard_->reduce_gradients();  // ZeRO-2, in place of the all-reduce
+        placement.owners = &shard_->comm();
+      } else if (all_reduce_) {
+        all_reduce_(params);
+      }
+      if (module_->tp.active()) {
+        placement.tensor_parallel = module_->tp.comm.get();
+        placement.is_slice = model::parameter_is_slice(module_);
+      }
+      const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
       if (std::isfinite(grad_norm)) {
         if (shard_) {
           shard_->step(optimizer_);

@@ -24,8 +24,12 @@ GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm) {
   };
 }
 
-OptimizerShard::OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters)
-    : comm_(std::move(comm)), parameters_(std::move(parameters)), owner_(parameters_.size(), 0) {
+OptimizerShard::OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters,
+                               bool reduces_gradients)
+    : comm_(std::move(comm)),
+      parameters_(std::move(parameters)),
+      owner_(parameters_.size(), 0),
+      reduces_gradients_(reduces_gradients) {
   VERL_ASSERT(comm_ != nullptr, "optimizer_shard", "an optimizer shard needs a communicator");
   std::vector<size_t> order(parameters_.size());
   std::iota(order.begin(), order.end(), 0);
@@ -38,6 +42,57 @@ OptimizerShard::OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector
     load[static_cast<size_t>(rank)] += parameters_[i].numel();
   }
   owned_numel_ = load[static_cast<size_t>(comm_->rank())];
+}
+
+void OptimizerShard::reduce_gradients() {
+  torch::NoGradGuard no_grad;
+  const int size = comm_->size(), me = comm_->rank();
+  constexpr int64_t kBucketBytes = 25LL << 20;
+  std::vector<size_t> trainable;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (parameters_[i].requires_grad()) trainable.push_back(i);
+  }
+  size_t begin = 0;
+  while (begin < trainable.size()) {
+    // A bucket of consecutive parameters, at least one, up to 25 MiB.
+    size_t end = begin;
+    int64_t bytes = 0;
+    while (end < trainable.size()) {
+      const auto& p = parameters_[trainable[end]];
+      const int64_t b = p.numel() * static_cast<int64_t>(p.element_size());
+      if (end > begin && bytes + b > kBucketBytes) break;
+      bytes += b;
+      ++end;
+    }
+    // Rank r's chunk holds the gradients of the bucket's parameters r owns, in order, padded to the longest.
+    std::vector<int64_t> chunk(static_cast<size_t>(size), 0);
+    for (size_t k = begin; k < end; ++k) chunk[static_cast<size_t>(owner_[trainable[k]])] += parameters_[trainable[k]].numel();
+    const int64_t width = *std::max_element(chunk.begin(), chunk.end());
+    if (width > 0) {
+      torch::Tensor buffer = torch::zeros({size * width}, parameters_[trainable[begin]].options());
+      std::vector<int64_t> offset(static_cast<size_t>(size), 0);
+      for (size_t k = begin; k < end; ++k) {
+        const auto& p = parameters_[trainable[k]];
+        const int owner = owner_[trainable[k]];
+        if (p.grad().defined()) {
+          buffer.narrow(0, owner * width + offset[static_cast<size_t>(owner)], p.numel()).copy_(p.grad().reshape({-1}));
+        }
+        offset[static_cast<size_t>(owner)] += p.numel();
+      }
+      torch::Tensor mine = comm_->reduce_scatter(buffer, parallel::ReduceOp::Average);
+      int64_t at = 0;
+      for (size_t k = begin; k < end; ++k) {
+        auto& p = parameters_[trainable[k]];
+        if (owner_[trainable[k]] != me) {
+          if (p.grad().defined()) p.mutable_grad().reset();
+          continue;
+        }
+        p.mutable_grad() = mine.narrow(0, at, p.numel()).view(p.sizes()).clone();
+        at += p.numel();
+      }
+    }
+    begin = end;
+  }
 }
 
 void OptimizerShard::step(torch::optim::Optimizer& optimizer) {
@@ -79,13 +134,16 @@ std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> c
 }
 
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
-                                                const std::vector<torch::Tensor>& parameters, const char* component) {
+                                                const std::vector<torch::Tensor>& parameters, const char* component,
+                                                const std::shared_ptr<parallel::Comm>& data_parallel) {
   if (!comm || comm->size() == 1) return nullptr;
   int64_t total = 0;
   for (const auto& p : parameters) total += p.numel();
-  auto shard = std::make_shared<OptimizerShard>(comm, parameters);
-  VERL_LOG(Info, component) << "fsdp (ZeRO-1) over " << comm->size() << " ranks: this rank's optimizer holds "
-                            << shard->owned_numel() << " of " << total << " parameters";
+  const bool zero2 = data_parallel == comm;
+  auto shard = std::make_shared<OptimizerShard>(comm, parameters, zero2);
+  VERL_LOG(Info, component) << (zero2 ? "ZeRO-2" : "ZeRO-1") << " over " << comm->size()
+                            << " ranks: this rank's optimizer holds " << shard->owned_numel() << " of " << total
+                            << " parameters" << (zero2 ? " and keeps only their gradients after each reduction" : "");
   return shard;
 }
 

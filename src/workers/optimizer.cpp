@@ -87,29 +87,37 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
   return total_value;
 }
 
-double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm, const std::vector<bool>& is_slice,
-                      parallel::Comm& tp) {
-  VERL_ASSERT(is_slice.size() == parameters.size(), "optim", "clip_grad_norm: ", is_slice.size(), " slice flags for ",
-              parameters.size(), " parameters");
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
+                      const GradientPlacement& placement) {
+  if (placement.owners == nullptr && placement.tensor_parallel == nullptr) return clip_grad_norm(parameters, max_norm);
+  VERL_ASSERT(placement.tensor_parallel == nullptr || placement.is_slice.size() == parameters.size(), "optim",
+              "clip_grad_norm: ", placement.is_slice.size(), " slice flags for ", parameters.size(), " parameters");
   torch::NoGradGuard no_grad;
-  // [slices, whole]: squared norms in fp64; only the slices' part is summed over the group.
-  auto slice_sq = torch::zeros({1}, torch::kFloat64);
-  double whole_sq = 0.0;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    const auto& g = parameters[i].grad();
-    if (!g.defined()) continue;
-    const double sq = g.to(torch::kFloat64).pow(2).sum().item<double>();
-    if (is_slice[i]) slice_sq += sq;
-    else whole_sq += sq;
+  // Per-tensor norms as torch computes them; a gradient held elsewhere counts 0 here.
+  std::vector<torch::Tensor> norms;
+  norms.reserve(parameters.size());
+  for (const auto& p : parameters) {
+    const auto& g = p.grad();
+    norms.push_back(g.defined() ? g.norm(2).to(torch::kFloat32) : torch::zeros({}, torch::kFloat32));
   }
-  tp.all_reduce(slice_sq, parallel::ReduceOp::Sum);
-  const double total = std::sqrt(slice_sq.item<double>() + whole_sq);
-  if (!std::isfinite(total)) return total;
-  const double coef = std::min(1.0, max_norm / (total + 1e-6));
+  torch::Tensor per_tensor = torch::stack(norms);
+  // One rank contributes each entry, so the sum is that rank's norm exactly.
+  if (placement.owners != nullptr) placement.owners->all_reduce(per_tensor, parallel::ReduceOp::Sum);
+  if (placement.tensor_parallel != nullptr) {
+    auto slice = torch::tensor(std::vector<uint8_t>(placement.is_slice.begin(), placement.is_slice.end()))
+                     .to(torch::kBool);
+    torch::Tensor squares = per_tensor.pow(2) * slice;
+    placement.tensor_parallel->all_reduce(squares, parallel::ReduceOp::Sum);
+    per_tensor = torch::where(slice, squares.sqrt(), per_tensor);
+  }
+  const torch::Tensor total = per_tensor.norm(2);
+  const double total_value = total.item<double>();
+  if (!std::isfinite(total_value)) return total_value;
+  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
   for (const auto& p : parameters) {
     if (p.grad().defined()) p.grad().mul_(coef);
   }
-  return total;
+  return total_value;
 }
 
 void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path) {

@@ -97,7 +97,8 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
 }
 
 // fsdp_config.fsdp_size=1 on 2 ranks: sharding groups of one rank (verl's HSDP with no sharding), so every
-// rank keeps the whole optimizer state, and the run is still the 1-rank run.
+// rank keeps the whole optimizer state, and the run is still the 1-rank run; the default (ZeRO-2 over both ranks)
+// gives that run's bits.
 TEST(MpiTrain, FsdpSizeOneKeepsTheWholeOptimizerOnEveryRankAndTheSameTrajectory) {
   const std::string one_dir = make_temp_dir("dist_fsdp1_dp1");
   const std::string two_dir = make_temp_dir("dist_fsdp1_dp2");
@@ -118,6 +119,19 @@ TEST(MpiTrain, FsdpSizeOneKeepsTheWholeOptimizerOnEveryRankAndTheSameTrajectory)
       EXPECT_LT(diff, 1e-5) << role << " rank " << r << ": " << name;
       const double part = static_cast<double>(fs::file_size(two_dir + step + "optim_" + rank + ".pt"));
       EXPECT_NEAR(part / whole, 1.0, 0.05) << role << " rank " << r;
+    }
+  }
+  // The default shards gradients too (ZeRO-2: reduce-scatter to the owners, the clip norm assembled from them):
+  // the same bits as the all-reduce with whole optimizers.
+  const std::string zero2_dir = make_temp_dir("dist_zero2_dp2");
+  CommandResult zero2 = run_command(mpirun(3) + verl_train_command(data_parallel_run(zero2_dir, 2)));
+  ASSERT_EQ(zero2.exit_code, 0) << zero2.out << zero2.err;
+  EXPECT_NE(zero2.err.find("ZeRO-2 over 2 ranks"), std::string::npos) << zero2.err;
+  for (const std::string role : {"actor", "critic"}) {
+    for (int r = 0; r < 2; ++r) {
+      const std::string file = "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+      auto [diff, name] = max_relative_difference(zero2_dir + file, two_dir + file);
+      EXPECT_EQ(diff, 0.0) << role << " rank " << r << ": " << name;
     }
   }
   // fsdp_size must divide the group; parameter sharding (reshard_after_forward) is not implemented.

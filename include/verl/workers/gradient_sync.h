@@ -4,8 +4,12 @@
 //   OptimizerShard      ZeRO-1: each parameter belongs to one rank, whose optimizer alone steps it and
 //                       keeps its AdamW moments, so optimizer memory per rank is ~1/DP; the owners then
 //                       broadcast the updated parameters, and every replica stays bitwise the same.
+//                       ZeRO-2 (when it shards over the whole data-parallel group): instead of the all-reduce,
+//                       gradients are reduce-scattered so each averaged gradient reaches its owner only and the
+//                       other ranks release theirs (gradient memory after the reduction ~1/DP, half the traffic);
+//                       the same bits as the all-reduce, and the clip norm is assembled from the owners'.
 //                       With fsdp_config.fsdp_size < DP it shards within groups of fsdp_size ranks, each
-//                       group holding a full copy (verl's HSDP).
+//                       group holding a full copy (verl's HSDP), after the all-reduce over all of them.
 #pragma once
 
 #include <torch/torch.h>
@@ -30,7 +34,16 @@ class OptimizerShard {
  public:
   // Parameters are dealt whole, largest first, each to the rank owning the fewest elements so far (ties:
   // the lower rank); every rank computes the same assignment from the same list.
-  OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters);
+  OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters,
+                 bool reduces_gradients = false);
+
+  // ZeRO-2: whether this shard averages the gradients itself (reduce_gradients) in place of the all-reduce.
+  bool reduces_gradients() const { return reduces_gradients_; }
+  // Collective: the mean over the group of each gradient lands on the parameter's owner (bucketed
+  // reduce-scatter, 25 MiB per collective, rank-order sums: the all-reduce's bits); other ranks' gradients are
+  // released. A parameter no loss reached counts as zeros. Trainable parameters only.
+  void reduce_gradients();
+  parallel::Comm& comm() const { return *comm_; }
 
   // optimizer.step() on this rank's parameters only (the others' gradients are dropped first, so the
   // optimizer neither updates them nor allocates state for them), then each owner's parameters are
@@ -45,6 +58,7 @@ class OptimizerShard {
   std::vector<torch::Tensor> parameters_;
   std::vector<int> owner_;
   int64_t owned_numel_ = 0;
+  bool reduces_gradients_ = false;
 };
 
 // fsdp_config.fsdp_size: the communicator of this rank's sharding group, consecutive ranks of `comm` in groups
@@ -54,8 +68,10 @@ std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> c
                                                const std::string& key);
 
 // nullptr when the group has one rank or no communicator (the optimizer then holds everything). Otherwise
-// logs, under `component`, how many of the parameters this rank's optimizer holds.
+// logs, under `component`, how many of the parameters this rank's optimizer holds. `data_parallel` is the group
+// the gradients are averaged over: when it is `comm` itself the shard also shards gradients (ZeRO-2).
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
-                                                const std::vector<torch::Tensor>& parameters, const char* component);
+                                                const std::vector<torch::Tensor>& parameters, const char* component,
+                                                const std::shared_ptr<parallel::Comm>& data_parallel = nullptr);
 
 }  // namespace verl::workers

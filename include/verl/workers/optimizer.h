@@ -58,11 +58,20 @@ class LRScheduler {
 // gradients so the norm is at most max_norm (torch.nn.utils.clip_grad_norm_). Returns the norm before
 // clipping; a non-finite norm leaves the gradients untouched (verl then skips the optimizer step).
 double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
-// Under tensor parallelism: parameters[i] is this rank's slice of a split tensor when is_slice[i]; the squared
-// norms of the slices are summed over `tp`, the whole parameters (the same on every rank) counted once, so every
-// rank clips by the same norm, the norm of the whole model's gradient.
-double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm, const std::vector<bool>& is_slice,
-                      parallel::Comm& tp);
+// Where the parts of the gradient live when the model is spread over ranks.
+struct GradientPlacement {
+  // ZeRO-2: each parameter's averaged gradient is held by one rank of this group; the others' are undefined.
+  parallel::Comm* owners = nullptr;
+  // Tensor parallelism: is_slice[i] marks parameters[i] as this rank's slice of a split tensor; the slices' norms
+  // combine over this group, whole parameters (the same on every TP rank) count once.
+  parallel::Comm* tensor_parallel = nullptr;
+  std::vector<bool> is_slice;
+};
+// clip_grad_norm by the norm of the whole model's gradient, the same on every rank: per-tensor norms (each from
+// the rank holding it; a slice's from all TP ranks), the norm of those, one coefficient for the gradients held
+// here. With no groups it is the function above. Collective over the groups.
+double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
+                      const GradientPlacement& placement);
 
 // Optimizer state (AdamW moments and step counts) to and from a file (LibTorch archive). The write is
 // atomic; loading a file made for other parameters is an error naming the file.

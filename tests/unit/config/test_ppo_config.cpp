@@ -97,5 +97,47 @@ TEST(PPOConfig, ValuesReachTheStructs) {
   EXPECT_EQ(c.trainer.num_cpu_threads, 2);
 }
 
+// The rollout and model keys of verl's quickstart commands load (the native engine stands in for vllm / sglang);
+// what is out of range or unknown is still an error naming the key.
+TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
+  PPOConfig c = load({"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
+                      "actor_rollout_ref.model.use_remove_padding=True", "critic.model.use_remove_padding=True",
+                      "actor_rollout_ref.rollout.tensor_model_parallel_size=1"})
+                    .ppo;
+  EXPECT_EQ(c.actor_rollout_ref.rollout.name, "vllm");
+  EXPECT_NE(error_of({"actor_rollout_ref.rollout.gpu_memory_utilization=1.5"})
+                .find("actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1], got 1.5"),
+            std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.rollout.name=trtllm"}).find("'actor_rollout_ref.rollout.name' is 'trtllm'"),
+            std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.model.use_remove_padding=maybe"}).find("use_remove_padding"),
+            std::string::npos);
+}
+
+// strategy=megatron's keys: tensor parallelism is read; the parallelisms verl.cpp lacks are errors naming the key.
+TEST(PPOConfig, MegatronKeys) {
+  PPOConfig c = load({"actor_rollout_ref.actor.strategy=megatron",
+                      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "critic.strategy=megatron",
+                      "critic.megatron.tensor_model_parallel_size=4"})
+                    .ppo;
+  EXPECT_EQ(c.actor_rollout_ref.actor.tensor_parallel_size(), 2);
+  EXPECT_EQ(c.actor_rollout_ref.ref.megatron.tensor_model_parallel_size, 2);  // follows the actor's
+  EXPECT_EQ(c.critic.tensor_parallel_size(), 4);
+  EXPECT_TRUE(c.critic.megatron.use_distributed_optimizer);
+  PPOConfig fsdp = load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
+  EXPECT_EQ(fsdp.actor_rollout_ref.actor.tensor_parallel_size(), 1);  // only megatron reads it
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
+                .find("actor_rollout_ref.actor.megatron.context_parallel_size=2: context parallelism is not implemented"),
+            std::string::npos);
+  EXPECT_NE(error_of({"critic.megatron.sequence_parallel=true"}).find("critic.megatron.sequence_parallel=true is not"),
+            std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2"})
+                .find("virtual_pipeline_model_parallel_size=2"),
+            std::string::npos);
+  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=0"})
+                .find("tensor_model_parallel_size"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace verl::config

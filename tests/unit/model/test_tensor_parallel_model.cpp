@@ -180,7 +180,10 @@ TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
     part->zero_grad();
     test_loss(part, b).backward();
     std::vector<torch::Tensor> part_params = part->parameters();
-    const double norm = workers::clip_grad_norm(part_params, 1e-3, parameter_is_slice(part), *comm);
+    workers::GradientPlacement placement;
+    placement.tensor_parallel = comm.get();
+    placement.is_slice = parameter_is_slice(part);
+    const double norm = workers::clip_grad_norm(part_params, 1e-3, placement);
     EXPECT_NEAR(norm, norm_whole, 1e-6 * norm_whole);
     const int64_t rows = c.vocab_size / 2;
     EXPECT_LT(max_relative(part->model->embed_tokens->weight.grad(), clipped_embed.narrow(0, comm->rank() * rows, rows)),

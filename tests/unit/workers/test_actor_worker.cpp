@@ -276,8 +276,8 @@ TEST(ActorWorker, BatchSizeAndRoleErrors) {
             std::string::npos);
   EXPECT_NE(make({"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null"}).find("must be set"), std::string::npos);
   EXPECT_NE(make({"data.train_batch_size=2"}).find("data.train_batch_size (2)"), std::string::npos);
-  EXPECT_NE(make({}, 8).find("at least the world size (8)"), std::string::npos);
-  EXPECT_NE(make({}, 3).find("divisible by the world size (3)"), std::string::npos);
+  EXPECT_NE(make({}, 8).find("at least the data-parallel size (8)"), std::string::npos);
+  EXPECT_NE(make({}, 3).find("divisible by the data-parallel size (3)"), std::string::npos);
   EXPECT_NE(make({"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"}).find("log_prob_micro_batch_size_per_gpu"),
             std::string::npos);
   EXPECT_NE(make({"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null"}, 1, "ref").find("ref.log_prob_micro"),

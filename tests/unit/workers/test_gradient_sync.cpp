@@ -1,10 +1,15 @@
-// ZeRO-1's parameter assignment and step on one rank of a (fake) 2-rank group; the averaging itself is
-// checked against 1 rank under mpirun (tests/dist/test_mpi_train.cpp).
+// ZeRO-1's parameter assignment and step on one rank of a (fake) 2-rank group; ZeRO-2's gradient reduction and
+// clip norm on 2 and 3 thread ranks against the all-reduce; the averaging itself is checked against 1 rank under
+// mpirun (tests/dist/test_mpi_train.cpp).
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
 
 #include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/optimizer.h"
 
 namespace verl::workers {
 namespace {
@@ -71,6 +76,76 @@ TEST(OptimizerShard, OneRankNeedsNoShardOrAveraging) {
   EXPECT_EQ(optimizer_shard(parallel::single_process_comm(), params, "test"), nullptr);
   EXPECT_EQ(optimizer_shard(nullptr, params, "test"), nullptr);
   EXPECT_EQ(gradient_averager(parallel::single_process_comm()), nullptr);
+}
+
+void on_ranks(int size, const std::function<void(const std::shared_ptr<parallel::Comm>&)>& body) {
+  auto comms = parallel::thread_comms(size, 60.0);
+  std::vector<std::string> errors(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(comms[static_cast<size_t>(r)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+}
+
+// Each rank's gradients: seeded by rank, one parameter left without a gradient (no loss reached it), and one
+// large enough (7M elements) to fill a 25 MiB bucket on its own.
+std::vector<torch::Tensor> ranked_parameters(int rank) {
+  auto params = parameters_of_sizes({3, 10, 7'000'000, 5, 7, 1});
+  torch::manual_seed(100 + rank);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i != 3) params[i].mutable_grad() = torch::randn_like(params[i]);
+  }
+  return params;
+}
+
+class ZeroTwo : public ::testing::TestWithParam<int> {};
+
+TEST_P(ZeroTwo, OwnersGetTheAllReducesBitsAndTheSameClipNorm) {
+  const int size = GetParam();
+  on_ranks(size, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    // Reference: the all-reduce average, then the ordinary clip over every gradient.
+    auto reference = ranked_parameters(comm->rank());
+    gradient_averager(comm)(reference);
+    const double reference_norm = clip_grad_norm(reference, 1.0);
+
+    auto params = ranked_parameters(comm->rank());
+    auto shard = optimizer_shard(comm, params, "test", comm);
+    ASSERT_TRUE(shard->reduces_gradients());
+    shard->reduce_gradients();
+    GradientPlacement placement;
+    placement.owners = &shard->comm();
+    const double norm = clip_grad_norm(params, 1.0, placement);
+    EXPECT_EQ(norm, reference_norm);
+    int64_t held = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (shard->owner(i) == comm->rank()) {
+        ASSERT_TRUE(params[i].grad().defined()) << i;
+        EXPECT_TRUE(torch::equal(params[i].grad(), reference[i].grad())) << i;
+        held += params[i].numel();
+      } else {
+        EXPECT_FALSE(params[i].grad().defined()) << i;  // released
+      }
+    }
+    EXPECT_EQ(held, shard->owned_numel());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ZeroTwo, ::testing::Values(2, 3));
+
+TEST(OptimizerShard, ShardsGradientsOnlyOverTheWholeDataParallelGroup) {
+  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    auto params = parameters_of_sizes({4, 4});
+    EXPECT_TRUE(optimizer_shard(comm, params, "test", comm)->reduces_gradients());
+    EXPECT_FALSE(optimizer_shard(comm, params, "test")->reduces_gradients());  // HSDP: averaged over more ranks
+  });
 }
 
 }  // namespace
