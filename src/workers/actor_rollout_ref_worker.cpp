@@ -126,6 +126,21 @@ std::vector<int64_t> saved_world_sizes(const fs::path& dir) {
   return out;
 }
 
+// The TP ranks of one model copy generate together and must agree on every token (they sample from the same
+// gathered logits with the same seed). A disagreement would silently train each slice on other responses, so
+// it is an error: the responses' checksums are compared over the group.
+void check_same_tokens_on_tp_ranks(const torch::Tensor& responses, parallel::Comm& tp) {
+  const auto flat = responses.reshape({-1}).to(torch::kFloat64);
+  auto weights = torch::arange(1, flat.numel() + 1, torch::kFloat64);
+  auto low = torch::stack({(flat * weights).sum(), flat.sum()}).contiguous();
+  auto high = low.clone();
+  tp.all_reduce(high, parallel::ReduceOp::Max);
+  auto negated = -low;
+  tp.all_reduce(negated, parallel::ReduceOp::Max);
+  VERL_CHECK(torch::equal(high, -negated), kComponent, "the tensor-parallel ranks of one model copy generated different "
+             "tokens (rank ", tp.rank(), " of ", tp.size(), "); their sampling must be identical");
+}
+
 void freeze(model::CausalLM& module) {
   for (auto& p : module->parameters()) p.set_requires_grad(false);
   module->eval();
@@ -270,11 +285,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
       actor_->gradient_all_reduce = gradient_averager(layout.dp);
-      // fsdp: ZeRO-1 within groups of fsdp_size; megatron: the distributed optimizer over the DP ranks.
-      std::shared_ptr<parallel::Comm> shard_group =
-          tp_size_ > 1 ? (actor_cfg_.megatron.use_distributed_optimizer ? layout.dp : nullptr)
-                       : sharding_group(layout.dp, actor_cfg_.fsdp_config.fsdp_size,
-                                        "actor_rollout_ref.actor.fsdp_config.fsdp_size");
+      auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
+                                                  actor_cfg_.fsdp_config.fsdp_size,
+                                                  "actor_rollout_ref.actor.fsdp_config.fsdp_size");
       actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
     } else {
       freeze(actor_module_);
@@ -317,6 +330,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
              "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
   actor_module_->eval();
   auto out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+  if (actor_module_->tp.active()) check_same_tokens_on_tp_ranks(out.responses, *actor_module_->tp.comm);
   protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
                                {"responses", out.responses.to(torch::kCPU)},
                                {"input_ids", out.input_ids.to(torch::kCPU)},

@@ -132,11 +132,9 @@ DataProto CriticWorker::init_model(const DataProto&) {
   optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  // fsdp: ZeRO-1 within groups of fsdp_size; megatron: the distributed optimizer over the DP ranks.
-  std::shared_ptr<parallel::Comm> shard_group =
-      tp_size_ > 1 ? (config_->critic.megatron.use_distributed_optimizer ? layout.dp : nullptr)
-                   : sharding_group(layout.dp, config_->critic.model.fsdp_config.fsdp_size,
-                                    "critic.model.fsdp_config.fsdp_size");
+  auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
+                                              config_->critic.model.fsdp_config.fsdp_size,
+                                              "critic.model.fsdp_config.fsdp_size");
   critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
                                                     optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
                                                                     layout.dp));

@@ -106,17 +106,9 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 double DataParallelPPOActor::optimizer_step() {
   // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
   // slices.
-  GradientPlacement placement;
-  if (optimizer_shard && optimizer_shard->reduces_gradients()) {
-    optimizer_shard->reduce_gradients();  // ZeRO-2, in place of the all-reduce
-    placement.owners = &optimizer_shard->comm();
-  } else if (gradient_all_reduce) {
-    gradient_all_reduce(parameters_);
-  }
-  if (model_->tp.active()) {
-    placement.tensor_parallel = model_->tp.comm.get();
-    placement.is_slice = parameter_is_slice_;
-  }
+  const GradientPlacement placement =
+      average_gradients(parameters_, optimizer_shard.get(), gradient_all_reduce,
+                        model_->tp.active() ? model_->tp.comm.get() : nullptr, parameter_is_slice_);
   const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip, placement);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";

@@ -140,17 +140,9 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
       }
       // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
       // the slices.
-      GradientPlacement placement;
-      if (shard_ && shard_->reduces_gradients()) {
-        shard_->reduce_gradients();  // ZeRO-2, in place of the all-reduce
-        placement.owners = &shard_->comm();
-      } else if (all_reduce_) {
-        all_reduce_(params);
-      }
-      if (module_->tp.active()) {
-        placement.tensor_parallel = module_->tp.comm.get();
-        placement.is_slice = model::parameter_is_slice(module_);
-      }
+      const GradientPlacement placement =
+          average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
+                            model::parameter_is_slice(module_));
       const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
       if (std::isfinite(grad_norm)) {
         if (shard_) {

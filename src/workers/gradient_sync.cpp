@@ -123,6 +123,30 @@ void OptimizerShard::step(torch::optim::Optimizer& optimizer) {
   }
 }
 
+GradientPlacement average_gradients(const std::vector<torch::Tensor>& parameters, OptimizerShard* shard,
+                                    const GradientAverager& all_reduce, parallel::Comm* tensor_parallel,
+                                    std::vector<bool> is_slice) {
+  GradientPlacement placement;
+  if (shard != nullptr && shard->reduces_gradients()) {
+    shard->reduce_gradients();
+    placement.owners = &shard->comm();
+  } else if (all_reduce) {
+    all_reduce(parameters);
+  }
+  if (tensor_parallel != nullptr) {
+    placement.tensor_parallel = tensor_parallel;
+    placement.is_slice = std::move(is_slice);
+  }
+  return placement;
+}
+
+std::shared_ptr<parallel::Comm> optimizer_sharding_group(const std::shared_ptr<parallel::Comm>& data_parallel,
+                                                         int64_t tp_size, bool use_distributed_optimizer,
+                                                         int64_t fsdp_size, const std::string& fsdp_size_key) {
+  if (tp_size > 1) return use_distributed_optimizer ? data_parallel : nullptr;
+  return sharding_group(data_parallel, fsdp_size, fsdp_size_key);
+}
+
 std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> comm, int64_t fsdp_size,
                                                const std::string& key) {
   if (!comm || fsdp_size == -1 || fsdp_size == comm->size()) return comm;

@@ -34,10 +34,11 @@ const DigitCompletionSetup& setup() {
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp) {
+std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, bool sampled = false) {
   std::vector<std::string> o = setup().base_overrides(run_dir);
   for (const std::string& extra :
-       {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
+       {std::string("algorithm.adv_estimator=gae"),
+        std::string("actor_rollout_ref.rollout.do_sample=") + (sampled ? "true" : "false"),
         std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
         std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.balance_batch=false"),
         std::string("trainer.total_training_steps=3"), std::string("trainer.save_freq=3"),
@@ -135,11 +136,12 @@ TEST(Megatron, DataTimesTensorParallelEqualsOneRankForThreePpoSteps) {
   expect_same_run(one_dir, mesh_dir);
 }
 
-// Each rank reloads its own slices and optimizer shard: a run stopped at step 2 and resumed ends where the
-// uninterrupted one does, bit for bit.
+// Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and
+// resumed ends where the uninterrupted one does, bit for bit. Sampled rollouts: the TP ranks of a copy must draw
+// the same tokens (the worker checks it after every generation and fails otherwise).
 TEST(Megatron, ResumedTensorParallelRunEndsBitIdentical) {
   const std::string whole_dir = make_temp_dir("dist_megatron_whole");
-  std::vector<std::string> every_step = gae_run(whole_dir, 2, 2);
+  std::vector<std::string> every_step = gae_run(whole_dir, 2, 2, /*sampled=*/true);
   every_step.push_back("trainer.save_freq=1");
   CommandResult whole = run_command(mpirun(3) + verl_train_command(every_step));
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
@@ -148,7 +150,7 @@ TEST(Megatron, ResumedTensorParallelRunEndsBitIdentical) {
   fs::copy(whole_dir, resumed_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove_all(resumed_dir + "/global_step_3");
   std::ofstream(resumed_dir + "/latest_checkpointed_iteration.txt") << "2";
-  std::vector<std::string> again = gae_run(resumed_dir, 2, 2);
+  std::vector<std::string> again = gae_run(resumed_dir, 2, 2, /*sampled=*/true);
   again.push_back("trainer.save_freq=1");
   CommandResult part2 = run_command(mpirun(3) + verl_train_command(again));
   ASSERT_EQ(part2.exit_code, 0) << part2.out << part2.err;

@@ -60,8 +60,9 @@ struct CheckpointContentsConfig {
 };
 
 // verl's fsdp_config (actor_rollout_ref.actor / .ref, critic.model). verl.cpp keeps parameters and optimizer
-// state in host memory and whole on every rank, in fp32; the fsdp strategy shards optimizer state (ZeRO-1)
-// over groups of fsdp_size ranks and replicates across groups (verl's HSDP).
+// state in host memory and parameters whole on every rank, in fp32; the fsdp strategy shards optimizer state
+// over groups of fsdp_size ranks and replicates across groups (verl's HSDP); over the whole group it shards the
+// gradients too (ZeRO-2).
 struct FSDPConfig {
   bool param_offload = false;      // CPU: parameters already live in host memory
   bool optimizer_offload = false;  // CPU: so does the optimizer state
@@ -74,7 +75,7 @@ struct FSDPConfig {
 // context parallelism and sequence parallelism are not implemented (their keys accept only the "off" value).
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
-  bool use_distributed_optimizer = true;  // ZeRO-1 over the data-parallel ranks (each TP slice sharded)
+  bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's
   bool grad_offload = false;
   bool optimizer_offload = false;

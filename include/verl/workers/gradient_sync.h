@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "verl/workers/optimizer.h"
+
 namespace verl::parallel {
 class Comm;
 }
@@ -60,6 +62,19 @@ class OptimizerShard {
   int64_t owned_numel_ = 0;
   bool reduces_gradients_ = false;
 };
+
+// One optimizer step's averaging over the data-parallel ranks: ZeRO-2's reduce-scatter when `shard` shards
+// gradients, else `all_reduce` (when set). Returns where the gradients then are, for clip_grad_norm, with the
+// tensor-parallel slices (`is_slice`) when `tensor_parallel` is set.
+GradientPlacement average_gradients(const std::vector<torch::Tensor>& parameters, OptimizerShard* shard,
+                                    const GradientAverager& all_reduce, parallel::Comm* tensor_parallel,
+                                    std::vector<bool> is_slice);
+
+// The group a role's optimizer state is sharded over: fsdp, groups of fsdp_size consecutive DP ranks
+// (sharding_group); megatron (tp_size > 1), every DP rank with use_distributed_optimizer and none without.
+std::shared_ptr<parallel::Comm> optimizer_sharding_group(const std::shared_ptr<parallel::Comm>& data_parallel,
+                                                         int64_t tp_size, bool use_distributed_optimizer,
+                                                         int64_t fsdp_size, const std::string& fsdp_size_key);
 
 // fsdp_config.fsdp_size: the communicator of this rank's sharding group, consecutive ranks of `comm` in groups
 // of fsdp_size (-1 or the group size: `comm` itself). Collective on `comm` when it splits. `key` names the

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/thread_ranks.h"
 #include "verl/common/error.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/transformer.h"
@@ -45,23 +46,6 @@ CausalLM make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
   init_weights(m, 3, /*perturb=*/true);
   m->to(torch::kFloat64);  // fp64: the comparison then shows the split, not fp32 rounding
   return m;
-}
-
-void on_ranks(int size, const std::function<void(const std::shared_ptr<parallel::Comm>&)>& body) {
-  auto comms = parallel::thread_comms(size, 60.0);
-  std::vector<std::string> errors(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(comms[static_cast<size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < size; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
 double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
@@ -110,7 +94,7 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
   std::map<std::string, torch::Tensor> grads_whole;
   for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
 
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     CausalLM part = shard_model(whole, TensorParallelGroup{comm});
     // The slices really are slices: q_proj holds 2 of the 4 heads, the vocabulary half.
     EXPECT_EQ(part->model->layer_list[0]->self_attn->q_proj->weight.size(0), 2 * c.head_dim);
@@ -152,7 +136,7 @@ TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
   values_whole.sum().backward();
   const auto score_grad = whole->score->weight.grad().clone();
   const auto q_grad = whole->model->layer_list[1]->self_attn->q_proj->weight.grad().clone();
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     CausalLM part = shard_model(whole, TensorParallelGroup{comm});
     auto values = response_values(part, b.input_ids, b.attention_mask, b.position_ids, 4);
     EXPECT_LT(max_relative(values.detach(), values_whole.detach()), 1e-10);
@@ -175,7 +159,7 @@ TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
   std::vector<torch::Tensor> params = whole->parameters();
   const double norm_whole = workers::clip_grad_norm(params, 1e-3);
   const auto clipped_embed = whole->model->embed_tokens->weight.grad().clone();
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     CausalLM part = shard_model(whole, TensorParallelGroup{comm});
     part->zero_grad();
     test_loss(part, b).backward();
@@ -214,7 +198,7 @@ TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
   sampled.do_sample = true;
   sampled.seed = 77;
   std::vector<torch::Tensor> sampled_tokens(2);
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     torch::NoGradGuard no_grad_here;
     CausalLM part = shard_model(whole, TensorParallelGroup{comm});
     auto out = rollout::generate(part, prompts, prompt_mask, params);
@@ -229,7 +213,7 @@ TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
 TEST(TensorParallelModelTest, SliceThenGatherIsBitExactAndSplitsAreHfNames) {
   HFConfig c = tiny(Arch::Llama);
   CausalLM whole = make_whole(c);
-  on_ranks(4, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(4, [&](const std::shared_ptr<parallel::Comm>& comm) {
     // 4 ranks: 1 query head and half a KV head each would not split; use a config with 4 KV heads.
     HFConfig c4 = c;
     c4.num_key_value_heads = 4;
@@ -256,7 +240,7 @@ TEST(TensorParallelModelTest, ConfigsThatDoNotSplitAreErrorsNamingTheField) {
   c.num_key_value_heads = 1;
   c.num_attention_heads = 3;
   c.head_dim = 8;
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     try {
       CausalLM m(c, HeadKind::LM, TensorParallelGroup{comm});
       ADD_FAILURE() << "expected an error";

@@ -8,28 +8,12 @@
 #include <thread>
 #include <vector>
 
+#include "support/thread_ranks.h"
 #include "verl/parallel/comm.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::parallel {
 namespace {
-
-void on_ranks(int size, const std::function<void(const std::shared_ptr<Comm>&)>& body) {
-  auto comms = thread_comms(size, 60.0);
-  std::vector<std::string> errors(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(comms[static_cast<size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < size; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
-}
 
 void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::string& what) {
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
@@ -57,7 +41,7 @@ TEST_P(TensorParallelOnRanks, ColumnThenRowParallelMlpMatchesTheWholeMlp) {
     return std::make_tuple(xx.grad(), a.grad(), ab.grad(), c.grad(), cb.grad(), y.detach());
   }();
 
-  on_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
     auto xx = x.clone().requires_grad_();
     auto a = tp_shard(w1, 0, *comm).requires_grad_(), ab = tp_shard(b1, 0, *comm).requires_grad_();
     auto c = tp_shard(w2, 1, *comm).requires_grad_(), cb = b2.clone().requires_grad_();
@@ -81,7 +65,7 @@ TEST_P(TensorParallelOnRanks, GatheredColumnOutputIsTheWholeOutput) {
   auto ww = w.clone().requires_grad_();
   torch::Tensor whole = torch::nn::functional::linear(x, ww);
   (whole * upstream).sum().backward();
-  on_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
     auto shard = tp_shard(w, 0, *comm).requires_grad_();
     torch::Tensor y = column_parallel_linear(x, shard, torch::Tensor(), comm, /*gather_output=*/true);
     expect_close(y.detach(), whole.detach(), "gathered output");
@@ -103,7 +87,7 @@ TEST_P(TensorParallelOnRanks, VocabParallelLogProbsAndEntropyMatchTheWholeSoftma
   torch::Tensor entropy = -(log_softmax.exp() * log_softmax).sum(-1);
   ((lp * weights).sum() + 0.3 * entropy.sum()).backward();
 
-  on_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
     auto shard = tp_shard(logits, -1, *comm).requires_grad_();
     VocabParallelLogProbs out = vocab_parallel_log_probs(shard, labels, comm);
     expect_close(out.log_probs.detach(), lp.detach(), "log-probs");
@@ -122,7 +106,7 @@ TEST_P(TensorParallelOnRanks, VocabParallelEmbeddingMatchesTheWholeTable) {
   auto whole = table.clone().requires_grad_();
   torch::Tensor expected = torch::embedding(whole, ids);
   (expected * upstream).sum().backward();
-  on_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
     auto shard = tp_shard(table, 0, *comm).requires_grad_();
     torch::Tensor rows = vocab_parallel_embedding(ids, shard, comm);
     expect_close(rows.detach(), expected.detach(), "rows");
@@ -136,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelOnRanks, ::testing::Values(2, 3));
 TEST(TensorParallel, MeshPutsTensorParallelRanksNextToEachOther) {
   // 6 ranks as DP 3 x TP 2: TP groups {0,1} {2,3} {4,5}, DP groups {0,2,4} {1,3,5}. Each rank all-reduces its
   // rank number in both groups, which names the members.
-  on_ranks(6, [](const std::shared_ptr<Comm>& group) {
+  test::on_thread_ranks(6, [](const std::shared_ptr<Comm>& group) {
     TensorParallelMesh mesh = tensor_parallel_mesh(group, 2);
     const int r = group->rank();
     EXPECT_EQ(mesh.tp_rank, r % 2);
@@ -152,13 +136,13 @@ TEST(TensorParallel, MeshPutsTensorParallelRanksNextToEachOther) {
     mesh.dp->all_reduce(in_dp);
     EXPECT_EQ(in_dp.item<double>(), 3.0 * (r % 2) + 6);  // t + (2 + t) + (4 + t)
   });
-  on_ranks(2, [](const std::shared_ptr<Comm>& group) {
+  test::on_thread_ranks(2, [](const std::shared_ptr<Comm>& group) {
     EXPECT_THROW(tensor_parallel_mesh(group, 3), std::exception);
   });
 }
 
 TEST(TensorParallel, AWeightThatDoesNotSplitEvenlyIsAnError) {
-  on_ranks(2, [](const std::shared_ptr<Comm>& comm) {
+  test::on_thread_ranks(2, [](const std::shared_ptr<Comm>& comm) {
     EXPECT_THROW(tp_shard(torch::zeros({5, 4}), 0, *comm), std::exception);
   });
 }

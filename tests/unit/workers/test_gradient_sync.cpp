@@ -3,9 +3,12 @@
 // mpirun (tests/dist/test_mpi_train.cpp).
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <functional>
 #include <thread>
 
+#include "support/thread_ranks.h"
 #include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 #include "verl/workers/gradient_sync.h"
@@ -78,30 +81,14 @@ TEST(OptimizerShard, OneRankNeedsNoShardOrAveraging) {
   EXPECT_EQ(gradient_averager(parallel::single_process_comm()), nullptr);
 }
 
-void on_ranks(int size, const std::function<void(const std::shared_ptr<parallel::Comm>&)>& body) {
-  auto comms = parallel::thread_comms(size, 60.0);
-  std::vector<std::string> errors(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(comms[static_cast<size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < size; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
-}
-
 // Each rank's gradients: seeded by rank, one parameter left without a gradient (no loss reached it), and one
 // large enough (7M elements) to fill a 25 MiB bucket on its own.
 std::vector<torch::Tensor> ranked_parameters(int rank) {
   auto params = parameters_of_sizes({3, 10, 7'000'000, 5, 7, 1});
-  torch::manual_seed(100 + rank);
+  // A generator of its own: the ranks are threads, and the global one would interleave their draws.
+  auto gen = at::detail::createCPUGenerator(100 + rank);
   for (size_t i = 0; i < params.size(); ++i) {
-    if (i != 3) params[i].mutable_grad() = torch::randn_like(params[i]);
+    if (i != 3) params[i].mutable_grad() = at::randn(params[i].sizes(), gen);
   }
   return params;
 }
@@ -110,7 +97,7 @@ class ZeroTwo : public ::testing::TestWithParam<int> {};
 
 TEST_P(ZeroTwo, OwnersGetTheAllReducesBitsAndTheSameClipNorm) {
   const int size = GetParam();
-  on_ranks(size, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(size, [&](const std::shared_ptr<parallel::Comm>& comm) {
     // Reference: the all-reduce average, then the ordinary clip over every gradient.
     auto reference = ranked_parameters(comm->rank());
     gradient_averager(comm)(reference);
@@ -141,7 +128,7 @@ TEST_P(ZeroTwo, OwnersGetTheAllReducesBitsAndTheSameClipNorm) {
 INSTANTIATE_TEST_SUITE_P(Ranks, ZeroTwo, ::testing::Values(2, 3));
 
 TEST(OptimizerShard, ShardsGradientsOnlyOverTheWholeDataParallelGroup) {
-  on_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     auto params = parameters_of_sizes({4, 4});
     EXPECT_TRUE(optimizer_shard(comm, params, "test", comm)->reduces_gradients());
     EXPECT_FALSE(optimizer_shard(comm, params, "test")->reduces_gradients());  // HSDP: averaged over more ranks
