@@ -75,4 +75,19 @@ std::vector<bool> parameter_is_slice(CausalLM& model) {
   return out;
 }
 
+void check_same_tokens_on_tensor_parallel_ranks(const torch::Tensor& tokens, parallel::Comm& tp, int64_t step) {
+  // Two checksums (the count and a position-weighted sum), compared through their max and min over the group.
+  const auto flat = tokens.reshape({-1}).to(torch::kCPU).to(torch::kFloat64);
+  const auto weights = torch::arange(1, flat.numel() + 1, torch::kFloat64);
+  const auto sums = torch::stack({torch::tensor(static_cast<double>(flat.numel()), torch::kFloat64),
+                                  (flat * weights).sum(), flat.sum()});
+  auto high = sums.clone();
+  tp.all_reduce(high, parallel::ReduceOp::Max);
+  auto negated_low = -sums;
+  tp.all_reduce(negated_low, parallel::ReduceOp::Max);
+  VERL_CHECK(torch::equal(high, -negated_low), kComponent, "the ", tp.size(), " tensor-parallel ranks of one model copy "
+             "chose different tokens at generation step ", step, " (this is rank ", tp.rank(),
+             "); they must sample the same way from the same seed");
+}
+
 }  // namespace verl::model

@@ -6,6 +6,7 @@
 
 #include "verl/common/error.h"
 #include "verl/common/stopwatch.h"
+#include "verl/model/tensor_parallel_model.h"
 
 namespace verl::rollout {
 namespace {
@@ -141,6 +142,7 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
     } else {
       tokens = sample_from_probs(sampling_probs(logits, params.temperature, params.top_k, params.top_p), gen);
     }
+    if (model->tp.active()) model::check_same_tokens_on_tensor_parallel_ranks(tokens, *model->tp.comm, t);
     responses.index_put_({active, t}, tokens);
     if (params.calculate_log_probs) {
       const double temp = greedy ? 1.0 : params.temperature;

@@ -126,21 +126,6 @@ std::vector<int64_t> saved_world_sizes(const fs::path& dir) {
   return out;
 }
 
-// The TP ranks of one model copy generate together and must agree on every token (they sample from the same
-// gathered logits with the same seed). A disagreement would silently train each slice on other responses, so
-// it is an error: the responses' checksums are compared over the group.
-void check_same_tokens_on_tp_ranks(const torch::Tensor& responses, parallel::Comm& tp) {
-  const auto flat = responses.reshape({-1}).to(torch::kFloat64);
-  auto weights = torch::arange(1, flat.numel() + 1, torch::kFloat64);
-  auto low = torch::stack({(flat * weights).sum(), flat.sum()}).contiguous();
-  auto high = low.clone();
-  tp.all_reduce(high, parallel::ReduceOp::Max);
-  auto negated = -low;
-  tp.all_reduce(negated, parallel::ReduceOp::Max);
-  VERL_CHECK(torch::equal(high, -negated), kComponent, "the tensor-parallel ranks of one model copy generated different "
-             "tokens (rank ", tp.rank(), " of ", tp.size(), "); their sampling must be identical");
-}
-
 void freeze(model::CausalLM& module) {
   for (auto& p : module->parameters()) p.set_requires_grad(false);
   module->eval();
@@ -330,7 +315,6 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
              "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
   actor_module_->eval();
   auto out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
-  if (actor_module_->tp.active()) check_same_tokens_on_tp_ranks(out.responses, *actor_module_->tp.comm);
   protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
                                {"responses", out.responses.to(torch::kCPU)},
                                {"input_ids", out.input_ids.to(torch::kCPU)},

@@ -33,4 +33,9 @@ CausalLM gather_full_model(CausalLM& model);
 // as every other rank (false). Gradient clipping sums the slices' norms over the group and counts the rest once.
 std::vector<bool> parameter_is_slice(CausalLM& model);
 
+// The TP ranks of one model copy generate together and must choose the same tokens (they sample from the same
+// gathered logits with the same seed); otherwise their batches would drift apart and every later collective
+// would pair different rows. Collective over `tp`: an error naming the step when the tokens differ.
+void check_same_tokens_on_tensor_parallel_ranks(const torch::Tensor& tokens, parallel::Comm& tp, int64_t step);
+
 }  // namespace verl::model

@@ -210,6 +210,33 @@ TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
   EXPECT_TRUE(torch::equal(sampled_tokens[0], sampled_tokens[1]));
 }
 
+// TP ranks that sample differently (here: different seeds) would drift apart; generation stops at the first step
+// with one error on every rank instead.
+TEST(TensorParallelModelTest, TensorParallelRanksThatChooseDifferentTokensAreAnError) {
+  HFConfig c = tiny(Arch::Qwen2);
+  CausalLM whole(c);
+  init_weights(whole, 5, true);
+  whole->eval();
+  const Batch b = ragged_batch(c.vocab_size);
+  auto prompts = b.input_ids.narrow(1, 0, 5).clone();
+  auto prompt_mask = torch::ones({3, 5}, torch::kInt64);
+  std::vector<std::string> errors(2);
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    torch::NoGradGuard no_grad;
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    rollout::SamplingParams params;
+    params.max_response_length = 8;
+    params.pad_token_id = 39;
+    params.seed = 1000 + static_cast<uint64_t>(comm->rank());
+    try {
+      rollout::generate(part, prompts, prompt_mask, params);
+    } catch (const Error& e) {
+      errors[static_cast<size_t>(comm->rank())] = e.what();
+    }
+  });
+  for (const auto& e : errors) EXPECT_NE(e.find("chose different tokens at generation step 0"), std::string::npos) << e;
+}
+
 TEST(TensorParallelModelTest, SliceThenGatherIsBitExactAndSplitsAreHfNames) {
   HFConfig c = tiny(Arch::Llama);
   CausalLM whole = make_whole(c);
