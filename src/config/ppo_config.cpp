@@ -148,13 +148,11 @@ DataConfig read_data(ConfigReader& in) {
 }
 
 // verl's fsdp_config under `p`. What verl.cpp does not implement is an error naming the key, never ignored:
-// parameter sharding (reshard_after_forward=true, verl's default, which is ZeRO-3) and non-fp32 master weights.
+// non-fp32 master weights.
 FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   FSDPConfig f;
   f.param_offload = in.get_bool(p + ".param_offload");
-  VERL_CHECK(!in.get_bool(p + ".reshard_after_forward"), "config", p,
-             ".reshard_after_forward=true shards parameters between forward and backward (ZeRO-3), which verl.cpp "
-             "does not implement: parameters stay whole on every rank (set it to false)");
+  f.reshard_after_forward = in.get_bool(p + ".reshard_after_forward");
   f.model_dtype = in.get_choice(p + ".model_dtype", {"fp32", "float32"});
   if (trains) {
     f.optimizer_offload = in.get_bool(p + ".optimizer_offload");

@@ -210,8 +210,12 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
                        .view({B, 1, 1, T, S});
   const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layer_list.size(); ++i) {
-    h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias)
-                   : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+    if (layer_runner && cache == nullptr) {
+      h = layer_runner(i, h, cos, sin, mask_bias);
+    } else {
+      h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias)
+                     : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+    }
   }
   if (cache) cache->length += T;
   return norm->forward(h);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <regex>
 
 #include "verl/common/atomic_file.h"
@@ -265,15 +266,23 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     actor_module_->to(device_);
     if (is_actor_) {
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
-      std::vector<torch::Tensor> params = actor_module_->parameters();
+      const auto& fsdp = actor_cfg_.fsdp_config;
+      const std::string fsdp_size_key = "actor_rollout_ref.actor.fsdp_config.fsdp_size";
+      if (tp_size_ == 1 && fsdp.reshard_after_forward) {
+        actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent);
+      }
+      std::vector<torch::Tensor> params = actor_sharded_ ? actor_sharded_->shards() : actor_module_->parameters();
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
-      actor_->gradient_all_reduce = gradient_averager(layout.dp);
-      auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
-                                                  actor_cfg_.fsdp_config.fsdp_size,
-                                                  "actor_rollout_ref.actor.fsdp_config.fsdp_size");
-      actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
+      if (actor_sharded_) {
+        actor_->fully_sharded = actor_sharded_;  // averages gradients into the shards itself
+      } else {
+        actor_->gradient_all_reduce = gradient_averager(layout.dp);
+        auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
+                                                    fsdp.fsdp_size, fsdp_size_key);
+        actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
+      }
     } else {
       freeze(actor_module_);
     }
@@ -282,7 +291,11 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     ref_module_ = model::load_model(path, load_options);
     ref_module_->to(device_);
     freeze(ref_module_);
+    if (tp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {
+      ref_sharded_ = fully_shard(ref_module_, layout.dp, -1, "actor_rollout_ref.ref.fsdp_config", "ref");
+    }
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);
+    ref_policy_->fully_sharded = ref_sharded_;
   }
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
@@ -314,6 +327,9 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   VERL_CHECK(prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"), kComponent,
              "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
   actor_module_->eval();
+  // Generation runs on the whole model (FSDP's summon_full_params before vLLM's weight sync).
+  std::optional<model::FullyShardedModel::Gathered> whole;
+  if (actor_sharded_) whole.emplace(actor_sharded_.get());
   auto out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
   protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
                                {"responses", out.responses.to(torch::kCPU)},
@@ -364,7 +380,7 @@ DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
 DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   require_initialised("update_actor");
   VERL_CHECK(is_actor_, kComponent, "update_actor needs an actor role; this worker's role is '", role_, "'");
-  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce, kComponent, "update_actor with world size ",
+  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce || actor_->fully_sharded, kComponent, "update_actor with world size ",
              world_size(),
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
@@ -388,6 +404,9 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
              "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
   const auto& sync = context().weight_sync;
+  // Under ZeRO-3 every actor rank joins the gather; rank 0 then holds the whole model.
+  std::optional<model::FullyShardedModel::Gathered> whole;
+  if (actor_sharded_) whole.emplace(actor_sharded_.get());
   if (is_actor_ && rank() != 0) return DataProto();  // actor rank 0 speaks for the group
   VERL_CHECK(sync != nullptr, kComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
              ": this worker has no weight-sync communicator (the transport made none)");
@@ -437,10 +456,14 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   const std::string local_path = expand_home(meta["local_path"].get<std::string>());
   const int W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.save_contents;
-  // The HF weights are the whole model: under megatron every TP rank joins the gather.
+  // The HF weights are the whole model: under megatron or ZeRO-3 every rank joins the gather.
+  std::optional<model::FullyShardedModel::Gathered> whole;
+  if (actor_sharded_ && contains(contents, "hf_model")) whole.emplace(actor_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(actor_module_) : actor_module_;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
-    if (contains(contents, "model")) save_module_state(actor_module_, (dir / model_file_name(W, r)).string());
+    if (contains(contents, "model")) {
+      save_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
+    }
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
     if (contains(contents, "extra")) {
       Json extra;
@@ -479,7 +502,7 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   const auto& contents = actor_cfg_.checkpoint.load_contents;
   if (contains(contents, "model")) {
     check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
-    load_module_state(actor_module_, (dir / model_file_name(W, r)).string());
+    load_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
   }
   if (contains(contents, "optimizer")) {
     check_checkpoint_rank_file(dir.string(), optim_file_name(W, r), W);
@@ -520,6 +543,18 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
              weights.filename().string());
   const int W = static_cast<int>(sizes.front());
   model::CausalLM module(model::load_hf_config(hf.string()));
+  if (model::is_shard_state_file(weights.string())) {
+    // ZeRO-3: ranks 0..N-1 (the first shard group) hold every parameter's runs.
+    std::vector<std::string> files;
+    for (int r = 0; r < W; ++r) {
+      check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
+      files.push_back((dir / model_file_name(W, r)).string());
+    }
+    model::load_merged_shard_files(module, files);
+    model::save_model(module, out_dir);
+    copy_side_files(hf, out_dir);
+    return;
+  }
   // Under megatron each rank's file holds its slices: ranks 0..T-1 (data-parallel rank 0's tensor-parallel group)
   // together hold the model, T read off the embedding's rows.
   const int64_t embed_rows = io::SafetensorsCheckpoint(weights.string()).get("model.embed_tokens.weight").shape.at(0);

@@ -87,6 +87,26 @@ void load_module_state(model::CausalLM& module, const std::string& path) {
   }
 }
 
+void save_model_file(model::CausalLM& module, const model::FullyShardedModel* sharded, const std::string& path) {
+  if (sharded != nullptr) {
+    sharded->save_shard_state(path);
+  } else {
+    save_module_state(module, path);
+  }
+}
+
+void load_model_file(model::CausalLM& module, model::FullyShardedModel* sharded, const std::string& path) {
+  VERL_CHECK(fs::exists(path), kComponent, "model state file '", path, "' does not exist");
+  if (sharded != nullptr) {
+    sharded->load_shard_state(path);
+    return;
+  }
+  VERL_CHECK(!model::is_shard_state_file(path), kComponent, "model state file '", path,
+             "' holds ZeRO-3 shards (saved with fsdp_config.reshard_after_forward=true); resume with "
+             "reshard_after_forward=true and the same number of ranks");
+  load_module_state(module, path);
+}
+
 int copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir) {
   if (from_dir.empty() || !fs::is_directory(from_dir)) return 0;
   int copied = 0;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
@@ -129,15 +130,24 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->train();
-  optimizer_ = build_optimizer((*module_)->parameters(), config_->critic.optim);
+  const auto& fsdp = config_->critic.model.fsdp_config;
+  if (tp_size_ == 1 && fsdp.reshard_after_forward) {
+    fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent);
+  }
+  optimizer_ = build_optimizer(fully_sharded_ ? fully_sharded_->shards() : (*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
-                                              config_->critic.model.fsdp_config.fsdp_size,
-                                              "critic.model.fsdp_config.fsdp_size");
-  critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
-                                                    optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
-                                                                    layout.dp));
+  if (fully_sharded_) {
+    // ZeRO-3 averages the gradients into the shards itself and its optimizer holds only this rank's shards.
+    critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
+    critic_->fully_sharded = fully_sharded_;
+  } else {
+    auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
+                                                fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
+    critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
+                                                      optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
+                                                                      layout.dp));
+  }
   return DataProto();
 }
 
@@ -182,9 +192,12 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   const auto& contents = config_->critic.checkpoint.save_contents;
   const int W = world_size(), r = rank();
   // The HF folder holds the whole model: under megatron every TP rank joins the gather.
+  // Under ZeRO-3 every rank joins the gather of the shards.
+  std::optional<model::FullyShardedModel::Gathered> whole;
+  if (fully_sharded_ && contains(contents, "hf_model")) whole.emplace(fully_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
-    if (contains(contents, "model")) save_module_state(*module_, (dir / model_file_name(W, r)).string());
+    if (contains(contents, "model")) save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
     if (contains(contents, "extra")) {
       nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
@@ -206,7 +219,7 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
   const fs::path dir(local_path);
   if (contains(contents, "model")) {
     check_checkpoint_rank_file(local_path, model_file_name(W, r), W);
-    load_module_state(*module_, (dir / model_file_name(W, r)).string());
+    load_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
   }
   if (contains(contents, "optimizer")) {
     check_checkpoint_rank_file(local_path, optim_file_name(W, r), W);

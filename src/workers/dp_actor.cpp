@@ -8,6 +8,7 @@
 #include "verl/common/logging.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/micro_batches.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
 
@@ -79,7 +80,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
   MicroBatchPlan plan;
   if (use_dynamic_bsz) {
     const int64_t max_token_len = static_cast<int64_t>(meta_double(data_in, "max_token_len"));
-    plan = rearrange_micro_batches(data.tensor("attention_mask"), max_token_len);
+    plan = micro_batch_plan(data.tensor("attention_mask"), max_token_len, fully_sharded.get());
     for (const auto& rows : plan.micro_batches) micro_batches.push_back(data.index(rows));
   } else {
     const int64_t micro = static_cast<int64_t>(meta_double(data_in, "micro_batch_size"));
@@ -87,6 +88,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
     micro_batches = data.split(micro);
   }
   std::vector<torch::Tensor> log_probs, entropys;
+  model::RootGathered root(fully_sharded.get());
   for (const auto& mb : micro_batches) {
     auto [lp, ent] = forward_micro_batch(to_device(mb, device), temperature, calculate_entropy);
     log_probs.push_back(lp.to(torch::kCPU));
@@ -104,6 +106,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 }
 
 double DataParallelPPOActor::optimizer_step() {
+  if (fully_sharded) return sharded_optimizer_step(*fully_sharded, *optimizer_, config_.grad_clip, kComponent);
   // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
   // slices.
   const GradientPlacement placement =
@@ -151,7 +154,8 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
       std::vector<protocol::DataProto> micro_batches;
       int64_t grad_accum = 1;
       if (config_.use_dynamic_bsz) {
-        auto plan = rearrange_micro_batches(mini.tensor("attention_mask"), config_.ppo_max_token_len_per_gpu);
+        auto plan = micro_batch_plan(mini.tensor("attention_mask"), config_.ppo_max_token_len_per_gpu,
+                                     fully_sharded.get());
         for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
       } else {
         VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
@@ -163,6 +167,7 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
       optimizer_->zero_grad();
       for (const auto& mb_cpu : micro_batches) {
         auto mb = to_device(mb_cpu, device);
+        model::RootGathered root(fully_sharded.get());
         const auto& response_mask = mb.tensor("response_mask");
         const auto& advantages = mb.tensor("advantages");
         const double scale = config_.use_dynamic_bsz
@@ -190,6 +195,7 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
           micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
         }
         (policy_loss * scale).backward();
+        root.reduce_gradients();
         pg_loss_sum += pg.pg_loss.item<double>() * scale;
         for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
           append(metrics, it.key(), it.value().get<double>());

@@ -79,11 +79,13 @@ torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& d
   torch::NoGradGuard no_grad;
   MicroBatches micro =
       config_.use_dynamic_bsz
-          ? dynamic_micro_batches(selected, config_.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu")
+          ? dynamic_micro_batches(selected, config_.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu",
+                                  fully_sharded.get())
           : fixed_micro_batches(selected, config_.forward_micro_batch_size_per_gpu.value_or(0),
                                 "critic.forward_micro_batch_size_per_gpu");
   std::vector<torch::Tensor> outputs;
   outputs.reserve(micro.parts.size());
+  model::RootGathered root(fully_sharded.get());
   for (const auto& part : micro.parts) outputs.push_back(forward_micro_batch(part));
   torch::Tensor values = micro.restore(outputs);
   return values * response_mask_of(data).to(values.scalar_type());
@@ -95,7 +97,8 @@ std::vector<std::pair<protocol::DataProto, double>> DataParallelPPOCritic::updat
   const double mini_size = static_cast<double>(config_.ppo_mini_batch_size);
   if (config_.use_dynamic_bsz) {
     // verl: loss scale = rows of the micro-batch / ppo_mini_batch_size.
-    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu");
+    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu",
+                                               fully_sharded.get());
     for (auto& part : micro.parts) {
       const double scale = static_cast<double>(part.size()) / mini_size;
       out.emplace_back(std::move(part), scale);
@@ -128,15 +131,21 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
       optimizer_.zero_grad();
       for (auto& [micro, scale] : update_micro_batches(mini)) {
         const torch::Tensor& response_mask = micro.tensor("response_mask");
+        model::RootGathered root(fully_sharded.get());
         torch::Tensor vpreds = forward_micro_batch(micro);
         algo::ValueLossOutput loss =
             algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.scalar_type()),
                                      micro.tensor("values").to(vpreds.scalar_type()), response_mask,
                                      config_.cliprange_value, config_.loss_agg_mode);
         (loss.vf_loss * scale).backward();
+        root.reduce_gradients();
         vf_loss_sum += loss.vf_loss.detach().item<double>() * scale;
         clipfracs.push_back(loss.vf_clipfrac.item<double>());
         vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
+      }
+      if (fully_sharded) {
+        grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kComponent));
+        continue;
       }
       // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
       // the slices.

@@ -1,6 +1,7 @@
 #include "verl/workers/gradient_sync.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "verl/common/error.h"
@@ -169,6 +170,41 @@ std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> 
                             << " ranks: this rank's optimizer holds " << shard->owned_numel() << " of " << total
                             << " parameters" << (zero2 ? " and keeps only their gradients after each reduction" : "");
   return shard;
+}
+
+std::shared_ptr<model::FullyShardedModel> fully_shard(model::CausalLM module,
+                                                      const std::shared_ptr<parallel::Comm>& data_parallel,
+                                                      int64_t fsdp_size, const std::string& fsdp_size_key,
+                                                      const char* component) {
+  if (!data_parallel || data_parallel->size() == 1) return nullptr;
+  auto group = sharding_group(data_parallel, fsdp_size, fsdp_size_key);
+  std::shared_ptr<parallel::Comm> replicas;
+  if (group->size() < data_parallel->size()) {
+    // The ranks holding the same shard: the same position in every sharding group.
+    replicas = data_parallel->split(data_parallel->rank() % group->size(), data_parallel->rank());
+  }
+  if (group->size() == 1) return nullptr;  // fsdp_size=1: whole replicas, gradients all-reduced
+  auto sharded = std::make_shared<model::FullyShardedModel>(std::move(module), group, replicas);
+  VERL_LOG(Info, component) << "ZeRO-3 over " << group->size() << " ranks"
+                            << (replicas ? " (" + std::to_string(replicas->size()) + " replicas)" : std::string())
+                            << ": this rank holds " << sharded->shard_numel() << " of " << sharded->model_numel()
+                            << " parameters (with padding), their gradients and optimizer state; each layer is "
+                               "gathered only while it runs";
+  return sharded;
+}
+
+double sharded_optimizer_step(model::FullyShardedModel& model, torch::optim::Optimizer& optimizer, double max_norm,
+                              const char* component) {
+  GradientPlacement placement;
+  placement.sharded = &model.shard_group();
+  const double grad_norm = clip_grad_norm(model.shards(), max_norm, placement);
+  if (!std::isfinite(grad_norm)) {
+    VERL_LOG(Warn, component) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
+    optimizer.zero_grad();
+  } else {
+    optimizer.step();
+  }
+  return grad_norm;
 }
 
 }  // namespace verl::workers

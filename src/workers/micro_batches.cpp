@@ -1,13 +1,7 @@
 #include "verl/workers/micro_batches.h"
 
 #include "verl/common/error.h"
-
-#if __has_include("verl/workers/seqlen_balancing.h")
-#include "verl/workers/seqlen_balancing.h"
-#define VERL_HAVE_SEQLEN_BALANCING 1
-#else
-#define VERL_HAVE_SEQLEN_BALANCING 0
-#endif
+#include "verl/model/fully_sharded_model.h"
 
 namespace verl::workers {
 
@@ -32,10 +26,21 @@ MicroBatches fixed_micro_batches(const protocol::DataProto& data, int64_t micro_
   return out;
 }
 
-MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what) {
-#if VERL_HAVE_SEQLEN_BALANCING
+MicroBatchPlan micro_batch_plan(const torch::Tensor& attention_mask, int64_t max_token_len,
+                                const model::FullyShardedModel* sharded) {
+  MicroBatchPlan plan = rearrange_micro_batches(attention_mask, max_token_len);
+  if (sharded == nullptr) return plan;
+  const int64_t count = sharded->max_over_group(static_cast<int64_t>(plan.micro_batches.size()));
+  VERL_CHECK(count <= attention_mask.size(0), "workers", "use_dynamic_bsz under ZeRO-3: another rank of the shard group needs ",
+             count, " micro-batches, more than this rank's ", attention_mask.size(0), " rows");
+  if (count == static_cast<int64_t>(plan.micro_batches.size())) return plan;
+  return rearrange_micro_batches(attention_mask, max_token_len, count);
+}
+
+MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what,
+                                   const model::FullyShardedModel* sharded) {
   VERL_CHECK(max_token_len > 0, "workers", what, " must be > 0 with use_dynamic_bsz, got ", max_token_len);
-  MicroBatchPlan plan = rearrange_micro_batches(data.tensor("attention_mask"), max_token_len);
+  MicroBatchPlan plan = micro_batch_plan(data.tensor("attention_mask"), max_token_len, sharded);
   MicroBatches out;
   for (const auto& rows : plan.micro_batches) {
     out.parts.push_back(data.index(rows));
@@ -44,13 +49,6 @@ MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_
   VERL_ASSERT(static_cast<int64_t>(out.order.size()) == data.size(), "workers", "dynamic micro-batches cover ",
               out.order.size(), " of ", data.size(), " rows");
   return out;
-#else
-  (void)data;
-  (void)max_token_len;
-  VERL_FAIL("workers", "use_dynamic_bsz (", what,
-            ") needs the sequence-length balancing module (workers/seqlen_balancing.h), which this build lacks; "
-            "set use_dynamic_bsz=false");
-#endif
 }
 
 }  // namespace verl::workers

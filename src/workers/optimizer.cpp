@@ -89,7 +89,9 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
 
 double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
                       const GradientPlacement& placement) {
-  if (placement.owners == nullptr && placement.tensor_parallel == nullptr) return clip_grad_norm(parameters, max_norm);
+  if (placement.owners == nullptr && placement.tensor_parallel == nullptr && placement.sharded == nullptr) {
+    return clip_grad_norm(parameters, max_norm);
+  }
   VERL_ASSERT(placement.tensor_parallel == nullptr || placement.is_slice.size() == parameters.size(), "optim",
               "clip_grad_norm: ", placement.is_slice.size(), " slice flags for ", parameters.size(), " parameters");
   torch::NoGradGuard no_grad;
@@ -101,6 +103,12 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
     norms.push_back(g.defined() ? g.norm(2).to(torch::kFloat32) : torch::zeros({}, torch::kFloat32));
   }
   torch::Tensor per_tensor = torch::stack(norms);
+  if (placement.sharded != nullptr) {
+    // The shards of one flat vector: its norm is the root of the summed squares.
+    torch::Tensor squares = per_tensor.pow(2);
+    placement.sharded->all_reduce(squares, parallel::ReduceOp::Sum);
+    per_tensor = squares.sqrt();
+  }
   // One rank contributes each entry, so the sum is that rank's norm exactly.
   if (placement.owners != nullptr) placement.owners->all_reduce(per_tensor, parallel::ReduceOp::Sum);
   if (placement.tensor_parallel != nullptr) {

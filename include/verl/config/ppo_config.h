@@ -60,12 +60,13 @@ struct CheckpointContentsConfig {
 };
 
 // verl's fsdp_config (actor_rollout_ref.actor / .ref, critic.model). verl.cpp keeps parameters and optimizer
-// state in host memory and parameters whole on every rank, in fp32; the fsdp strategy shards optimizer state
-// over groups of fsdp_size ranks and replicates across groups (verl's HSDP); over the whole group it shards the
-// gradients too (ZeRO-2).
+// state in host memory, in fp32; the fsdp strategy shards optimizer state over groups of fsdp_size ranks and
+// replicates across groups (verl's HSDP); over the whole group it shards the gradients too (ZeRO-2); with
+// reshard_after_forward the parameters as well (ZeRO-3, model/fully_sharded_model.h).
 struct FSDPConfig {
   bool param_offload = false;      // CPU: parameters already live in host memory
   bool optimizer_offload = false;  // CPU: so does the optimizer state
+  bool reshard_after_forward = false;  // ZeRO-3: parameters sharded, gathered per layer
   int64_t fsdp_size = -1;          // ranks per sharding group; -1: the whole worker group
   std::string model_dtype = "fp32";
 };

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -109,6 +110,11 @@ struct DecoderImpl : torch::nn::Module {
   // HF's gradient checkpointing: with grad enabled and no cache, each layer's activations are dropped in
   // forward and recomputed in backward (model/gradient_checkpointing.h). Same gradients, less memory.
   bool gradient_checkpointing = false;
+  // ZeRO-3 (model/fully_sharded_model.h): when set, runs layer i of a forward without a cache in place of the
+  // plain or checkpointed call, gathering the layer's sharded parameters around it.
+  std::function<torch::Tensor(size_t layer, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
+                              const torch::Tensor& mask_bias)>
+      layer_runner;
 };
 TORCH_MODULE(Decoder);
 

@@ -18,8 +18,11 @@
 // over mesh "actor": the T ranks of a DP rank get the same chunk and TP rank 0 answers. Each rank's model file
 // holds its slices; huggingface/ (hf_model) and export_hf_model put them back together.
 //
+// fsdp_config.reshard_after_forward=true (ZeRO-3, model/fully_sharded_model.h): each rank keeps 1/N of the actor's
+// (and the ref's) parameters; generation, weight broadcast and HF saves gather them whole for their duration.
+//
 // Checkpoint folder (save_checkpoint meta local_path), published whole (save_rank_folder, checkpoint_files.h):
-//   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names)
+//   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names; ZeRO-3: this rank's runs)
 //   optim_world_size_{W}_rank_{r}.pt            AdamW state (workers/optimizer.h)
 //   extra_state_world_size_{W}_rank_{r}.json    {"lr_scheduler": {...}, "rng": {"cpu": hex, "rollout": hex},
 //                                                "global_step": N}
@@ -87,6 +90,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
 
   model::CausalLM actor_module_{nullptr};
   model::CausalLM ref_module_{nullptr};
+  // ZeRO-3 (fsdp_config.reshard_after_forward) of the actor and of the ref; null: whole parameters.
+  std::shared_ptr<model::FullyShardedModel> actor_sharded_, ref_sharded_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<LRScheduler> lr_scheduler_;
   std::unique_ptr<DataParallelPPOActor> actor_;
@@ -100,7 +105,8 @@ single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_pt
 
 // verl's model merger for this layout: an HF model folder (config.json, model.safetensors,
 // generation_config.json, tokenizer files) from an actor checkpoint folder (.../global_step_N/actor),
-// read from rank 0's weights (every rank holds the full parameters). Errors name missing files.
+// read from rank 0's weights (fsdp: every rank holds the full parameters; megatron: ranks 0..T-1 hold the slices;
+// ZeRO-3: ranks 0..N-1 hold the runs of the flattened parameters). Errors name missing files.
 void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir);
 
 }  // namespace verl::workers

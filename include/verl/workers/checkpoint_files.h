@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
 
 namespace verl::parallel {
@@ -41,6 +42,11 @@ void save_module_state(model::CausalLM& module, const std::string& path);
 // Copies a file written by save_module_state into the parameters; a missing, extra or reshaped tensor is an
 // error naming it and the file.
 void load_module_state(model::CausalLM& module, const std::string& path);
+// This rank's model file: the module's parameters, or under ZeRO-3 (`sharded` set) this rank's shards
+// (FullyShardedModel::save_shard_state). Loading checks that the file holds what this run keeps: a shard file
+// without ZeRO-3, or whole parameters with it, is an error naming the file and the key.
+void save_model_file(model::CausalLM& module, const model::FullyShardedModel* sharded, const std::string& path);
+void load_model_file(model::CausalLM& module, model::FullyShardedModel* sharded, const std::string& path);
 
 // Copies the tokenizer files that exist in `from_dir` (tokenizer.json, tokenizer_config.json, ...) into
 // `to_dir`; returns how many were copied (0 when the folder has none or does not exist).

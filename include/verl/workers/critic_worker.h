@@ -54,6 +54,7 @@ class CriticWorker : public single_controller::Worker {
   std::string model_path_;
   std::string tokenizer_path_;
   std::unique_ptr<model::CausalLM> module_;
+  std::shared_ptr<model::FullyShardedModel> fully_sharded_;  // ZeRO-3 (fsdp_config.reshard_after_forward)
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<LRScheduler> lr_scheduler_;
   std::unique_ptr<DataParallelPPOCritic> critic_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "verl/config/ppo_config.h"
+#include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
 #include "verl/protocol/data_proto.h"
 
@@ -47,6 +48,9 @@ class DataParallelPPOActor {
   // ZeRO-1 (workers/gradient_sync.h): this rank steps only its share of the parameters, then the owners
   // broadcast them. Unset: the optimizer steps every parameter.
   std::shared_ptr<OptimizerShard> optimizer_shard;
+  // ZeRO-3 (model/fully_sharded_model.h): the model's parameters live in these shards, which the optimizer
+  // steps; the root is gathered per micro-batch, the layers as they run. Unset: whole parameters.
+  std::shared_ptr<model::FullyShardedModel> fully_sharded;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }

@@ -16,12 +16,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
 #include "verl/protocol/data_proto.h"
 
@@ -63,6 +65,10 @@ class DataParallelPPOCritic {
   MetricLists update_critic(const protocol::DataProto& data);
 
   const DPCriticConfig& config() const { return config_; }
+
+  // ZeRO-3 (model/fully_sharded_model.h): the module's parameters live in these shards, which the optimizer
+  // steps (it was built over them). Unset: whole parameters.
+  std::shared_ptr<model::FullyShardedModel> fully_sharded;
 
  private:
   // Value-head outputs for the rows of one micro-batch: [b, R] fp32.

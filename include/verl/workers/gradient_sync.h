@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "verl/model/fully_sharded_model.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::parallel {
@@ -88,5 +89,19 @@ std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> c
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
                                                 const std::vector<torch::Tensor>& parameters, const char* component,
                                                 const std::shared_ptr<parallel::Comm>& data_parallel = nullptr);
+
+// fsdp_config.reshard_after_forward=true: `module`'s parameters sharded over this rank's sharding group (fsdp_size
+// consecutive ranks of `data_parallel`), the groups replicating each other (HSDP), and the sharded model logged
+// under `component` ("ZeRO-3 over N ranks: this rank holds ..."). Null, leaving the module whole, when the group
+// has one rank (fsdp_size=1, a single rank, no communicator). Collective on `data_parallel` when it splits.
+std::shared_ptr<model::FullyShardedModel> fully_shard(model::CausalLM module,
+                                                      const std::shared_ptr<parallel::Comm>& data_parallel,
+                                                      int64_t fsdp_size, const std::string& fsdp_size_key,
+                                                      const char* component);
+
+// ZeRO-3's optimizer step: the shards' gradients (already averaged by the sharded model) clipped by the whole
+// model's norm, then optimizer.step() on the shards, or a skipped step on a non-finite norm. Returns the norm.
+double sharded_optimizer_step(model::FullyShardedModel& model, torch::optim::Optimizer& optimizer, double max_norm,
+                              const char* component);
 
 }  // namespace verl::workers

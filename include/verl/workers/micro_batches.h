@@ -10,6 +10,11 @@
 #include <torch/torch.h>
 
 #include "verl/protocol/data_proto.h"
+#include "verl/workers/seqlen_balancing.h"
+
+namespace verl::model {
+class FullyShardedModel;
+}
 
 namespace verl::workers {
 
@@ -25,8 +30,14 @@ struct MicroBatches {
 // errors (e.g. "critic.forward_micro_batch_size_per_gpu").
 MicroBatches fixed_micro_batches(const protocol::DataProto& data, int64_t micro_batch_size, const std::string& what);
 
-// Token-budget parts: at most `max_token_len` attention-mask tokens each (verl's rearrange_micro_batches).
-// Needs workers/seqlen_balancing.h; in a build without it, an error naming `what`.
-MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what);
+// rearrange_micro_batches, except that under ZeRO-3 (`sharded` set), whose collectives run per micro-batch, every
+// rank of the shard group gets the group's largest count (verl's same_micro_num_in_dp). Collective then.
+MicroBatchPlan micro_batch_plan(const torch::Tensor& attention_mask, int64_t max_token_len,
+                                const model::FullyShardedModel* sharded = nullptr);
+
+// Token-budget parts: at most `max_token_len` attention-mask tokens each (verl's rearrange_micro_batches, through
+// micro_batch_plan). `what` names the config key in errors.
+MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what,
+                                   const model::FullyShardedModel* sharded = nullptr);
 
 }  // namespace verl::workers

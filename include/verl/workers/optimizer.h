@@ -66,6 +66,9 @@ struct GradientPlacement {
   // combine over this group, whole parameters (the same on every TP rank) count once.
   parallel::Comm* tensor_parallel = nullptr;
   std::vector<bool> is_slice;
+  // ZeRO-3: every parameter is this rank's shard of a flat vector split over this group (model/
+  // fully_sharded_model.h); the squares of the shards' gradients sum over the group.
+  parallel::Comm* sharded = nullptr;
 };
 // clip_grad_norm by the norm of the whole model's gradient, the same on every rank: per-tensor norms (each from
 // the rank holding it; a slice's from all TP ranks), the norm of those, one coefficient for the gradients held
