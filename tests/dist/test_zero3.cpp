@@ -3,6 +3,7 @@
 //     (the gathered HF weights within 1e-5) and metrics; the ref (use_kl_loss) is sharded too;
 //   - each rank's model and optimizer files hold about half of the 1-rank ones, and `verl model export` merges
 //     the model files into the gathered HF weights exactly;
+//   - a separate rollout gets the gathered weights by broadcast (the same run again);
 //   - a run resumed at step 2 (dynamic micro-batches, sampled rollouts) ends bit-identical to the uninterrupted
 //     one; resuming those shards with reshard_after_forward=false is one error line naming the file.
 #include <gtest/gtest.h>
@@ -131,6 +132,21 @@ TEST(Zero3, FourRanksInShardGroupsOfTwoEqualOneRank) {
   CommandResult four = run_command(mpirun(5) + verl_train_command(o));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   EXPECT_NE(four.err.find("ZeRO-3 over 2 ranks (2 replicas)"), std::string::npos) << four.err;
+  expect_same_run(one_dir, four_dir);
+}
+
+// A separate rollout (hybrid_engine=false) fed by the sharded actor: the actor ranks gather, rank 0 broadcasts.
+TEST(Zero3, ASeparateRolloutReceivesTheGatheredWeights) {
+  const std::string one_dir = make_temp_dir("dist_zero3_rollout1");
+  const std::string four_dir = make_temp_dir("dist_zero3_rollout4");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, false)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> o = gae_run(four_dir, 2, true);
+  o.push_back("actor_rollout_ref.hybrid_engine=false");
+  o.push_back("rollout.n_gpus_per_node=2");
+  CommandResult four = run_command(mpirun(5) + verl_train_command(o));
+  ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
+  EXPECT_NE(four.err.find("ZeRO-3 over 2 ranks"), std::string::npos) << four.err;
   expect_same_run(one_dir, four_dir);
 }
 
