@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "verl/common/error.h"
 #include "verl/io/safetensors.h"
@@ -21,6 +22,22 @@ size_t unit_of(const std::string& name) {
   if (name.compare(0, kLayerPrefix.size(), kLayerPrefix) != 0) return 0;
   const size_t end = name.find('.', kLayerPrefix.size());
   return static_cast<size_t>(std::stoll(name.substr(kLayerPrefix.size(), end - kLayerPrefix.size()))) + 1;
+}
+
+// The part of parameter `param` (elements [offset, offset + numel) of its unit's flat vector) inside a rank's range
+// [begin, end): `length` elements, starting `at` elements into the rank's shard.
+struct Run {
+  size_t param;
+  int64_t at, length;
+};
+std::vector<Run> runs_in_range(const std::vector<int64_t>& offsets, const std::vector<int64_t>& numels, int64_t begin,
+                               int64_t end) {
+  std::vector<Run> runs;
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    const int64_t lo = std::max(begin, offsets[k]), hi = std::min(end, offsets[k] + numels[k]);
+    if (hi > lo) runs.push_back({k, lo - begin, hi - lo});
+  }
+  return runs;
 }
 
 }  // namespace
@@ -213,12 +230,9 @@ void FullyShardedModel::save_shard_state(const std::string& path) const {
   NamedTensors tensors;
   for (size_t u = 0; u < units_.size(); ++u) {
     const Unit& unit = units_[u];
-    const int64_t s = shard_size(unit), begin = r * s, end = begin + s;
-    for (size_t k = 0; k < unit.params.size(); ++k) {
-      const int64_t lo = std::max(begin, unit.offsets[k]);
-      const int64_t hi = std::min(end, unit.offsets[k] + unit.numels[k]);
-      if (hi <= lo) continue;
-      tensors.emplace_back(unit.names[k], shards_[u].detach().narrow(0, lo - begin, hi - lo).clone());
+    const int64_t s = shard_size(unit);
+    for (const Run& run : runs_in_range(unit.offsets, unit.numels, r * s, (r + 1) * s)) {
+      tensors.emplace_back(unit.names[run.param], shards_[u].detach().narrow(0, run.at, run.length).clone());
     }
   }
   save_tensors(path, tensors,
@@ -239,18 +253,15 @@ void FullyShardedModel::load_shard_state(const std::string& path) {
   torch::NoGradGuard no_grad;
   for (size_t u = 0; u < units_.size(); ++u) {
     const Unit& unit = units_[u];
-    const int64_t s = shard_size(unit), begin = r * s, end = begin + s;
-    for (size_t k = 0; k < unit.params.size(); ++k) {
-      const int64_t lo = std::max(begin, unit.offsets[k]);
-      const int64_t hi = std::min(end, unit.offsets[k] + unit.numels[k]);
-      if (hi <= lo) continue;
-      expected.insert(unit.names[k]);
-      VERL_CHECK(file.contains(unit.names[k]), kComponent, "model state file '", path, "' lacks tensor '",
-                 unit.names[k], "'");
-      torch::Tensor run = tensor_from_view(file.get(unit.names[k]));
-      VERL_CHECK(run.dim() == 1 && run.numel() == hi - lo, kComponent, "tensor '", unit.names[k], "' in '", path,
-                 "' has shape ", run.sizes(), ", this rank's shard expects [", hi - lo, "]");
-      shards_[u].detach().narrow(0, lo - begin, hi - lo).copy_(run.to(shards_[u].scalar_type()));
+    const int64_t s = shard_size(unit);
+    for (const Run& run : runs_in_range(unit.offsets, unit.numels, r * s, (r + 1) * s)) {
+      const std::string& name = unit.names[run.param];
+      expected.insert(name);
+      VERL_CHECK(file.contains(name), kComponent, "model state file '", path, "' lacks tensor '", name, "'");
+      torch::Tensor saved = tensor_from_view(file.get(name));
+      VERL_CHECK(saved.dim() == 1 && saved.numel() == run.length, kComponent, "tensor '", name, "' in '", path,
+                 "' has shape ", saved.sizes(), ", this rank's shard expects [", run.length, "]");
+      shards_[u].detach().narrow(0, run.at, run.length).copy_(saved.to(shards_[u].scalar_type()));
     }
   }
   for (const auto& name : file.names()) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/model_compare.h"
 #include "support/thread_ranks.h"
 #include "verl/common/error.h"
 #include "verl/model/fully_sharded_model.h"
@@ -58,13 +59,8 @@ CausalLM copy_of(const CausalLM& whole) {
   return m;
 }
 
-double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
-}
-
-struct Batch {
-  torch::Tensor input_ids, attention_mask, position_ids, responses;
-};
+using Batch = test::ModelBatch;
+using test::max_relative;
 // A ragged left-padded batch (P = 5, R = 4), different per seed. Made on the main thread (global RNG).
 Batch ragged_batch(int64_t vocab, int seed) {
   torch::manual_seed(seed);
@@ -76,12 +72,6 @@ Batch ragged_batch(int64_t vocab, int seed) {
   b.position_ids = position_ids_from_mask(b.attention_mask);
   b.responses = b.input_ids.narrow(1, 5, 4);
   return b;
-}
-
-torch::Tensor test_loss(CausalLM& m, const Batch& b) {
-  auto out = response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
-  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(), torch::kFloat64).view(out.log_probs.sizes());
-  return (out.log_probs.to(torch::kFloat64) * w).sum() + 0.3 * out.entropy.to(torch::kFloat64).sum();
 }
 
 // Flattened per unit as FullyShardedModel lays it out: the root (every name outside model.layers), then each layer.
@@ -112,7 +102,7 @@ TEST_P(FullyShardedModelTest, ShardGradientsAreTheMeanOfTheWholeModelsOverTheRan
   for (const auto& item : whole->named_parameters()) mean_grads.emplace_back(item.key(), torch::zeros_like(item.value()));
   for (const auto& b : batches) {
     whole->zero_grad();
-    test_loss(whole, b).backward();
+    test::weighted_log_prob_loss(whole, b).backward();
     size_t k = 0;
     for (const auto& item : whole->named_parameters()) mean_grads[k++].second += item.value().grad() / ranks;
   }
@@ -146,7 +136,7 @@ TEST_P(FullyShardedModelTest, ShardGradientsAreTheMeanOfTheWholeModelsOverTheRan
 
     {
       RootGathered root(&sharded);
-      test_loss(m, batches[static_cast<size_t>(comm->rank())]).backward();
+      test::weighted_log_prob_loss(m, batches[static_cast<size_t>(comm->rank())]).backward();
       root.reduce_gradients();
     }
     for (size_t u = 0; u < sharded.shards().size(); ++u) {

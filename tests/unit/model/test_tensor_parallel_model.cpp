@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/model_compare.h"
 #include "support/thread_ranks.h"
 #include "verl/common/error.h"
 #include "verl/model/tensor_parallel_model.h"
@@ -48,14 +49,9 @@ CausalLM make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
   return m;
 }
 
-double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
-}
-
 // A ragged left-padded batch: P = 5 prompt positions, R = 4 responses.
-struct Batch {
-  torch::Tensor input_ids, attention_mask, position_ids, responses;
-};
+using Batch = test::ModelBatch;
+using test::max_relative;
 Batch ragged_batch(int64_t vocab) {
   torch::manual_seed(11);
   Batch b;
@@ -69,14 +65,9 @@ Batch ragged_batch(int64_t vocab) {
   return b;
 }
 
-// The test loss: log-probs and entropy weighted by fixed numbers, the same on every rank. The model runs in fp64,
-// so the logits match to 1e-10; log-probs are computed in fp32 as verl does, so they and the gradients match to
-// fp32 rounding (a wrong slice or a missing reduction is off by O(1)).
-torch::Tensor test_loss(CausalLM& m, const Batch& b) {
-  auto out = response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
-  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(), torch::kFloat64).view(out.log_probs.sizes());
-  return (out.log_probs.to(torch::kFloat64) * w).sum() + 0.3 * out.entropy.to(torch::kFloat64).sum();
-}
+// The test loss (test::weighted_log_prob_loss) is the same on every rank. The model runs in fp64, so the logits
+// match to 1e-10; log-probs are computed in fp32 as verl does, so they and the gradients match to fp32 rounding (a
+// wrong slice or a missing reduction is off by O(1)).
 
 class TensorParallelModel : public ::testing::TestWithParam<std::tuple<Arch, bool>> {};
 
@@ -90,7 +81,7 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
   auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
   auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
   whole->zero_grad();
-  test_loss(whole, b).backward();
+  test::weighted_log_prob_loss(whole, b).backward();
   std::map<std::string, torch::Tensor> grads_whole;
   for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
 
@@ -108,7 +99,7 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
     EXPECT_LT(max_relative(lp.entropy, lp_whole.entropy), 1e-6);
 
     part->zero_grad();
-    test_loss(part, b).backward();
+    test::weighted_log_prob_loss(part, b).backward();
     // Gradients gathered from the slices (gather_full_state of a model holding them) equal the whole model's.
     CausalLM grads(c, HeadKind::LM, TensorParallelGroup{comm});
     grads->to(torch::kFloat64);
@@ -155,14 +146,14 @@ TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
   CausalLM whole = make_whole(c);
   const Batch b = ragged_batch(c.vocab_size);
   whole->zero_grad();
-  test_loss(whole, b).backward();
+  test::weighted_log_prob_loss(whole, b).backward();
   std::vector<torch::Tensor> params = whole->parameters();
   const double norm_whole = workers::clip_grad_norm(params, 1e-3);
   const auto clipped_embed = whole->model->embed_tokens->weight.grad().clone();
   test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     CausalLM part = shard_model(whole, TensorParallelGroup{comm});
     part->zero_grad();
-    test_loss(part, b).backward();
+    test::weighted_log_prob_loss(part, b).backward();
     std::vector<torch::Tensor> part_params = part->parameters();
     workers::GradientPlacement placement;
     placement.tensor_parallel = comm.get();

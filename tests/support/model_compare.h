@@ -1,0 +1,28 @@
+// Test helpers shared by the tests that check a distributed model (tensor-parallel slices, ZeRO-3 shards) against
+// the whole model: the comparison, a batch of verl's layout and a loss that reaches every parameter.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "verl/model/transformer.h"
+
+namespace verl::test {
+
+// max |a - b| / max |b|
+inline double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+// input_ids / attention_mask / position_ids [B, P+R] and responses [B, R].
+struct ModelBatch {
+  torch::Tensor input_ids, attention_mask, position_ids, responses;
+};
+
+// Log-probs (temperature 0.7) and entropy of the responses weighted by fixed numbers, in fp64.
+inline torch::Tensor weighted_log_prob_loss(model::CausalLM& m, const ModelBatch& b) {
+  auto out = model::response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(), torch::kFloat64).view(out.log_probs.sizes());
+  return (out.log_probs.to(torch::kFloat64) * w).sum() + 0.3 * out.entropy.to(torch::kFloat64).sum();
+}
+
+}  // namespace verl::test
