@@ -7,6 +7,7 @@
 
 #include "verl/common/error.h"
 #include "verl/model/decode_attention.h"
+#include "verl/model/decode_kernels.h"
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/parallel/tensor_parallel.h"
 
@@ -137,8 +138,60 @@ DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp) {
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
 
+namespace {
+
+SkinnyProjection projection(const torch::nn::Linear& linear) { return {linear->weight, linear->bias}; }
+
+// Whether a decode step (one new token per row, a KV cache) can run on the fused kernels of
+// model/decode_kernels.h: fp32 on an AVX2 + FMA CPU, no gradients, no tensor parallelism (whose row-parallel
+// projections reduce over the group), every width a multiple of 8.
+bool fused_decode_applies(const DecoderLayerImpl& layer, const torch::Tensor& x, const KVCache* cache) {
+  const auto& attn = *layer.self_attn;
+  return cache != nullptr && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) && !attn.tp.active() &&
+         attn.head_dim % 8 == 0 && layer.mlp->gate_proj->weight.size(0) % 8 == 0 &&
+         attn.q_proj->weight.scalar_type() == torch::kFloat32 && cache->k[0].scalar_type() == torch::kFloat32;
+}
+
+// The decoder layer's math for one token per row, on the decode kernels: the same operations as the general
+// path (norm, q/k/v, rotary, cache write, attention, o + skip, norm, gate/up, SiLU, down + skip) in fewer
+// passes over [B, hidden] tensors.
+torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x, const torch::Tensor& cos,
+                                 const torch::Tensor& sin, const torch::Tensor& mask_bias, KVCache& cache,
+                                 int64_t index) {
+  auto& attn = *layer.self_attn;
+  const int64_t B = x.size(0), H = x.size(2), D = attn.head_dim;
+  const int64_t Hq = attn.num_heads, Hkv = attn.num_kv_heads;
+  const auto x2 = x.reshape({B, H});
+  const auto normed = rms_norm_rows(x2, layer.input_layernorm->weight, layer.input_layernorm->eps);
+  auto qkv = skinny_linear(normed, {projection(attn.q_proj), projection(attn.k_proj), projection(attn.v_proj)});
+  auto q = qkv[0], k = qkv[1];
+  if (attn.q_norm) {
+    q = rms_norm_rows(q.view({B * Hq, D}), attn.q_norm->weight, attn.q_norm->eps).view({B, Hq * D});
+    k = rms_norm_rows(k.view({B * Hkv, D}), attn.k_norm->weight, attn.k_norm->eps).view({B, Hkv * D});
+  }
+  const auto q_rot = rotary_rows(q, Hq, cos, sin);  // [B,Hq,D]
+  const auto k_rot = rotary_rows(k, Hkv, cos, sin);  // [B,Hkv,D]
+  const int64_t start = cache.length;
+  VERL_ASSERT(start + 1 <= cache.capacity, kComponent, "KV cache overflow");
+  cache.k[index].narrow(2, start, 1).copy_(k_rot.view({B, Hkv, 1, D}));
+  cache.v[index].narrow(2, start, 1).copy_(qkv[2].view({B, Hkv, 1, D}));
+  const auto keys = cache.k[index].narrow(2, 0, start + 1), vals = cache.v[index].narrow(2, 0, start + 1);
+  const auto attended = decode_attention(q_rot.view({B, Hkv, Hq / Hkv, D}), keys, vals, mask_bias, attn.scaling);
+  const auto h = skinny_linear(attended.view({B, Hq * D}), projection(attn.o_proj), x2);
+  auto& mlp = *layer.mlp;
+  const auto normed2 = rms_norm_rows(h, layer.post_attention_layernorm->weight, layer.post_attention_layernorm->eps);
+  auto gate_up = skinny_linear(normed2, {projection(mlp.gate_proj), projection(mlp.up_proj)});
+  const auto act = silu_mul(gate_up[0], gate_up[1]);
+  return skinny_linear(act, projection(mlp.down_proj), h).view({B, 1, H});
+}
+
+}  // namespace
+
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
+  if (fused_decode_applies(*this, x, cache)) {
+    return fused_decode_layer(*this, x, cos, sin, mask_bias, *cache, layer);
+  }
   auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
@@ -218,6 +271,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
     }
   }
   if (cache) cache->length += T;
+  if (cache && T == 1 && decode_kernels_apply(h) && norm->weight.scalar_type() == torch::kFloat32) {
+    return rms_norm_rows(h.reshape({B, -1}), norm->weight, norm->eps).view(h.sizes());
+  }
   return norm->forward(h);
 }
 

@@ -1,11 +1,15 @@
 #include "verl/rollout/generator.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "verl/common/error.h"
 #include "verl/common/stopwatch.h"
+#include "verl/model/decode_kernels.h"
 #include "verl/model/tensor_parallel_model.h"
 
 namespace verl::rollout {
@@ -34,7 +38,8 @@ SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout,
 torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature, int64_t top_k, double top_p) {
   VERL_CHECK(temperature > 0, kComponent, "temperature must be positive for sampling, got ", temperature);
   VERL_CHECK(top_p > 0 && top_p <= 1, kComponent, "top_p must be in (0, 1], got ", top_p);
-  auto logits = logits_in.to(torch::kFloat32) / temperature;
+  // Dividing by 1 changes no bit; skipping it saves a pass over [batch, vocab] per decode step.
+  auto logits = temperature == 1.0 ? logits_in.to(torch::kFloat32) : logits_in.to(torch::kFloat32) / temperature;
   const int64_t V = logits.size(-1);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   if (top_k > 0 && top_k < V) {
@@ -54,9 +59,57 @@ torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature,
   return probs;
 }
 
+namespace {
+// The decode step's LM head [rows, hidden] x [vocab, hidden]^T on the skinny kernel (model/decode_kernels.h)
+// when it applies: OpenBLAS packs the whole vocabulary matrix for a few dozen rows each step.
+torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hidden) {
+  if (!model->tp.active() && model->head == model::HeadKind::LM && model::decode_kernels_apply(hidden)) {
+    const auto& weight = model->lm_head ? model->lm_head->weight : model->model->embed_tokens->weight;
+    if (weight.scalar_type() == torch::kFloat32) return model::skinny_linear(hidden, {{weight, {}}}).front();
+  }
+  return model->logits(hidden);
+}
+
+// sample_from_probs on the CPU without materializing the fp64 cdf: per row, the same sequential fp64 running
+// sum as cumsum, stopped at the first index whose cdf exceeds the target, so the same token comes out.
+torch::Tensor sample_rows_cpu(const torch::Tensor& probs_in, const torch::Tensor& u_in) {
+  const auto probs = probs_in.contiguous();
+  const auto u = u_in.contiguous();
+  const int64_t b = probs.size(0), V = probs.size(1);
+  auto idx = torch::empty({b}, torch::kInt64);
+  const float* p = probs.data_ptr<float>();
+  const double* up = u.data_ptr<double>();
+  int64_t* out = idx.data_ptr<int64_t>();
+  at::parallel_for(0, b, 8, [&](int64_t begin, int64_t end) {
+    std::vector<double> cdf(static_cast<size_t>(V));
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = p + r * V;
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) cdf[v] = sum += static_cast<double>(row[v]);
+      const double target = up[r] * sum;
+      // The number of cdf values <= target (cdf never decreases), as (cdf <= target).sum() counts them.
+      const int64_t chosen_raw = std::upper_bound(cdf.begin(), cdf.end(), target) - cdf.begin();
+      int64_t chosen = std::min(chosen_raw, V - 1);
+      // Rounding may land on a zero-probability token: step back to the last positive one.
+      if (!(row[chosen] > 0)) {
+        for (int64_t v = V - 1; v >= 0; --v) {
+          if (row[v] > 0) {
+            chosen = v;
+            break;
+          }
+        }
+      }
+      out[r] = chosen;
+    }
+  });
+  return idx;
+}
+}  // namespace
+
 torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& generator) {
   const int64_t b = probs.size(0), V = probs.size(1);
   auto u = torch::empty({b, 1}, torch::kFloat64).uniform_(0.0, 1.0, generator).to(probs.device());
+  if (probs.device().is_cpu() && probs.scalar_type() == torch::kFloat32) return sample_rows_cpu(probs, u);
   auto cdf = probs.to(torch::kFloat64).cumsum(-1);
   auto target = u * cdf.narrow(-1, V - 1, 1);
   // First index whose cdf exceeds the target; zero-probability tokens can never be chosen.
@@ -168,7 +221,7 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
       cache.select_rows(keep);
     }
     auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
-    logits = model->logits(step_hidden.squeeze(1)).to(torch::kFloat32);
+    logits = decode_step_logits(model, step_hidden.squeeze(1)).to(torch::kFloat32);
     next_pos = next_pos + 1;
     ++decode_steps;
   }

@@ -1,0 +1,46 @@
+// CPU kernels for the rollout's decode step (one new token per row), fp32, AVX2 + FMA, no gradients.
+//
+// At batch 64 a decode step is ~50 small ops per layer on [64, hidden] tensors. Profiled on the 25M bench
+// model (bench/RESULTS.md): OpenBLAS runs the [64, K] x [K, N] projections at ~110 GFLOP/s, packing the
+// whole weight matrix for 64 rows each call, and LibTorch runs RMSNorm's mean, SiLU and the rotary ops one
+// by one, single-threaded below 32768 elements. These kernels do the same math in fewer passes:
+//   - skinny_linear: y = x W^T (+ bias) (+ residual) as dot products of 4 rows of x against 3 rows of W in
+//     registers, W read in its stored layout (no packing), columns spread over the intra-op threads; several
+//     projections of the same x (q, k, v; gate, up) share one parallel region.
+//   - rms_norm_rows, silu_mul, rotary_rows: one pass each.
+// Rounding differs from LibTorch's at the 1e-7 relative level (other summation orders); transformer.cpp
+// uses them only for the decode step, where the KV-cache tests hold decode logits to the full forward's.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace verl::model {
+
+// Whether the kernels can run on x: an AVX2 + FMA CPU, an fp32 CPU tensor whose last dimension is a multiple
+// of 8, and no gradient wanted (grad mode off).
+bool decode_kernels_apply(const torch::Tensor& x);
+
+// One projection: weight [N, K] as stored by torch::nn::Linear; bias [N] or undefined.
+struct SkinnyProjection {
+  torch::Tensor weight;
+  torch::Tensor bias;
+};
+
+// x [M, K] -> one [M, N_i] output per projection: x W_i^T + b_i.
+std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vector<SkinnyProjection>& projections);
+// x W^T + b + residual, residual [M, N] (the decoder layer's skip connection, added in the same pass).
+torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual);
+
+// HF's RMSNorm over the last dimension of x [M, H]: weight * (x * rsqrt(mean(x^2) + eps)).
+torch::Tensor rms_norm_rows(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// silu(gate) * up, elementwise; both [M, N].
+torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up);
+
+// HF's rotary embedding for one position per row: x [B, heads * D] (heads side by side), cos / sin [B, D];
+// returns [B, heads, D] with x * cos + rotate_half(x) * sin per head.
+torch::Tensor rotary_rows(const torch::Tensor& x, int64_t heads, const torch::Tensor& cos, const torch::Tensor& sin);
+
+}  // namespace verl::model

@@ -1,0 +1,259 @@
+#include "verl/model/decode_kernels.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "simd_math.h"
+#include "verl/common/error.h"
+
+namespace verl::model {
+namespace {
+
+constexpr const char* kComponent = "model";
+using simd::exp8;
+using simd::hsum8;
+
+// Columns of one work item of skinny_linear: 8 tiles of 3. Enough work per item to be worth a thread at
+// decode sizes, and enough items (hidden 512 -> 22) to balance two or more threads.
+constexpr int64_t kTileColumns = 3;
+constexpr int64_t kItemColumns = 8 * kTileColumns;
+// Below this many multiply-adds per parallel chunk, waking the other threads costs more than it saves.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+
+// C[i][j] = A[i] . W[j] (+ bias[j]) (+ R[i][j]) for MR rows of A and NR rows of W, K a multiple of 8. The
+// MR x NR accumulators stay in registers (12 + 3 + 1 of AVX2's 16 at 4 x 3); each W row is read once per tile
+// in its stored layout.
+template <int MR, int NR>
+VERL_AVX2 void dot_tile(const float* A, int64_t lda, const float* W, int64_t ldw, int64_t K, float* C, int64_t ldc,
+                        const float* bias, const float* R, int64_t ldr) {
+  __m256 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; k += 8) {
+    __m256 w[NR];
+    for (int j = 0; j < NR; ++j) w[j] = _mm256_loadu_ps(W + j * ldw + k);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 a = _mm256_loadu_ps(A + i * lda + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(a, w[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) {
+      float v = hsum8(acc[i][j]);
+      if (bias) v += bias[j];
+      if (R) v += R[i * ldr + j];
+      C[i * ldc + j] = v;
+    }
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, const float*,
+                        const float*, int64_t);
+
+template <int MR>
+TileFn tile_for_columns(int64_t nr) {
+  switch (nr) {
+    case 3: return dot_tile<MR, 3>;
+    case 2: return dot_tile<MR, 2>;
+    default: return dot_tile<MR, 1>;
+  }
+}
+
+TileFn tile_for(int64_t mr, int64_t nr) {
+  switch (mr) {
+    case 4: return tile_for_columns<4>(nr);
+    case 3: return tile_for_columns<3>(nr);
+    case 2: return tile_for_columns<2>(nr);
+    default: return tile_for_columns<1>(nr);
+  }
+}
+
+struct Job {
+  const float* weight;
+  const float* bias;      // or null
+  const float* residual;  // or null
+  float* out;
+  int64_t n;
+};
+
+// Columns [c0, c1) of one projection, every row of x.
+void run_columns(const float* x, int64_t M, int64_t K, const Job& job, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; c += kTileColumns) {
+    const int64_t nr = std::min(kTileColumns, c1 - c);
+    for (int64_t i = 0; i < M; i += 4) {
+      const int64_t mr = std::min<int64_t>(4, M - i);
+      tile_for(mr, nr)(x + i * K, K, job.weight + c * K, K, K, job.out + i * job.n + c, job.n,
+                       job.bias ? job.bias + c : nullptr, job.residual ? job.residual + i * job.n + c : nullptr,
+                       job.n);
+    }
+  }
+}
+
+void check_projection(const torch::Tensor& x, const SkinnyProjection& p) {
+  const int64_t K = x.size(1);
+  VERL_CHECK(p.weight.dim() == 2 && p.weight.size(1) == K && p.weight.scalar_type() == torch::kFloat32 &&
+                 p.weight.device().is_cpu(),
+             kComponent, "skinny_linear: weight must be fp32 [N, ", K, "] on the CPU, got ", p.weight.scalar_type(),
+             " ", p.weight.sizes());
+  if (p.bias.defined()) {
+    VERL_CHECK(p.bias.dim() == 1 && p.bias.size(0) == p.weight.size(0) && p.bias.scalar_type() == torch::kFloat32,
+               kComponent, "skinny_linear: bias must be fp32 [", p.weight.size(0), "], got ", p.bias.sizes());
+  }
+}
+
+std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vector<SkinnyProjection>& projections,
+                                      const torch::Tensor& residual_in) {
+  VERL_CHECK(x_in.dim() == 2 && decode_kernels_apply(x_in), kComponent,
+             "skinny_linear needs fp32 x [M, K] on an AVX2 + FMA CPU with K a multiple of 8 and no gradients, got ",
+             x_in.scalar_type(), " ", x_in.sizes());
+  const auto x = x_in.contiguous();
+  const int64_t M = x.size(0), K = x.size(1);
+  std::vector<torch::Tensor> weights, biases, outs;
+  std::vector<Job> jobs;
+  torch::Tensor residual;
+  for (const auto& p : projections) {
+    check_projection(x, p);
+    weights.push_back(p.weight.contiguous());
+    biases.push_back(p.bias.defined() ? p.bias.contiguous() : torch::Tensor());
+    outs.push_back(torch::empty({M, p.weight.size(0)}, x.options()));
+    if (residual_in.defined()) {
+      VERL_CHECK(residual_in.dim() == 2 && residual_in.size(0) == M && residual_in.size(1) == p.weight.size(0) &&
+                     residual_in.scalar_type() == torch::kFloat32,
+                 kComponent, "skinny_linear: residual must be fp32 [", M, ", ", p.weight.size(0), "], got ",
+                 residual_in.sizes());
+      residual = residual_in.contiguous();
+    }
+    jobs.push_back({weights.back().data_ptr<float>(), biases.back().defined() ? biases.back().data_ptr<float>() : nullptr,
+                    residual.defined() ? residual.data_ptr<float>() : nullptr, outs.back().data_ptr<float>(),
+                    p.weight.size(0)});
+  }
+  // Work items: kItemColumns columns of one projection each, all projections in one index space.
+  std::vector<std::pair<size_t, int64_t>> items;  // (projection, first column)
+  for (size_t j = 0; j < jobs.size(); ++j)
+    for (int64_t c = 0; c < jobs[j].n; c += kItemColumns) items.emplace_back(j, c);
+  const int64_t macs_per_item = std::max<int64_t>(1, M * kItemColumns * K);
+  const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / macs_per_item);
+  const float* xp = x.data_ptr<float>();
+  at::parallel_for(0, static_cast<int64_t>(items.size()), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const auto& [j, c] = items[t];
+      run_columns(xp, M, K, jobs[j], c, std::min(c + kItemColumns, jobs[j].n));
+    }
+  });
+  return outs;
+}
+
+VERL_AVX2 void rms_norm_row(const float* x, const float* w, int64_t H, float eps, float* out) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t h = 0; h < H; h += 8) {
+    const __m256 v = _mm256_loadu_ps(x + h);
+    acc = _mm256_fmadd_ps(v, v, acc);
+  }
+  const float r = 1.0f / std::sqrt(hsum8(acc) / static_cast<float>(H) + eps);
+  const __m256 rv = _mm256_set1_ps(r);
+  for (int64_t h = 0; h < H; h += 8) {
+    _mm256_storeu_ps(out + h, _mm256_mul_ps(_mm256_loadu_ps(w + h), _mm256_mul_ps(_mm256_loadu_ps(x + h), rv)));
+  }
+}
+
+VERL_AVX2 void silu_mul_range(const float* g, const float* u, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i);
+    const __m256 e = exp8(_mm256_xor_ps(gv, sign));  // exp(-g)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+}  // namespace
+
+bool decode_kernels_apply(const torch::Tensor& x) {
+  return simd::cpu_has_avx2_fma() && x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
+         x.dim() >= 1 && x.size(-1) % 8 == 0 && !torch::GradMode::is_enabled();
+}
+
+std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vector<SkinnyProjection>& projections) {
+  return run_skinny(x, projections, torch::Tensor());
+}
+
+torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual) {
+  return run_skinny(x, {projection}, residual).front();
+}
+
+torch::Tensor rms_norm_rows(const torch::Tensor& x_in, const torch::Tensor& weight_in, double eps) {
+  VERL_CHECK(x_in.dim() == 2 && decode_kernels_apply(x_in), kComponent,
+             "rms_norm_rows needs fp32 x [M, H] (H a multiple of 8) on an AVX2 + FMA CPU, got ", x_in.sizes());
+  VERL_CHECK(weight_in.numel() == x_in.size(1) && weight_in.scalar_type() == torch::kFloat32, kComponent,
+             "rms_norm_rows: weight must be fp32 [", x_in.size(1), "], got ", weight_in.sizes());
+  const auto x = x_in.contiguous();
+  const auto weight = weight_in.contiguous();
+  const int64_t M = x.size(0), H = x.size(1);
+  auto out = torch::empty_like(x);
+  const float* xp = x.data_ptr<float>();
+  const float* wp = weight.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  const float e = static_cast<float>(eps);
+  at::parallel_for(0, M, std::max<int64_t>(1, 65536 / H), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) rms_norm_row(xp + i * H, wp, H, e, op + i * H);
+  });
+  return out;
+}
+
+torch::Tensor silu_mul(const torch::Tensor& gate_in, const torch::Tensor& up_in) {
+  // Any width: the tail past the last multiple of 8 is done in scalar code.
+  const auto fp32_cpu = [](const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32; };
+  VERL_CHECK(gate_in.sizes() == up_in.sizes() && fp32_cpu(gate_in) && fp32_cpu(up_in) && simd::cpu_has_avx2_fma() &&
+                 !torch::GradMode::is_enabled(),
+             kComponent, "silu_mul needs two fp32 tensors of one shape on an AVX2 + FMA CPU, got ", gate_in.sizes(),
+             " and ", up_in.sizes());
+  const auto gate = gate_in.contiguous(), up = up_in.contiguous();
+  auto out = torch::empty_like(gate);
+  const float* g = gate.data_ptr<float>();
+  const float* u = up.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  constexpr int64_t kChunk = 4096;  // elements per task: a multiple of 8
+  const int64_t n = gate.numel(), chunks = (n + kChunk - 1) / kChunk;
+  at::parallel_for(0, chunks, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t start = c * kChunk;
+      silu_mul_range(g + start, u + start, o + start, std::min(kChunk, n - start));
+    }
+  });
+  return out;
+}
+
+torch::Tensor rotary_rows(const torch::Tensor& x_in, int64_t heads, const torch::Tensor& cos_in,
+                          const torch::Tensor& sin_in) {
+  VERL_CHECK(x_in.dim() == 2 && heads > 0 && x_in.size(1) % heads == 0 && x_in.scalar_type() == torch::kFloat32,
+             kComponent, "rotary_rows: x must be fp32 [B, heads * D], got ", x_in.sizes(), " for ", heads, " heads");
+  const int64_t B = x_in.size(0), D = x_in.size(1) / heads, half = D / 2;
+  VERL_CHECK(D % 2 == 0 && cos_in.numel() == B * D && sin_in.numel() == B * D &&
+                 cos_in.scalar_type() == torch::kFloat32 && sin_in.scalar_type() == torch::kFloat32,
+             kComponent, "rotary_rows: cos / sin must be fp32 [", B, ", ", D, "], got ", cos_in.sizes());
+  const auto x = x_in.contiguous();
+  const auto cos = cos_in.reshape({B, D}).contiguous(), sin = sin_in.reshape({B, D}).contiguous();
+  auto out = torch::empty({B, heads, D}, x.options());
+  const float* xp = x.data_ptr<float>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const float* c = cp + b * D;
+    const float* s = sp + b * D;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* xi = xp + (b * heads + h) * D;
+      float* o = op + (b * heads + h) * D;
+      // x * cos + rotate_half(x) * sin, rotate_half(x) = [-x[half:], x[:half]].
+      for (int64_t d = 0; d < half; ++d) o[d] = xi[d] * c[d] + (-xi[d + half]) * s[d];
+      for (int64_t d = half; d < D; ++d) o[d] = xi[d] * c[d] + xi[d - half] * s[d];
+    }
+  }
+  return out;
+}
+
+}  // namespace verl::model

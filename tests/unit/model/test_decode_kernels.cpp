@@ -1,0 +1,164 @@
+// The decode-step kernels (model/decode_kernels.h) against the LibTorch formulas they replace, computed in
+// fp64; the fused decode layer against the general path; the CPU sampler against the tensor-op sampler.
+#include <gtest/gtest.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "verl/common/error.h"
+#include "verl/model/decode_kernels.h"
+#include "verl/model/transformer.h"
+#include "verl/rollout/generator.h"
+
+namespace verl::model {
+namespace {
+
+bool kernels_here() {
+  torch::NoGradGuard no_grad;
+  return decode_kernels_apply(torch::zeros({1, 8}));
+}
+
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the decode step keeps LibTorch's ops";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  // Rows 1..67 cover every row remainder of the 4-row tiles; 1, 2, 3, 5, 26, 50 columns every column
+  // remainder of the 3-column tiles and of the 24-column work items.
+  for (int64_t M : {1, 2, 3, 4, 5, 64, 67}) {
+    for (int64_t K : {8, 40, 512}) {
+      SCOPED_TRACE("M " + std::to_string(M) + " K " + std::to_string(K));
+      auto x = torch::randn({M, K});
+      std::vector<SkinnyProjection> ps;
+      for (int64_t N : {1, 2, 3, 5, 26, 50}) {
+        ps.push_back({torch::randn({N, K}), N % 2 ? torch::randn({N}) : torch::Tensor()});
+      }
+      auto outs = skinny_linear(x, ps);
+      ASSERT_EQ(outs.size(), ps.size());
+      for (size_t i = 0; i < ps.size(); ++i) {
+        auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[i].weight.to(torch::kFloat64),
+                                                  ps[i].bias.defined() ? ps[i].bias.to(torch::kFloat64) : torch::Tensor());
+        ASSERT_EQ(outs[i].sizes(), want.sizes());
+        EXPECT_LT(max_abs(outs[i], want), 2e-5 * std::sqrt(static_cast<double>(K))) << "projection " << i;
+      }
+      // With the skip connection added in the same pass.
+      auto residual = torch::randn({M, 26});
+      auto got = skinny_linear(x, ps[4], residual);
+      auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[4].weight.to(torch::kFloat64)) +
+                  residual.to(torch::kFloat64);
+      EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
+    }
+  }
+}
+
+TEST(DecodeKernels, NormSiluAndRotaryMatchHFFormulas) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  auto x = torch::randn({5, 48}) * 3, w = torch::randn({48});
+  auto xd = x.to(torch::kFloat64);
+  auto want_norm = w.to(torch::kFloat64) * (xd * torch::rsqrt(xd.pow(2).mean(-1, true) + 1e-6));
+  EXPECT_LT(max_abs(rms_norm_rows(x, w, 1e-6), want_norm), 1e-5);
+
+  // Large |gate| included: exp(-gate) overflows / underflows fp32 there.
+  auto gate = torch::cat({torch::randn({3, 40}) * 4, torch::tensor({-120.f, -90.f, 0.f, 90.f, 120.f}).repeat({3, 1})}, 1);
+  auto up = torch::randn({3, 45});
+  auto gd = gate.to(torch::kFloat64);
+  auto want_act = gd * torch::sigmoid(gd) * up.to(torch::kFloat64);
+  EXPECT_LT(max_abs(silu_mul(gate, up), want_act), 1e-5);
+
+  const int64_t B = 3, heads = 2, D = 16;
+  auto q = torch::randn({B, heads * D});
+  auto angle = torch::rand({B, D / 2}) * 10;
+  auto emb = torch::cat({angle, angle}, -1);
+  auto cos = emb.cos(), sin = emb.sin();
+  auto qh = q.view({B, heads, D}).to(torch::kFloat64);
+  auto rotated = torch::cat({-qh.narrow(-1, D / 2, D / 2), qh.narrow(-1, 0, D / 2)}, -1);
+  auto want_rot = qh * cos.to(torch::kFloat64).unsqueeze(1) + rotated * sin.to(torch::kFloat64).unsqueeze(1);
+  EXPECT_LT(max_abs(rotary_rows(q, heads, cos, sin), want_rot), 1e-6);
+}
+
+TEST(DecodeKernels, ApplyOnlyWithoutGradientsAndCheckShapes) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(decode_kernels_apply(torch::zeros({2, 12})));  // not a multiple of 8
+    EXPECT_FALSE(decode_kernels_apply(torch::zeros({2, 8}, torch::kFloat64)));
+    try {
+      skinny_linear(torch::zeros({2, 8}), {{torch::zeros({4, 16}), {}}});
+      ADD_FAILURE() << "a weight of the wrong width was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("weight must be fp32 [N, 8]"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(decode_kernels_apply(torch::zeros({2, 8})));  // grad mode on
+}
+
+HFConfig tiny(Arch arch) {
+  HFConfig c;
+  c.arch = arch;
+  c.vocab_size = 40;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = arch == Arch::Qwen3 ? 16 : 8;
+  c.rms_norm_eps = 1e-6;
+  return c;
+}
+
+// Decode-step logits of one model through both paths: grad mode off takes the fused kernels, grad mode on the
+// general LibTorch path (the kernels never run with gradients).
+TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  for (Arch arch : {Arch::Llama, Arch::Qwen2, Arch::Qwen3}) {
+    SCOPED_TRACE(static_cast<int>(arch));
+    CausalLM m(tiny(arch));
+    init_weights(m, 4, /*perturb=*/true);
+    auto ids = torch::tensor({{39, 39, 4, 9, 2, 17, 30, 5}, {1, 12, 7, 3, 22, 8, 13, 21}}, torch::kInt64);
+    auto mask = torch::ones_like(ids);
+    mask[0][0] = 0;
+    mask[0][1] = 0;
+    auto pos = position_ids_from_mask(mask);
+    const int64_t P = 4, L = ids.size(1);
+    auto decode = [&](bool grad) {
+      torch::AutoGradMode mode(grad);
+      KVCache cache = m->make_cache(2, L);
+      m->hidden_states(ids.narrow(1, 0, P), mask.narrow(1, 0, P), pos.narrow(1, 0, P), &cache);
+      std::vector<torch::Tensor> steps;
+      for (int64_t t = P; t < L; ++t) {
+        auto h = m->hidden_states(ids.narrow(1, t, 1), mask.narrow(1, 0, t + 1), pos.narrow(1, t, 1), &cache);
+        steps.push_back(m->logits(h).detach());
+      }
+      return steps;
+    };
+    auto fused = decode(false), general = decode(true);
+    ASSERT_EQ(fused.size(), general.size());
+    for (size_t t = 0; t < fused.size(); ++t) EXPECT_LT(max_abs(fused[t], general[t]), 1e-5) << "step " << t;
+  }
+}
+
+// The CPU sampler walks the fp64 running sum itself; the tensor-op version (cumsum, count) must agree token
+// for token on the same uniforms, zero-probability tokens included.
+TEST(DecodeKernels, CpuSamplerPicksTheTensorOpSamplersTokens) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(8);
+  const int64_t b = 200, V = 37;
+  auto probs = torch::softmax(torch::randn({b, V}) * 2, -1);
+  probs.narrow(1, 30, 7).zero_();  // a zero tail, as top-k / top-p leave it
+  probs.narrow(1, 3, 2).zero_();
+  probs = probs / probs.sum(-1, true);
+  auto gen_a = at::detail::createCPUGenerator(11), gen_b = at::detail::createCPUGenerator(11);
+  auto got = rollout::sample_from_probs(probs, gen_a);
+  auto u = torch::empty({b, 1}, torch::kFloat64).uniform_(0.0, 1.0, gen_b);
+  auto cdf = probs.to(torch::kFloat64).cumsum(-1);
+  auto want = (cdf <= u * cdf.narrow(-1, V - 1, 1)).sum(-1).clamp_max(V - 1);
+  EXPECT_TRUE(torch::equal(got, want));
+  EXPECT_TRUE((probs.gather(1, got.unsqueeze(1)) > 0).all().item<bool>());
+}
+
+}  // namespace
+}  // namespace verl::model
