@@ -5,7 +5,8 @@
 // whole weight matrix for 64 rows each call, and LibTorch runs RMSNorm's mean, SiLU and the rotary ops one
 // by one, single-threaded below 32768 elements. These kernels do the same math in fewer passes:
 //   - skinny_linear: y = x W^T (+ bias) (+ residual) as dot products of 4 rows of x against 3 rows of W in
-//     registers, W read in its stored layout (no packing), columns spread over the intra-op threads; several
+//     registers (4 x 4 with 512-bit vectors on an AVX-512 CPU when K is a multiple of 16), W read in its stored
+//     layout (no packing), columns spread over the intra-op threads; several
 //     projections of the same x (q, k, v; gate, up) share one parallel region.
 //   - rms_norm_rows, silu_mul, rotary_rows: one pass each.
 // Rounding differs from LibTorch's at the 1e-7 relative level (other summation orders); transformer.cpp
