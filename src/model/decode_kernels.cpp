@@ -155,18 +155,18 @@ std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vect
   const int64_t M = x.size(0), K = x.size(1);
   std::vector<torch::Tensor> weights, biases, outs;
   std::vector<Job> jobs;
-  torch::Tensor residual;
+  // Only the one-projection overload passes a residual.
+  const auto residual = residual_in.defined() ? residual_in.contiguous() : torch::Tensor();
   for (const auto& p : projections) {
     check_projection(x, p);
     weights.push_back(p.weight.contiguous());
     biases.push_back(p.bias.defined() ? p.bias.contiguous() : torch::Tensor());
     outs.push_back(torch::empty({M, p.weight.size(0)}, x.options()));
-    if (residual_in.defined()) {
-      VERL_CHECK(residual_in.dim() == 2 && residual_in.size(0) == M && residual_in.size(1) == p.weight.size(0) &&
-                     residual_in.scalar_type() == torch::kFloat32,
+    if (residual.defined()) {
+      VERL_CHECK(residual.dim() == 2 && residual.size(0) == M && residual.size(1) == p.weight.size(0) &&
+                     residual.scalar_type() == torch::kFloat32,
                  kComponent, "skinny_linear: residual must be fp32 [", M, ", ", p.weight.size(0), "], got ",
-                 residual_in.sizes());
-      residual = residual_in.contiguous();
+                 residual.sizes());
     }
     jobs.push_back({weights.back().data_ptr<float>(), biases.back().defined() ? biases.back().data_ptr<float>() : nullptr,
                     residual.defined() ? residual.data_ptr<float>() : nullptr, outs.back().data_ptr<float>(),
