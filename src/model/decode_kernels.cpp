@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "simd_math.h"
 #include "verl/common/error.h"
@@ -83,6 +84,102 @@ bool cpu_has_avx512() {
   return has;
 }
 
+// ---- The broadcast kernel over packed panels (AVX-512F) ----
+
+// Columns per packed panel: two 512-bit vectors.
+constexpr int64_t kPanelColumns = 32;
+// Rows per register tile: 8 x 2 accumulators (16 of AVX-512's 32 registers), 2 panel loads and 8 broadcasts
+// per 16 multiply-adds of each k.
+constexpr int64_t kPanelRows = 8;
+
+// C[i][0..32) = A[i] . P[:, 0..32) (+ bias) (+ R[i]) for MR rows, P one panel [K][32]; only the columns set in
+// m0 / m1 (the first and second 16) are read from bias / R and written.
+template <int MR>
+VERL_AVX512 void panel_tile(const float* A, int64_t lda, const float* P, int64_t K, float* C, int64_t ldc,
+                            __mmask16 m0, __mmask16 m1, const float* bias, const float* R, int64_t ldr) {
+  __m512 acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 w0 = _mm512_loadu_ps(P + k * kPanelColumns);
+    const __m512 w1 = _mm512_loadu_ps(P + k * kPanelColumns + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_set1_ps(A[i * lda + k]);
+      acc[i][0] = _mm512_fmadd_ps(a, w0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(a, w1, acc[i][1]);
+    }
+  }
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {
+    __m512 v0 = _mm512_add_ps(acc[i][0], b0), v1 = _mm512_add_ps(acc[i][1], b1);
+    if (R) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, R + i * ldr));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, R + i * ldr + 16));
+    }
+    _mm512_mask_storeu_ps(C + i * ldc, m0, v0);
+    _mm512_mask_storeu_ps(C + i * ldc + 16, m1, v1);
+  }
+}
+
+using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, __mmask16, __mmask16,
+                             const float*, const float*, int64_t);
+
+PanelTileFn panel_tile_for(int64_t mr) {
+  static const PanelTileFn tiles[kPanelRows] = {panel_tile<1>, panel_tile<2>, panel_tile<3>, panel_tile<4>,
+                                                panel_tile<5>, panel_tile<6>, panel_tile<7>, panel_tile<8>};
+  return tiles[mr - 1];
+}
+
+__mmask16 first_columns(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
+}
+
+// W [N, K] -> [ceil(N / 32), K, 32]: panel p holds columns [32p, 32p + 32) of x W^T, zero past N.
+torch::Tensor pack_panels(const torch::Tensor& w_in) {
+  const auto w = w_in.contiguous();
+  const int64_t N = w.size(0), K = w.size(1), panels = (N + kPanelColumns - 1) / kPanelColumns;
+  auto packed = torch::empty({panels, K, kPanelColumns}, w.options());
+  const float* src = w.data_ptr<float>();
+  float* dst = packed.data_ptr<float>();
+  at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      float* panel = dst + p * K * kPanelColumns;
+      const int64_t columns = std::min(kPanelColumns, N - p * kPanelColumns);
+      if (columns < kPanelColumns) std::fill(panel, panel + K * kPanelColumns, 0.0f);
+      // 16 k at a time so the panel lines being written stay in L1 while 32 weight rows stream past.
+      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        const int64_t kn = std::min<int64_t>(16, K - k0);
+        for (int64_t n = 0; n < columns; ++n) {
+          const float* row = src + (p * kPanelColumns + n) * K + k0;
+          for (int64_t k = 0; k < kn; ++k) panel[(k0 + k) * kPanelColumns + n] = row[k];
+        }
+      }
+    }
+  });
+  return packed;
+}
+
+struct PackedWeight {
+  const void* data;  // the weight's storage when packed
+  int64_t version;   // and its version counter: an in-place change since packing bumps it
+  int64_t n, k;
+  torch::Tensor panels;
+};
+using PackedWeights = std::unordered_map<const c10::TensorImpl*, PackedWeight>;
+
+// The innermost DecodeWeightPacking of this thread (thread-rank tests run several rollouts at once).
+thread_local const PackedWeights* active_packing = nullptr;
+
+const PackedWeight* packed_for(const torch::Tensor& w) {
+  if (active_packing == nullptr || !w.defined()) return nullptr;
+  const auto it = active_packing->find(w.unsafeGetTensorImpl());
+  if (it == active_packing->end()) return nullptr;
+  const PackedWeight& p = it->second;
+  const bool unchanged = w.dim() == 2 && w.size(0) == p.n && w.size(1) == p.k && w.data_ptr() == p.data &&
+                         w._version() == p.version;
+  return unchanged ? &p : nullptr;
+}
+
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, const float*,
                         const float*, int64_t);
 
@@ -114,11 +211,24 @@ TileFn tile_for(int64_t mr, int64_t nr, bool wide) {
 
 struct Job {
   const float* weight;
+  const float* panels;    // the packed copy (pack_panels), or null
   const float* bias;      // or null
   const float* residual;  // or null
   float* out;
   int64_t n;
 };
+
+// Panel p of a packed projection, every row of x, in tiles of kPanelRows rows.
+void run_panel(const float* x, int64_t M, int64_t K, const Job& job, int64_t p) {
+  const int64_t c = p * kPanelColumns, columns = std::min(kPanelColumns, job.n - c);
+  const __mmask16 m0 = first_columns(columns), m1 = first_columns(columns - 16);
+  const float* panel = job.panels + p * K * kPanelColumns;
+  for (int64_t i = 0; i < M; i += kPanelRows) {
+    panel_tile_for(std::min(kPanelRows, M - i))(x + i * K, K, panel, K, job.out + i * job.n + c, job.n, m0, m1,
+                                                job.bias ? job.bias + c : nullptr,
+                                                job.residual ? job.residual + i * job.n + c : nullptr, job.n);
+  }
+}
 
 // Columns [c0, c1) of one projection, every row of x, in tiles of `tile_columns` (4 wide, 3 otherwise).
 void run_columns(const float* x, int64_t M, int64_t K, const Job& job, int64_t c0, int64_t c1, bool wide) {
@@ -168,22 +278,36 @@ std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vect
                  kComponent, "skinny_linear: residual must be fp32 [", M, ", ", p.weight.size(0), "], got ",
                  residual.sizes());
     }
-    jobs.push_back({weights.back().data_ptr<float>(), biases.back().defined() ? biases.back().data_ptr<float>() : nullptr,
+    const PackedWeight* packed = packed_for(p.weight);
+    jobs.push_back({weights.back().data_ptr<float>(), packed ? packed->panels.data_ptr<float>() : nullptr,
+                    biases.back().defined() ? biases.back().data_ptr<float>() : nullptr,
                     residual.defined() ? residual.data_ptr<float>() : nullptr, outs.back().data_ptr<float>(),
                     p.weight.size(0)});
   }
-  // Work items: kItemColumns columns of one projection each, all projections in one index space.
-  std::vector<std::pair<size_t, int64_t>> items;  // (projection, first column)
-  for (size_t j = 0; j < jobs.size(); ++j)
-    for (int64_t c = 0; c < jobs[j].n; c += kItemColumns) items.emplace_back(j, c);
+  // Work items, all projections in one index space: one panel of a packed projection, or kItemColumns columns
+  // of another.
+  struct Item {
+    size_t job;
+    int64_t first, columns;
+  };
+  std::vector<Item> items;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int64_t step = jobs[j].panels ? kPanelColumns : kItemColumns;
+    for (int64_t c = 0; c < jobs[j].n; c += step) items.push_back({j, c, std::min(step, jobs[j].n - c)});
+  }
   const int64_t macs_per_item = std::max<int64_t>(1, M * kItemColumns * K);
   const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / macs_per_item);
   const float* xp = x.data_ptr<float>();
   const bool wide = K % 16 == 0 && cpu_has_avx512();
   at::parallel_for(0, static_cast<int64_t>(items.size()), grain, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const auto& [j, c] = items[t];
-      run_columns(xp, M, K, jobs[j], c, std::min(c + kItemColumns, jobs[j].n), wide);
+      const Item& item = items[t];
+      const Job& job = jobs[item.job];
+      if (job.panels) {
+        run_panel(xp, M, K, job, item.first / kPanelColumns);
+      } else {
+        run_columns(xp, M, K, job, item.first, item.first + item.columns, wide);
+      }
     }
   });
   return outs;
@@ -215,6 +339,30 @@ VERL_AVX2 void silu_mul_range(const float* g, const float* u, float* out, int64_
 }
 
 }  // namespace
+
+struct DecodeWeightPacking::Impl {
+  PackedWeights packed;
+  const PackedWeights* outer;
+};
+
+DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
+  torch::NoGradGuard no_grad;
+  if (cpu_has_avx512()) {
+    for (const auto& w : weights) {
+      const bool packable = w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 &&
+                            w.numel() > 0;
+      if (!packable || impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
+      impl_->packed.emplace(w.unsafeGetTensorImpl(),
+                            PackedWeight{w.data_ptr(), w._version(), w.size(0), w.size(1), pack_panels(w)});
+    }
+  }
+  impl_->outer = active_packing;
+  active_packing = &impl_->packed;
+}
+
+DecodeWeightPacking::~DecodeWeightPacking() { active_packing = impl_->outer; }
+
+size_t DecodeWeightPacking::size() const { return impl_->packed.size(); }
 
 bool decode_kernels_apply(const torch::Tensor& x) {
   return simd::cpu_has_avx2_fma() && x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "verl/common/error.h"
@@ -68,6 +69,18 @@ torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hi
     if (weight.scalar_type() == torch::kFloat32) return model::skinny_linear(hidden, {{weight, {}}}).front();
   }
   return model->logits(hidden);
+}
+
+// The weights the decode step multiplies by: every 2-D parameter but the input embedding, which is a lookup
+// unless it doubles as the LM head (tie_word_embeddings).
+std::vector<torch::Tensor> decode_projection_weights(model::CausalLM& model) {
+  std::vector<torch::Tensor> weights;
+  const auto* embedding = model->model->embed_tokens->weight.unsafeGetTensorImpl();
+  const bool tied = model->head == model::HeadKind::LM && !model->lm_head;
+  for (const auto& p : model->parameters()) {
+    if (p.dim() == 2 && (tied || p.unsafeGetTensorImpl() != embedding)) weights.push_back(p);
+  }
+  return weights;
 }
 
 // sample_from_probs on the CPU without materializing the fp64 cdf: per row, the same sequential fp64 running
@@ -188,6 +201,9 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   const double prefill_seconds = prefill_watch.wall_seconds(), prefill_cpu_seconds = prefill_watch.cpu_seconds();
   Stopwatch decode_watch;
   int64_t decode_steps = 0;
+  // The decode step's projections on packed copies of the weights (model/decode_kernels.h), for this call only.
+  std::optional<model::DecodeWeightPacking> packing;
+  if (R > 1 && !model->tp.active() && device.is_cpu()) packing.emplace(decode_projection_weights(model));
   for (int64_t t = 0; t < R; ++t) {
     torch::Tensor tokens;
     if (greedy) {

@@ -53,6 +53,73 @@ TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
   }
 }
 
+// The broadcast kernel over packed panels: every row remainder of its 8-row tiles, column counts around the
+// 16 / 32-column masks, K not a multiple of 16, bias and skip connection; against fp64.
+TEST(DecodeKernels, PackedWeightsMatchLinearForEveryTileShape) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(15);
+  for (int64_t K : {8, 40, 512}) {
+    std::vector<SkinnyProjection> ps;
+    for (int64_t N : {1, 5, 16, 17, 31, 32, 33, 70}) {
+      ps.push_back({torch::randn({N, K}), N % 2 ? torch::randn({N}) : torch::Tensor()});
+    }
+    std::vector<torch::Tensor> weights;
+    for (const auto& p : ps) weights.push_back(p.weight);
+    DecodeWeightPacking packing(weights);
+    if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
+    ASSERT_EQ(packing.size(), ps.size());
+    for (int64_t M : {1, 3, 8, 9, 15, 64, 67}) {
+      SCOPED_TRACE("M " + std::to_string(M) + " K " + std::to_string(K));
+      auto x = torch::randn({M, K});
+      auto outs = skinny_linear(x, ps);
+      for (size_t i = 0; i < ps.size(); ++i) {
+        auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[i].weight.to(torch::kFloat64),
+                                                  ps[i].bias.defined() ? ps[i].bias.to(torch::kFloat64) : torch::Tensor());
+        ASSERT_EQ(outs[i].sizes(), want.sizes());
+        EXPECT_LT(max_abs(outs[i], want), 2e-5 * std::sqrt(static_cast<double>(K))) << "projection " << i;
+      }
+      auto residual = torch::randn({M, 33});
+      auto got = skinny_linear(x, ps[6], residual);
+      auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[6].weight.to(torch::kFloat64),
+                                                ps[6].bias.to(torch::kFloat64)) + residual.to(torch::kFloat64);
+      EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
+    }
+  }
+}
+
+// The packed copy is what runs while the scope lives, and only while the weight is unchanged: a write through
+// the data pointer (no version bump) is not seen, an in-place op (which bumps the version) is, and so is
+// everything after the scope ends.
+TEST(DecodeKernels, PackedWeightsAreUsedOnlyWhileUnchangedAndInScope) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(16);
+  auto x = torch::randn({9, 48});
+  auto w = torch::randn({40, 48});
+  const auto before = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
+  {
+    DecodeWeightPacking packing({w});
+    if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
+    float* raw = w.data_ptr<float>();
+    for (int64_t i = 0; i < w.numel(); ++i) raw[i] = -raw[i];  // behind the version counter's back
+    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), before), 1e-4) << "the packed copy did not run";
+    w.mul_(-1);  // back to the packed values, through an op: the version changes
+    w.add_(1);
+    auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
+    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a stale packed copy ran";
+    {
+      DecodeWeightPacking inner({w});  // nested: packs the new values, then hands back to the outer scope
+      EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+    }
+    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+  }
+  float* raw = w.data_ptr<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) raw[i] *= 2;
+  auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
+  EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a packed copy outlived its scope";
+}
+
 TEST(DecodeKernels, NormSiluAndRotaryMatchHFFormulas) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   torch::NoGradGuard no_grad;
@@ -124,8 +191,15 @@ TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
     mask[0][1] = 0;
     auto pos = position_ids_from_mask(mask);
     const int64_t P = 4, L = ids.size(1);
-    auto decode = [&](bool grad) {
+    auto decode = [&](bool grad, bool packed) {
       torch::AutoGradMode mode(grad);
+      std::vector<torch::Tensor> weights;
+      if (packed) {
+        for (const auto& p : m->parameters()) {
+          if (p.dim() == 2) weights.push_back(p);
+        }
+      }
+      DecodeWeightPacking packing(weights);
       KVCache cache = m->make_cache(2, L);
       m->hidden_states(ids.narrow(1, 0, P), mask.narrow(1, 0, P), pos.narrow(1, 0, P), &cache);
       std::vector<torch::Tensor> steps;
@@ -135,9 +209,14 @@ TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
       }
       return steps;
     };
-    auto fused = decode(false), general = decode(true);
+    // The fused step on the dot-product kernel, then on packed weights (an AVX-512F CPU), against the general path.
+    auto fused = decode(false, false), packed = decode(false, true), general = decode(true, false);
     ASSERT_EQ(fused.size(), general.size());
-    for (size_t t = 0; t < fused.size(); ++t) EXPECT_LT(max_abs(fused[t], general[t]), 1e-5) << "step " << t;
+    ASSERT_EQ(packed.size(), general.size());
+    for (size_t t = 0; t < fused.size(); ++t) {
+      EXPECT_LT(max_abs(fused[t], general[t]), 1e-5) << "step " << t;
+      EXPECT_LT(max_abs(packed[t], general[t]), 1e-5) << "packed, step " << t;
+    }
   }
 }
 
