@@ -79,6 +79,90 @@ VERL_AVX2 void head_block(const float* Q, const float* K, int64_t ks, const floa
   block_values<GB>(scores, S, V, vs, S, D, O);
 }
 
+// ---- 512-bit versions for head sizes 16, 32, 64 and 128 (DV = D / 16 vectors per head) ----
+
+// As block_scores, with the GB query heads held in registers (GB x DV <= 16 vectors) while the keys stream past.
+template <int GB, int DV>
+VERL_AVX512 void block_scores_512(const float* Q, const float* K, int64_t ks, const float* bias, int64_t S,
+                                  float scale, float* scores, int64_t score_stride) {
+  constexpr int64_t D = DV * 16;
+  __m512 q[GB][DV];
+  for (int g = 0; g < GB; ++g)
+    for (int c = 0; c < DV; ++c) q[g][c] = _mm512_loadu_ps(Q + g * D + c * 16);
+  for (int64_t s = 0; s < S; ++s) {
+    const float* k = K + s * ks;
+    __m512 kv[DV];
+    for (int c = 0; c < DV; ++c) kv[c] = _mm512_loadu_ps(k + c * 16);
+    for (int g = 0; g < GB; ++g) {
+      __m512 acc = _mm512_mul_ps(q[g][0], kv[0]);
+      for (int c = 1; c < DV; ++c) acc = _mm512_fmadd_ps(q[g][c], kv[c], acc);
+      scores[g * score_stride + s] = _mm512_reduce_add_ps(acc) * scale + bias[s];
+    }
+  }
+}
+
+// As block_values, with all GB x DV output vectors accumulating at once: one pass over the values, and enough
+// independent sums that the multiply-adds do not wait on each other.
+template <int GB, int DV>
+VERL_AVX512 void block_values_512(const float* P, int64_t p_stride, const float* V, int64_t vs, int64_t S,
+                                  float* O) {
+  constexpr int64_t D = DV * 16;
+  __m512 acc[GB][DV];
+  for (int g = 0; g < GB; ++g)
+    for (int c = 0; c < DV; ++c) acc[g][c] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < S; ++s) {
+    __m512 v[DV];
+    for (int c = 0; c < DV; ++c) v[c] = _mm512_loadu_ps(V + s * vs + c * 16);
+    for (int g = 0; g < GB; ++g) {
+      const __m512 p = _mm512_set1_ps(P[g * p_stride + s]);
+      for (int c = 0; c < DV; ++c) acc[g][c] = _mm512_fmadd_ps(p, v[c], acc[g][c]);
+    }
+  }
+  for (int g = 0; g < GB; ++g)
+    for (int c = 0; c < DV; ++c) _mm512_storeu_ps(O + g * D + c * 16, acc[g][c]);
+}
+
+template <int GB, int DV>
+VERL_AVX512 void head_block_512(const float* Q, const float* K, int64_t ks, const float* V, int64_t vs,
+                                const float* bias, int64_t S, float scale, float* scores, float* O) {
+  block_scores_512<GB, DV>(Q, K, ks, bias, S, scale, scores, S);
+  for (int g = 0; g < GB; ++g) softmax_row(scores + g * S, S);
+  block_values_512<GB, DV>(scores, S, V, vs, S, O);
+}
+
+// One (row, kv head) with D = DV * 16: blocks of up to 4 query heads, at most 16 vectors of them in registers.
+template <int DV>
+VERL_AVX512 void attend_512(const float* Q, const float* K, int64_t ks, const float* V, int64_t vs,
+                            const float* bias, int64_t G, int64_t S, float scale, float* scores, float* O) {
+  constexpr int64_t D = DV * 16;
+  constexpr int kBlock = DV <= 4 ? 4 : 2;
+  int64_t g = 0;
+  for (; g + kBlock <= G; g += kBlock) {
+    head_block_512<kBlock, DV>(Q + g * D, K, ks, V, vs, bias, S, scale, scores, O + g * D);
+  }
+  switch (G - g) {
+    case 3: head_block_512<3, DV>(Q + g * D, K, ks, V, vs, bias, S, scale, scores, O + g * D); break;
+    case 2: head_block_512<2, DV>(Q + g * D, K, ks, V, vs, bias, S, scale, scores, O + g * D); break;
+    case 1: head_block_512<1, DV>(Q + g * D, K, ks, V, vs, bias, S, scale, scores, O + g * D); break;
+    default: break;
+  }
+}
+
+using AttendFn = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t,
+                          float, float*, float*);
+
+// The 512-bit kernel for this head size, or null (then the AVX2 one runs).
+AttendFn attend_512_for(int64_t D) {
+  if (!simd::cpu_has_avx512f()) return nullptr;
+  switch (D) {
+    case 16: return attend_512<1>;
+    case 32: return attend_512<2>;
+    case 64: return attend_512<4>;
+    case 128: return attend_512<8>;
+    default: return nullptr;
+  }
+}
+
 // One (row, kv head): its G query heads in blocks of up to 4.
 VERL_AVX2 void attend(const float* Q, const float* K, int64_t ks, const float* V, int64_t vs, const float* bias,
                       int64_t G, int64_t S, int64_t D, float scale, float* scores, float* O) {
@@ -126,12 +210,18 @@ torch::Tensor decode_attention(const torch::Tensor& q_in, const torch::Tensor& k
   const int64_t ks0 = keys.stride(0), ks1 = keys.stride(1), ks2 = keys.stride(2);
   const int64_t vs0 = vals.stride(0), vs1 = vals.stride(1), vs2 = vals.stride(2);
   const float scale = static_cast<float>(scaling);
+  const AttendFn wide = attend_512_for(D);
   at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores(static_cast<size_t>(4 * S));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / Hkv, h = item % Hkv;
-      attend(qp + item * G * D, kp + b * ks0 + h * ks1, ks2, vp + b * vs0 + h * vs1, vs2, bp + b * S, G, S, D,
-             scale, scores.data(), op + item * G * D);
+      const float* k = kp + b * ks0 + h * ks1;
+      const float* v = vp + b * vs0 + h * vs1;
+      if (wide) {
+        wide(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, scale, scores.data(), op + item * G * D);
+      } else {
+        attend(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, D, scale, scores.data(), op + item * G * D);
+      }
     }
   });
   return out;

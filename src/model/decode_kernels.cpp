@@ -50,8 +50,6 @@ VERL_AVX2 void dot_tile(const float* A, int64_t lda, const float* W, int64_t ldw
   }
 }
 
-#define VERL_AVX512 __attribute__((target("avx512f,fma")))
-
 // The same tile with 512-bit vectors, 4 x 4 (16 of AVX-512's 32 registers), K a multiple of 16. On a CPU with
 // full-width AVX-512 it doubles the multiply-adds per instruction: measured alone at 64 rows, 247-294 GFLOP/s
 // against 155-192 for the AVX2 tile (bench/RESULTS.md).
@@ -79,10 +77,6 @@ VERL_AVX512 void dot_tile_512(const float* A, int64_t lda, const float* W, int64
   }
 }
 
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && simd::cpu_has_avx2_fma();
-  return has;
-}
 
 // ---- The broadcast kernel over packed panels (AVX-512F) ----
 
@@ -119,6 +113,54 @@ VERL_AVX512 void panel_tile(const float* A, int64_t lda, const float* P, int64_t
     _mm512_mask_storeu_ps(C + i * ldc, m0, v0);
     _mm512_mask_storeu_ps(C + i * ldc + 16, m1, v1);
   }
+}
+
+// silu(x Wg^T + bg) * (x Wu^T + bu) for MR rows and one panel of each of gate (G) and up (U): 4 x MR
+// accumulators, the activation applied in registers before the only store.
+template <int MR>
+VERL_AVX512 void glu_panel_tile(const float* A, int64_t lda, const float* G, const float* U, int64_t K, float* C,
+                                int64_t ldc, __mmask16 m0, __mmask16 m1, const float* gate_bias,
+                                const float* up_bias) {
+  __m512 g[MR][2], u[MR][2];
+  for (int i = 0; i < MR; ++i) g[i][0] = g[i][1] = u[i][0] = u[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 g0 = _mm512_loadu_ps(G + k * kPanelColumns), g1 = _mm512_loadu_ps(G + k * kPanelColumns + 16);
+    const __m512 u0 = _mm512_loadu_ps(U + k * kPanelColumns), u1 = _mm512_loadu_ps(U + k * kPanelColumns + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_set1_ps(A[i * lda + k]);
+      g[i][0] = _mm512_fmadd_ps(a, g0, g[i][0]);
+      g[i][1] = _mm512_fmadd_ps(a, g1, g[i][1]);
+      u[i][0] = _mm512_fmadd_ps(a, u0, u[i][0]);
+      u[i][1] = _mm512_fmadd_ps(a, u1, u[i][1]);
+    }
+  }
+  const __mmask16 masks[2] = {m0, m1};
+  __m512 gb[2], ub[2];
+  for (int j = 0; j < 2; ++j) {
+    gb[j] = gate_bias ? _mm512_maskz_loadu_ps(masks[j], gate_bias + 16 * j) : _mm512_setzero_ps();
+    ub[j] = up_bias ? _mm512_maskz_loadu_ps(masks[j], up_bias + 16 * j) : _mm512_setzero_ps();
+  }
+  const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const __m512 gv = _mm512_add_ps(g[i][j], gb[j]), uv = _mm512_add_ps(u[i][j], ub[j]);
+      const __m512 e = simd::exp16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(gv),
+                                                                        _mm512_castps_si512(sign))));  // exp(-g)
+      _mm512_mask_storeu_ps(C + i * ldc + 16 * j, masks[j], _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), uv));
+    }
+  }
+}
+
+// Rows per GLU tile: 6 x 4 accumulators, 4 panel loads and 6 broadcasts per 24 multiply-adds.
+constexpr int64_t kGluRows = 6;
+
+using GluTileFn = void (*)(const float*, int64_t, const float*, const float*, int64_t, float*, int64_t, __mmask16,
+                           __mmask16, const float*, const float*);
+
+GluTileFn glu_tile_for(int64_t mr) {
+  static const GluTileFn tiles[kGluRows] = {glu_panel_tile<1>, glu_panel_tile<2>, glu_panel_tile<3>,
+                                            glu_panel_tile<4>, glu_panel_tile<5>, glu_panel_tile<6>};
+  return tiles[mr - 1];
 }
 
 using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, __mmask16, __mmask16,
@@ -298,7 +340,7 @@ std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vect
   const int64_t macs_per_item = std::max<int64_t>(1, M * kItemColumns * K);
   const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / macs_per_item);
   const float* xp = x.data_ptr<float>();
-  const bool wide = K % 16 == 0 && cpu_has_avx512();
+  const bool wide = K % 16 == 0 && simd::cpu_has_avx512f();
   at::parallel_for(0, static_cast<int64_t>(items.size()), grain, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const Item& item = items[t];
@@ -347,7 +389,7 @@ struct DecodeWeightPacking::Impl {
 
 DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
   torch::NoGradGuard no_grad;
-  if (cpu_has_avx512()) {
+  if (simd::cpu_has_avx512f()) {
     for (const auto& w : weights) {
       const bool packable = w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 &&
                             w.numel() > 0;
@@ -375,6 +417,47 @@ std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vect
 
 torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual) {
   return run_skinny(x, {projection}, residual).front();
+}
+
+torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate, const SkinnyProjection& up) {
+  VERL_CHECK(x_in.dim() == 2 && decode_kernels_apply(x_in), kComponent,
+             "skinny_glu needs fp32 x [M, K] on an AVX2 + FMA CPU with K a multiple of 8 and no gradients, got ",
+             x_in.scalar_type(), " ", x_in.sizes());
+  const auto x = x_in.contiguous();
+  check_projection(x, gate);
+  check_projection(x, up);
+  VERL_CHECK(gate.weight.size(0) == up.weight.size(0), kComponent, "skinny_glu: gate ", gate.weight.sizes(),
+             " and up ", up.weight.sizes(), " must have the same number of rows");
+  const PackedWeight* g = packed_for(gate.weight);
+  const PackedWeight* u = packed_for(up.weight);
+  if (g == nullptr || u == nullptr) {
+    const auto gate_up = run_skinny(x, {gate, up}, torch::Tensor());
+    return silu_mul(gate_up[0], gate_up[1]);
+  }
+  const int64_t M = x.size(0), K = x.size(1), N = gate.weight.size(0);
+  const auto gate_bias = gate.bias.defined() ? gate.bias.contiguous() : torch::Tensor();
+  const auto up_bias = up.bias.defined() ? up.bias.contiguous() : torch::Tensor();
+  auto out = torch::empty({M, N}, x.options());
+  const float* xp = x.data_ptr<float>();
+  const float* gp = g->panels.data_ptr<float>();
+  const float* upp = u->panels.data_ptr<float>();
+  const float* gbp = gate_bias.defined() ? gate_bias.data_ptr<float>() : nullptr;
+  const float* ubp = up_bias.defined() ? up_bias.data_ptr<float>() : nullptr;
+  float* op = out.data_ptr<float>();
+  const int64_t panels = (N + kPanelColumns - 1) / kPanelColumns;
+  const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(1, 2 * M * kPanelColumns * K));
+  at::parallel_for(0, panels, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t c = p * kPanelColumns, columns = std::min(kPanelColumns, N - c);
+      const __mmask16 m0 = first_columns(columns), m1 = first_columns(columns - 16);
+      for (int64_t i = 0; i < M; i += kGluRows) {
+        glu_tile_for(std::min(kGluRows, M - i))(xp + i * K, K, gp + p * K * kPanelColumns, upp + p * K * kPanelColumns,
+                                                K, op + i * N + c, N, m0, m1, gbp ? gbp + c : nullptr,
+                                                ubp ? ubp + c : nullptr);
+      }
+    }
+  });
+  return out;
 }
 
 torch::Tensor rms_norm_rows(const torch::Tensor& x_in, const torch::Tensor& weight_in, double eps) {

@@ -180,8 +180,7 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
   const auto h = skinny_linear(attended.view({B, Hq * D}), projection(attn.o_proj), x2);
   auto& mlp = *layer.mlp;
   const auto normed2 = rms_norm_rows(h, layer.post_attention_layernorm->weight, layer.post_attention_layernorm->eps);
-  auto gate_up = skinny_linear(normed2, {projection(mlp.gate_proj), projection(mlp.up_proj)});
-  const auto act = silu_mul(gate_up[0], gate_up[1]);
+  const auto act = skinny_glu(normed2, projection(mlp.gate_proj), projection(mlp.up_proj));
   return skinny_linear(act, projection(mlp.down_proj), h).view({B, 1, H});
 }
 

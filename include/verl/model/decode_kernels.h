@@ -39,6 +39,10 @@ std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vect
 // x W^T + b + residual, residual [M, N] (the decoder layer's skip connection, added in the same pass).
 torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual);
 
+// silu(x Wg^T + bg) * (x Wu^T + bu), the MLP's gated activation [M, N]: on packed gate and up weights one
+// kernel computes both and applies the activation in registers; otherwise skinny_linear, then silu_mul.
+torch::Tensor skinny_glu(const torch::Tensor& x, const SkinnyProjection& gate, const SkinnyProjection& up);
+
 // Repacked copies of fp32 [N, K] weights for skinny_linear's broadcast kernel, in force on this thread while the
 // object lives (scopes nest). The rollout makes one per generation, after the prefill: weights do not change
 // while it runs, and the copy (the size of the packed weights) is freed when it ends. A weight whose data

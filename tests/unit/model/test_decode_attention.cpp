@@ -23,9 +23,11 @@ TEST(DecodeAttention, MatchesMatmulSoftmaxOnCacheViewsWithMaskedPositions) {
   if (!decode_attention_applies(torch::zeros({1, 1, 1, 8}), torch::zeros({1, 1, 1, 8}))) {
     GTEST_SKIP() << "no AVX2 + FMA on this CPU: the decode step keeps the matmul path";
   }
-  for (int64_t D : {64, 16, 8}) {
+  // 128, 64, 32 and 16 take the 512-bit kernel on an AVX-512F CPU (128 in blocks of two query heads), 24 and 8
+  // the AVX2 one.
+  for (int64_t D : {128, 64, 32, 24, 16, 8}) {
     // 7 = a block of four query heads and a block of three (Qwen2.5-0.5B has 7 per kv head).
-    for (int64_t G : {1, 2, 4, 7}) {
+    for (int64_t G : {1, 2, 3, 4, 7}) {
       SCOPED_TRACE("D " + std::to_string(D) + " G " + std::to_string(G));
       const int64_t B = 3, Hkv = 2, capacity = 40, S = 27;
       auto q = torch::randn({B, Hkv, G, D});

@@ -120,6 +120,42 @@ TEST(DecodeKernels, PackedWeightsAreUsedOnlyWhileUnchangedAndInScope) {
   EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a packed copy outlived its scope";
 }
 
+// The MLP's gated activation in one kernel on packed gate / up weights (and its unpacked fallback): every row
+// remainder of the 6-row tiles, widths around the 16 / 32-column masks, with and without biases, large |gate|.
+TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(17);
+  for (int64_t K : {8, 48}) {
+    for (int64_t N : {8, 16, 24, 40, 64}) {
+      for (bool bias : {false, true}) {
+        SkinnyProjection gate{torch::randn({N, K}), bias ? torch::randn({N}) * 30 : torch::Tensor()};
+        SkinnyProjection up{torch::randn({N, K}), bias ? torch::randn({N}) : torch::Tensor()};
+        for (bool packed : {false, true}) {
+          std::vector<torch::Tensor> weights;
+          if (packed) weights = {gate.weight, up.weight};
+          DecodeWeightPacking packing(weights);
+          if (packed && packing.size() == 0) continue;  // no AVX-512F: the fallback was tested above
+          for (int64_t M : {1, 5, 6, 7, 13, 64}) {
+            SCOPED_TRACE("K " + std::to_string(K) + " N " + std::to_string(N) + " M " + std::to_string(M) +
+                         (bias ? " bias" : "") + (packed ? " packed" : ""));
+            auto x = torch::randn({M, K}) * 2;
+            auto xd = x.to(torch::kFloat64);
+            auto g = torch::nn::functional::linear(xd, gate.weight.to(torch::kFloat64),
+                                                   bias ? gate.bias.to(torch::kFloat64) : torch::Tensor());
+            auto u = torch::nn::functional::linear(xd, up.weight.to(torch::kFloat64),
+                                                   bias ? up.bias.to(torch::kFloat64) : torch::Tensor());
+            auto want = g * torch::sigmoid(g) * u;
+            auto got = skinny_glu(x, gate, up);
+            ASSERT_EQ(got.sizes(), want.sizes());
+            EXPECT_LT(max_abs(got, want), 1e-4 * (1 + want.abs().max().item<double>()));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(DecodeKernels, NormSiluAndRotaryMatchHFFormulas) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   torch::NoGradGuard no_grad;
