@@ -298,8 +298,40 @@ void check_projection(const torch::Tensor& x, const SkinnyProjection& p) {
   }
 }
 
+VERL_AVX2 void rms_norm_row(const float* x, const float* w, int64_t H, float eps, float* out) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t h = 0; h < H; h += 8) {
+    const __m256 v = _mm256_loadu_ps(x + h);
+    acc = _mm256_fmadd_ps(v, v, acc);
+  }
+  const float r = 1.0f / std::sqrt(hsum8(acc) / static_cast<float>(H) + eps);
+  const __m256 rv = _mm256_set1_ps(r);
+  for (int64_t h = 0; h < H; h += 8) {
+    _mm256_storeu_ps(out + h, _mm256_mul_ps(_mm256_loadu_ps(w + h), _mm256_mul_ps(_mm256_loadu_ps(x + h), rv)));
+  }
+}
+
+// The rows the kernels read: x itself, or RMSNorm(x) written by each thread into its own buffer (every work
+// item reads every row; normalizing [M, K] twice costs less than another parallel region and pass).
+const float* input_rows(const float* x, int64_t M, int64_t K, const RowNorm* norm) {
+  if (norm == nullptr) return x;
+  thread_local std::vector<float> normed;
+  normed.resize(static_cast<size_t>(M * K));
+  const float* w = norm->weight.data_ptr<float>();
+  const float eps = static_cast<float>(norm->eps);
+  for (int64_t i = 0; i < M; ++i) rms_norm_row(x + i * K, w, K, eps, normed.data() + i * K);
+  return normed.data();
+}
+
+void check_norm(const torch::Tensor& x, const RowNorm* norm) {
+  if (norm == nullptr) return;
+  VERL_CHECK(norm->weight.dim() == 1 && norm->weight.size(0) == x.size(1) &&
+                 norm->weight.scalar_type() == torch::kFloat32 && norm->weight.is_contiguous(),
+             kComponent, "input norm weight must be contiguous fp32 [", x.size(1), "], got ", norm->weight.sizes());
+}
+
 std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vector<SkinnyProjection>& projections,
-                                      const torch::Tensor& residual_in) {
+                                      const torch::Tensor& residual_in, const RowNorm* norm) {
   VERL_CHECK(x_in.dim() == 2 && decode_kernels_apply(x_in), kComponent,
              "skinny_linear needs fp32 x [M, K] on an AVX2 + FMA CPU with K a multiple of 8 and no gradients, got ",
              x_in.scalar_type(), " ", x_in.sizes());
@@ -341,31 +373,20 @@ std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vect
   const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / macs_per_item);
   const float* xp = x.data_ptr<float>();
   const bool wide = K % 16 == 0 && simd::cpu_has_avx512f();
+  check_norm(x, norm);
   at::parallel_for(0, static_cast<int64_t>(items.size()), grain, [&](int64_t begin, int64_t end) {
+    const float* rows = input_rows(xp, M, K, norm);
     for (int64_t t = begin; t < end; ++t) {
       const Item& item = items[t];
       const Job& job = jobs[item.job];
       if (job.panels) {
-        run_panel(xp, M, K, job, item.first / kPanelColumns);
+        run_panel(rows, M, K, job, item.first / kPanelColumns);
       } else {
-        run_columns(xp, M, K, job, item.first, item.first + item.columns, wide);
+        run_columns(rows, M, K, job, item.first, item.first + item.columns, wide);
       }
     }
   });
   return outs;
-}
-
-VERL_AVX2 void rms_norm_row(const float* x, const float* w, int64_t H, float eps, float* out) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t h = 0; h < H; h += 8) {
-    const __m256 v = _mm256_loadu_ps(x + h);
-    acc = _mm256_fmadd_ps(v, v, acc);
-  }
-  const float r = 1.0f / std::sqrt(hsum8(acc) / static_cast<float>(H) + eps);
-  const __m256 rv = _mm256_set1_ps(r);
-  for (int64_t h = 0; h < H; h += 8) {
-    _mm256_storeu_ps(out + h, _mm256_mul_ps(_mm256_loadu_ps(w + h), _mm256_mul_ps(_mm256_loadu_ps(x + h), rv)));
-  }
 }
 
 VERL_AVX2 void silu_mul_range(const float* g, const float* u, float* out, int64_t n) {
@@ -412,14 +433,21 @@ bool decode_kernels_apply(const torch::Tensor& x) {
 }
 
 std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vector<SkinnyProjection>& projections) {
-  return run_skinny(x, projections, torch::Tensor());
+  return run_skinny(x, projections, torch::Tensor(), nullptr);
+}
+
+std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const RowNorm& norm,
+                                         const std::vector<SkinnyProjection>& projections) {
+  return run_skinny(x, projections, torch::Tensor(), &norm);
 }
 
 torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual) {
-  return run_skinny(x, {projection}, residual).front();
+  return run_skinny(x, {projection}, residual, nullptr).front();
 }
 
-torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate, const SkinnyProjection& up) {
+torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate, const SkinnyProjection& up,
+                         const RowNorm& norm_in) {
+  const RowNorm* norm = norm_in.weight.defined() ? &norm_in : nullptr;
   VERL_CHECK(x_in.dim() == 2 && decode_kernels_apply(x_in), kComponent,
              "skinny_glu needs fp32 x [M, K] on an AVX2 + FMA CPU with K a multiple of 8 and no gradients, got ",
              x_in.scalar_type(), " ", x_in.sizes());
@@ -431,7 +459,7 @@ torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate
   const PackedWeight* g = packed_for(gate.weight);
   const PackedWeight* u = packed_for(up.weight);
   if (g == nullptr || u == nullptr) {
-    const auto gate_up = run_skinny(x, {gate, up}, torch::Tensor());
+    const auto gate_up = run_skinny(x, {gate, up}, torch::Tensor(), norm);
     return silu_mul(gate_up[0], gate_up[1]);
   }
   const int64_t M = x.size(0), K = x.size(1), N = gate.weight.size(0);
@@ -446,12 +474,14 @@ torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate
   float* op = out.data_ptr<float>();
   const int64_t panels = (N + kPanelColumns - 1) / kPanelColumns;
   const int64_t grain = std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(1, 2 * M * kPanelColumns * K));
+  check_norm(x, norm);
   at::parallel_for(0, panels, grain, [&](int64_t begin, int64_t end) {
+    const float* rows = input_rows(xp, M, K, norm);
     for (int64_t p = begin; p < end; ++p) {
       const int64_t c = p * kPanelColumns, columns = std::min(kPanelColumns, N - c);
       const __mmask16 m0 = first_columns(columns), m1 = first_columns(columns - 16);
       for (int64_t i = 0; i < M; i += kGluRows) {
-        glu_tile_for(std::min(kGluRows, M - i))(xp + i * K, K, gp + p * K * kPanelColumns, upp + p * K * kPanelColumns,
+        glu_tile_for(std::min(kGluRows, M - i))(rows + i * K, K, gp + p * K * kPanelColumns, upp + p * K * kPanelColumns,
                                                 K, op + i * N + c, N, m0, m1, gbp ? gbp + c : nullptr,
                                                 ubp ? ubp + c : nullptr);
       }

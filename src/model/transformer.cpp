@@ -162,8 +162,8 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
   const int64_t B = x.size(0), H = x.size(2), D = attn.head_dim;
   const int64_t Hq = attn.num_heads, Hkv = attn.num_kv_heads;
   const auto x2 = x.reshape({B, H});
-  const auto normed = rms_norm_rows(x2, layer.input_layernorm->weight, layer.input_layernorm->eps);
-  auto qkv = skinny_linear(normed, {projection(attn.q_proj), projection(attn.k_proj), projection(attn.v_proj)});
+  auto qkv = skinny_linear(x2, {layer.input_layernorm->weight, layer.input_layernorm->eps},
+                           {projection(attn.q_proj), projection(attn.k_proj), projection(attn.v_proj)});
   auto q = qkv[0], k = qkv[1];
   if (attn.q_norm) {
     q = rms_norm_rows(q.view({B * Hq, D}), attn.q_norm->weight, attn.q_norm->eps).view({B, Hq * D});
@@ -179,8 +179,8 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
   const auto attended = decode_attention(q_rot.view({B, Hkv, Hq / Hkv, D}), keys, vals, mask_bias, attn.scaling);
   const auto h = skinny_linear(attended.view({B, Hq * D}), projection(attn.o_proj), x2);
   auto& mlp = *layer.mlp;
-  const auto normed2 = rms_norm_rows(h, layer.post_attention_layernorm->weight, layer.post_attention_layernorm->eps);
-  const auto act = skinny_glu(normed2, projection(mlp.gate_proj), projection(mlp.up_proj));
+  const auto act = skinny_glu(h, projection(mlp.gate_proj), projection(mlp.up_proj),
+                              {layer.post_attention_layernorm->weight, layer.post_attention_layernorm->eps});
   return skinny_linear(act, projection(mlp.down_proj), h).view({B, 1, H});
 }
 

@@ -34,14 +34,26 @@ struct SkinnyProjection {
   torch::Tensor bias;
 };
 
+// HF's RMSNorm (weight [K] fp32, contiguous; eps) for kernels that apply it to their input rows on the way in.
+struct RowNorm {
+  torch::Tensor weight;
+  double eps = 0;
+};
+
 // x [M, K] -> one [M, N_i] output per projection: x W_i^T + b_i.
 std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const std::vector<SkinnyProjection>& projections);
+// The same on rms_norm_rows(x, norm.weight, norm.eps) without materializing it: each thread normalizes the rows
+// it reads (the decoder layer's input norm before q / k / v, in the same parallel region).
+std::vector<torch::Tensor> skinny_linear(const torch::Tensor& x, const RowNorm& norm,
+                                         const std::vector<SkinnyProjection>& projections);
 // x W^T + b + residual, residual [M, N] (the decoder layer's skip connection, added in the same pass).
 torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& projection, const torch::Tensor& residual);
 
 // silu(x Wg^T + bg) * (x Wu^T + bu), the MLP's gated activation [M, N]: on packed gate and up weights one
 // kernel computes both and applies the activation in registers; otherwise skinny_linear, then silu_mul.
-torch::Tensor skinny_glu(const torch::Tensor& x, const SkinnyProjection& gate, const SkinnyProjection& up);
+// With a norm, x's rows are normalized on the way in, as for skinny_linear.
+torch::Tensor skinny_glu(const torch::Tensor& x, const SkinnyProjection& gate, const SkinnyProjection& up,
+                         const RowNorm& norm = {});
 
 // Repacked copies of fp32 [N, K] weights for skinny_linear's broadcast kernel, in force on this thread while the
 // object lives (scopes nest). The rollout makes one per generation, after the prefill: weights do not change

@@ -21,6 +21,12 @@ double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
+// HF's RMSNorm in fp64.
+torch::Tensor rms_norm_fp64(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  auto xd = x.to(torch::kFloat64);
+  return w.to(torch::kFloat64) * (xd * torch::rsqrt(xd.pow(2).mean(-1, true) + eps));
+}
+
 TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the decode step keeps LibTorch's ops";
   torch::NoGradGuard no_grad;
@@ -49,6 +55,15 @@ TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
       auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[4].weight.to(torch::kFloat64)) +
                   residual.to(torch::kFloat64);
       EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
+      // With the input norm applied on the way in.
+      auto norm_w = torch::randn({K});
+      auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[3], ps[5]});
+      auto xn = rms_norm_fp64(x * 5, norm_w, 1e-6);
+      EXPECT_LT(max_abs(normed[0], torch::nn::functional::linear(xn, ps[3].weight.to(torch::kFloat64),
+                                                                 ps[3].bias.to(torch::kFloat64))),
+                2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs(normed[1], torch::nn::functional::linear(xn, ps[5].weight.to(torch::kFloat64))),
+                2e-5 * std::sqrt(static_cast<double>(K)));
     }
   }
 }
@@ -84,6 +99,11 @@ TEST(DecodeKernels, PackedWeightsMatchLinearForEveryTileShape) {
       auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[6].weight.to(torch::kFloat64),
                                                 ps[6].bias.to(torch::kFloat64)) + residual.to(torch::kFloat64);
       EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
+      auto norm_w = torch::randn({K});
+      auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[6]}).front();
+      auto want_normed = torch::nn::functional::linear(rms_norm_fp64(x * 5, norm_w, 1e-6), ps[6].weight.to(torch::kFloat64),
+                                                       ps[6].bias.to(torch::kFloat64));
+      EXPECT_LT(max_abs(normed, want_normed), 2e-5 * std::sqrt(static_cast<double>(K)));
     }
   }
 }
@@ -149,6 +169,16 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
             auto got = skinny_glu(x, gate, up);
             ASSERT_EQ(got.sizes(), want.sizes());
             EXPECT_LT(max_abs(got, want), 1e-4 * (1 + want.abs().max().item<double>()));
+            // With the input norm applied on the way in.
+            auto norm_w = torch::rand({K}) + 0.5;
+            auto xn = rms_norm_fp64(x, norm_w, 1e-5);
+            auto gn = torch::nn::functional::linear(xn, gate.weight.to(torch::kFloat64),
+                                                    bias ? gate.bias.to(torch::kFloat64) : torch::Tensor());
+            auto un = torch::nn::functional::linear(xn, up.weight.to(torch::kFloat64),
+                                                    bias ? up.bias.to(torch::kFloat64) : torch::Tensor());
+            auto want_normed = gn * torch::sigmoid(gn) * un;
+            EXPECT_LT(max_abs(skinny_glu(x, gate, up, RowNorm{norm_w, 1e-5}), want_normed),
+                      1e-4 * (1 + want_normed.abs().max().item<double>()));
           }
         }
       }
