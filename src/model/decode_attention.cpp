@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -189,6 +190,13 @@ VERL_AVX2 void attend(const float* Q, const float* K, int64_t ks, const float* V
   }
 }
 
+// HF's rotary embedding of one head (x * cos + rotate_half(x) * sin), the arithmetic of rotary_rows.
+void rotate_head(const float* x, const float* c, const float* s, int64_t D, float* out) {
+  const int64_t half = D / 2;
+  for (int64_t d = 0; d < half; ++d) out[d] = x[d] * c[d] + (-x[d + half]) * s[d];
+  for (int64_t d = half; d < D; ++d) out[d] = x[d] * c[d] + x[d - half] * s[d];
+}
+
 }  // namespace
 
 bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& keys) {
@@ -234,6 +242,69 @@ torch::Tensor decode_attention(const torch::Tensor& q_in, const torch::Tensor& k
         wide(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, scale, scores.data(), op + item * G * D);
       } else {
         attend(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, D, scale, scores.data(), op + item * G * D);
+      }
+    }
+  });
+  return out;
+}
+
+torch::Tensor decode_attention_step(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v_in,
+                                    const torch::Tensor& cos_in, const torch::Tensor& sin_in, torch::Tensor& cache_k,
+                                    torch::Tensor& cache_v, int64_t position, const torch::Tensor& bias_in,
+                                    double scaling) {
+  VERL_CHECK(cache_k.dim() == 4 && cache_v.sizes() == cache_k.sizes() && cache_k.is_contiguous() &&
+                 cache_v.is_contiguous() && cache_k.scalar_type() == torch::kFloat32 &&
+                 cache_v.scalar_type() == torch::kFloat32,
+             kComponent, "decode attention step: the cache must be two contiguous fp32 [B, Hkv, capacity, D] tensors, "
+             "got ", cache_k.sizes(), " and ", cache_v.sizes());
+  const int64_t B = cache_k.size(0), Hkv = cache_k.size(1), capacity = cache_k.size(2), D = cache_k.size(3);
+  VERL_CHECK(q_in.dim() == 2 && q_in.size(0) == B && q_in.size(1) % (Hkv * D) == 0 && k_in.dim() == 2 &&
+                 k_in.sizes() == v_in.sizes() && k_in.size(0) == B && k_in.size(1) == Hkv * D,
+             kComponent, "decode attention step: q must be [", B, ", heads x ", D, "] and k / v [", B, ", ", Hkv * D,
+             "], got ", q_in.sizes(), ", ", k_in.sizes(), " and ", v_in.sizes());
+  const int64_t G = q_in.size(1) / (Hkv * D), S = position + 1;
+  VERL_CHECK(position >= 0 && position < capacity, kComponent, "decode attention step: position ", position,
+             " is outside the cache's ", capacity, " positions");
+  VERL_CHECK(decode_attention_applies(q_in.view({B, Hkv, G, D}), cache_k) && k_in.scalar_type() == torch::kFloat32 &&
+                 v_in.scalar_type() == torch::kFloat32,
+             kComponent, "decode attention step needs an AVX2 + FMA CPU, fp32 tensors without gradients and a head "
+             "size that is a multiple of 8, got ", q_in.scalar_type(), " ", q_in.sizes());
+  VERL_CHECK(cos_in.numel() == B * D && sin_in.numel() == B * D && cos_in.scalar_type() == torch::kFloat32 &&
+                 sin_in.scalar_type() == torch::kFloat32,
+             kComponent, "decode attention step: cos / sin must be fp32 [", B, ", ", D, "], got ", cos_in.sizes());
+  VERL_CHECK(bias_in.numel() == B * S, kComponent, "decode attention step: the mask bias has ", bias_in.numel(),
+             " values; expected batch x keys = ", B * S);
+  const auto q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+  const auto cos = cos_in.reshape({B, D}).contiguous(), sin = sin_in.reshape({B, D}).contiguous();
+  const auto bias = bias_in.to(torch::kFloat32).reshape({B, S}).contiguous();
+  auto out = torch::empty({B, Hkv * G * D}, q.options());
+  const float* qp = q.data_ptr<float>();
+  const float* knew = k.data_ptr<float>();
+  const float* vnew = v.data_ptr<float>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  const float* bp = bias.data_ptr<float>();
+  float* kc = cache_k.data_ptr<float>();
+  float* vc = cache_v.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  const int64_t row_stride = Hkv * capacity * D, head_stride = capacity * D;
+  const float scale = static_cast<float>(scaling);
+  const AttendFn wide = attend_512_for(D);
+  // Item (row b, kv head h) owns its cache slot and its G query heads: the rotary embedding, the cache write
+  // and the attention all happen inside it, with no pass over [B, ...] tensors in between.
+  at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(4 * S)), q_rot(static_cast<size_t>(G * D));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / Hkv, h = item % Hkv;
+      float* k_block = kc + b * row_stride + h * head_stride;
+      float* v_block = vc + b * row_stride + h * head_stride;
+      rotate_head(knew + item * D, cp + b * D, sp + b * D, D, k_block + position * D);
+      std::copy(vnew + item * D, vnew + (item + 1) * D, v_block + position * D);
+      for (int64_t g = 0; g < G; ++g) rotate_head(qp + (item * G + g) * D, cp + b * D, sp + b * D, D, q_rot.data() + g * D);
+      if (wide) {
+        wide(q_rot.data(), k_block, D, v_block, D, bp + b * S, G, S, scale, scores.data(), op + item * G * D);
+      } else {
+        attend(q_rot.data(), k_block, D, v_block, D, bp + b * S, G, S, D, scale, scores.data(), op + item * G * D);
       }
     }
   });

@@ -149,7 +149,8 @@ bool fused_decode_applies(const DecoderLayerImpl& layer, const torch::Tensor& x,
   const auto& attn = *layer.self_attn;
   return cache != nullptr && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) && !attn.tp.active() &&
          attn.head_dim % 8 == 0 && layer.mlp->gate_proj->weight.size(0) % 8 == 0 &&
-         attn.q_proj->weight.scalar_type() == torch::kFloat32 && cache->k[0].scalar_type() == torch::kFloat32;
+         attn.q_proj->weight.scalar_type() == torch::kFloat32 && cache->k[0].scalar_type() == torch::kFloat32 &&
+         cache->k[0].is_contiguous() && cache->v[0].is_contiguous();
 }
 
 // The decoder layer's math for one token per row, on the decode kernels: the same operations as the general
@@ -169,15 +170,10 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
     q = rms_norm_rows(q.view({B * Hq, D}), attn.q_norm->weight, attn.q_norm->eps).view({B, Hq * D});
     k = rms_norm_rows(k.view({B * Hkv, D}), attn.k_norm->weight, attn.k_norm->eps).view({B, Hkv * D});
   }
-  const auto q_rot = rotary_rows(q, Hq, cos, sin);  // [B,Hq,D]
-  const auto k_rot = rotary_rows(k, Hkv, cos, sin);  // [B,Hkv,D]
-  const int64_t start = cache.length;
-  VERL_ASSERT(start + 1 <= cache.capacity, kComponent, "KV cache overflow");
-  cache.k[index].narrow(2, start, 1).copy_(k_rot.view({B, Hkv, 1, D}));
-  cache.v[index].narrow(2, start, 1).copy_(qkv[2].view({B, Hkv, 1, D}));
-  const auto keys = cache.k[index].narrow(2, 0, start + 1), vals = cache.v[index].narrow(2, 0, start + 1);
-  const auto attended = decode_attention(q_rot.view({B, Hkv, Hq / Hkv, D}), keys, vals, mask_bias, attn.scaling);
-  const auto h = skinny_linear(attended.view({B, Hq * D}), projection(attn.o_proj), x2);
+  VERL_ASSERT(cache.length + 1 <= cache.capacity, kComponent, "KV cache overflow");
+  const auto attended = decode_attention_step(q, k, qkv[2], cos, sin, cache.k[index], cache.v[index], cache.length,
+                                              mask_bias, attn.scaling);  // [B, Hq*D]
+  const auto h = skinny_linear(attended, projection(attn.o_proj), x2);
   auto& mlp = *layer.mlp;
   const auto act = skinny_glu(h, projection(mlp.gate_proj), projection(mlp.up_proj),
                               {layer.post_attention_layernorm->weight, layer.post_attention_layernorm->eps});

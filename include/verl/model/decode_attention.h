@@ -22,4 +22,14 @@ bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& keys)
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
                                const torch::Tensor& bias, double scaling);
 
+// The whole attention of one decode step for a KV-cache layer, in one parallel pass over (row, kv head):
+// rotary embedding of this step's query and key heads, the rotated key and the value written to `position`
+// of the cache, then decode_attention over positions [0, position]. q [B, Hq * D], k / v [B, Hkv * D] (the
+// projections' outputs; Qwen3's q_norm / k_norm already applied), cos / sin [B, D], cache_k / cache_v the
+// layer's contiguous [B, Hkv, capacity, D] cache, bias [B, position + 1]. Returns [B, Hq * D].
+torch::Tensor decode_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& cache_k,
+                                    torch::Tensor& cache_v, int64_t position, const torch::Tensor& bias,
+                                    double scaling);
+
 }  // namespace verl::model
