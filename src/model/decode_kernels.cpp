@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "simd_math.h"
 #include "verl/common/error.h"
+#include "verl/common/logging.h"
 
 namespace verl::model {
 namespace {
@@ -199,6 +203,17 @@ torch::Tensor pack_panels(const torch::Tensor& w_in) {
     }
   });
   return packed;
+}
+
+// MemAvailable from /proc/meminfo in bytes, or -1 where it cannot be read.
+int64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  int64_t kib = 0;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
 }
 
 struct PackedWeight {
@@ -410,11 +425,28 @@ struct DecodeWeightPacking::Impl {
 
 DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
   torch::NoGradGuard no_grad;
-  if (simd::cpu_has_avx512f()) {
-    for (const auto& w : weights) {
-      const bool packable = w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 &&
-                            w.numel() > 0;
-      if (!packable || impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
+  std::vector<torch::Tensor> packable;
+  int64_t bytes = 0;
+  for (const auto& w : weights) {
+    if (w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 && w.numel() > 0) {
+      packable.push_back(w);
+      bytes += (w.size(0) + kPanelColumns - 1) / kPanelColumns * kPanelColumns * w.size(1) * 4;
+    }
+  }
+  // An optimization must not be what runs the machine out of memory: with less than twice the copy's size
+  // available, the dot-product kernel runs on the weights as stored.
+  const int64_t available = available_memory_bytes();
+  const bool fits = available < 0 || bytes <= available / 2;
+  if (!fits) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      VERL_LOG(Info, "model") << "decode step: not repacking " << bytes / (1 << 20) << " MiB of weights ("
+                              << available / (1 << 20) << " MiB available); the slower unpacked kernel runs";
+    });
+  }
+  if (simd::cpu_has_avx512f() && fits) {
+    for (const auto& w : packable) {
+      if (impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
       impl_->packed.emplace(w.unsafeGetTensorImpl(),
                             PackedWeight{w.data_ptr(), w._version(), w.size(0), w.size(1), pack_panels(w)});
     }

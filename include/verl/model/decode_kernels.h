@@ -59,7 +59,8 @@ torch::Tensor skinny_glu(const torch::Tensor& x, const SkinnyProjection& gate, c
 // object lives (scopes nest). The rollout makes one per generation, after the prefill: weights do not change
 // while it runs, and the copy (the size of the packed weights) is freed when it ends. A weight whose data
 // pointer, shape or version counter changed since packing is not looked up (the dot-product kernel runs).
-// Packs nothing on a CPU without AVX-512F.
+// Packs nothing on a CPU without AVX-512F, or when less than twice the copy's size is available (MemAvailable).
+// The copy is the size of the weights (padded to 32 rows), so generation briefly holds them twice.
 class DecodeWeightPacking {
  public:
   explicit DecodeWeightPacking(const std::vector<torch::Tensor>& weights);

@@ -4,6 +4,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/decode_kernels.h"
 #include "verl/model/transformer.h"
@@ -229,19 +230,7 @@ TEST(DecodeKernels, ApplyOnlyWithoutGradientsAndCheckShapes) {
   EXPECT_FALSE(decode_kernels_apply(torch::zeros({2, 8})));  // grad mode on
 }
 
-HFConfig tiny(Arch arch) {
-  HFConfig c;
-  c.arch = arch;
-  c.vocab_size = 40;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = arch == Arch::Qwen3 ? 16 : 8;
-  c.rms_norm_eps = 1e-6;
-  return c;
-}
+HFConfig tiny(Arch arch) { return test::tiny_config(arch); }
 
 // Decode-step logits of one model through both paths: grad mode off takes the fused kernels, grad mode on the
 // general LibTorch path (the kernels never run with gradients).

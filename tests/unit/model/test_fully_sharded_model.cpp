@@ -15,6 +15,7 @@
 
 #include "support/model_compare.h"
 #include "support/thread_ranks.h"
+#include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
@@ -27,18 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 HFConfig tiny(Arch arch) {
-  HFConfig c;
-  c.arch = arch;
-  c.vocab_size = 40;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
+  HFConfig c = test::tiny_config(arch);
   c.num_hidden_layers = 3;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
   c.head_dim = 8;
-  c.rms_norm_eps = 1e-6;
-  c.eos_token_ids = {38};
-  c.pad_token_id = 39;
   c.initializer_range = 0.2;
   return c;
 }

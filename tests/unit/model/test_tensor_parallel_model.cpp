@@ -11,6 +11,7 @@
 
 #include "support/model_compare.h"
 #include "support/thread_ranks.h"
+#include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/transformer.h"
@@ -22,18 +23,7 @@ namespace verl::model {
 namespace {
 
 HFConfig tiny(Arch arch) {
-  HFConfig c;
-  c.arch = arch;
-  c.vocab_size = 40;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = arch == Arch::Qwen3 ? 16 : 8;
-  c.rms_norm_eps = 1e-6;
-  c.eos_token_ids = {38};
-  c.pad_token_id = 39;
+  HFConfig c = test::tiny_config(arch);
   c.initializer_range = 0.2;
   if (arch == Arch::Llama) {
     c.attention_bias = true;  // o_proj gets a bias: whole, added once after the sum

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "support/run_command.h"
+#include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
@@ -13,21 +14,7 @@
 namespace verl::model {
 namespace {
 
-HFConfig tiny(Arch arch) {
-  HFConfig c;
-  c.arch = arch;
-  c.vocab_size = 40;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = arch == Arch::Qwen3 ? 16 : 8;
-  c.rms_norm_eps = 1e-6;
-  c.eos_token_ids = {38};
-  c.pad_token_id = 39;
-  return c;
-}
+HFConfig tiny(Arch arch) { return test::tiny_config(arch); }
 
 CausalLM make(const HFConfig& c, uint64_t seed = 1, HeadKind head = HeadKind::LM) {
   CausalLM m(c, head);
