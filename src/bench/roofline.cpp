@@ -99,10 +99,13 @@ MachineInfo machine_info() {
     info.hint = "the reference BLAS (netlib) serves LibTorch's matmuls, tens of times slower than an optimised one: "
                 "install libopenblas0-openmp (scripts/install-deps.sh)";
   } else if (!info.blas_core.empty() && info.blas_core.find("Haswell") != std::string::npos &&
-             cpu_has_flag("avx512f") && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
-    info.hint = "OpenBLAS picked its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX "
-                "selects the AVX-512 ones. Without it the GEMM peak below is the AVX2 kernels', which verl's own "
-                "AVX-512 decode kernels can exceed (a decode above 100% of its bound)";
+             cpu_has_flag("avx512f")) {
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    info.hint = std::string(forced ? "OPENBLAS_CORETYPE=" + std::string(forced) + " keeps OpenBLAS on"
+                                   : "OpenBLAS picked") +
+                " its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 "
+                "ones. The GEMM peak below is then the AVX2 kernels', which verl's own AVX-512 decode kernels can "
+                "exceed (a decode above 100% of its bound)";
   }
   return info;
 }
