@@ -216,6 +216,10 @@ int64_t available_memory_bytes() {
   return -1;
 }
 
+// The version counter, which in-place ops bump; inference tensors have none (-1: only the data pointer and
+// shape are checked for them).
+int64_t version_of(const torch::Tensor& w) { return w.is_inference() ? -1 : w._version(); }
+
 struct PackedWeight {
   const void* data;  // the weight's storage when packed
   int64_t version;   // and its version counter: an in-place change since packing bumps it
@@ -233,7 +237,7 @@ const PackedWeight* packed_for(const torch::Tensor& w) {
   if (it == active_packing->end()) return nullptr;
   const PackedWeight& p = it->second;
   const bool unchanged = w.dim() == 2 && w.size(0) == p.n && w.size(1) == p.k && w.data_ptr() == p.data &&
-                         w._version() == p.version;
+                         version_of(w) == p.version;
   return unchanged ? &p : nullptr;
 }
 
@@ -448,7 +452,7 @@ DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weigh
     for (const auto& w : packable) {
       if (impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
       impl_->packed.emplace(w.unsafeGetTensorImpl(),
-                            PackedWeight{w.data_ptr(), w._version(), w.size(0), w.size(1), pack_panels(w)});
+                            PackedWeight{w.data_ptr(), version_of(w), w.size(0), w.size(1), pack_panels(w)});
     }
   }
   impl_->outer = active_packing;

@@ -141,6 +141,19 @@ TEST(DecodeKernels, PackedWeightsAreUsedOnlyWhileUnchangedAndInScope) {
   EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a packed copy outlived its scope";
 }
 
+// Weights made under InferenceMode have no version counter: they are packed and used all the same.
+TEST(DecodeKernels, PackedWeightsAcceptInferenceTensors) {
+  if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  c10::InferenceMode inference;
+  auto x = torch::randn({5, 32});
+  auto w = torch::randn({40, 32});
+  ASSERT_TRUE(w.is_inference());
+  DecodeWeightPacking packing({w});
+  if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
+  auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
+  EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+}
+
 // The MLP's gated activation in one kernel on packed gate / up weights (and its unpacked fallback): every row
 // remainder of the 6-row tiles, widths around the 16 / 32-column masks, with and without biases, large |gate|.
 TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
