@@ -103,7 +103,7 @@ VERL_AVX512 void block_scores_512(const float* Q, const float* K, int64_t ks, co
   for (int64_t s = 0; s < S; ++s) {
     const float* k = K + s * ks;
     if (s + kPrefetchRows < S) prefetch_row<DV>(k + kPrefetchRows * ks);
-    if (s < kPrefetchRows && s < S) prefetch_row<DV>(V + s * vs);  // the start of the values' block
+    if (s < kPrefetchRows) prefetch_row<DV>(V + s * vs);  // the start of the values' block
     __m512 kv[DV];
     for (int c = 0; c < DV; ++c) kv[c] = _mm512_loadu_ps(k + c * 16);
     for (int g = 0; g < GB; ++g) {
@@ -190,7 +190,17 @@ VERL_AVX2 void attend(const float* Q, const float* K, int64_t ks, const float* V
   }
 }
 
-// HF's rotary embedding of one head (x * cos + rotate_half(x) * sin), the arithmetic of rotary_rows.
+// One (row, kv head) on the 512-bit kernel for its head size when there is one, else the AVX2 one.
+void attend_any(AttendFn wide, const float* Q, const float* K, int64_t ks, const float* V, int64_t vs,
+                const float* bias, int64_t G, int64_t S, int64_t D, float scale, float* scores, float* O) {
+  if (wide) {
+    wide(Q, K, ks, V, vs, bias, G, S, scale, scores, O);
+  } else {
+    attend(Q, K, ks, V, vs, bias, G, S, D, scale, scores, O);
+  }
+}
+
+// HF's rotary embedding of one head: x * cos + rotate_half(x) * sin, rotate_half(x) = [-x[half:], x[:half]].
 void rotate_head(const float* x, const float* c, const float* s, int64_t D, float* out) {
   const int64_t half = D / 2;
   for (int64_t d = 0; d < half; ++d) out[d] = x[d] * c[d] + (-x[d + half]) * s[d];
@@ -236,13 +246,8 @@ torch::Tensor decode_attention(const torch::Tensor& q_in, const torch::Tensor& k
     std::vector<float> scores(static_cast<size_t>(4 * S));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / Hkv, h = item % Hkv;
-      const float* k = kp + b * ks0 + h * ks1;
-      const float* v = vp + b * vs0 + h * vs1;
-      if (wide) {
-        wide(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, scale, scores.data(), op + item * G * D);
-      } else {
-        attend(qp + item * G * D, k, ks2, v, vs2, bp + b * S, G, S, D, scale, scores.data(), op + item * G * D);
-      }
+      attend_any(wide, qp + item * G * D, kp + b * ks0 + h * ks1, ks2, vp + b * vs0 + h * vs1, vs2, bp + b * S, G, S,
+                 D, scale, scores.data(), op + item * G * D);
     }
   });
   return out;
@@ -301,11 +306,8 @@ torch::Tensor decode_attention_step(const torch::Tensor& q_in, const torch::Tens
       rotate_head(knew + item * D, cp + b * D, sp + b * D, D, k_block + position * D);
       std::copy(vnew + item * D, vnew + (item + 1) * D, v_block + position * D);
       for (int64_t g = 0; g < G; ++g) rotate_head(qp + (item * G + g) * D, cp + b * D, sp + b * D, D, q_rot.data() + g * D);
-      if (wide) {
-        wide(q_rot.data(), k_block, D, v_block, D, bp + b * S, G, S, scale, scores.data(), op + item * G * D);
-      } else {
-        attend(q_rot.data(), k_block, D, v_block, D, bp + b * S, G, S, D, scale, scores.data(), op + item * G * D);
-      }
+      attend_any(wide, q_rot.data(), k_block, D, v_block, D, bp + b * S, G, S, D, scale, scores.data(),
+                 op + item * G * D);
     }
   });
   return out;

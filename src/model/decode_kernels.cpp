@@ -20,8 +20,8 @@ constexpr const char* kComponent = "model";
 using simd::exp8;
 using simd::hsum8;
 
-// Columns of one work item of skinny_linear: 8 tiles of 3 (6 of 4 with AVX-512). Enough work per item to be worth a thread at
-// decode sizes, and enough items (hidden 512 -> 22) to balance two or more threads.
+// Columns of one work item of skinny_linear's dot-product tiles: 8 tiles of 3 (6 of 4 with AVX-512). Enough
+// work per item to be worth a thread at decode sizes, and enough items (hidden 512 -> 22) to balance threads.
 constexpr int64_t kTileColumns = 3;
 constexpr int64_t kItemColumns = 8 * kTileColumns;
 // Below this many multiply-adds per parallel chunk, waking the other threads costs more than it saves.
@@ -80,7 +80,6 @@ VERL_AVX512 void dot_tile_512(const float* A, int64_t lda, const float* W, int64
     }
   }
 }
-
 
 // ---- The broadcast kernel over packed panels (AVX-512F) ----
 
@@ -144,12 +143,11 @@ VERL_AVX512 void glu_panel_tile(const float* A, int64_t lda, const float* G, con
     gb[j] = gate_bias ? _mm512_maskz_loadu_ps(masks[j], gate_bias + 16 * j) : _mm512_setzero_ps();
     ub[j] = up_bias ? _mm512_maskz_loadu_ps(masks[j], up_bias + 16 * j) : _mm512_setzero_ps();
   }
-  const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   for (int i = 0; i < MR; ++i) {
     for (int j = 0; j < 2; ++j) {
       const __m512 gv = _mm512_add_ps(g[i][j], gb[j]), uv = _mm512_add_ps(u[i][j], ub[j]);
-      const __m512 e = simd::exp16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(gv),
-                                                                        _mm512_castps_si512(sign))));  // exp(-g)
+      const __m512 e = simd::exp16(_mm512_sub_ps(zero, gv));  // exp(-g)
       _mm512_mask_storeu_ps(C + i * ldc + 16 * j, masks[j], _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), uv));
     }
   }
@@ -428,6 +426,9 @@ struct DecodeWeightPacking::Impl {
 };
 
 DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
+  impl_->outer = active_packing;
+  active_packing = &impl_->packed;
+  if (!simd::cpu_has_avx512f()) return;  // the broadcast kernel is AVX-512 only
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> packable;
   int64_t bytes = 0;
@@ -447,16 +448,13 @@ DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weigh
       VERL_LOG(Info, "model") << "decode step: not repacking " << bytes / (1 << 20) << " MiB of weights ("
                               << available / (1 << 20) << " MiB available); the slower unpacked kernel runs";
     });
+    return;
   }
-  if (simd::cpu_has_avx512f() && fits) {
-    for (const auto& w : packable) {
-      if (impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
-      impl_->packed.emplace(w.unsafeGetTensorImpl(),
-                            PackedWeight{w.data_ptr(), version_of(w), w.size(0), w.size(1), pack_panels(w)});
-    }
+  for (const auto& w : packable) {
+    if (impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
+    impl_->packed.emplace(w.unsafeGetTensorImpl(),
+                          PackedWeight{w.data_ptr(), version_of(w), w.size(0), w.size(1), pack_panels(w)});
   }
-  impl_->outer = active_packing;
-  active_packing = &impl_->packed;
 }
 
 DecodeWeightPacking::~DecodeWeightPacking() { active_packing = impl_->outer; }
@@ -565,35 +563,6 @@ torch::Tensor silu_mul(const torch::Tensor& gate_in, const torch::Tensor& up_in)
       silu_mul_range(g + start, u + start, o + start, std::min(kChunk, n - start));
     }
   });
-  return out;
-}
-
-torch::Tensor rotary_rows(const torch::Tensor& x_in, int64_t heads, const torch::Tensor& cos_in,
-                          const torch::Tensor& sin_in) {
-  VERL_CHECK(x_in.dim() == 2 && heads > 0 && x_in.size(1) % heads == 0 && x_in.scalar_type() == torch::kFloat32,
-             kComponent, "rotary_rows: x must be fp32 [B, heads * D], got ", x_in.sizes(), " for ", heads, " heads");
-  const int64_t B = x_in.size(0), D = x_in.size(1) / heads, half = D / 2;
-  VERL_CHECK(D % 2 == 0 && cos_in.numel() == B * D && sin_in.numel() == B * D &&
-                 cos_in.scalar_type() == torch::kFloat32 && sin_in.scalar_type() == torch::kFloat32,
-             kComponent, "rotary_rows: cos / sin must be fp32 [", B, ", ", D, "], got ", cos_in.sizes());
-  const auto x = x_in.contiguous();
-  const auto cos = cos_in.reshape({B, D}).contiguous(), sin = sin_in.reshape({B, D}).contiguous();
-  auto out = torch::empty({B, heads, D}, x.options());
-  const float* xp = x.data_ptr<float>();
-  const float* cp = cos.data_ptr<float>();
-  const float* sp = sin.data_ptr<float>();
-  float* op = out.data_ptr<float>();
-  for (int64_t b = 0; b < B; ++b) {
-    const float* c = cp + b * D;
-    const float* s = sp + b * D;
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* xi = xp + (b * heads + h) * D;
-      float* o = op + (b * heads + h) * D;
-      // x * cos + rotate_half(x) * sin, rotate_half(x) = [-x[half:], x[:half]].
-      for (int64_t d = 0; d < half; ++d) o[d] = xi[d] * c[d] + (-xi[d + half]) * s[d];
-      for (int64_t d = half; d < D; ++d) o[d] = xi[d] * c[d] + xi[d - half] * s[d];
-    }
-  }
   return out;
 }
 

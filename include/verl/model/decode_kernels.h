@@ -12,7 +12,7 @@
 //     kernel over a repacked copy instead: an 8-row x 32-column register tile of 512-bit vectors, W read as
 //     [K][32] panels (one 128-byte line per k, no horizontal sums). Measured alone at 64 rows: 265-312
 //     GFLOP/s against 156-185 for the dot-product tile (bench/RESULTS.md).
-//   - rms_norm_rows, silu_mul, rotary_rows: one pass each.
+//   - rms_norm_rows, silu_mul: one pass each (the rotary embedding runs inside decode_attention_step).
 // Rounding differs from LibTorch's at the 1e-7 relative level (other summation orders); transformer.cpp
 // uses them only for the decode step, where the KV-cache tests hold decode logits to the full forward's.
 #pragma once
@@ -80,9 +80,5 @@ torch::Tensor rms_norm_rows(const torch::Tensor& x, const torch::Tensor& weight,
 
 // silu(gate) * up, elementwise; both [M, N].
 torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up);
-
-// HF's rotary embedding for one position per row: x [B, heads * D] (heads side by side), cos / sin [B, D];
-// returns [B, heads, D] with x * cos + rotate_half(x) * sin per head.
-torch::Tensor rotary_rows(const torch::Tensor& x, int64_t heads, const torch::Tensor& cos, const torch::Tensor& sin);
 
 }  // namespace verl::model

@@ -28,6 +28,24 @@ torch::Tensor rms_norm_fp64(const torch::Tensor& x, const torch::Tensor& w, doub
   return w.to(torch::kFloat64) * (xd * torch::rsqrt(xd.pow(2).mean(-1, true) + eps));
 }
 
+// x W^T + b in fp64 (x already fp64 or not).
+torch::Tensor linear_fp64(const torch::Tensor& x, const SkinnyProjection& p) {
+  return torch::nn::functional::linear(x.to(torch::kFloat64), p.weight.to(torch::kFloat64),
+                                       p.bias.defined() ? p.bias.to(torch::kFloat64) : torch::Tensor());
+}
+
+// skinny_linear's outputs for x against fp64, with the tolerance of a K-long fp32 sum.
+void expect_projections_match(const std::vector<torch::Tensor>& outs, const std::vector<SkinnyProjection>& ps,
+                              const torch::Tensor& x) {
+  ASSERT_EQ(outs.size(), ps.size());
+  const double tolerance = 2e-5 * std::sqrt(static_cast<double>(x.size(1)));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto want = linear_fp64(x, ps[i]);
+    ASSERT_EQ(outs[i].sizes(), want.sizes());
+    EXPECT_LT(max_abs(outs[i], want), tolerance) << "projection " << i;
+  }
+}
+
 TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the decode step keeps LibTorch's ops";
   torch::NoGradGuard no_grad;
@@ -42,29 +60,18 @@ TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
       for (int64_t N : {1, 2, 3, 5, 26, 50}) {
         ps.push_back({torch::randn({N, K}), N % 2 ? torch::randn({N}) : torch::Tensor()});
       }
-      auto outs = skinny_linear(x, ps);
-      ASSERT_EQ(outs.size(), ps.size());
-      for (size_t i = 0; i < ps.size(); ++i) {
-        auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[i].weight.to(torch::kFloat64),
-                                                  ps[i].bias.defined() ? ps[i].bias.to(torch::kFloat64) : torch::Tensor());
-        ASSERT_EQ(outs[i].sizes(), want.sizes());
-        EXPECT_LT(max_abs(outs[i], want), 2e-5 * std::sqrt(static_cast<double>(K))) << "projection " << i;
-      }
+      expect_projections_match(skinny_linear(x, ps), ps, x);
       // With the skip connection added in the same pass.
       auto residual = torch::randn({M, 26});
       auto got = skinny_linear(x, ps[4], residual);
-      auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[4].weight.to(torch::kFloat64)) +
-                  residual.to(torch::kFloat64);
-      EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
-      // With the input norm applied on the way in.
+      EXPECT_LT(max_abs(got, linear_fp64(x, ps[4]) + residual.to(torch::kFloat64)),
+                2e-5 * std::sqrt(static_cast<double>(K)));
+      // With the input norm applied on the way in: ps[3] has a bias, ps[5] none.
       auto norm_w = torch::randn({K});
       auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[3], ps[5]});
       auto xn = rms_norm_fp64(x * 5, norm_w, 1e-6);
-      EXPECT_LT(max_abs(normed[0], torch::nn::functional::linear(xn, ps[3].weight.to(torch::kFloat64),
-                                                                 ps[3].bias.to(torch::kFloat64))),
-                2e-5 * std::sqrt(static_cast<double>(K)));
-      EXPECT_LT(max_abs(normed[1], torch::nn::functional::linear(xn, ps[5].weight.to(torch::kFloat64))),
-                2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs(normed[0], linear_fp64(xn, ps[3])), 2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs(normed[1], linear_fp64(xn, ps[5])), 2e-5 * std::sqrt(static_cast<double>(K)));
     }
   }
 }
@@ -88,23 +95,15 @@ TEST(DecodeKernels, PackedWeightsMatchLinearForEveryTileShape) {
     for (int64_t M : {1, 3, 8, 9, 15, 64, 67}) {
       SCOPED_TRACE("M " + std::to_string(M) + " K " + std::to_string(K));
       auto x = torch::randn({M, K});
-      auto outs = skinny_linear(x, ps);
-      for (size_t i = 0; i < ps.size(); ++i) {
-        auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[i].weight.to(torch::kFloat64),
-                                                  ps[i].bias.defined() ? ps[i].bias.to(torch::kFloat64) : torch::Tensor());
-        ASSERT_EQ(outs[i].sizes(), want.sizes());
-        EXPECT_LT(max_abs(outs[i], want), 2e-5 * std::sqrt(static_cast<double>(K))) << "projection " << i;
-      }
+      expect_projections_match(skinny_linear(x, ps), ps, x);
       auto residual = torch::randn({M, 33});
       auto got = skinny_linear(x, ps[6], residual);
-      auto want = torch::nn::functional::linear(x.to(torch::kFloat64), ps[6].weight.to(torch::kFloat64),
-                                                ps[6].bias.to(torch::kFloat64)) + residual.to(torch::kFloat64);
-      EXPECT_LT(max_abs(got, want), 2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs(got, linear_fp64(x, ps[6]) + residual.to(torch::kFloat64)),
+                2e-5 * std::sqrt(static_cast<double>(K)));
       auto norm_w = torch::randn({K});
       auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[6]}).front();
-      auto want_normed = torch::nn::functional::linear(rms_norm_fp64(x * 5, norm_w, 1e-6), ps[6].weight.to(torch::kFloat64),
-                                                       ps[6].bias.to(torch::kFloat64));
-      EXPECT_LT(max_abs(normed, want_normed), 2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs(normed, linear_fp64(rms_norm_fp64(x * 5, norm_w, 1e-6), ps[6])),
+                2e-5 * std::sqrt(static_cast<double>(K)));
     }
   }
 }
@@ -200,7 +199,7 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
   }
 }
 
-TEST(DecodeKernels, NormSiluAndRotaryMatchHFFormulas) {
+TEST(DecodeKernels, NormAndSiluMatchHFFormulas) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   torch::NoGradGuard no_grad;
   torch::manual_seed(6);
@@ -215,16 +214,6 @@ TEST(DecodeKernels, NormSiluAndRotaryMatchHFFormulas) {
   auto gd = gate.to(torch::kFloat64);
   auto want_act = gd * torch::sigmoid(gd) * up.to(torch::kFloat64);
   EXPECT_LT(max_abs(silu_mul(gate, up), want_act), 1e-5);
-
-  const int64_t B = 3, heads = 2, D = 16;
-  auto q = torch::randn({B, heads * D});
-  auto angle = torch::rand({B, D / 2}) * 10;
-  auto emb = torch::cat({angle, angle}, -1);
-  auto cos = emb.cos(), sin = emb.sin();
-  auto qh = q.view({B, heads, D}).to(torch::kFloat64);
-  auto rotated = torch::cat({-qh.narrow(-1, D / 2, D / 2), qh.narrow(-1, 0, D / 2)}, -1);
-  auto want_rot = qh * cos.to(torch::kFloat64).unsqueeze(1) + rotated * sin.to(torch::kFloat64).unsqueeze(1);
-  EXPECT_LT(max_abs(rotary_rows(q, heads, cos, sin), want_rot), 1e-6);
 }
 
 TEST(DecodeKernels, ApplyOnlyWithoutGradientsAndCheckShapes) {
