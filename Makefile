@@ -4,20 +4,29 @@ JOBS ?= 2
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-unit demo bench clean
+.PHONY: all deps deps-test configure build build-verl test test-unit demo bench clean
 
 all: build
 
+# Build and run: Debian packages and LibTorch (.venv/libtorch). Tests add .venv/test, npm packages, Chromium.
 deps:
 	scripts/install-deps.sh
+
+deps-test:
+	scripts/install-deps.sh --test
 
 configure:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPython3_EXECUTABLE=/usr/bin/python3 $(CMAKE_FLAGS)
 
+# Everything: the library, the `verl` binary, tests and benchmarks.
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-test: deps build
+# The `verl` binary alone (what `make demo` needs).
+build-verl: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target verl
+
+test: deps-test build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
 
 test-unit: build
@@ -27,7 +36,7 @@ test-unit: build
 # `verl demo` (e.g. DEMO_ARGS="--algo ppo --seed 1").
 DEMO_OUT ?= verl_demo
 DEMO_ARGS ?=
-demo: deps build
+demo: deps build-verl
 	$(BUILD_DIR)/verl demo --out $(DEMO_OUT) $(DEMO_ARGS)
 
 bench: build

@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# Installs everything verl.cpp needs on Debian 12, and the test-only npm packages into tests/js.
-# Idempotent: installs only what is missing. Uses apt-get as root, sudo otherwise.
+# Installs what verl.cpp needs on Debian 12. Idempotent: installs only what is missing or changed.
+#   scripts/install-deps.sh          build and run: Debian packages, LibTorch (PyPI torch) in .venv/libtorch
+#   scripts/install-deps.sh --test   also the test-only tools: .venv/test (Python oracles), npm packages,
+#                                    Chromium
+# Uses apt-get as root, sudo otherwise. Pinned Python versions live in scripts/requirements/*.txt.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
+with_test_tools=false
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_test_tools=true ;;
+    *) echo "install-deps: unknown option $arg (expected --test)" >&2; exit 2 ;;
+  esac
+done
+
 # Build tools and libraries (see docs/building.md for what each is for).
 DEBIAN_PACKAGES=(
   build-essential cmake make pkg-config ccache git
-  libtorch-dev                                  # tensors, autograd, optimizers (LibTorch 1.13, CPU)
-  libopenblas0-openmp                           # the BLAS behind LibTorch's matmuls (Debian's reference BLAS: 0.9 vs 204 GFLOP/s here)
+  python3-venv                                  # .venv/libtorch: LibTorch from the PyPI torch wheel
   libyaml-cpp-dev nlohmann-json3-dev            # config, JSON
   libpcre2-dev libutf8proc-dev                  # tokenizer regexes and Unicode normalization
   libsnappy-dev libzstd-dev zlib1g-dev          # parquet codecs
-  python3-dev pybind11-dev python3-jinja2       # embedded CPython: chat templates, Python reward functions
+  python3-dev python3-jinja2                    # embedded CPython: chat templates, Python reward functions
   libopenmpi-dev openmpi-bin openssh-client     # processes and collectives (mpirun wants ssh present)
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  python3-torch python3-yaml python3-numpy      # test-only: golden numbers and independent YAML reading
-  chromium                                      # test-only: renders report.html headless (tests, README picture)
+)
+TEST_DEBIAN_PACKAGES=(
+  chromium                                      # renders report.html headless (tests, README picture)
 )
 
 as_root() {
@@ -31,32 +42,62 @@ as_root() {
   fi
 }
 
+wanted=("${DEBIAN_PACKAGES[@]}")
+if $with_test_tools; then wanted+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
 missing=()
-for package in "${DEBIAN_PACKAGES[@]}"; do
+for package in "${wanted[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$package" 2> /dev/null || true)
   if [ "$status" != "install ok installed" ]; then
     missing+=("$package")
   fi
 done
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+if $with_test_tools && { ! command -v node > /dev/null || ! command -v npm > /dev/null; }; then
   missing+=(nodejs npm)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "install-deps: installing ${missing[*]}"
+  echo "install-deps: installing Debian packages ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 else
   echo "install-deps: Debian packages present"
 fi
 
-# Test-only npm packages, pinned by tests/js/package-lock.json, installed into tests/js/node_modules.
-lock=tests/js/package-lock.json
-stamp=tests/js/node_modules/.verl-installed
-if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
-  echo "install-deps: installing npm packages into tests/js/node_modules"
-  (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
-  touch "$stamp"
-else
-  echo "install-deps: npm packages present"
+# A virtual environment from Debian's python3 with the packages of one requirements file, reinstalled only when
+# that file changes (its copy inside the environment is the stamp).
+make_venv() {
+  local venv=$1 requirements=$2 what=$3
+  local stamp=$venv/.verl-requirements.txt
+  if [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
+    echo "install-deps: $what present in $venv"
+    return
+  fi
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+  echo "install-deps: installing $what into $venv ($requirements)"
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar on \
+    -r "$requirements"
+  cp "$requirements" "$stamp"
+}
+
+# LibTorch: the PyPI torch wheel (CUDA build: ~3 GB with its nvidia-* libraries, about a minute at 60 MB/s).
+make_venv .venv/libtorch scripts/requirements/libtorch.txt "LibTorch (torch wheel, ~3 GB download)"
+
+if $with_test_tools; then
+  # The test oracles see .venv/libtorch's torch through a .pth file instead of a second 3 GB install.
+  if [ ! -x .venv/test/bin/python ]; then /usr/bin/python3 -m venv .venv/test; fi
+  torch_site=$(.venv/libtorch/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  test_site=$(.venv/test/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$torch_site" > "$test_site/verl-libtorch.pth"
+  make_venv .venv/test scripts/requirements/test.txt "test-only Python packages"
+
+  # Test-only npm packages, pinned by tests/js/package-lock.json, installed into tests/js/node_modules.
+  lock=tests/js/package-lock.json
+  stamp=tests/js/node_modules/.verl-installed
+  if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
+    echo "install-deps: installing npm packages into tests/js/node_modules"
+    (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$stamp"
+  else
+    echo "install-deps: npm packages present"
+  fi
 fi

@@ -1,6 +1,5 @@
 #include "verl/bench/roofline.h"
 
-#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "verl/bench/bench_report.h"
 #include "verl/common/error.h"
 #include "verl/common/stopwatch.h"
+#include "verl/runtime/environment_report.h"
 
 namespace verl::bench {
 namespace {
@@ -44,68 +44,24 @@ WindowResult best_window(const std::function<void()>& step, double units, double
   return best;
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  }
-  return "unknown";
-}
-
-bool cpu_has_flag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line.substr(line.find(':') + 1));
-      std::string word;
-      while (words >> word) {
-        if (word == flag) return true;
-      }
-      return false;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 MachineInfo machine_info() {
+  const runtime::EnvironmentReport env = runtime::read_environment_report();
   MachineInfo info;
-  info.cpu_model = cpu_model_name();
+  info.cpu_model = env.cpu_model;
   info.cores = static_cast<int>(std::thread::hardware_concurrency());
   info.threads = torch::get_num_threads();
-  // LibTorch calls the Fortran BLAS symbol; where it resolves says which BLAS the alternatives system picked.
-  if (void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_")) {
-    Dl_info dl{};
-    if (dladdr(sgemm, &dl) != 0 && dl.dli_fname != nullptr) {
-      char resolved[PATH_MAX];
-      info.blas_library = realpath(dl.dli_fname, resolved) != nullptr ? resolved : dl.dli_fname;
-    }
-  }
-  using CoreName = char* (*)();
-  if (auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
-    if (const char* name = corename()) info.blas_core = name;
-  }
+  info.libtorch = env.libtorch_version;
+  info.blas = env.blas;
+  info.cpu_kernels = env.cpu_kernels;
   double load[1] = {0};
   if (getloadavg(load, 1) == 1) info.load_average_1m = load[0];
   if (const char* policy = std::getenv("OMP_WAIT_POLICY")) info.omp_wait_policy = policy;
-
-  if (info.blas_library.find("/blas/libblas") != std::string::npos) {
-    info.hint = "the reference BLAS (netlib) serves LibTorch's matmuls, tens of times slower than an optimised one: "
-                "install libopenblas0-openmp (scripts/install-deps.sh)";
-  } else if (!info.blas_core.empty() && info.blas_core.find("Haswell") != std::string::npos &&
-             cpu_has_flag("avx512f")) {
-    const char* forced = std::getenv("OPENBLAS_CORETYPE");
-    info.hint = std::string(forced ? "OPENBLAS_CORETYPE=" + std::string(forced) + " keeps OpenBLAS on"
-                                   : "OpenBLAS picked") +
-                " its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 "
-                "ones. The GEMM peak below is then the AVX2 kernels', which verl's own AVX-512 decode kernels can "
-                "exceed (a decode above 100% of its bound)";
+  // LibTorch picks its vectorised CPU kernels by CPU; ATEN_CPU_CAPABILITY overrides the choice.
+  if (const char* forced = std::getenv("ATEN_CPU_CAPABILITY")) {
+    info.hint = std::string("ATEN_CPU_CAPABILITY=") + forced + " overrides LibTorch's choice of CPU kernels (" +
+                env.cpu_kernels + " in use)";
   }
   return info;
 }
@@ -140,10 +96,10 @@ Roofline measure_roofline(const RooflineOptions& o) {
 }
 
 nlohmann::json to_json(const MachineInfo& m) {
-  return {{"cpu_model", m.cpu_model},       {"cores", m.cores},
-          {"threads", m.threads},           {"blas_library", m.blas_library},
-          {"blas_core", m.blas_core},       {"load_average_1m", m.load_average_1m},
-          {"omp_wait_policy", m.omp_wait_policy}};
+  return {{"cpu_model", m.cpu_model},     {"cores", m.cores},
+          {"threads", m.threads},         {"libtorch", m.libtorch},
+          {"blas", m.blas},               {"cpu_kernels", m.cpu_kernels},
+          {"load_average_1m", m.load_average_1m}, {"omp_wait_policy", m.omp_wait_policy}};
 }
 
 nlohmann::json to_json(const Roofline& r) {
@@ -164,8 +120,7 @@ std::string format_roofline(const Roofline& r) {
   const auto& m = r.machine;
   out << "machine: " << m.cpu_model << ", " << m.cores << " cores, " << m.threads << " intra-op threads, load average "
       << format_number(m.load_average_1m) << "\n"
-      << "BLAS: " << (m.blas_library.empty() ? "unknown" : m.blas_library)
-      << (m.blas_core.empty() ? "" : " (core " + m.blas_core + ")")
+      << "LibTorch " << m.libtorch << " (CPU kernels " << m.cpu_kernels << "), BLAS: " << m.blas
       << ", OMP_WAIT_POLICY=" << (m.omp_wait_policy.empty() ? "(unset)" : m.omp_wait_policy) << "\n";
   if (!m.hint.empty()) out << "hint: " << m.hint << "\n";
   std::vector<std::vector<std::string>> rows = {{"kernel", "size", "rate", "cpu/wall"}};

@@ -1,7 +1,5 @@
 #include "verl/cli/cli.h"
 
-#include <torch/version.h>
-
 #include <algorithm>
 #include <exception>
 #include <iostream>
@@ -10,6 +8,7 @@
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/runtime/cpu_threads.h"
+#include "verl/runtime/environment_report.h"
 #include "verl/runtime/heap_reuse.h"
 
 namespace verl::cli {
@@ -36,6 +35,8 @@ const std::vector<Command>& command_table() {
        run_train_command},
       {"generate", "Responses for a dataset's prompts (chat template, verl's rollout keys) to JSONL", kGenerateUsage,
        run_generate_command},
+      {"env", "What this binary runs on: LibTorch, BLAS, CUDA and its devices, MPI, threads (also --version)",
+       kEnvUsage, run_env_command},
       {"bench", "Measure the machine (GEMM peak, bandwidth), rollout throughput and a PPO step's MFU", kBenchUsage,
        run_bench_command},
   };
@@ -68,6 +69,23 @@ std::vector<std::string> command_names() {
 
 }  // namespace
 
+const char* const kEnvUsage =
+    "usage: verl env [--json]\n\n"
+    "Prints what this binary runs on: the LibTorch it loaded (version, path), its CPU kernels, BLAS and oneDNN,\n"
+    "whether CUDA is compiled in and how many devices are visible (CUDA_VISIBLE_DEVICES applies), the MPI library,\n"
+    "the intra-op threads (OMP_NUM_THREADS, else all cores) and the embedded Python. --json: one JSON object.\n";
+
+int run_env_command(const Args& args) {
+  bool as_json = false;
+  for (const auto& arg : args) {
+    VERL_CHECK(arg == "--json", "env", "unknown option '", arg, "' (expected --json)");
+    as_json = true;
+  }
+  const runtime::EnvironmentReport report = runtime::read_environment_report();
+  std::cout << (as_json ? report.to_json().dump() + "\n" : report.to_text());
+  return 0;
+}
+
 int main_entry(int argc, char** argv) {
   try {
     init_logging_from_env();
@@ -85,7 +103,8 @@ int main_entry(int argc, char** argv) {
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version" || args[0] == "version") {
-      std::cout << "verl.cpp " << VERL_VERSION << " (LibTorch " << TORCH_VERSION << ")\n";
+      runtime::configure_cpu_threads(std::nullopt);
+      std::cout << runtime::read_environment_report().to_text();
       return 0;
     }
     for (const auto& command : command_table()) {

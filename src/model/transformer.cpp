@@ -107,6 +107,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
     return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp);
   }
+  if (kernel == AttentionKernel::Sdpa) {
+    // The same additive mask as the eager path, so fully masked rows (left padding) come out the same.
+    auto out = at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
+                                                /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1);
+    return row_output(o_proj, out.transpose(1, 2).reshape({B, T, num_heads * head_dim}), tp);
+  }
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
   scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
   // Softmax in at least fp32 (HF upcasts half precision); fp64 stays fp64, where the fp64 mask minimum would
@@ -318,6 +324,10 @@ KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
     cache.v.push_back(torch::zeros({batch, kv_heads, capacity, config.head_dim}, opts));
   }
   return cache;
+}
+
+void set_attention_kernel(CausalLM& model, AttentionKernel kernel) {
+  for (auto& layer : model->model->layer_list) layer->self_attn->kernel = kernel;
 }
 
 torch::Tensor position_ids_from_mask(const torch::Tensor& attention_mask) {

@@ -1,6 +1,7 @@
 #include "verl/python/interpreter.h"
 
 #include <mutex>
+#include <stdexcept>
 
 namespace verl::python {
 
@@ -15,7 +16,21 @@ void ensure_interpreter() {
   std::call_once(g_started, [] {
     if (Py_IsInitialized()) return;  // embedded in a process that already runs Python
     try {
-      pybind11::initialize_interpreter(/*init_signal_handlers=*/false);
+      // Pinned to the installation the binary was built against (VERL_EMBEDDED_PYTHON_HOME, its
+      // sys.base_prefix): left to itself, CPython derives its prefix from the first python3 on PATH, and an
+      // activated venv, pyenv or conda there hides this installation's packages (jinja2). PYTHONPATH still
+      // applies, so a user's reward modules can be found.
+      PyConfig config;
+      PyConfig_InitIsolatedConfig(&config);
+      config.isolated = 0;
+      config.use_environment = 1;
+      config.install_signal_handlers = 0;
+      const PyStatus status = PyConfig_SetBytesString(&config, &config.home, VERL_EMBEDDED_PYTHON_HOME);
+      if (PyStatus_Exception(status)) {
+        PyConfig_Clear(&config);
+        throw std::runtime_error(status.err_msg != nullptr ? status.err_msg : "cannot set the Python home");
+      }
+      pybind11::initialize_interpreter(&config);  // clears config
     } catch (const std::exception& e) {
       g_start_error = e.what();
       return;
@@ -29,6 +44,8 @@ void ensure_interpreter() {
   });
   VERL_CHECK(g_start_error.empty(), "python", "cannot start the embedded Python interpreter: ", g_start_error);
 }
+
+std::string embedded_python_description() { return std::string(PY_VERSION) + " at " + VERL_EMBEDDED_PYTHON_HOME; }
 
 std::string describe_python_error(const pybind11::error_already_set& error) {
   std::string type = "Exception";

@@ -16,8 +16,9 @@ struct MachineInfo {
   std::string cpu_model;        // /proc/cpuinfo "model name"
   int cores = 0;                // online hardware threads
   int threads = 0;              // LibTorch intra-op threads in use
-  std::string blas_library;     // the file that provides sgemm_ (the Debian alternative resolved)
-  std::string blas_core;        // OpenBLAS kernel family (openblas_get_corename), empty for other BLAS
+  std::string libtorch;         // LibTorch version
+  std::string blas;             // the BLAS inside LibTorch (MKL's version string for the PyPI wheel)
+  std::string cpu_kernels;      // LibTorch's vectorised CPU kernels in use: AVX512, AVX2, DEFAULT
   double load_average_1m = 0;   // getloadavg() when the measurement started
   std::string omp_wait_policy;  // $OMP_WAIT_POLICY (empty: libgomp's default, spin then sleep)
   std::string hint;             // a one-line suggestion when the setup is known to be slow, else empty

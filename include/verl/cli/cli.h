@@ -44,6 +44,8 @@ int run_train_command(const Args& args);
 extern const char* const kTrainUsage;
 int run_generate_command(const Args& args);
 extern const char* const kGenerateUsage;
+int run_env_command(const Args& args);
+extern const char* const kEnvUsage;
 int run_bench_command(const Args& args);
 extern const char* const kBenchUsage;
 

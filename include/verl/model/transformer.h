@@ -61,6 +61,12 @@ struct RMSNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// How prefill and training compute attention (the one-token decode step has its own kernels). Sdpa is
+// LibTorch's at::scaled_dot_product_attention (flash-attention kernels on CPU and CUDA, grouped-query heads
+// without repeating K/V), the default; Eager is matmul + fp32 softmax + matmul, kept as the reference the
+// tests hold Sdpa to.
+enum class AttentionKernel { Sdpa, Eager };
+
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const HFConfig& config, TensorParallelGroup tp = {});
   // x [B,T,H]; cos/sin [B,T,head_dim]; mask_bias [B,1,1,T,S] additive. With a cache, the new keys go to
@@ -72,6 +78,7 @@ struct AttentionImpl : torch::nn::Module {
   int64_t num_heads, num_kv_heads, head_dim;  // heads held by this rank (all of them without TP)
   double scaling;
   TensorParallelGroup tp;
+  AttentionKernel kernel = AttentionKernel::Sdpa;
 };
 TORCH_MODULE(Attention);
 
@@ -149,6 +156,9 @@ struct CausalLMImpl : torch::nn::Module {
   TensorParallelGroup tp;
 };
 TORCH_MODULE(CausalLM);
+
+// Sets the attention kernel of every layer (AttentionKernel::Sdpa unless a test asks for the reference).
+void set_attention_kernel(CausalLM& model, AttentionKernel kernel);
 
 // verl's position ids: clip(cumsum(attention_mask) - 1, 0) along the last dimension.
 torch::Tensor position_ids_from_mask(const torch::Tensor& attention_mask);

@@ -19,6 +19,9 @@ namespace verl::python {
 // Starts the interpreter if it is not running; throws verl::Error when it cannot start.
 void ensure_interpreter();
 
+// "3.11.2 at /usr": the embedded interpreter's version and the installation it is pinned to (does not start it).
+std::string embedded_python_description();
+
 // "ExceptionType: message" for the Python error being handled (call with the GIL held).
 std::string describe_python_error(const pybind11::error_already_set& error);
 

@@ -1,20 +1,21 @@
 // Logits of `verl model forward` (one left-padded fp32 batch of ragged rows) against
 // tests/golden/model/gen_model_golden.py, an independent plain-PyTorch float64 implementation of the HF
 // forward run per row without padding. The script runs at test time on models made by `verl model init`
-// (so no model files are committed); it needs /usr/bin/python3 with Debian's python3-torch, which CI
-// installs; without it the test is skipped. Tolerance: max |C++ - ref| <= 1e-5 * max |ref| per row.
+// (so no model files are committed), under the test-only Python (.venv/test, torch from PyPI); the test
+// fails when that is missing. Tolerance: max |C++ - ref| <= 1e-5 * max |ref| per row.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
 
 #include "support/run_command.h"
+#include "support/test_python.h"
 #include "verl/io/safetensors.h"
 
 namespace verl::test {
 namespace {
 
-bool python_with_torch() { return run_command("/usr/bin/python3 -c 'import torch'").exit_code == 0; }
+bool python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
 
 std::vector<double> floats(const io::TensorView& v) {
   std::vector<double> out(v.numel());
@@ -38,7 +39,7 @@ void check_family(const std::string& name, const std::string& init_flags) {
   // Ragged rows: run as one left-padded batch by C++.
   write_file(dir + "/ids.json",
              R"({"input_ids": [[5, 9, 2, 33, 17, 60, 1, 8, 8, 40, 12], [3], [7, 7, 21, 50], [63, 0, 11, 45, 2, 9]]})");
-  auto ref = run_command("/usr/bin/python3 " + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+  auto ref = run_command(test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                          "/tests/golden/model/gen_model_golden.py " + model + " " + dir + "/ids.json " + dir +
                          "/ref.safetensors");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
@@ -66,7 +67,7 @@ void check_family(const std::string& name, const std::string& init_flags) {
 class ModelGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!python_with_torch()) GTEST_SKIP() << "/usr/bin/python3 with torch not available";
+    if (!python_with_torch()) FAIL() << test_python_missing_hint();
   }
 };
 

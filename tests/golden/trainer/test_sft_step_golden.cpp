@@ -1,12 +1,13 @@
 // One verl SFT training step (3 micro batches with gradient accumulation, right truncation, clip_grad_norm,
 // AdamW) against tests/golden/trainer/sft_step_reference.py: an independent float64 PyTorch implementation
 // written from verl's fsdp_sft_trainer.py / sft_dataset.py (verl's own shifted loss mask), over the
-// reference forward of tests/golden/model/gen_model_golden.py. Needs /usr/bin/python3 with python3-torch.
+// reference forward of tests/golden/model/gen_model_golden.py. Runs under the test-only Python (.venv/test).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/test_python.h"
 #include "support/tiny_sft_setup.h"
 #include "verl/config/sft_config.h"
 #include "verl/data/sft_dataset.h"
@@ -54,7 +55,7 @@ TEST(SFTStepGolden, OneStepMatchesTorchReference) {
                               {"micro_batch_size", 4},         {"lr", 0.01},     {"betas", {0.9, 0.95}},
                               {"weight_decay", 0.05},          {"clip_grad", 0.5}};
   write_file(s.dir + "/case.json", case_json.dump());
-  CommandResult ref = run_command("/usr/bin/python3 " + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+  CommandResult ref = run_command(test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                                   "/tests/golden/trainer/sft_step_reference.py " + s.dir + "/case.json " + s.dir +
                                   "/ref.json");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;

@@ -3,7 +3,7 @@
 // update loop (per-row unpadded forward, torch.optim.AdamW, torch.nn.utils.clip_grad_norm_). The batch has
 // ragged prompts and responses, two mini-batches of two micro-batches each (off-policy path), asymmetric
 // clipping with dual clip, an entropy bonus, the low_var_kl KL loss, temperature 0.7 and grad clipping.
-// Needs /usr/bin/python3 with python3-torch (skipped otherwise).
+// Runs under the test-only Python (.venv/test, torch from PyPI).
 // Tolerances (C++ runs fp32): log-probs / entropy 2e-5 abs; pg_loss, ppo_kl, entropy, kl_loss, grad_norm
 // 1e-4 relative + 1e-6 abs; clip fractions 1e-6 abs (exact token counts); final parameters 2e-5 abs.
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
+#include "support/test_python.h"
 #include "verl/model/weights.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 
@@ -21,7 +22,7 @@ namespace {
 
 using protocol::DataProto;
 
-bool python_with_torch() { return run_command("/usr/bin/python3 -c 'import torch'").exit_code == 0; }
+bool python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
 
 torch::Tensor to_tensor(const std::vector<std::vector<double>>& rows) {
   std::vector<torch::Tensor> out;
@@ -55,7 +56,7 @@ void expect_close_list(const nlohmann::json& got, const torch::Tensor& ref, doub
 }
 
 TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
-  if (!python_with_torch()) GTEST_SKIP() << "/usr/bin/python3 with torch not available";
+  if (!python_with_torch()) FAIL() << test_python_missing_hint();
   const std::string dir = make_temp_dir("actor_golden");
   const std::string model_dir = make_tiny_model(dir + "/model");
   auto cfg = tiny_ppo_config(model_dir, {"actor_rollout_ref.rollout.temperature=0.7",
@@ -111,7 +112,7 @@ TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
                     {"use_kl_loss", true}, {"kl_loss_coef", a.kl_loss_coef}, {"grad_clip", a.grad_clip},
                     {"lr", a.optim.lr}, {"weight_decay", a.optim.weight_decay}, {"betas", a.optim.betas}};
   write_file(dir + "/spec.json", spec.dump());
-  auto ref = run_command("/usr/bin/python3 " + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+  auto ref = run_command(test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                          "/tests/golden/workers/gen_actor_golden.py " + model_dir + " " + dir + "/spec.json " + dir +
                          "/ref.safetensors");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;

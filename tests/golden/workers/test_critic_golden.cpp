@@ -1,8 +1,8 @@
 // Three update_critic calls of a tiny value model on a fixed batch against
 // tests/golden/workers/gen_critic_golden.py, an independent float64 PyTorch implementation of verl's critic
 // update (value forward per row without padding, clipped value loss, micro-batch scaling, grad clipping,
-// torch.optim.AdamW, LambdaLR). The script runs at test time on a model made by `verl model init`; without
-// /usr/bin/python3 + torch the test is skipped.
+// torch.optim.AdamW, LambdaLR). The script runs at test time on a model made by `verl model init`, under
+// the test-only Python (.venv/test).
 // Tolerances (C++ runs in float32): metrics (clip fractions included) within 2e-5 relative (+1e-7 absolute);
 // final parameters within 5e-5 absolute (measured: 8.8e-6 and 1.7e-6, Adam amplifies
 // float32 rounding of tiny gradients), while the three updates move parameters by up to 0.06-0.08, over 1000x
@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "support/run_command.h"
+#include "support/test_python.h"
 #include "verl/model/model_tools.h"
 #include "verl/model/weights.h"
 #include "verl/workers/critic_worker.h"
@@ -23,7 +24,7 @@ namespace {
 using protocol::DataProto;
 using protocol::Json;
 
-bool python_with_torch() { return test::run_command("/usr/bin/python3 -c 'import torch'").exit_code == 0; }
+bool python_with_torch() { return test::run_command(test_python() + "-c 'import torch'").exit_code == 0; }
 
 struct Case {
   std::string name;
@@ -52,7 +53,7 @@ void run_case(const Case& c) {
                    {"schedule", c.schedule},    {"warmup_steps", 0},         {"total_steps", 3},
                    {"min_lr_ratio", 0.1},       {"num_cycles", 0.5}};
   test::write_file(dir + "/settings.json", settings.dump());
-  auto ref = test::run_command("/usr/bin/python3 " + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+  auto ref = test::run_command(test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                                "/tests/golden/workers/gen_critic_golden.py " + value_dir + " " + dir +
                                "/batch.safetensors " + dir + "/settings.json " + dir + "/ref");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
@@ -105,7 +106,7 @@ void run_case(const Case& c) {
 class CriticGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!python_with_torch()) GTEST_SKIP() << "/usr/bin/python3 with torch not available";
+    if (!python_with_torch()) FAIL() << test_python_missing_hint();
   }
 };
 

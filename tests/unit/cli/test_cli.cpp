@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "support/run_command.h"
+#include "support/test_python.h"
 #include "verl/cli/option_values.h"
 #include "verl/common/error.h"
 #include "verl/config/config_node.h"
@@ -60,11 +61,11 @@ TEST(Cli, ConfigShowPrintsOverriddenLearningRate) {
 
 TEST(Cli, ConfigShowOutputReadsAsFloatInPyYaml) {
   // An independent YAML 1.1 reader (PyYAML) must see the same float.
-  CommandResult has_yaml = run_command("/usr/bin/python3 -c 'import yaml'");
-  if (has_yaml.exit_code != 0) GTEST_SKIP() << "python3-yaml not installed";
+  CommandResult has_yaml = run_command(test_python() + "-c 'import yaml'");
+  if (has_yaml.exit_code != 0) FAIL() << test_python_missing_hint();
   const std::string dir = make_temp_dir("cli_pyyaml");
   CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lr=3e-6 > " + dir +
-                                "/c.yaml && /usr/bin/python3 -c \"import yaml; c = yaml.safe_load(open('" + dir +
+                                "/c.yaml && " + test_python() + "-c \"import yaml; c = yaml.safe_load(open('" + dir +
                                 "/c.yaml')); v = c['actor_rollout_ref']['actor']['optim']['lr']; "
                                 "print(type(v).__name__, repr(v), c['data']['seed'], c['trainer']['logger'])\"");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "support/run_command.h"
-#include "support/shared_dir.h"
+#include "support/fixtures.h"
 
 namespace verl::test {
 namespace {
@@ -55,9 +55,9 @@ TEST(CliScore, ReadsStandardInput) {
 TEST(CliScore, EveryGsm8kGoldAnswerScoresOne) {
   // The fixture's reference solutions as verl rows (ground truth: the text after "#### ", commas removed).
   const std::string dir = make_temp_dir("cli_score_gsm8k");
-  const std::string fixture = shared_dir() + "/fixtures/gsm8k/test.jsonl";
+  const std::string fixture = fixtures_dir() + "/gsm8k/test.jsonl";
   std::ifstream in(fixture);
-  ASSERT_TRUE(in.is_open()) << fixture << " (set VERL_SHARED_DIR to the shared/ folder)";
+  ASSERT_TRUE(in.is_open()) << fixture << "";
   std::ofstream out(dir + "/rows.jsonl");
   std::string line;
   size_t rows = 0;

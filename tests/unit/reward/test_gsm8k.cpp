@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "support/shared_dir.h"
+#include "support/fixtures.h"
 #include "verl/common/error.h"
 #include "verl/reward/scorers/default_compute_score.h"
 #include "verl/reward/scorers/gsm8k.h"
@@ -15,7 +15,7 @@
 namespace verl::reward {
 namespace {
 
-std::string fixture_path() { return test::shared_dir() + "/fixtures/gsm8k/test.jsonl"; }
+std::string fixture_path() { return test::fixtures_dir() + "/gsm8k/test.jsonl"; }
 
 struct GoldRow {
   std::string answer;        // the reference solution, ending in "#### N"
@@ -26,7 +26,7 @@ struct GoldRow {
 std::vector<GoldRow> read_gold_rows() {
   const std::string path = fixture_path();
   std::ifstream in(path);
-  EXPECT_TRUE(in.is_open()) << path << " (set VERL_SHARED_DIR to the shared/ folder)";
+  EXPECT_TRUE(in.is_open()) << path << "";
   std::vector<GoldRow> rows;
   std::string line;
   while (std::getline(in, line)) {

@@ -1,0 +1,17 @@
+// The test-only Python: .venv/test (scripts/install-deps.sh --test), which has numpy and PyYAML and sees
+// .venv/libtorch's torch. Reference scripts that need them run under it; `make test` always installs it, so a
+// test that needs it fails (never skips) when it is missing.
+#pragma once
+
+#include <string>
+
+namespace verl::test {
+
+// Path of the interpreter followed by a space, ready to prefix a script: test_python() + "script.py args".
+inline std::string test_python() { return std::string(VERL_TEST_PYTHON) + " "; }
+
+inline const char* test_python_missing_hint() {
+  return VERL_TEST_PYTHON " cannot import what the reference needs: run scripts/install-deps.sh --test";
+}
+
+}  // namespace verl::test
