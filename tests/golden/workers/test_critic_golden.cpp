@@ -24,7 +24,7 @@ namespace {
 using protocol::DataProto;
 using protocol::Json;
 
-bool python_with_torch() { return test::run_command(test_python() + "-c 'import torch'").exit_code == 0; }
+bool python_with_torch() { return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0; }
 
 struct Case {
   std::string name;
@@ -53,7 +53,7 @@ void run_case(const Case& c) {
                    {"schedule", c.schedule},    {"warmup_steps", 0},         {"total_steps", 3},
                    {"min_lr_ratio", 0.1},       {"num_cycles", 0.5}};
   test::write_file(dir + "/settings.json", settings.dump());
-  auto ref = test::run_command(test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+  auto ref = test::run_command(test::test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                                "/tests/golden/workers/gen_critic_golden.py " + value_dir + " " + dir +
                                "/batch.safetensors " + dir + "/settings.json " + dir + "/ref");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
@@ -106,7 +106,7 @@ void run_case(const Case& c) {
 class CriticGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!python_with_torch()) FAIL() << test_python_missing_hint();
+    if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
   }
 };
 

@@ -20,12 +20,12 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& batches) {
 TEST(BatchSampler, ShuffledOrderEqualsPyTorchRandomSampler) {
   // Independent reference: PyTorch's own RandomSampler with a generator seeded like verl's.
   test::CommandResult py = test::run_command(
-      test_python() + "-c \"import torch, json\n"
+      test::test_python() + "-c \"import torch, json\n"
       "from torch.utils.data import RandomSampler\n"
       "g = torch.Generator(); g.manual_seed(7)\n"
       "s = RandomSampler(range(10), generator=g)\n"
       "print(json.dumps([list(s), list(s), list(s)]))\"");
-  if (py.exit_code != 0) FAIL() << test_python_missing_hint() << ": " << py.err;
+  if (py.exit_code != 0) FAIL() << test::test_python_missing_hint() << ": " << py.err;
   auto expected = nlohmann::json::parse(py.out);
   BatchSampler sampler({10, 5, true, 7, true});
   for (int epoch = 0; epoch < 3; ++epoch) {

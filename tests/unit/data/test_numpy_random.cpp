@@ -14,7 +14,7 @@ namespace verl::data {
 namespace {
 
 nlohmann::json numpy(const std::string& expression) {
-  test::CommandResult r = test::run_command(test_python() + "-c \"import json, numpy as np; print(json.dumps(" +
+  test::CommandResult r = test::run_command(test::test_python() + "-c \"import json, numpy as np; print(json.dumps(" +
                                             expression + "))\"");
   if (r.exit_code != 0) return nullptr;
   return nlohmann::json::parse(r.out);
@@ -24,7 +24,7 @@ TEST(NumpyGenerator, RawDrawsMatchNumpy) {
   for (uint64_t seed : {0ull, 1ull, 42ull, 4294967296ull, 12345678901234ull}) {
     const nlohmann::json expected = numpy("[int(x) for x in np.random.default_rng(" + std::to_string(seed) +
                                           ").integers(0, 2**64, size=5, dtype=np.uint64)]");
-    if (expected.is_null()) FAIL() << test_python_missing_hint();
+    if (expected.is_null()) FAIL() << test::test_python_missing_hint();
     NumpyGenerator rng(seed);
     for (size_t i = 0; i < 5; ++i) EXPECT_EQ(rng.next_uint64(), expected[i].get<uint64_t>()) << "seed " << seed;
   }
@@ -38,7 +38,7 @@ TEST(NumpyGenerator, ChoiceWithoutReplacementMatchesNumpy) {
     const nlohmann::json expected =
         numpy("[int(x) for x in np.random.default_rng(" + std::to_string(c.seed) + ").choice(" +
               std::to_string(c.population) + ", size=" + std::to_string(c.size) + ", replace=False)]");
-    if (expected.is_null()) FAIL() << test_python_missing_hint();
+    if (expected.is_null()) FAIL() << test::test_python_missing_hint();
     NumpyGenerator rng(c.seed);
     EXPECT_EQ(nlohmann::json(rng.choice_without_replacement(c.population, c.size)), expected)
         << c.seed << " " << c.population << " " << c.size;

@@ -39,7 +39,7 @@ std::string error_of(const std::string& path) {
 }
 
 bool python_with_torch() {
-  return test::run_command(test_python() + "-c 'import torch'").exit_code == 0;
+  return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0;
 }
 
 std::string script() { return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py"; }
@@ -196,7 +196,7 @@ TEST(Safetensors, IndexThatLiesIsAnError) {
 }
 
 TEST(Safetensors, PythonReadsWhatWeWrite) {
-  if (!python_with_torch()) FAIL() << test_python_missing_hint();
+  if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
   const std::string dir = make_temp_dir("st_python_read");
   const uint16_t bf16[] = {0x3F80, 0xBC00};  // 1.0, -0.0078125
   const int64_t i64[] = {-3, 1LL << 50};
@@ -206,7 +206,7 @@ TEST(Safetensors, PythonReadsWhatWeWrite) {
                     {{"bf16", DType::BF16, {2}, bf16, 4}, {"i64", DType::I64, {1, 2}, i64, 16},
                      {"f32", DType::F32, {2, 2}, f32, 16}, {"bool", DType::BOOL, {3}, b, 3}},
                     {{"format", "pt"}});
-  auto r = test::run_command(test_python() + script() + " read " + dir + "/w.safetensors");
+  auto r = test::run_command(test::test_python() + script() + " read " + dir + "/w.safetensors");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["__metadata__"]["format"], "pt");
@@ -219,9 +219,9 @@ TEST(Safetensors, PythonReadsWhatWeWrite) {
 }
 
 TEST(Safetensors, WeReadWhatPythonWrites) {
-  if (!python_with_torch()) FAIL() << test_python_missing_hint();
+  if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
   const std::string dir = make_temp_dir("st_python_write");
-  auto r = test::run_command(test_python() + script() + " write " + dir + "/p.safetensors");
+  auto r = test::run_command(test::test_python() + script() + " write " + dir + "/p.safetensors");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   SafetensorsFile f(dir + "/p.safetensors");
   EXPECT_EQ(f.names().size(), 10u);

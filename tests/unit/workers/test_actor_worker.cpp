@@ -87,7 +87,9 @@ TEST(ActorWorker, DynamicBszGivesFixedMicroBatchGradientsWhenNormalisationAgrees
   EXPECT_EQ(b.metrics["actor/pg_clipfrac"].size(), 3u);
   EXPECT_LT(max_grad_diff(a, b), 1e-6 * std::max(1.0, max_grad_abs(a)));
   EXPECT_NEAR(a.metrics["actor/pg_loss"][0].get<double>(), b.metrics["actor/pg_loss"][0].get<double>(), 1e-6);
-  EXPECT_NEAR(a.metrics["actor/grad_norm"][0].get<double>(), b.metrics["actor/grad_norm"][0].get<double>(), 1e-6);
+  // grad_norm relative, like the gradients: at ~22 one fp32 ulp is 1.9e-6, which another summation order moves.
+  const double grad_norm = a.metrics["actor/grad_norm"][0].get<double>();
+  EXPECT_NEAR(grad_norm, b.metrics["actor/grad_norm"][0].get<double>(), 1e-6 * std::max(1.0, grad_norm));
   // token-mean normalises per micro-batch, so differently composed micro-batches give other gradients.
   fixed.loss_agg_mode = dynamic.loss_agg_mode = "token-mean";
   EXPECT_GT(max_grad_diff(one_update(fixed, batch), one_update(dynamic, batch)), 1e-5);
