@@ -73,13 +73,20 @@ Roofline measure_roofline(const RooflineOptions& o) {
   Roofline r;
   r.machine = machine_info();
   auto gen = at::detail::createCPUGenerator(0);
-  for (int64_t n : o.gemm_sizes) {
-    VERL_CHECK(n > 0, "bench", "GEMM size must be positive, got ", n);
-    auto a = torch::randn({n, n}, gen), b = torch::randn({n, n}, gen), c = torch::empty({n, n});
-    const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-    auto w = best_window([&] { torch::mm_out(c, a, b); }, flops, o.seconds_per_point);
-    r.gemm.push_back({n, w.units_per_s, w.cpu_per_wall});
-    r.gemm_peak_flops = std::max(r.gemm_peak_flops, w.units_per_s);
+  std::vector<torch::ScalarType> dtypes = {torch::kFloat32};
+  if (o.bf16) dtypes.push_back(torch::kBFloat16);
+  for (auto dtype : dtypes) {
+    const bool bf16 = dtype == torch::kBFloat16;
+    for (int64_t n : o.gemm_sizes) {
+      VERL_CHECK(n > 0, "bench", "GEMM size must be positive, got ", n);
+      auto a = torch::randn({n, n}, gen).to(dtype), b = torch::randn({n, n}, gen).to(dtype);
+      auto c = torch::empty({n, n}, torch::TensorOptions().dtype(dtype));
+      const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+      auto w = best_window([&] { torch::mm_out(c, a, b); }, flops, o.seconds_per_point);
+      r.gemm.push_back({bf16 ? "bf16" : "fp32", n, w.units_per_s, w.cpu_per_wall});
+      double& peak = bf16 ? r.bf16_gemm_peak_flops : r.gemm_peak_flops;
+      peak = std::max(peak, w.units_per_s);
+    }
   }
   if (o.memory) {
     VERL_CHECK(o.stream_elements > 0, "bench", "stream array size must be positive");
@@ -104,13 +111,16 @@ nlohmann::json to_json(const MachineInfo& m) {
 
 nlohmann::json to_json(const Roofline& r) {
   nlohmann::json gemm = nlohmann::json::array(), memory = nlohmann::json::array();
-  for (const auto& g : r.gemm) gemm.push_back({{"n", g.n}, {"flops_per_s", g.flops_per_s}, {"cpu_per_wall", g.cpu_per_wall}});
+  for (const auto& g : r.gemm) {
+    gemm.push_back({{"dtype", g.dtype}, {"n", g.n}, {"flops_per_s", g.flops_per_s}, {"cpu_per_wall", g.cpu_per_wall}});
+  }
   for (const auto& m : r.memory) {
     memory.push_back({{"kernel", m.kernel}, {"bytes_per_s", m.bytes_per_s}, {"cpu_per_wall", m.cpu_per_wall}});
   }
   return {{"machine", to_json(r.machine)},
           {"gemm", gemm},
           {"gemm_peak_flops", r.gemm_peak_flops},
+          {"bf16_gemm_peak_flops", r.bf16_gemm_peak_flops},
           {"memory", memory},
           {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s}};
 }
@@ -125,7 +135,7 @@ std::string format_roofline(const Roofline& r) {
   if (!m.hint.empty()) out << "hint: " << m.hint << "\n";
   std::vector<std::vector<std::string>> rows = {{"kernel", "size", "rate", "cpu/wall"}};
   for (const auto& g : r.gemm) {
-    rows.push_back({"fp32 GEMM", std::to_string(g.n) + "^3", format_si(g.flops_per_s, "FLOP/s"),
+    rows.push_back({g.dtype + " GEMM", std::to_string(g.n) + "^3", format_si(g.flops_per_s, "FLOP/s"),
                     format_number(g.cpu_per_wall)});
   }
   for (const auto& p : r.memory) {
@@ -133,6 +143,7 @@ std::string format_roofline(const Roofline& r) {
   }
   out << format_table(rows);
   out << "GEMM peak: " << format_si(r.gemm_peak_flops, "FLOP/s");
+  if (r.bf16_gemm_peak_flops > 0) out << "   bf16 GEMM peak: " << format_si(r.bf16_gemm_peak_flops, "FLOP/s");
   if (!r.memory.empty()) out << "   memory bandwidth: " << format_si(r.bandwidth_bytes_per_s, "B/s");
   out << "\n";
   return out.str();

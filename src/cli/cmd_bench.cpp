@@ -24,7 +24,7 @@ const char* const kBenchUsage =
     "                      [--response-length 64] [--micro-batch-size 16] [--gradient-checkpointing] [--seed S]\n"
     "                      [--quick] [ROOFLINE OPTIONS] [--json FILE] [key=value ...]\n"
     "\n"
-    "roofline  measures fp32 GEMM FLOP/s (torch::mm, all intra-op threads, best of a few sizes) and memory\n"
+    "roofline  measures fp32 and bf16 GEMM FLOP/s (torch::mm, all intra-op threads, best of a few sizes) and memory\n"
     "          bandwidth (STREAM-style copy and triad); the other benches measure it too, in the same process,\n"
     "          right before they run, and compare against it.\n"
     "generate  prefill and decode tokens/s of the rollout engine on random weights, beside the roofline bound\n"
@@ -120,7 +120,9 @@ int run_roofline(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (!common.take(args, i)) return usage_error("unknown option '" + args[i] + "' for verl bench roofline");
   }
-  bench::Roofline r = bench::measure_roofline(common.roofline(/*memory=*/true));
+  bench::RooflineOptions options = common.roofline(/*memory=*/true);
+  options.bf16 = true;  // the standalone roofline also shows what bf16 GEMMs reach on this CPU
+  bench::Roofline r = bench::measure_roofline(options);
   std::cout << bench::format_roofline(r);
   nlohmann::json record = {{"bench", "roofline"}, {"timestamp", bench::utc_timestamp()}};
   record.update(bench::to_json(r));

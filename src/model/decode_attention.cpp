@@ -17,6 +17,7 @@ namespace {
 
 constexpr const char* kComponent = "model";
 using simd::cpu_has_avx2_fma;
+using simd::decode_kernels_enabled;
 using simd::exp8;
 using simd::hsum8;
 
@@ -210,7 +211,7 @@ void rotate_head(const float* x, const float* c, const float* s, int64_t D, floa
 }  // namespace
 
 bool decode_attention_applies(const torch::Tensor& q, const torch::Tensor& keys) {
-  return cpu_has_avx2_fma() && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
+  return decode_kernels_enabled() && cpu_has_avx2_fma() && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
          keys.scalar_type() == torch::kFloat32 && q.dim() == 4 && q.size(3) % 8 == 0 &&
          !(torch::GradMode::is_enabled() && (q.requires_grad() || keys.requires_grad()));
 }

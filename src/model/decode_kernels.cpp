@@ -428,7 +428,7 @@ struct DecodeWeightPacking::Impl {
 DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
   impl_->outer = active_packing;
   active_packing = &impl_->packed;
-  if (!simd::cpu_has_avx512f()) return;  // the broadcast kernel is AVX-512 only
+  if (!simd::cpu_has_avx512f() || !simd::decode_kernels_enabled()) return;  // the broadcast kernel is AVX-512 only
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> packable;
   int64_t bytes = 0;
@@ -462,7 +462,7 @@ DecodeWeightPacking::~DecodeWeightPacking() { active_packing = impl_->outer; }
 size_t DecodeWeightPacking::size() const { return impl_->packed.size(); }
 
 bool decode_kernels_apply(const torch::Tensor& x) {
-  return simd::cpu_has_avx2_fma() && x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
+  return simd::decode_kernels_enabled() && simd::cpu_has_avx2_fma() && x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
          x.dim() >= 1 && x.size(-1) % 8 == 0 && !torch::GradMode::is_enabled();
 }
 

@@ -5,6 +5,9 @@
 
 #include <immintrin.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace verl::model::simd {
 
 #define VERL_AVX2 __attribute__((target("avx2,fma")))
@@ -12,6 +15,16 @@ namespace verl::model::simd {
 inline bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
+}
+
+// VERL_DECODE_KERNELS=0 turns the hand-written decode kernels off, and the decode step runs LibTorch's ops: to
+// measure them against LibTorch (bench/RESULTS.md), and a way out should one misbehave on some CPU.
+inline bool decode_kernels_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("VERL_DECODE_KERNELS");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
 }
 
 // 512-bit kernels (AVX-512F; AVX2 code inlines into them). On a CPU with full-width AVX-512 they do twice the

@@ -26,6 +26,7 @@ struct MachineInfo {
 MachineInfo machine_info();
 
 struct GemmPoint {
+  std::string dtype = "fp32";  // "fp32" | "bf16"
   int64_t n = 0;
   double flops_per_s = 0;
   double cpu_per_wall = 0;
@@ -40,7 +41,8 @@ struct BandwidthPoint {
 struct Roofline {
   MachineInfo machine;
   std::vector<GemmPoint> gemm;
-  double gemm_peak_flops = 0;  // max over gemm
+  double gemm_peak_flops = 0;       // max over the fp32 points: the bound every fp32 phase is measured against
+  double bf16_gemm_peak_flops = 0;  // max over the bf16 points (0 when not measured)
   std::vector<BandwidthPoint> memory;
   double bandwidth_bytes_per_s = 0;  // max over memory
 };
@@ -50,6 +52,7 @@ struct RooflineOptions {
   int64_t stream_elements = int64_t{1} << 25;  // fp32 elements per array (128 MiB)
   double seconds_per_point = 0.6;              // split into windows; the best window counts
   bool memory = true;                          // false: GEMM only (quick peak before a bench)
+  bool bf16 = false;                           // also bf16 GEMMs (AVX512_BF16 / AMX where the CPU has them)
 };
 
 Roofline measure_roofline(const RooflineOptions& options);

@@ -1,5 +1,8 @@
 // The `verl` binary as a user meets it: help, version, unknown commands, `config show`.
 #include <gtest/gtest.h>
+#include <torch/version.h>
+
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <regex>
@@ -39,6 +42,27 @@ TEST(Cli, VersionNamesProjectAndLibTorch) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("verl.cpp ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("LibTorch"), std::string::npos) << r.out;
+}
+
+// `verl env --json`: what the issue asks the binary to tell about itself, checked against this build: the
+// LibTorch 2.x it was compiled against, loaded from the project's environment, with CUDA compiled in (the PyPI
+// wheel), and the thread count OMP_NUM_THREADS asks for.
+TEST(Cli, EnvReportsLibTorchCudaMpiAndThreads) {
+  CommandResult r = run_command("env OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= " + verl_binary() + " env --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto env = nlohmann::json::parse(r.out);
+  EXPECT_EQ(env["libtorch"], TORCH_VERSION);
+  EXPECT_EQ(env["libtorch"].get<std::string>().rfind("2.", 0), 0u);
+  EXPECT_NE(env["libtorch_path"].get<std::string>().find("libtorch_cpu.so"), std::string::npos);
+  EXPECT_TRUE(env["cuda_compiled"].get<bool>());
+  EXPECT_EQ(env["cuda_devices"], 0);  // none visible: CUDA_VISIBLE_DEVICES is empty
+  EXPECT_NE(env["mpi"].get<std::string>().find("MPI"), std::string::npos);
+  EXPECT_EQ(env["intra_op_threads"], 1);
+  EXPECT_NE(env["blas"].get<std::string>(), "");
+  EXPECT_NE(env["python"].get<std::string>().find(" at /"), std::string::npos);
+  r = run_command(verl_binary() + " env --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown option '--bogus'"), std::string::npos) << r.err;
 }
 
 TEST(Cli, UnknownSubcommandListsValidOnes) {

@@ -51,6 +51,20 @@ TEST(TokenizeCli, ChatTemplateQwen3) {
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
+// The embedded Python is pinned to the installation it was built against: with a virtual environment of its own
+// first on PATH (its own site-packages, no jinja2; before the pin: "No module named 'jinja2'") the template
+// still renders.
+TEST(TokenizeCli, ChatTemplateWorksWithAnotherPythonFirstOnPath) {
+  const std::string dir = make_temp_dir("chat_template_path");
+  ASSERT_EQ(run_command("/usr/bin/python3 -m venv --without-pip --copies '" + dir + "/venv'").exit_code, 0);
+  write_file(dir + "/messages.json", R"([{"role": "user", "content": "Hi"}])");
+  CommandResult r = run_command("env PATH=\"" + dir + "/venv/bin:$PATH\" VIRTUAL_ENV='" + dir + "/venv' " +
+                                verl_binary() + " chat-template --tokenizer " + kModels + "qwen3/models --messages " +
+                                dir + "/messages.json --add-generation-prompt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
 TEST(TokenizeCli, ErrorsAreOneLine) {
   CommandResult r = run_with_stdin("tokenize", "x");
   EXPECT_EQ(r.exit_code, 2);
