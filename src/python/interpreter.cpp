@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace verl::python {
 
@@ -16,19 +17,22 @@ void ensure_interpreter() {
   std::call_once(g_started, [] {
     if (Py_IsInitialized()) return;  // embedded in a process that already runs Python
     try {
-      // Pinned to the installation the binary was built against (VERL_EMBEDDED_PYTHON_HOME, its
-      // sys.base_prefix): left to itself, CPython derives its prefix from the first python3 on PATH, and an
-      // activated venv, pyenv or conda there hides this installation's packages (jinja2). PYTHONPATH still
-      // applies, so a user's reward modules can be found.
+      // Pinned to the installation the binary was built against (its interpreter and sys.base_prefix):
+      // left to itself, CPython takes the first python3 on PATH as its executable and derives its prefix and
+      // site-packages from it, so an activated venv, pyenv or conda there hides this installation's packages
+      // (jinja2). PYTHONPATH still applies, so a user's reward modules can be found.
       PyConfig config;
       PyConfig_InitIsolatedConfig(&config);
       config.isolated = 0;
       config.use_environment = 1;
       config.install_signal_handlers = 0;
-      const PyStatus status = PyConfig_SetBytesString(&config, &config.home, VERL_EMBEDDED_PYTHON_HOME);
-      if (PyStatus_Exception(status)) {
-        PyConfig_Clear(&config);
-        throw std::runtime_error(status.err_msg != nullptr ? status.err_msg : "cannot set the Python home");
+      for (auto [field, value] : {std::pair<wchar_t**, const char*>{&config.program_name, VERL_EMBEDDED_PYTHON_EXECUTABLE},
+                                  {&config.home, VERL_EMBEDDED_PYTHON_HOME}}) {
+        const PyStatus status = PyConfig_SetBytesString(&config, field, value);
+        if (PyStatus_Exception(status)) {
+          PyConfig_Clear(&config);
+          throw std::runtime_error(status.err_msg != nullptr ? status.err_msg : "cannot configure the Python path");
+        }
       }
       pybind11::initialize_interpreter(&config);  // clears config
     } catch (const std::exception& e) {
