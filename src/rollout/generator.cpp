@@ -62,7 +62,7 @@ torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature,
 
 namespace {
 // The decode step's LM head [rows, hidden] x [vocab, hidden]^T on the skinny kernel (model/decode_kernels.h)
-// when it applies: OpenBLAS packs the whole vocabulary matrix for a few dozen rows each step.
+// when it applies: a BLAS GEMM packs the whole vocabulary matrix for a few dozen rows each step.
 torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hidden) {
   if (!model->tp.active() && model->head == model::HeadKind::LM && model::decode_kernels_apply(hidden)) {
     const auto& weight = model->lm_head ? model->lm_head->weight : model->model->embed_tokens->weight;

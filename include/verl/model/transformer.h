@@ -2,9 +2,9 @@
 // Face's names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight, ..., model.norm.weight,
 // lm_head.weight unless tied; score.weight / score.bias for the value head).
 //
-// Attention is written with matmul + softmax (LibTorch 1.13 has no scaled_dot_product_attention), batched
-// over grouped KV heads without repeating K/V, with a causal + padding mask; softmax runs in fp32 as in
-// HF's eager path. Rotary embeddings follow HF's rotate_half convention, including llama3 and linear
+// Attention runs on LibTorch's scaled_dot_product_attention (grouped KV heads without repeating K/V, a causal +
+// padding mask as an additive bias); AttentionKernel::Eager (matmul + fp32 softmax, as HF's eager path) is the
+// reference it is tested against, and the path for fp64. Rotary embeddings follow HF's rotate_half convention, including llama3 and linear
 // rope scaling.
 //
 // Tensor parallelism (the megatron strategy, model/tensor_parallel_model.h): built with a TensorParallelGroup

@@ -1,4 +1,4 @@
-// Intra-op CPU threads for LibTorch. Debian's LibTorch starts with 1; verl.cpp uses every core unless
+// Intra-op CPU threads for LibTorch. verl.cpp uses every core unless
 // told otherwise: trainer.num_cpu_threads, else $OMP_NUM_THREADS, else the machine's core count.
 #pragma once
 

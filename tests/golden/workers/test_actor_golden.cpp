@@ -127,7 +127,7 @@ TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
   const double ent_diff = max_abs_diff(old.tensor("entropys") * m, g.at("entropy0"));
   EXPECT_LE(lp_diff, 2e-5);
   EXPECT_LE(ent_diff, 2e-5);
-  // Same weights, other micro-batch shapes: OpenBLAS blocks the GEMMs differently, so fp32 rounding differs.
+  // Same weights, other micro-batch shapes: the BLAS blocks the GEMMs differently, so fp32 rounding differs.
   EXPECT_LE(max_abs_diff(refp.tensor("ref_log_prob"), old.tensor("old_log_probs")), 1e-5);
   std::cout << "[golden] log-prob max diff " << lp_diff << ", entropy max diff " << ent_diff << "\n";
 
