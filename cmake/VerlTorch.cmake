@@ -72,4 +72,23 @@ if(NOT VERL_CUDA_DRIVER_LIBRARY AND NOT TARGET CUDA::cuda_driver)
   add_library(CUDA::cuda_driver INTERFACE IMPORTED)
 endif()
 
+# TorchConfig finds libtorch / libc10 / libc10_cuda with find_library(... PATHS <its lib>), which searches the
+# system folders first: with Debian's libtorch-dev also installed it would link that LibTorch's libc10 (1.13)
+# beside the wheel's libtorch. Found here, in the wheel only, the cached answers stand.
+foreach(_verl_torch_lib torch c10 c10_cuda)
+  string(TOUPPER "${_verl_torch_lib}" _upper)
+  set(_var "${_verl_torch_lib}_LIBRARY")
+  if(_verl_torch_lib STREQUAL "torch" OR _verl_torch_lib STREQUAL "c10_cuda")
+    set(_var "${_upper}_LIBRARY")
+  endif()
+  find_library(${_var} ${_verl_torch_lib} PATHS "${VERL_TORCH_SITE_PACKAGES}/torch/lib" NO_DEFAULT_PATH)
+endforeach()
+
 find_package(Torch REQUIRED)
+foreach(_verl_torch_lib ${TORCH_LIBRARIES})
+  if(_verl_torch_lib MATCHES "^/" AND _verl_torch_lib MATCHES "/lib(torch|c10|kineto)[^/]*$" AND
+     NOT _verl_torch_lib MATCHES "^${VERL_TORCH_SITE_PACKAGES}/")
+    message(FATAL_ERROR "verl: LibTorch library ${_verl_torch_lib} is not the one in ${VERL_TORCH_SITE_PACKAGES}; "
+                        "remove the stale entry from CMakeCache.txt (or the build folder)")
+  endif()
+endforeach()
