@@ -74,12 +74,16 @@ endif()
 
 # TorchConfig finds libtorch / libc10 / libc10_cuda with find_library(... PATHS <its lib>), which searches the
 # system folders first: with Debian's libtorch-dev also installed it would link that LibTorch's libc10 (1.13)
-# beside the wheel's libtorch. Found here, in the wheel only, the cached answers stand.
+# beside the wheel's libtorch. Found here, in the wheel only (replacing a cached answer from elsewhere), the
+# cached answers stand.
 foreach(_verl_torch_lib torch c10 c10_cuda)
   string(TOUPPER "${_verl_torch_lib}" _upper)
   set(_var "${_verl_torch_lib}_LIBRARY")
   if(_verl_torch_lib STREQUAL "torch" OR _verl_torch_lib STREQUAL "c10_cuda")
     set(_var "${_upper}_LIBRARY")
+  endif()
+  if(DEFINED CACHE{${_var}} AND NOT "$CACHE{${_var}}" MATCHES "^${VERL_TORCH_SITE_PACKAGES}/")
+    unset(${_var} CACHE)  # found elsewhere by an earlier configure
   endif()
   find_library(${_var} ${_verl_torch_lib} PATHS "${VERL_TORCH_SITE_PACKAGES}/torch/lib" NO_DEFAULT_PATH)
 endforeach()
