@@ -25,15 +25,19 @@ std::vector<nlohmann::json> json_lines(const std::string& path) {
 
 bool positive_finite(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0; }
 
-void expect_roofline(const nlohmann::json& r) {
+// `bench roofline` measures bf16 GEMMs too; the other benches measure the fp32 peak they divide by.
+void expect_roofline(const nlohmann::json& r, bool with_bf16 = false) {
   ASSERT_TRUE(r.contains("gemm")) << r.dump();
-  EXPECT_EQ(r["gemm"].size(), 2u);  // --quick: sizes 64 and 128
-  double best = 0;
+  EXPECT_EQ(r["gemm"].size(), with_bf16 ? 4u : 2u);  // --quick: sizes 64 and 128 (fp32, then bf16)
+  double best = 0, best_bf16 = 0;
   for (const auto& g : r["gemm"]) {
     EXPECT_TRUE(positive_finite(g["flops_per_s"])) << g.dump();
-    best = std::max(best, g["flops_per_s"].get<double>());
+    double& peak = g["dtype"] == "bf16" ? best_bf16 : best;
+    EXPECT_TRUE(g["dtype"] == "bf16" || g["dtype"] == "fp32") << g.dump();
+    peak = std::max(peak, g["flops_per_s"].get<double>());
   }
   EXPECT_EQ(r["gemm_peak_flops"].get<double>(), best);
+  EXPECT_EQ(r["bf16_gemm_peak_flops"].get<double>(), best_bf16);
   EXPECT_GE(r["machine"]["threads"].get<int>(), 1);
   EXPECT_GE(r["machine"]["cores"].get<int>(), 1);
   EXPECT_TRUE(r["machine"].contains("blas"));
@@ -45,14 +49,15 @@ TEST(BenchCli, RooflineQuick) {
   auto r = run_command(verl_binary() + " bench roofline --quick --json " + dir + "/r.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("GEMM peak:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bf16 GEMM peak:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory bandwidth:"), std::string::npos) << r.out;
   // Two runs append two records.
   ASSERT_EQ(run_command(verl_binary() + " bench roofline --quick --gemm-sizes 32 --json " + dir + "/r.jsonl").exit_code, 0);
   const auto records = json_lines(dir + "/r.jsonl");
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0]["bench"], "roofline");
-  expect_roofline(records[0]);
-  EXPECT_EQ(records[1]["gemm"].size(), 1u);
+  expect_roofline(records[0], /*with_bf16=*/true);
+  EXPECT_EQ(records[1]["gemm"].size(), 2u);  // one size, fp32 and bf16
   ASSERT_EQ(records[0]["memory"].size(), 2u);
   EXPECT_EQ(records[0]["memory"][0]["kernel"], "copy");
   EXPECT_EQ(records[0]["memory"][1]["kernel"], "triad");
