@@ -27,6 +27,8 @@ pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SNAPPY REQUIRED IMPORTED_TARGET snappy)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
 find_package(Threads REQUIRED)
 
 # yaml-cpp's exported target name changed across versions.
@@ -39,7 +41,7 @@ endif()
 set(VERL_DEPENDENCY_TARGETS
     ${TORCH_LIBRARIES} ${VERL_YAML_TARGET} nlohmann_json::nlohmann_json
     Python3::Python MPI::MPI_CXX ZLIB::ZLIB
-    PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::ZSTD PkgConfig::SNAPPY Threads::Threads)
+    PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::ZSTD PkgConfig::SNAPPY PkgConfig::LZ4 PkgConfig::BROTLIDEC Threads::Threads)
 
 # LibTorch's own flags (e.g. the _GLIBCXX_USE_CXX11_ABI setting of a pip LibTorch).
 if(TORCH_CXX_FLAGS)

@@ -23,6 +23,7 @@ DEBIAN_PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev            # config, JSON
   libpcre2-dev libutf8proc-dev                  # tokenizer regexes and Unicode normalization
   libsnappy-dev libzstd-dev zlib1g-dev          # parquet codecs
+  liblz4-dev libbrotli-dev                      # parquet codecs read only (LZ4_RAW, BROTLI)
   python3-dev python3-jinja2                    # embedded CPython: chat templates, Python reward functions
   libopenmpi-dev openmpi-bin openssh-client     # processes and collectives (mpirun wants ssh present)
   libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -209,8 +209,14 @@ size_t decode_delta_binary_packed(const uint8_t* data, size_t size, size_t max_c
   return pos;
 }
 
-void encode_delta_binary_packed(const int64_t* values, size_t count, std::vector<uint8_t>& out) {
+void encode_delta_binary_packed(const int64_t* values, size_t count, std::vector<uint8_t>& out, bool int32) {
   const size_t block = 128, minis = 4, per_mini = block / minis;
+  // Deltas in the column's own width: an INT32 column's wrap around in 32 bits (as parquet-mr and Arrow compute
+  // them, whose INT32 decoders reject bit widths over 32).
+  auto delta = [int32](int64_t from, int64_t to) -> int64_t {
+    const uint64_t d = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
+    return int32 ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(d))) : static_cast<int64_t>(d);
+  };
   write_uleb(block, out);
   write_uleb(minis, out);
   write_uleb(count, out);
@@ -220,13 +226,11 @@ void encode_delta_binary_packed(const int64_t* values, size_t count, std::vector
     size_t n = std::min(block, count - start);
     deltas.assign(n, 0);
     int64_t min_delta = INT64_MAX;
+    for (size_t k = 0; k < n; ++k) min_delta = std::min(min_delta, delta(values[start + k - 1], values[start + k]));
     for (size_t k = 0; k < n; ++k) {
-      int64_t d = static_cast<int64_t>(static_cast<uint64_t>(values[start + k]) - static_cast<uint64_t>(values[start + k - 1]));
-      min_delta = std::min(min_delta, d);
-    }
-    for (size_t k = 0; k < n; ++k) {
-      uint64_t d = static_cast<uint64_t>(values[start + k]) - static_cast<uint64_t>(values[start + k - 1]);
-      deltas[k] = d - static_cast<uint64_t>(min_delta);
+      const uint64_t d = static_cast<uint64_t>(delta(values[start + k - 1], values[start + k])) -
+                         static_cast<uint64_t>(min_delta);
+      deltas[k] = int32 ? static_cast<uint32_t>(d) : d;
     }
     write_uleb(zigzag(min_delta), out);
     size_t width_pos = out.size();

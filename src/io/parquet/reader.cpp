@@ -86,6 +86,10 @@ std::vector<Value> Reader::read_row_group(size_t index) {
              meta_.row_groups.size());
   const RowGroup& group = meta_.row_groups[index];
   const std::string where = str_cat(path_, ": row group ", index);
+  VERL_CHECK(group.num_rows >= 0, "parquet", where, ": ", group.num_rows, " rows");
+  // An empty row group has nothing to decode; Arrow's writer gives its chunks a dictionary page and a data page
+  // offset of 0.
+  if (group.num_rows == 0) return {};
   std::vector<ColumnData> decoded(schema_.num_columns());
   std::vector<ColumnData*> columns(schema_.num_columns(), nullptr);
   std::vector<uint8_t> chunk;

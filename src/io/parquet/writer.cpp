@@ -514,7 +514,7 @@ struct Writer::Impl {
         return;
       }
       case Encoding::kDeltaBinaryPacked:
-        encode_delta_binary_packed(col.ints.data() + begin, end - begin, out_bytes);
+        encode_delta_binary_packed(col.ints.data() + begin, end - begin, out_bytes, col.type == PhysicalType::kInt32);
         return;
       case Encoding::kDeltaLengthByteArray:
         encode_delta_length_byte_array(std::vector<std::string>(col.strings.begin() + static_cast<std::ptrdiff_t>(begin),

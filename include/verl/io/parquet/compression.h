@@ -1,4 +1,5 @@
-// Page codecs: UNCOMPRESSED, SNAPPY (libsnappy), GZIP (zlib), ZSTD (libzstd). Other codecs are an error.
+// Page codecs: UNCOMPRESSED, SNAPPY (libsnappy), GZIP (zlib), ZSTD (libzstd) both ways; LZ4_RAW, the deprecated
+// LZ4 (liblz4) and BROTLI (libbrotli) read only. Other codecs (LZO) are an error naming them.
 #pragma once
 
 #include <cstddef>

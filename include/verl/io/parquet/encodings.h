@@ -23,7 +23,8 @@ int bit_width_for(uint64_t max_value);
 // DELTA_BINARY_PACKED: appends every value of the stream to `out` (at most `max_count`), returns bytes consumed.
 size_t decode_delta_binary_packed(const uint8_t* data, size_t size, size_t max_count, std::vector<int64_t>& out,
                                   const std::string& where);
-void encode_delta_binary_packed(const int64_t* values, size_t count, std::vector<uint8_t>& out);
+// `int32`: the deltas of an INT32 column, which wrap around in 32 bits (bit widths stay <= 32).
+void encode_delta_binary_packed(const int64_t* values, size_t count, std::vector<uint8_t>& out, bool int32 = false);
 
 // A byte string inside a decoded buffer, or owned (DELTA_BYTE_ARRAY rebuilds values from prefixes).
 struct ByteRun {
