@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "verl/tokenizer/tokenizer.h"
 #include "verl/tokenizer/tokenizer_json.h"
 
@@ -84,6 +86,41 @@ void BM_EncodeEnglishLlama2(benchmark::State& state) { encode_english(state, "ll
 BENCHMARK(BM_EncodeEnglishQwen3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeEnglishLlama3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeEnglishLlama2)->Unit(benchmark::kMillisecond);
+
+// tests/data/tokenizer_corpus.jsonl (2,270 strings in many scripts, code, numbers, special-token text), each
+// line encoded on its own as a dataset's prompts are. bench/tokenizer_vs_hf.sh runs HF tokenizers on the same
+// lines beside it.
+const std::vector<std::string>& corpus_lines() {
+  static const std::vector<std::string> lines = [] {
+    std::vector<std::string> out;
+    std::istringstream in(read_all(std::string(VERL_SOURCE_DIR) + "/tests/data/tokenizer_corpus.jsonl"));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty()) out.push_back(nlohmann::json::parse(line)["text"].get<std::string>());
+    }
+    return out;
+  }();
+  return lines;
+}
+
+void encode_corpus(benchmark::State& state, const std::string& name) {
+  const auto tokenizer = verl::tokenizer::Tokenizer::from_folder(model_dir(name));
+  size_t bytes = 0, tokens = 0;
+  for (const auto& line : corpus_lines()) bytes += line.size();
+  for (auto _ : state) {
+    tokens = 0;
+    for (const auto& line : corpus_lines()) tokens += tokenizer.encode(line, false).size();
+    benchmark::DoNotOptimize(tokens);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["tokens"] = static_cast<double>(tokens);
+}
+void BM_EncodeCorpusQwen3(benchmark::State& state) { encode_corpus(state, "qwen3"); }
+void BM_EncodeCorpusLlama3(benchmark::State& state) { encode_corpus(state, "llama3"); }
+void BM_EncodeCorpusLlama2(benchmark::State& state) { encode_corpus(state, "llama2"); }
+BENCHMARK(BM_EncodeCorpusQwen3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeCorpusLlama3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeCorpusLlama2)->Unit(benchmark::kMillisecond);
 
 void BM_DecodeEnglishQwen3(benchmark::State& state) {
   const auto tokenizer = verl::tokenizer::Tokenizer::from_folder(model_dir("qwen3"));

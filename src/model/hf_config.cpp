@@ -133,15 +133,24 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kComponent, src, ": mlp_bias is only supported for Llama");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, c.arch == Arch::Llama ? false : false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
-  if (c.arch == Arch::Qwen2 && get_bool(j, "use_sliding_window", src, false))
+  if (c.arch != Arch::Llama && get_bool(j, "use_sliding_window", src, false))
     VERL_FAIL(kComponent, src, ": use_sliding_window=true is not supported");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    const json& rs = j["rope_scaling"];
-    VERL_CHECK(rs.is_object(), kComponent, src, ": rope_scaling must be an object or null");
+  // transformers >= 5 writes rope_theta and the scaling into "rope_parameters"; older versions wrote top-level
+  // "rope_theta" and "rope_scaling". As in transformers, a legacy rope_scaling wins over rope_parameters, and a
+  // rope_theta inside the object over the top-level one.
+  const bool legacy = j.contains("rope_scaling") && !j["rope_scaling"].is_null();
+  const std::string rope_key = legacy ? "rope_scaling" : "rope_parameters";
+  if (j.contains(rope_key) && !j[rope_key].is_null()) {
+    const json& rs = j[rope_key];
+    VERL_CHECK(rs.is_object(), kComponent, src, ": ", rope_key, " must be an object or null");
+    const std::string rsrc = src + " " + rope_key;
+    for (const auto& item : rs.items())
+      VERL_CHECK(!item.value().is_object(), kComponent, rsrc, ": per-layer-type rope parameters (\"", item.key(),
+                 "\") are not supported");
+    c.rope_theta = get_double(rs, "rope_theta", rsrc, c.rope_theta);
     std::string type;
     if (rs.contains("rope_type") && rs["rope_type"].is_string()) type = rs["rope_type"].get<std::string>();
     else if (rs.contains("type") && rs["type"].is_string()) type = rs["type"].get<std::string>();
-    const std::string rsrc = src + " rope_scaling";
     if (type == "default") {
       c.rope_scaling.type = RopeScaling::Type::None;
     } else if (type == "linear") {
@@ -154,7 +163,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
       c.rope_scaling.low_freq_factor = get_double(rs, "low_freq_factor", rsrc, 1.0);
       c.rope_scaling.high_freq_factor = get_double(rs, "high_freq_factor", rsrc, 4.0);
       c.rope_scaling.original_max_position_embeddings =
-          get_int(rs, "original_max_position_embeddings", rsrc, 8192);
+          get_int(rs, "original_max_position_embeddings", rsrc, c.max_position_embeddings);  // transformers' default
     } else {
       VERL_FAIL(kComponent, rsrc, ": type '", type, "' is not supported (supported: linear, llama3, default)");
     }

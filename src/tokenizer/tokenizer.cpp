@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
+#include "verl/tokenizer/decoders.h"
+#include "verl/tokenizer/pre_tokenizers.h"
 #include "verl/tokenizer/unicode.h"
 
 namespace verl::tokenizer {
@@ -48,6 +51,25 @@ Tokenizer::Tokenizer(TokenizerPipeline pipeline, TokenizerConfig config)
       eos.push_back(*id);
     }
     pipeline_.post_processor = make_bos_eos_processor(std::move(bos), std::move(eos));
+  }
+  // transformers 5 (what verl 0.9 runs) builds LlamaTokenizer from the file's vocab and merges with a pipeline of
+  // its own, whatever tokenizer.json says: no normalizer, a Metaspace pre-tokenizer that does not split and
+  // prepends "▁" unless the text already starts with one (add_prefix_space, default true: "always" when the
+  // config says legacy, else "first"; false: "never"), and the SentencePiece decoder, stripping the prefix space
+  // only when it was added. (The file's Prepend + Replace normalizer would give text that starts with spaces one
+  // "▁" more.)
+  if (cls == "LlamaTokenizer" || cls == "LlamaTokenizerFast") {
+    const bool prefix = config_.add_prefix_space.value_or(true);
+    const std::string scheme = !prefix ? "never" : config_.legacy.value_or(false) ? "always" : "first";
+    const std::string where = "transformers' LlamaTokenizer pipeline";
+    pipeline_.normalizer.reset();
+    pipeline_.pre_tokenizer = make_pre_tokenizer(
+        {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", scheme}, {"split", false}}, where);
+    nlohmann::json steps = nlohmann::json::array(
+        {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}}, {{"type", "ByteFallback"}},
+         {{"type", "Fuse"}}});
+    if (prefix) steps.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+    pipeline_.decoder = make_decoder({{"type", "Sequence"}, {"decoders", steps}}, where);
   }
 }
 

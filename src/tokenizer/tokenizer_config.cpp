@@ -74,6 +74,10 @@ TokenizerConfig load_tokenizer_config(const std::string& model_dir) {
       if (root->contains("add_bos_token") && (*root)["add_bos_token"].is_boolean()) {
         config.add_bos_token = (*root)["add_bos_token"].get<bool>();
       }
+      for (auto [key, field] : {std::pair<const char*, std::optional<bool>*>{"add_prefix_space", &config.add_prefix_space},
+                                {"legacy", &config.legacy}}) {
+        if (root->contains(key) && (*root)[key].is_boolean()) *field = (*root)[key].get<bool>();
+      }
       if (root->contains("add_eos_token") && (*root)["add_eos_token"].is_boolean()) {
         config.add_eos_token = (*root)["add_eos_token"].get<bool>();
       }

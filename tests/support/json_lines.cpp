@@ -4,6 +4,8 @@
 #include <sstream>
 #include <vector>
 
+#include "support/run_command.h"
+
 namespace verl::test {
 
 namespace {
@@ -40,6 +42,16 @@ std::string compare_json_lines(const std::string& actual, const std::string& exp
     }
   }
   return "";
+}
+
+std::vector<nlohmann::json> read_json_lines(const std::string& path) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  }
+  return rows;
 }
 
 }  // namespace verl::test

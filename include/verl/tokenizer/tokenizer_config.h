@@ -16,6 +16,7 @@ struct TokenizerConfig {
   std::optional<std::string> bos_token, eos_token, pad_token, unk_token;
   std::vector<std::string> additional_special_tokens;
   std::optional<bool> add_bos_token, add_eos_token;
+  std::optional<bool> add_prefix_space, legacy;  // read by transformers' LlamaTokenizer (see tokenizer.cpp)
   std::string tokenizer_class;
   // The default chat template ("" when the folder has none) and named ones (list form of chat_template).
   std::string chat_template;

