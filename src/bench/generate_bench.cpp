@@ -12,6 +12,7 @@
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
+#include "verl/runtime/cuda_device.h"
 
 namespace verl::bench {
 namespace {
@@ -22,6 +23,12 @@ struct NamedModel {
   std::string name;
   model::CausalLM model{nullptr};
 };
+
+torch::ScalarType parse_dtype(const std::string& text) {
+  if (text == "fp32" || text == "float32") return torch::kFloat32;
+  if (text == "bf16" || text == "bfloat16") return torch::kBFloat16;
+  VERL_FAIL(kComponent, "--dtype: expected fp32 or bf16, got '", text, "'");
+}
 
 NamedModel build_model(const std::string& preset_or_dir, bool is_dir, uint64_t seed) {
   NamedModel m;
@@ -65,14 +72,22 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
     for (const auto& name : models) model_preset(name);  // unknown names fail before any measurement
   }
 
+  const torch::Device device = runtime::parse_device(o.device, "--device");
+  const torch::ScalarType dtype = parse_dtype(o.dtype);
+  const int64_t dtype_bytes = dtype == torch::kBFloat16 ? 2 : 4;
+
   torch::NoGradGuard no_grad;
   GenerateBenchResult result;
   result.options = o;
-  result.roofline = measure_roofline(o.roofline);
+  RooflineOptions roofline_options = o.roofline;
+  roofline_options.device = o.device;
+  roofline_options.bf16 = roofline_options.bf16 || dtype == torch::kBFloat16;
+  result.roofline = measure_roofline(roofline_options);
 
   for (const auto& name : models) {
     VERL_LOG(Info, kComponent) << "building " << name;
     NamedModel m = build_model(name, !o.model_dir.empty(), o.seed);
+    m.model->to(device, dtype);
     const model::HFConfig& c = m.model->config;
     auto gen = at::detail::createCPUGenerator(o.seed + 1);
     for (int64_t B : o.batches) {
@@ -81,6 +96,7 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
       auto prompts = torch::randint(0, std::max<int64_t>(1, c.vocab_size - 3), {B, P}, gen, torch::kInt64);
       auto mask = torch::ones({B, P}, torch::kInt64);
       rollout::generate(m.model, prompts, mask, sampling(c, o, 2));  // warm-up: caches, pools, first touch
+      if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
       GenerateBenchRow row;
       row.model = m.name;
       row.params = total_params(c);
@@ -99,14 +115,16 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
           row.decode.cpu_seconds = out.decode_cpu_seconds;
         }
       }
+      if (device.is_cuda()) row.peak_memory_bytes = runtime::cuda_memory_peak(device.index()).allocated_bytes;
+      const double element = static_cast<double>(dtype_bytes);
       row.prefill.tokens = static_cast<double>(B * P);
       row.prefill.flops = prefill_flops(c, B, P);
       // Prefill reads the weights once and writes the prompt's K/V.
-      row.prefill.bytes = (trunk_matmul_params(c) + lm_head_params(c)) * 4.0 +
-                          static_cast<double>(B * P) * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * 4.0;
+      row.prefill.bytes = (trunk_matmul_params(c) + lm_head_params(c)) * element +
+                          static_cast<double>(B * P) * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * element;
       row.decode.tokens = static_cast<double>(B * (R - 1));
       row.decode.flops = decode_flops(c, B, P, R - 1);
-      row.decode.bytes = decode_bytes(c, B, P, R - 1);
+      row.decode.bytes = decode_bytes(c, B, P, R - 1, dtype_bytes);
       VERL_LOG(Info, kComponent) << name << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
                                  << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
       result.rows.push_back(row);
@@ -134,10 +152,16 @@ nlohmann::json phase_json(const GeneratePhase& p, double peak, double bandwidth)
           {"fraction_of_bound", bound_tps > 0 ? p.tokens_per_s() / bound_tps : 0}};
 }
 
+// A bf16 model is measured against the bf16 GEMM peak, an fp32 one against the fp32 peak.
+double compute_peak(const GenerateBenchResult& r) {
+  return r.options.dtype == "bf16" && r.roofline.bf16_gemm_peak_flops > 0 ? r.roofline.bf16_gemm_peak_flops
+                                                                          : r.roofline.gemm_peak_flops;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const GenerateBenchResult& r) {
-  const double peak = r.roofline.gemm_peak_flops, bw = r.roofline.bandwidth_bytes_per_s;
+  const double peak = compute_peak(r), bw = r.roofline.bandwidth_bytes_per_s;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     rows.push_back({{"model", row.model},
@@ -146,11 +170,14 @@ nlohmann::json to_json(const GenerateBenchResult& r) {
                     {"prompt_length", row.prompt_length},
                     {"response_length", row.response_length},
                     {"prefill", phase_json(row.prefill, peak, bw)},
-                    {"decode", phase_json(row.decode, peak, bw)}});
+                    {"decode", phase_json(row.decode, peak, bw)},
+                    {"peak_memory_bytes", row.peak_memory_bytes}});
   }
   return {{"bench", "generate"},
           {"timestamp", utc_timestamp()},
           {"sampling", r.options.greedy ? "greedy" : "temperature 1"},
+          {"device", r.roofline.device},
+          {"dtype", r.options.dtype},
           {"roofline", to_json(r.roofline)},
           {"rows", rows}};
 }
@@ -158,9 +185,11 @@ nlohmann::json to_json(const GenerateBenchResult& r) {
 std::string format_generate_bench(const GenerateBenchResult& r) {
   std::ostringstream out;
   out << format_roofline(r.roofline) << "\n";
-  const double peak = r.roofline.gemm_peak_flops, bw = r.roofline.bandwidth_bytes_per_s;
+  const double peak = compute_peak(r), bw = r.roofline.bandwidth_bytes_per_s;
+  const bool gpu = r.roofline.device != "cpu";
   std::vector<std::vector<std::string>> rows = {{"model", "batch", "phase", "tokens/s", "bound tok/s", "limit",
-                                                 "% of bound", "compute tok/s", "memory tok/s", "wall s", "cpu/wall"}};
+                                                 "% of bound", "compute tok/s", "memory tok/s", "wall s",
+                                                 gpu ? "peak mem" : "cpu/wall"}};
   for (const auto& row : r.rows) {
     for (const auto* phase : {&row.prefill, &row.decode}) {
       const auto j = phase_json(*phase, peak, bw);
@@ -170,13 +199,15 @@ std::string format_generate_bench(const GenerateBenchResult& r) {
                       format_number(100.0 * j["fraction_of_bound"].get<double>()),
                       format_number(j["compute_bound_tokens_per_s"].get<double>()),
                       format_number(j["memory_bound_tokens_per_s"].get<double>()), format_number(phase->seconds),
-                      format_number(phase->seconds > 0 ? phase->cpu_seconds / phase->seconds : 0)});
+                      gpu ? format_si(static_cast<double>(row.peak_memory_bytes), "B")
+                          : format_number(phase->seconds > 0 ? phase->cpu_seconds / phase->seconds : 0)});
     }
   }
   out << format_table(rows);
   out << "prompt " << r.options.prompt_length << " tokens, " << r.options.response_length
       << " response tokens per row (" << r.options.response_length - 1 << " decode steps), "
-      << (r.options.greedy ? "greedy" : "sampling at temperature 1") << ", fp32, best of " << r.options.repeats
+      << (r.options.greedy ? "greedy" : "sampling at temperature 1") << ", " << r.options.dtype << " on "
+      << r.roofline.device << ", best of " << r.options.repeats
       << " repeats\n";
   return out.str();
 }

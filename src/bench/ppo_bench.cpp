@@ -17,8 +17,10 @@
 #include "verl/config/config_loader.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
+#include "verl/runtime/cuda_device.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
+#include "verl/workers/worker_device.h"
 
 namespace verl::bench {
 namespace {
@@ -55,10 +57,11 @@ void union_tensors(DataProto& batch, const DataProto& output) {
 }
 
 template <typename Fn>
-PpoPhase timed(const std::string& name, double tokens, double flops, Fn&& fn) {
+PpoPhase timed(const std::string& name, double tokens, double flops, const torch::Device& device, Fn&& fn) {
   VERL_LOG(Info, kComponent) << "phase " << name;
   Stopwatch watch;
   fn();
+  runtime::synchronize(device);  // a phase ends when the device's work does
   PpoPhase p;
   p.name = name;
   p.seconds = watch.wall_seconds();
@@ -78,6 +81,7 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kComponent, "--micro-batch-size (", o.micro_batch_size,
              ") must divide batch size x n (", o.batch_size * o.n, ")");
 
+  const torch::Device device = runtime::parse_device(o.device, "--device");
   TempFolder tmp;
   std::string model_dir = o.model_dir;
   if (model_dir.empty()) {
@@ -93,7 +97,7 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   config::ConfigArgs args;
   args.overrides = {"actor_rollout_ref.model.path=" + model_dir,
                     "critic.model.path=" + model_dir,
-                    "trainer.device=cpu",
+                    "trainer.device=" + std::string(device.is_cuda() ? "cuda" : "cpu"),
                     "trainer.n_gpus_per_node=1",
                     "trainer.nnodes=1",
                     "trainer.default_local_dir=" + tmp.path() + "/run",
@@ -138,39 +142,56 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   result.options = o;
   result.params = total_params(c);
   RooflineOptions roofline = o.roofline;
+  roofline.device = o.device;
+  const auto compute_dtype =
+      workers::resolved_precision(config->actor_rollout_ref.actor.fsdp_config.param_dtype, device);
+  result.compute_dtype = compute_dtype == torch::kBFloat16 ? "bf16" : compute_dtype == torch::kFloat16 ? "fp16" : "fp32";
+  roofline.bf16 = roofline.bf16 || compute_dtype == torch::kBFloat16;
   result.roofline = measure_roofline(roofline);
+  if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
 
   const double full_tokens = static_cast<double>(N * (P + R));
   const double forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/true);
   const double value_forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/false);
-  DataProto batch;
-  result.phases.push_back(timed("gen", static_cast<double>(N * R),
-                                prefill_flops(c, N, P) + decode_flops(c, N, P, R - 1),
-                                [&] { batch = actor.generate_sequences(prompts); }));
-  VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
-              "responses did not all run to full length");
-  batch.meta_info = {{"temperature", 1.0}};
-  result.phases.push_back(timed("old_log_prob", full_tokens, forward, [&] {
-    DataProto out = actor.compute_log_prob(batch);
-    out.batch.erase("entropys");
-    union_tensors(batch, out);
-  }));
-  result.phases.push_back(timed("ref", full_tokens, forward,
-                                [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
-  result.phases.push_back(timed("values", full_tokens, value_forward,
-                                [&] { union_tensors(batch, critic.compute_values(batch)); }));
-  result.phases.push_back(timed("adv", 0, 0, [&] {
-    // A seeded score on each response's last token; GAE as the controller computes it.
-    auto rewards = torch::zeros({N, R});
-    rewards.narrow(1, R - 1, 1).copy_(torch::rand({N, 1}, gen));
-    auto adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), batch.tensor("response_mask"),
-                                                  config->algorithm.gamma, config->algorithm.lam);
-    batch.batch["advantages"] = adv.first;
-    batch.batch["returns"] = adv.second;
-  }));
-  batch.meta_info["multi_turn"] = false;
-  result.phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, [&] { critic.update_critic(batch); }));
-  result.phases.push_back(timed("update_actor", full_tokens, 3 * forward, [&] { actor.update_actor(batch); }));
+  // One step in verl's order. On a GPU the first step pays one-time costs (cuBLAS handles and workspaces,
+  // the autograd engine's device thread, allocator growth): an untimed step runs first there.
+  auto step = [&](std::vector<PpoPhase>& phases) {
+    DataProto batch;
+    phases.push_back(timed("gen", static_cast<double>(N * R),
+                                  prefill_flops(c, N, P) + decode_flops(c, N, P, R - 1),
+                                  device, [&] { batch = actor.generate_sequences(prompts); }));
+    VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
+                "responses did not all run to full length");
+    batch.meta_info = {{"temperature", 1.0}};
+    phases.push_back(timed("old_log_prob", full_tokens, forward, device, [&] {
+      DataProto out = actor.compute_log_prob(batch);
+      out.batch.erase("entropys");
+      union_tensors(batch, out);
+    }));
+    phases.push_back(timed("ref", full_tokens, forward,
+                                  device, [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
+    phases.push_back(timed("values", full_tokens, value_forward,
+                                  device, [&] { union_tensors(batch, critic.compute_values(batch)); }));
+    phases.push_back(timed("adv", 0, 0, device, [&] {
+      // A seeded score on each response's last token; GAE as the controller computes it.
+      auto rewards = torch::zeros({N, R});
+      rewards.narrow(1, R - 1, 1).copy_(torch::rand({N, 1}, gen));
+      auto adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), batch.tensor("response_mask"),
+                                                    config->algorithm.gamma, config->algorithm.lam);
+      batch.batch["advantages"] = adv.first;
+      batch.batch["returns"] = adv.second;
+    }));
+    batch.meta_info["multi_turn"] = false;
+    phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, device, [&] { critic.update_critic(batch); }));
+    phases.push_back(timed("update_actor", full_tokens, 3 * forward, device, [&] { actor.update_actor(batch); }));
+  };
+  if (device.is_cuda()) {
+    std::vector<PpoPhase> warm_up;
+    step(warm_up);
+    runtime::cuda_reset_memory_peak(device.index());
+  }
+  step(result.phases);
+  if (device.is_cuda()) result.peak_memory_bytes = runtime::cuda_memory_peak(device.index()).allocated_bytes;
   return result;
 }
 
@@ -186,10 +207,16 @@ double peak_flops_per_cpu_second(const Roofline& r) {
   return 0;
 }
 
+// The peak a phase is measured against: bf16 GEMMs when the roles compute in bf16.
+double compute_peak(const PpoBenchResult& r) {
+  return r.compute_dtype == "bf16" && r.roofline.bf16_gemm_peak_flops > 0 ? r.roofline.bf16_gemm_peak_flops
+                                                                          : r.roofline.gemm_peak_flops;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const PpoBenchResult& r) {
-  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
+  const double peak = compute_peak(r), peak_cpu = peak_flops_per_cpu_second(r.roofline);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& p : r.phases) {
     phases.push_back({{"phase", p.name},
@@ -202,7 +229,11 @@ nlohmann::json to_json(const PpoBenchResult& r) {
                       {"mfu_cpu_time", p.cpu_seconds > 0 && peak_cpu > 0 ? p.flops / p.cpu_seconds / peak_cpu : 0}});
   }
   const auto& o = r.options;
+  double step_seconds = 0, step_flops = 0;
+  for (const auto& p : r.phases) step_seconds += p.seconds, step_flops += p.flops;
   return {{"bench", "ppo"},
+          {"step_seconds", step_seconds},
+          {"step_mfu", step_seconds > 0 && peak > 0 ? step_flops / step_seconds / peak : 0},
           {"timestamp", utc_timestamp()},
           {"model", o.model_dir.empty() ? o.model : o.model_dir},
           {"params", r.params},
@@ -212,6 +243,9 @@ nlohmann::json to_json(const PpoBenchResult& r) {
           {"response_length", o.response_length},
           {"micro_batch_size", o.micro_batch_size},
           {"gradient_checkpointing", o.gradient_checkpointing},
+          {"device", r.roofline.device},
+          {"compute_dtype", r.compute_dtype},
+          {"peak_memory_bytes", r.peak_memory_bytes},
           {"roofline", to_json(r.roofline)},
           {"phases", phases}};
 }
@@ -219,7 +253,7 @@ nlohmann::json to_json(const PpoBenchResult& r) {
 std::string format_ppo_bench(const PpoBenchResult& r) {
   std::ostringstream out;
   out << format_roofline(r.roofline) << "\n";
-  const double peak = r.roofline.gemm_peak_flops, peak_cpu = peak_flops_per_cpu_second(r.roofline);
+  const double peak = compute_peak(r), peak_cpu = peak_flops_per_cpu_second(r.roofline);
   std::vector<std::vector<std::string>> rows = {
       {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %", "MFU % (cpu time)"}};
   for (const auto& p : r.phases) {
@@ -231,11 +265,18 @@ std::string format_ppo_bench(const PpoBenchResult& r) {
                     model && peak_cpu > 0 ? format_number(100.0 * p.flops / p.cpu_seconds / peak_cpu) : ""});
   }
   out << format_table(rows);
+  double step_seconds = 0, step_flops = 0;
+  for (const auto& p : r.phases) step_seconds += p.seconds, step_flops += p.flops;
+  out << "step: " << format_number(step_seconds) << " s, " << format_number(step_flops / 1e9) << " GFLOP, MFU "
+      << format_number(step_seconds > 0 ? 100.0 * step_flops / step_seconds / peak : 0) << " %\n";
   const auto& o = r.options;
   out << (o.model_dir.empty() ? o.model : o.model_dir) << " (" << format_si(r.params, "") << " params), "
       << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length << " + response "
       << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
-      << (o.gradient_checkpointing ? "on" : "off") << ", fp32\n"
+      << (o.gradient_checkpointing ? "on" : "off") << ", " << r.compute_dtype << " compute (fp32 masters) on "
+      << r.roofline.device;
+  if (r.peak_memory_bytes > 0) out << ", peak GPU memory " << format_si(static_cast<double>(r.peak_memory_bytes), "B");
+  out << "\n"
       << "MFU: model FLOPs / wall time / GEMM peak. MFU (cpu time): FLOPs per CPU-second / the peak's FLOPs per\n"
          "CPU-second: per-core efficiency, robust to other load; equal to MFU when every thread stays busy, higher\n"
          "when part of the phase runs on fewer threads.\n";

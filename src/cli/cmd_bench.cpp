@@ -18,8 +18,8 @@ namespace verl::cli {
 const char* const kBenchUsage =
     "usage: verl bench roofline [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench generate [--models NAME,...|--model-dir DIR] [--batches 1,8,64] [--prompt-length 64]\n"
-    "                           [--response-length 32] [--greedy] [--repeats 2] [--seed S] [--quick]\n"
-    "                           [ROOFLINE OPTIONS] [--json FILE]\n"
+    "                           [--response-length 32] [--greedy] [--repeats 2] [--seed S] [--dtype fp32|bf16]\n"
+    "                           [--quick] [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench ppo [--model NAME|--model-dir DIR] [--batch-size 16] [--n 4] [--prompt-length 64]\n"
     "                      [--response-length 64] [--micro-batch-size 16] [--gradient-checkpointing] [--seed S]\n"
     "                      [--quick] [ROOFLINE OPTIONS] [--json FILE] [key=value ...]\n"
@@ -36,6 +36,8 @@ const char* const kBenchUsage =
     "\n"
     "ROOFLINE OPTIONS: --gemm-sizes 256,512,1024,2048  --stream-mib 128 (per array)  --roofline-seconds 0.6\n"
     "                  (per point, split into 5 windows; the best window counts)\n"
+    "                  --device cpu|cuda|cuda:N  where every bench runs (on CUDA: GEMMs 2048..8192, 1 GiB\n"
+    "                  arrays, bf16 GEMMs too; generate's model in --dtype, ppo's roles with trainer.device=cuda)\n"
     "--quick   small sizes for a smoke run of a few seconds (tiny model, short sequences, short roofline);\n"
     "          options given explicitly still win.\n"
     "--json FILE  appends one JSON record per run to FILE (JSON Lines, rewritten atomically).\n"
@@ -64,6 +66,7 @@ struct CommonFlags {
   std::optional<std::vector<int64_t>> gemm_sizes;
   std::optional<int64_t> stream_mib;
   std::optional<double> roofline_seconds;
+  std::string device = "cpu";
   bool quick = false;
   std::string json;
 
@@ -78,6 +81,7 @@ struct CommonFlags {
     else if (a == "--stream-mib") stream_mib = parse_int_option(a, value());
     else if (a == "--roofline-seconds") roofline_seconds = parse_number_option(a, value());
     else if (a == "--quick") quick = true;
+    else if (a == "--device") device = value();
     else if (a == "--json") json = value();
     else return false;
     return true;
@@ -85,6 +89,8 @@ struct CommonFlags {
 
   bench::RooflineOptions roofline(bool memory) const {
     bench::RooflineOptions o;
+    o.device = device;
+    if (device != "cpu") o = bench::cuda_roofline_defaults(o);
     o.memory = memory;
     if (quick) {
       o.gemm_sizes = {64, 128};
@@ -149,6 +155,7 @@ int run_generate(const Args& args) {
     else if (a == "--prompt-length") prompt_length = parse_int_option(a, value());
     else if (a == "--response-length") response_length = parse_int_option(a, value());
     else if (a == "--greedy") o.greedy = true;
+    else if (a == "--dtype") o.dtype = value();
     else if (a == "--repeats") o.repeats = static_cast<int>(parse_int_option(a, value()));
     else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int_option(a, value()));
     else return usage_error("unknown option '" + a + "' for verl bench generate");
@@ -166,6 +173,7 @@ int run_generate(const Args& args) {
   if (prompt_length) o.prompt_length = *prompt_length;
   if (response_length) o.response_length = *response_length;
   o.roofline = common.roofline(/*memory=*/true);
+  o.device = common.device;
   bench::GenerateBenchResult r = bench::run_generate_bench(o);
   std::cout << bench::format_generate_bench(r);
   common.write_json(bench::to_json(r));
@@ -209,6 +217,7 @@ int run_ppo(const Args& args) {
   if (ints.count("--micro-batch-size")) o.micro_batch_size = ints["--micro-batch-size"];
   if (ints.count("--seed")) o.seed = static_cast<uint64_t>(ints["--seed"]);
   o.roofline = common.roofline(/*memory=*/false);
+  o.device = common.device;
   bench::PpoBenchResult r = bench::run_ppo_bench(o);
   std::cout << bench::format_ppo_bench(r);
   common.write_json(bench::to_json(r));

@@ -26,6 +26,8 @@ const Node& ConfigReader::require(const std::string& path) {
   return *node;
 }
 
+bool ConfigReader::contains(const std::string& path) const { return find_path(root_, path) != nullptr; }
+
 const Node* ConfigReader::optional_node(const std::string& path) {
   const Node& node = require(path);
   return node.is_null() ? nullptr : &node;

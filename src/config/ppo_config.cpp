@@ -4,6 +4,7 @@
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/config/config_reader.h"
+#include "verl/model/mixed_precision.h"
 
 namespace verl::config {
 
@@ -154,6 +155,21 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   f.param_offload = in.get_bool(p + ".param_offload");
   f.reshard_after_forward = in.get_bool(p + ".reshard_after_forward");
   f.model_dtype = in.get_choice(p + ".model_dtype", {"fp32", "float32"});
+  // verl's optional mixed_precision map ('+' overrides add it): param_dtype is the compute dtype; gradients
+  // and buffers stay fp32, so reduce_dtype / buffer_dtype must say so.
+  const std::string mp = p + ".mixed_precision";
+  if (auto v = in.contains(mp + ".param_dtype") ? in.get_optional_string(mp + ".param_dtype") : std::nullopt) {
+    f.param_dtype = model::parse_precision(*v, p + ".mixed_precision.param_dtype") == torch::kFloat32 ? "fp32"
+                    : model::parse_precision(*v, "") == torch::kBFloat16                          ? "bf16"
+                                                                                                  : "fp16";
+  }
+  for (const char* key : {"reduce_dtype", "buffer_dtype"}) {
+    const std::string path = p + ".mixed_precision." + key;
+    if (auto v = in.contains(path) ? in.get_optional_string(path) : std::nullopt) {
+      VERL_CHECK(model::parse_precision(*v, path) == torch::kFloat32, "config", path, "=", *v,
+                 ": verl.cpp keeps gradients and buffers in fp32 (fp32 master weights); only fp32 is supported");
+    }
+  }
   if (trains) {
     f.optimizer_offload = in.get_bool(p + ".optimizer_offload");
     f.fsdp_size = in.get_int(p + ".fsdp_size");
@@ -246,6 +262,11 @@ RolloutConfig read_rollout(ConfigReader& in) {
   r.ignore_eos = in.get_bool(p + ".ignore_eos");
   r.calculate_log_probs = in.get_bool(p + ".calculate_log_probs");
   r.seed = in.get_int(p + ".seed");
+  if (auto v = in.get_optional_string(p + ".dtype")) {
+    r.dtype = model::parse_precision(*v, p + ".dtype") == torch::kFloat32 ? "fp32"
+              : model::parse_precision(*v, "") == torch::kBFloat16         ? "bf16"
+                                                                           : "fp16";
+  }
   r.log_prob_micro_batch_size_per_gpu = in.get_optional_int(p + ".log_prob_micro_batch_size_per_gpu");
   check_optional_positive(r.log_prob_micro_batch_size_per_gpu, p + ".log_prob_micro_batch_size_per_gpu");
   r.log_prob_use_dynamic_bsz = in.get_bool(p + ".log_prob_use_dynamic_bsz");

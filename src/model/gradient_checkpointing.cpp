@@ -1,6 +1,10 @@
 #include "verl/model/gradient_checkpointing.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <cstdint>
+
+#include "verl/model/mixed_precision.h"
 
 namespace verl::model {
 namespace {
@@ -10,6 +14,11 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& cos,
                                const torch::Tensor& sin, const torch::Tensor& mask_bias, DecoderLayerImpl* layer) {
     ctx->saved_data["layer"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(layer));
+    // The recomputation must run in the forward's precision (PyTorch's checkpoint keeps the autocast state too).
+    const auto device_type = h.device().type();
+    // fp32 stands for "autocast off" (AutocastGuard does nothing for it).
+    ctx->saved_data["autocast_dtype"] = static_cast<int64_t>(
+        at::autocast::is_autocast_enabled(device_type) ? at::autocast::get_autocast_dtype(device_type) : torch::kFloat32);
     ctx->save_for_backward({h, cos, sin, mask_bias});
     return layer->forward(h, cos, sin, mask_bias, nullptr, 0);
   }
@@ -22,6 +31,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
+      const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["autocast_dtype"].toInt());
+      AutocastGuard autocast(h.device(), dtype);
       out = layer->forward(h, saved[1], saved[2], saved[3], nullptr, 0);
     }
     torch::autograd::backward({out}, {grad_outputs[0]});

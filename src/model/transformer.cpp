@@ -10,6 +10,7 @@
 #include "verl/model/decode_kernels.h"
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/parallel/tensor_parallel.h"
+#include "verl/model/mixed_precision.h"
 
 namespace verl::model {
 namespace {
@@ -91,7 +92,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   q = q * c + rotate_half(q) * s;
   k = k * c + rotate_half(k) * s;
   torch::Tensor keys = k, vals = v;
-  if (cache != nullptr) {
+  if (cache != nullptr && cache->write_index.defined()) {
+    // The static decode step: write at a position held on the device, attend over the whole (masked) cache.
+    cache->k[layer].index_copy_(2, cache->write_index, k);
+    cache->v[layer].index_copy_(2, cache->write_index, v);
+    keys = cache->k[layer];
+    vals = cache->v[layer];
+  } else if (cache != nullptr) {
     const int64_t start = cache->length;
     VERL_ASSERT(start + T <= cache->capacity, kComponent, "KV cache overflow");
     cache->k[layer].narrow(2, start, T).copy_(k);
@@ -102,7 +109,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t S = keys.size(2);
   // Grouped heads without repeating K/V: head h uses kv head h / groups.
   auto qg = q.reshape({B, num_kv_heads, groups * T, head_dim});
-  if (T == 1 && cache != nullptr && decode_attention_applies(qg, keys)) {
+  if (T == 1 && cache != nullptr && !cache->write_index.defined() && decode_attention_applies(qg, keys)) {
     // The decode step: one fused pass per (row, kv head) instead of LibTorch's serial loop of tiny GEMMs.
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
     return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp);
@@ -155,7 +162,9 @@ SkinnyProjection projection(const torch::nn::Linear& linear) { return {linear->w
 // projections reduce over the group), every width a multiple of 8.
 bool fused_decode_applies(const DecoderLayerImpl& layer, const torch::Tensor& x, const KVCache* cache) {
   const auto& attn = *layer.self_attn;
-  return cache != nullptr && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) && !attn.tp.active() &&
+  // The static step (cache->write_index) writes where the device says; the fused kernels write at cache->length.
+  return cache != nullptr && !cache->write_index.defined() && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) &&
+         !attn.tp.active() &&
          attn.head_dim % 8 == 0 && layer.mlp->gate_proj->weight.size(0) % 8 == 0 &&
          attn.q_proj->weight.scalar_type() == torch::kFloat32 && cache->k[0].scalar_type() == torch::kFloat32 &&
          cache->k[0].is_contiguous() && cache->v[0].is_contiguous();
@@ -257,10 +266,13 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});             // [1,T,S]
   auto allowed = causal.logical_and(attention_mask.to(device).view({B, 1, S}) != 0);  // [B,T,S]
-  const double min_value = dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
-                           : dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                           : dtype == torch::kFloat16 ? -65504.0
-                                                      : static_cast<double>(std::numeric_limits<float>::lowest());
+  // The most negative value of the dtype attention runs in (under autocast the bias is cast to bf16, where fp32's
+  // lowest would become -inf and a fully masked left-padding row NaN).
+  const auto attention_dtype = compute_dtype(device, dtype);
+  const double min_value = attention_dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
+                           : attention_dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                           : attention_dtype == torch::kFloat16 ? -65504.0
+                                                                : static_cast<double>(std::numeric_limits<float>::lowest());
   auto mask_bias = torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
                        .masked_fill(allowed.logical_not(), min_value)
                        .view({B, 1, 1, T, S});
@@ -314,6 +326,21 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
 torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
   VERL_CHECK(head == HeadKind::Value, kComponent, "this model has an LM head, not a value head");
   return score->forward(hidden).squeeze(-1);
+}
+
+torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                             const torch::Tensor& bias, KVCache& cache) {
+  const int64_t B = tokens.size(0), S = bias.size(1);
+  const auto dtype = embed_tokens->weight.scalar_type();
+  auto h = embed_tokens->forward(tokens);
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
+  auto emb = torch::cat({freqs, freqs}, -1);
+  auto cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+  const auto mask_bias = bias.view({B, 1, 1, 1, S});
+  for (size_t i = 0; i < layer_list.size(); ++i) {
+    h = layer_list[i]->forward(h, cos, sin, mask_bias, &cache, static_cast<int64_t>(i));
+  }
+  return norm->forward(h);
 }
 
 KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {

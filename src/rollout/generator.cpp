@@ -12,6 +12,8 @@
 #include "verl/common/stopwatch.h"
 #include "verl/model/decode_kernels.h"
 #include "verl/model/tensor_parallel_model.h"
+#include "verl/rollout/cuda_graph_decode.h"
+#include "verl/runtime/cuda_device.h"
 
 namespace verl::rollout {
 namespace {
@@ -121,7 +123,10 @@ torch::Tensor sample_rows_cpu(const torch::Tensor& probs_in, const torch::Tensor
 
 torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& generator) {
   const int64_t b = probs.size(0), V = probs.size(1);
-  auto u = torch::empty({b, 1}, torch::kFloat64).uniform_(0.0, 1.0, generator).to(probs.device());
+  // The uniforms come from the host generator whatever the device, so a GPU rollout draws the CPU's samples.
+  // On CUDA they travel through pinned memory without blocking: no host synchronisation per token.
+  auto u = torch::empty({b, 1}, torch::kFloat64).uniform_(0.0, 1.0, generator);
+  if (probs.device().is_cuda()) u = u.pin_memory().to(probs.device(), /*non_blocking=*/true);
   if (probs.device().is_cpu() && probs.scalar_type() == torch::kFloat32) return sample_rows_cpu(probs, u);
   auto cdf = probs.to(torch::kFloat64).cumsum(-1);
   auto target = u * cdf.narrow(-1, V - 1, 1);
@@ -129,7 +134,8 @@ torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& gener
   auto idx = (cdf <= target).sum(-1).clamp_max(V - 1);
   // Guard against rounding landing on a zero-probability tail token: step back to the last positive one.
   auto chosen_p = probs.gather(-1, idx.unsqueeze(-1)).squeeze(-1);
-  if ((chosen_p <= 0).any().item<bool>()) {
+  // On CUDA the guard runs unconditionally (a [b, V] pass is cheaper there than a host synchronisation).
+  if (probs.device().is_cuda() || (chosen_p <= 0).any().item<bool>()) {
     auto positive = (probs > 0).to(torch::kInt64) * torch::arange(V, torch::TensorOptions().dtype(torch::kInt64).device(probs.device()));
     idx = torch::where(chosen_p > 0, idx, positive.argmax(-1));
   }
@@ -189,7 +195,8 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
 
   auto responses = torch::full({N, R}, params.pad_token_id, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto log_probs = torch::zeros({N, R}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  std::vector<int64_t> lengths(N, 0);
+  // Response lengths stay on the device: the loop's only host synchronisation is the finished-rows check.
+  auto lengths_t = torch::zeros({N}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   // Active rows (indices into the N outputs) and their attention mask over cache positions.
   auto active = torch::arange(N, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto mask_buf = torch::cat({out_pmask, torch::ones({N, R}, out_pmask.options())}, 1);  // [a, P+R]
@@ -198,12 +205,16 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   if (!params.eos_token_ids.empty())
     eos = torch::tensor(params.eos_token_ids, torch::kInt64).to(device);
   auto logits = last_logits;
+  runtime::synchronize(device);  // the timers measure the device's work, not the launches
   const double prefill_seconds = prefill_watch.wall_seconds(), prefill_cpu_seconds = prefill_watch.cpu_seconds();
   Stopwatch decode_watch;
   int64_t decode_steps = 0;
   // The decode step's projections on packed copies of the weights (model/decode_kernels.h), for this call only.
   std::optional<model::DecodeWeightPacking> packing;
   if (R > 1 && !model->tp.active() && device.is_cpu()) packing.emplace(decode_projection_weights(model));
+  // On CUDA the step is captured once as a graph and replayed (rollout/cuda_graph_decode.h).
+  std::optional<CudaGraphDecode> graph;
+  if (R > 1 && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, out_pmask, next_pos);
   for (int64_t t = 0; t < R; ++t) {
     torch::Tensor tokens;
     if (greedy) {
@@ -217,36 +228,38 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
       const double temp = greedy ? 1.0 : params.temperature;
       log_probs.index_put_({active, t}, model::token_log_probs(logits, tokens, temp));
     }
-    auto active_cpu = active.to(torch::kCPU);
-    const int64_t* act = active_cpu.data_ptr<int64_t>();
-    for (int64_t i = 0; i < active_cpu.size(0); ++i) lengths[act[i]] = t + 1;
+    lengths_t.index_fill_(0, active, t + 1);
     if (t + 1 == R) break;
+    // With ignore_eos (or no eos ids) no row finishes early, and the step needs no synchronisation at all.
+    const bool can_finish = eos.defined() && !params.ignore_eos;
     torch::Tensor finished;
-    if (eos.defined() && !params.ignore_eos) {
-      finished = torch::isin(tokens, eos);
-    } else {
-      finished = torch::zeros_like(tokens, torch::kBool);
-    }
-    if (finished.any().item<bool>()) {
+    if (can_finish) finished = torch::isin(tokens, eos);
+    if (can_finish && finished.any().item<bool>()) {
       auto keep = finished.logical_not().nonzero().squeeze(-1);
       if (keep.numel() == 0) break;
       active = active.index_select(0, keep);
       tokens = tokens.index_select(0, keep);
-      mask_buf = mask_buf.index_select(0, keep);
-      next_pos = next_pos.index_select(0, keep);
-      cache.select_rows(keep);
+      if (!graph) {  // the graph keeps every row (fixed shapes); the eager step compacts the finished ones away
+        mask_buf = mask_buf.index_select(0, keep);
+        next_pos = next_pos.index_select(0, keep);
+        cache.select_rows(keep);
+      }
     }
-    auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
-    logits = decode_step_logits(model, step_hidden.squeeze(1)).to(torch::kFloat32);
-    next_pos = next_pos + 1;
+    if (graph) {
+      logits = graph->step(active, tokens, t);
+    } else {
+      auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
+      logits = decode_step_logits(model, step_hidden.squeeze(1)).to(torch::kFloat32);
+      next_pos = next_pos + 1;
+    }
     ++decode_steps;
   }
+  runtime::synchronize(device);
   const double decode_seconds = decode_watch.wall_seconds(), decode_cpu_seconds = decode_watch.cpu_seconds();
 
   GenerationOutput out;
   out.prompts = out_prompts;
   out.responses = responses;
-  auto lengths_t = torch::tensor(lengths, torch::kInt64).to(device);
   auto resp_mask = (torch::arange(R, torch::TensorOptions().dtype(torch::kInt64).device(device)).unsqueeze(0) <
                     lengths_t.unsqueeze(1))
                        .to(torch::kInt64);
@@ -257,7 +270,8 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
                   torch::arange(1, R + 1, torch::TensorOptions().dtype(torch::kInt64).device(device)).unsqueeze(0);
   out.position_ids = torch::cat({out_ppos, resp_pos}, 1);
   if (params.calculate_log_probs) out.rollout_log_probs = log_probs * resp_mask.to(torch::kFloat32);
-  out.response_lengths = lengths;
+  auto lengths_cpu = lengths_t.to(torch::kCPU);
+  out.response_lengths.assign(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + N);
   out.prefill_seconds = prefill_seconds;
   out.prefill_cpu_seconds = prefill_cpu_seconds;
   out.decode_seconds = decode_seconds;

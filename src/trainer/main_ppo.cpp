@@ -14,6 +14,7 @@
 #include "verl/workers/critic_worker.h"
 #include "verl/workers/reward_model_worker.h"
 #include "verl/workers/seqlen_balancing.h"
+#include "verl/workers/worker_device.h"
 
 namespace verl::trainer {
 
@@ -114,6 +115,7 @@ RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& confi
 
 void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer& tokenizer) {
   validate_ppo_config(config, config.trainer.nnodes * config.trainer.n_gpus_per_node);
+  workers::check_trainer_device(config.trainer);  // a CUDA request without a GPU fails before any weights load
   check_data_files("data.train_files", config.data.train_files);
   check_data_files("data.val_files", config.data.val_files);
   check_model_folder("actor_rollout_ref.model.path", config.actor_rollout_ref.model.path);

@@ -18,9 +18,11 @@
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
 #include "verl/workers/weight_sync.h"
+#include "verl/workers/worker_device.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/rollout/generator.h"
 
 namespace verl::workers {
@@ -240,13 +242,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   const std::string path = expand_home(arr.model.path);
   VERL_CHECK(fs::is_directory(path), kComponent, "actor_rollout_ref.model.path '", path,
              "' is not a folder (an HF model folder with config.json and safetensors weights)");
-  if (config_->trainer.device == "cuda") {
-    if (torch::cuda::is_available()) {
-      device_ = torch::Device(torch::kCUDA, static_cast<int>(rank() % static_cast<int>(torch::cuda::device_count())));
-    } else {
-      VERL_LOG(Warn, kComponent) << "trainer.device=cuda but no CUDA device is available; running on the CPU";
-    }
-  }
+  device_ = worker_device(config_->trainer, rank());
   if (device_.is_cuda()) {
     const auto& actor_fsdp = actor_cfg_.fsdp_config;
     const auto& mg = actor_cfg_.megatron;
@@ -283,6 +279,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
                                                     fsdp.fsdp_size, fsdp_size_key);
         actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
       }
+      actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
     } else {
       freeze(actor_module_);
     }
@@ -296,6 +293,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     }
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);
     ref_policy_->fully_sharded = ref_sharded_;
+    ref_policy_->param_dtype = resolved_precision(arr.ref.fsdp_config.param_dtype, device_);
   }
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
@@ -330,7 +328,17 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   // Generation runs on the whole model (FSDP's summon_full_params before vLLM's weight sync).
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
-  auto out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+  // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
+  const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
+  VERL_CHECK(rollout_dtype == actor_module_->model->embed_tokens->weight.scalar_type() || !actor_module_->tp.active(),
+             kComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
+             " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
+  rollout::GenerationOutput out;
+  {
+    torch::NoGradGuard no_grad;
+    model::ScopedParameterCast cast(*actor_module_, rollout_dtype);
+    out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+  }
   protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
                                {"responses", out.responses.to(torch::kCPU)},
                                {"input_ids", out.input_ids.to(torch::kCPU)},
@@ -542,7 +550,9 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
   VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
              weights.filename().string());
   const int W = static_cast<int>(sizes.front());
-  model::CausalLM module(model::load_hf_config(hf.string()));
+  const model::HFConfig config = model::load_hf_config(hf.string());
+  // A critic's checkpoint (config.json: <Family>ForTokenClassification) holds the value head `score`.
+  model::CausalLM module(config, config.token_classification ? model::HeadKind::Value : model::HeadKind::LM);
   if (model::is_shard_state_file(weights.string())) {
     // ZeRO-3: ranks 0..N-1 (the first shard group) hold every parameter's runs.
     std::vector<std::string> files;

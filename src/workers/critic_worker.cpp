@@ -12,6 +12,7 @@
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
+#include "verl/workers/worker_device.h"
 
 namespace verl::workers {
 
@@ -122,6 +123,11 @@ void CriticWorker::require_gradient_sync(const char* what) const {
 DataProto CriticWorker::init_model(const DataProto&) {
   VERL_CHECK(fs::is_directory(model_path_), kComponent, "critic.model.path '", model_path_,
              "' is not a model folder (config.json + safetensors weights)");
+  const torch::Device device = worker_device(config_->trainer, rank());
+  const auto& critic_fsdp = config_->critic.model.fsdp_config;
+  VERL_CHECK(!device.is_cuda() || !(critic_fsdp.param_offload || critic_fsdp.optimizer_offload), kComponent,
+             "critic.model.fsdp_config param_offload / optimizer_offload on a CUDA device are not implemented yet; "
+             "on the CPU everything is in host memory already");
   model::LoadOptions options;
   options.head = model::HeadKind::Value;
   options.dtype = torch::kFloat32;
@@ -129,6 +135,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
   const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size");
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
+  (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
   (*module_)->train();
   const auto& fsdp = config_->critic.model.fsdp_config;
   if (tp_size_ == 1 && fsdp.reshard_after_forward) {
@@ -148,6 +155,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
                                                       optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
                                                                       layout.dp));
   }
+  critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   return DataProto();
 }
 

@@ -11,6 +11,7 @@
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
+#include "verl/model/mixed_precision.h"
 
 namespace verl::workers {
 namespace {
@@ -59,6 +60,7 @@ DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::Ca
 std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(const protocol::DataProto& micro,
                                                                                   double temperature,
                                                                                   bool calculate_entropy) {
+  model::AutocastGuard autocast(model_->model->embed_tokens->weight.device(), param_dtype);
   auto out = model::response_log_probs(model_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
                                        micro.tensor("position_ids"), micro.tensor("responses"), temperature,
                                        calculate_entropy);

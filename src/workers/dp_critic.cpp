@@ -8,6 +8,7 @@
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/optimizer.h"
+#include "verl/model/mixed_precision.h"
 
 namespace verl::workers {
 
@@ -65,8 +66,11 @@ DataParallelPPOCritic::DataParallelPPOCritic(model::CausalLM module, torch::opti
 
 torch::Tensor DataParallelPPOCritic::forward_micro_batch(const protocol::DataProto& micro) {
   const int64_t R = micro.tensor("responses").size(1);
-  return model::response_values(module_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
-                                micro.tensor("position_ids"), R);
+  // Batches arrive in host memory; the micro-batch moves to the model's device (a no-op on the CPU).
+  const auto device = module_->model->embed_tokens->weight.device();
+  model::AutocastGuard autocast(device, param_dtype);
+  return model::response_values(module_, micro.tensor("input_ids").to(device), micro.tensor("attention_mask").to(device),
+                                micro.tensor("position_ids").to(device), R);
 }
 
 torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& data) {
@@ -87,7 +91,7 @@ torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& d
   outputs.reserve(micro.parts.size());
   model::RootGathered root(fully_sharded.get());
   for (const auto& part : micro.parts) outputs.push_back(forward_micro_batch(part));
-  torch::Tensor values = micro.restore(outputs);
+  torch::Tensor values = micro.restore(outputs).to(torch::kCPU);  // the controller's copy lives on the host
   return values * response_mask_of(data).to(values.scalar_type());
 }
 
@@ -130,12 +134,12 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
     for (const auto& mini : mini_batches) {
       optimizer_.zero_grad();
       for (auto& [micro, scale] : update_micro_batches(mini)) {
-        const torch::Tensor& response_mask = micro.tensor("response_mask");
         model::RootGathered root(fully_sharded.get());
         torch::Tensor vpreds = forward_micro_batch(micro);
+        const torch::Tensor response_mask = micro.tensor("response_mask").to(vpreds.device());
         algo::ValueLossOutput loss =
-            algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.scalar_type()),
-                                     micro.tensor("values").to(vpreds.scalar_type()), response_mask,
+            algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.device(), vpreds.scalar_type()),
+                                     micro.tensor("values").to(vpreds.device(), vpreds.scalar_type()), response_mask,
                                      config_.cliprange_value, config_.loss_agg_mode);
         (loss.vf_loss * scale).backward();
         root.reduce_gradients();

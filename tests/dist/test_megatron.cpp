@@ -85,7 +85,9 @@ void expect_same_run(const std::string& one_dir, const std::string& tp_dir) {
     for (int64_t step = 1; step <= 3; ++step) {
       ASSERT_TRUE(m1.at(key).count(step) && m2.at(key).count(step)) << key << " step " << step;
       const double expected = m1.at(key).at(step);
-      EXPECT_NEAR(m2.at(key).at(step), expected, 1e-4 * std::max(std::abs(expected), 1e-3)) << key << " step " << step;
+      // Relative 1e-4, with a 1e-6 floor: pg_loss and the advantages' mean are ~1e-8 at step 1 (whitened
+      // advantages), where fp32 rounding alone differs by ~1e-7 between BLAS kernels (seen on an Intel Xeon).
+      EXPECT_NEAR(m2.at(key).at(step), expected, 1e-4 * std::max(std::abs(expected), 1e-2)) << key << " step " << step;
     }
   }
   // Greedy generation on the slices chose the same tokens: equal lengths and scores, in training and validation.

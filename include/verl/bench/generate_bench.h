@@ -1,7 +1,9 @@
 // `verl bench generate`: prefill and decode throughput of the rollout engine (rollout/generator.h, the
 // code the trainer runs) on random weights, each beside its roofline bound from the machine's measured GEMM
 // FLOP/s and memory bandwidth (bench/roofline.h, bench/model_flops.h). Responses run to full length
-// (ignore_eos) so every row decodes the same number of steps.
+// (ignore_eos) so every row decodes the same number of steps. On a CUDA device (--device cuda) the model runs
+// there in fp32 or bf16 (--dtype), the bound uses the device's measured peaks (bf16 GEMMs for a bf16 model),
+// and each row reports the caching allocator's peak GPU memory.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,8 @@ struct GenerateBenchOptions {
   bool greedy = false;           // false: sampling at temperature 1 (verl's rollout default)
   int repeats = 2;               // per batch; the fastest repeat is reported
   uint64_t seed = 0;
+  std::string device = "cpu";    // cpu | cuda | cuda:N (the roofline is measured on the same device)
+  std::string dtype = "fp32";    // fp32 | bf16: the weights, activations and KV cache
   RooflineOptions roofline;      // measured at the start, in this process
 };
 
@@ -37,6 +41,7 @@ struct GenerateBenchRow {
   double params = 0;
   int64_t batch = 0, prompt_length = 0, response_length = 0;
   GeneratePhase prefill, decode;  // decode: tokens = batch x decode steps
+  int64_t peak_memory_bytes = 0;  // CUDA: the caching allocator's peak over the row's runs (weights included)
 };
 
 struct GenerateBenchResult {

@@ -2,7 +2,9 @@
 // (torch::mm on square matrices, all intra-op threads; the peak is the best of a few sizes) and memory
 // bandwidth (STREAM-style copy b = a and triad a = b + s c over arrays far larger than the caches). Each
 // point reports the best of several short timing windows, so background load lowers it less, and the
-// process CPU time next to the wall time of that window (cpu/wall = 2.0: two busy cores).
+// process CPU time next to the wall time of that window (cpu/wall = 2.0: two busy cores). On a CUDA device
+// the same kernels run there (cuBLAS GEMMs, device-memory copy and triad), each window ending in a device
+// synchronisation; bf16 GEMMs are always measured there, as bf16 is what a GPU rollout and update run in.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct MachineInfo {
   double load_average_1m = 0;   // getloadavg() when the measurement started
   std::string omp_wait_policy;  // $OMP_WAIT_POLICY (empty: libgomp's default, spin then sleep)
   std::string hint;             // a one-line suggestion when the setup is known to be slow, else empty
+  std::string accelerator;      // the CUDA device measured ("NVIDIA H100 80GB HBM3, 79.6 GiB"), empty on the CPU
 };
 MachineInfo machine_info();
 
@@ -39,6 +42,7 @@ struct BandwidthPoint {
 };
 
 struct Roofline {
+  std::string device = "cpu";  // where the points were measured: cpu | cuda:N
   MachineInfo machine;
   std::vector<GemmPoint> gemm;
   double gemm_peak_flops = 0;       // max over the fp32 points: the bound every fp32 phase is measured against
@@ -52,8 +56,12 @@ struct RooflineOptions {
   int64_t stream_elements = int64_t{1} << 25;  // fp32 elements per array (128 MiB)
   double seconds_per_point = 0.6;              // split into windows; the best window counts
   bool memory = true;                          // false: GEMM only (quick peak before a bench)
-  bool bf16 = false;                           // also bf16 GEMMs (AVX512_BF16 / AMX where the CPU has them)
+  bool bf16 = false;                           // also bf16 GEMMs (AVX512_BF16 / AMX where the CPU has them); always on CUDA
+  std::string device = "cpu";                  // cpu | cuda | cuda:N
 };
+
+// The defaults for a CUDA device: GEMMs of 2048..8192 and 1 GiB arrays, sizes at which an H100 reaches its peaks.
+RooflineOptions cuda_roofline_defaults(RooflineOptions options);
 
 Roofline measure_roofline(const RooflineOptions& options);
 

@@ -31,6 +31,9 @@ class ConfigReader {
   std::optional<double> get_optional_double(const std::string& path);
   std::optional<std::string> get_optional_string(const std::string& path);
 
+  // Whether the key exists (verl's optional keys a run adds with '+', e.g. fsdp_config.mixed_precision).
+  bool contains(const std::string& path) const;
+
   // A string that must be one of `choices`.
   std::string get_choice(const std::string& path, const std::vector<std::string>& choices);
 

@@ -69,6 +69,10 @@ struct FSDPConfig {
   bool reshard_after_forward = false;  // ZeRO-3: parameters sharded, gathered per layer
   int64_t fsdp_size = -1;          // ranks per sharding group; -1: the whole worker group
   std::string model_dtype = "fp32";
+  // mixed_precision.param_dtype (verl: bf16 by default under FSDP): the dtype forwards compute in, by autocast
+  // over fp32 master weights (model/mixed_precision.h). Unset: bf16 on a CUDA device, fp32 on the CPU.
+  // reduce_dtype and buffer_dtype accept fp32 only (gradients and buffers stay fp32).
+  std::optional<std::string> param_dtype;
 };
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for
@@ -137,6 +141,10 @@ struct RolloutConfig {
   bool ignore_eos = false;
   bool calculate_log_probs = false;
   int64_t seed = 0;  // sampling seed (+ rank per worker)
+  // rollout.dtype (verl: bfloat16): the weights and KV cache generation runs in. Unset: bf16 on a CUDA device,
+  // fp32 on the CPU. Different from the actor's fp32: the actor's parameters hold copies in this dtype for the
+  // generation only (model::ScopedParameterCast).
+  std::optional<std::string> dtype;
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;

@@ -45,6 +45,10 @@ struct KVCache {
   std::vector<torch::Tensor> k, v;
   int64_t length = 0;
   int64_t capacity = 0;
+  // The static decode step (DecoderImpl::decode_step_static, captured as a CUDA graph): a [1] int64 tensor on
+  // the cache's device holding the position the step writes; attention then spans the whole capacity, the
+  // positions not yet written masked by the step's bias. Undefined: writes at `length` (the general path).
+  torch::Tensor write_index;
   int64_t batch() const { return k.empty() ? 0 : k[0].size(0); }
   // Keeps / reorders / repeats rows: row i of the result is row index[i] of this cache.
   void select_rows(const torch::Tensor& index);
@@ -107,6 +111,12 @@ struct DecoderImpl : torch::nn::Module {
   // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& position_ids, KVCache* cache = nullptr);
+  // One decode step with every shape fixed, so that it can be captured as a CUDA graph and replayed: tokens
+  // [B,1] and positions [B,1]; bias [B,capacity] the additive attention mask over the whole cache (0 where a
+  // row may attend, the dtype's lowest elsewhere); writes K/V at cache->write_index. No host synchronisation,
+  // no checks that read device memory. Returns the final-normed hidden states [B,1,hidden].
+  torch::Tensor decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                   const torch::Tensor& bias, KVCache& cache);
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   std::vector<DecoderLayer> layer_list;

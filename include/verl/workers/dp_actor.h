@@ -51,6 +51,9 @@ class DataParallelPPOActor {
   // ZeRO-3 (model/fully_sharded_model.h): the model's parameters live in these shards, which the optimizer
   // steps; the root is gathered per micro-batch, the layers as they run. Unset: whole parameters.
   std::shared_ptr<model::FullyShardedModel> fully_sharded;
+  // The dtype forwards compute in (fsdp_config.mixed_precision.param_dtype): autocast over the fp32 weights
+  // when it is bf16 / fp16 (model/mixed_precision.h); fp32 runs as is.
+  torch::ScalarType param_dtype = torch::kFloat32;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }

@@ -69,6 +69,8 @@ class DataParallelPPOCritic {
   // ZeRO-3 (model/fully_sharded_model.h): the module's parameters live in these shards, which the optimizer
   // steps (it was built over them). Unset: whole parameters.
   std::shared_ptr<model::FullyShardedModel> fully_sharded;
+  // The dtype forwards compute in (critic.model.fsdp_config.mixed_precision.param_dtype), as the actor's.
+  torch::ScalarType param_dtype = torch::kFloat32;
 
  private:
   // Value-head outputs for the rows of one micro-batch: [b, R] fp32.

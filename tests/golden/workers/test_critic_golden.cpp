@@ -59,7 +59,7 @@ void run_case(const Case& c) {
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   Json expected = Json::parse(test::read_file(dir + "/ref.json"));
 
-  auto config = test::ppo_config({"critic.model.path=" + value_dir, "actor_rollout_ref.rollout.n=1",
+  auto config = test::ppo_config({"critic.model.path=" + value_dir, "trainer.device=cpu", "actor_rollout_ref.rollout.n=1",
                                   "critic.ppo_mini_batch_size=4", "critic.ppo_micro_batch_size_per_gpu=2",
                                   "critic.ppo_epochs=" + std::to_string(c.epochs), "critic.optim.lr=0.01",
                                   "critic.optim.lr_scheduler_type=" + c.schedule, "critic.optim.min_lr_ratio=0.1",

@@ -23,6 +23,7 @@ using single_controller::WorkerContext;
 
 std::vector<std::string> base_overrides(const std::string& model_dir) {
   return {"critic.model.path=" + model_dir,
+          "trainer.device=cpu",
           "actor_rollout_ref.rollout.n=1",
           "critic.ppo_mini_batch_size=4",
           "critic.ppo_micro_batch_size_per_gpu=2",

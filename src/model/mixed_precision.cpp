@@ -1,0 +1,52 @@
+#include "verl/model/mixed_precision.h"
+
+#include <ATen/autocast_mode.h>
+
+#include "verl/common/error.h"
+
+namespace verl::model {
+
+torch::ScalarType parse_precision(const std::string& text, const std::string& key) {
+  if (text == "bf16" || text == "bfloat16") return torch::kBFloat16;
+  if (text == "fp32" || text == "float32") return torch::kFloat32;
+  if (text == "fp16" || text == "float16") return torch::kFloat16;
+  VERL_FAIL("config", key, ": expected bf16, fp16 or fp32 (or bfloat16, float16, float32), got '", text, "'");
+}
+
+AutocastGuard::AutocastGuard(const torch::Device& device, torch::ScalarType dtype) {
+  if (dtype == torch::kFloat32 || dtype == torch::kFloat64) return;
+  active_ = true;
+  device_type_ = device.type();
+  previous_enabled_ = at::autocast::is_autocast_enabled(device_type_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
+  at::autocast::set_autocast_enabled(device_type_, true);
+  at::autocast::set_autocast_dtype(device_type_, dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  // The weight casts are cached while autocast is on; the cache goes when the outermost guard ends.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(device_type_, previous_enabled_);
+  at::autocast::set_autocast_dtype(device_type_, previous_dtype_);
+}
+
+ScopedParameterCast::ScopedParameterCast(torch::nn::Module& module, torch::ScalarType dtype) {
+  for (auto& p : module.parameters()) {
+    if (p.scalar_type() == dtype) continue;
+    torch::Tensor master = p.data();
+    masters_.emplace_back(p, master);
+    p.set_data(master.to(dtype));
+  }
+}
+
+ScopedParameterCast::~ScopedParameterCast() {
+  for (auto& [parameter, master] : masters_) parameter.set_data(master);
+}
+
+torch::ScalarType compute_dtype(const torch::Device& device, torch::ScalarType dtype) {
+  return at::autocast::is_autocast_enabled(device.type()) ? at::autocast::get_autocast_dtype(device.type()) : dtype;
+}
+
+}  // namespace verl::model
