@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg)"
 "$build/bench/bench_tokenizer" --benchmark_filter='Encode(English|Corpus)' --benchmark_format=json \
-  --benchmark_min_time=1s > "$tmp/verl.json" 2>/dev/null
+  --benchmark_min_time=1 > "$tmp/verl.json" 2>/dev/null
 for name in qwen3 llama3 llama2; do
   "$py" "$root/bench/hf_tokenizer_throughput.py" "$models/tokenizer-$name/models" "$name" >> "$tmp/hf.jsonl"
 done
