@@ -40,7 +40,7 @@ for dtype in bf16; do
     --response-length $resp --dtype "$dtype" --repeats 2 --json "$out/generate.jsonl" 2>&1 | grep -v Loading
 done
 
-step "verl bench ppo (fp32 roles on cuda)"
+step "verl bench ppo (roles on cuda, bf16 defaults)"
 timeout 240 "$verl" bench ppo --device cuda --model-dir "$model" --batch-size 16 --n 4 --prompt-length 64 \
   --response-length 128 --micro-batch-size 16 --json "$out/ppo.jsonl" 2>&1 | tail -22
 
