@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "support/digit_completion_setup.h"
+#include "support/json_lines.h"
 #include "support/run_command.h"
 #include "verl/io/safetensors.h"
 
@@ -29,20 +30,10 @@ CommandResult generate(const std::string& output, const std::vector<std::string>
   return run_command(command);
 }
 
-std::vector<nlohmann::json> read_lines(const std::string& path) {
-  std::vector<nlohmann::json> rows;
-  std::istringstream in(read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  }
-  return rows;
-}
-
 // The user message of every row of a verl-schema JSONL file.
 std::vector<std::string> prompt_contents(const std::string& path) {
   std::vector<std::string> contents;
-  for (const auto& row : read_lines(path)) contents.push_back(row["prompt"][0]["content"].get<std::string>());
+  for (const auto& row : read_json_lines(path)) contents.push_back(row["prompt"][0]["content"].get<std::string>());
   return contents;
 }
 
@@ -76,7 +67,7 @@ TEST(GenerateCli, NSamplesPerPromptThroughTheChatTemplate) {
   EXPECT_NE(r.out.find("wrote 18 responses for 6 prompts"), std::string::npos) << r.out;
   const std::vector<std::string> contents = prompt_contents(setup().val_file);
   ASSERT_EQ(contents.size(), 6u);
-  const auto lines = read_lines(dir + "/out.jsonl");
+  const auto lines = read_json_lines(dir + "/out.jsonl");
   ASSERT_EQ(lines.size(), 18u);
   for (size_t j = 0; j < lines.size(); ++j) {
     const auto& line = lines[j];
@@ -118,7 +109,7 @@ TEST(GenerateCli, GreedyIsReproducibleAndEqualsTheArgmaxOfAFullForward) {
   auto r = generate(dir + "/b.jsonl", overrides, "--batch-size 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_file(dir + "/a.jsonl"), read_file(dir + "/b.jsonl"));  // greedy does not depend on batching
-  const auto lines = read_lines(dir + "/a.jsonl");
+  const auto lines = read_json_lines(dir + "/a.jsonl");
   ASSERT_EQ(lines.size(), 12u);
   // Teacher forcing: `verl model forward` (no KV cache) over prompt + response; each response token must be
   // the argmax of the logits one position earlier.
@@ -161,7 +152,7 @@ TEST(GenerateCli, SamplingIsSeededAndLogProbsAreReported) {
   const std::string a = seeded("a.jsonl", 7), b = seeded("b.jsonl", 7), c = seeded("c.jsonl", 8);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
-  for (const auto& line : read_lines(dir + "/a.jsonl")) {
+  for (const auto& line : read_json_lines(dir + "/a.jsonl")) {
     const auto lp = line["response_log_probs"].get<std::vector<double>>();
     EXPECT_EQ(lp.size(), line["response_ids"].size());
     for (double v : lp) EXPECT_LT(v, 0.0);
