@@ -159,9 +159,7 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   // and buffers stay fp32, so reduce_dtype / buffer_dtype must say so.
   const std::string mp = p + ".mixed_precision";
   if (auto v = in.contains(mp + ".param_dtype") ? in.get_optional_string(mp + ".param_dtype") : std::nullopt) {
-    f.param_dtype = model::parse_precision(*v, p + ".mixed_precision.param_dtype") == torch::kFloat32 ? "fp32"
-                    : model::parse_precision(*v, "") == torch::kBFloat16                          ? "bf16"
-                                                                                                  : "fp16";
+    f.param_dtype = model::precision_name(model::parse_precision(*v, mp + ".param_dtype"));
   }
   for (const char* key : {"reduce_dtype", "buffer_dtype"}) {
     const std::string path = p + ".mixed_precision." + key;
@@ -263,9 +261,7 @@ RolloutConfig read_rollout(ConfigReader& in) {
   r.calculate_log_probs = in.get_bool(p + ".calculate_log_probs");
   r.seed = in.get_int(p + ".seed");
   if (auto v = in.get_optional_string(p + ".dtype")) {
-    r.dtype = model::parse_precision(*v, p + ".dtype") == torch::kFloat32 ? "fp32"
-              : model::parse_precision(*v, "") == torch::kBFloat16         ? "bf16"
-                                                                           : "fp16";
+    r.dtype = model::precision_name(model::parse_precision(*v, p + ".dtype"));
   }
   r.log_prob_micro_batch_size_per_gpu = in.get_optional_int(p + ".log_prob_micro_batch_size_per_gpu");
   check_optional_positive(r.log_prob_micro_batch_size_per_gpu, p + ".log_prob_micro_batch_size_per_gpu");

@@ -4,6 +4,8 @@
 
 #include "verl/common/error.h"
 
+#include <limits>
+
 namespace verl::model {
 
 torch::ScalarType parse_precision(const std::string& text, const std::string& key) {
@@ -11,6 +13,17 @@ torch::ScalarType parse_precision(const std::string& text, const std::string& ke
   if (text == "fp32" || text == "float32") return torch::kFloat32;
   if (text == "fp16" || text == "float16") return torch::kFloat16;
   VERL_FAIL("config", key, ": expected bf16, fp16 or fp32 (or bfloat16, float16, float32), got '", text, "'");
+}
+
+std::string precision_name(torch::ScalarType dtype) {
+  return dtype == torch::kBFloat16 ? "bf16" : dtype == torch::kFloat16 ? "fp16" : "fp32";
+}
+
+double masked_bias_value(torch::ScalarType dtype) {
+  if (dtype == torch::kFloat64) return std::numeric_limits<double>::lowest();
+  if (dtype == torch::kBFloat16) return -3.3895313892515355e38;
+  if (dtype == torch::kFloat16) return -65504.0;
+  return static_cast<double>(std::numeric_limits<float>::lowest());
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device, torch::ScalarType dtype) {

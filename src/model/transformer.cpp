@@ -266,13 +266,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});             // [1,T,S]
   auto allowed = causal.logical_and(attention_mask.to(device).view({B, 1, S}) != 0);  // [B,T,S]
-  // The most negative value of the dtype attention runs in (under autocast the bias is cast to bf16, where fp32's
-  // lowest would become -inf and a fully masked left-padding row NaN).
-  const auto attention_dtype = compute_dtype(device, dtype);
-  const double min_value = attention_dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
-                           : attention_dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                           : attention_dtype == torch::kFloat16 ? -65504.0
-                                                                : static_cast<double>(std::numeric_limits<float>::lowest());
+  // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
+  const double min_value = masked_bias_value(compute_dtype(device, dtype));
   auto mask_bias = torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
                        .masked_fill(allowed.logical_not(), min_value)
                        .view({B, 1, 1, T, S});

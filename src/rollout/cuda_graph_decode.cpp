@@ -6,9 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include "verl/common/error.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/runtime/cuda_device.h"
 
 namespace verl::rollout {
@@ -16,12 +16,6 @@ namespace {
 
 constexpr const char* kComponent = "rollout";
 
-double lowest_of(torch::ScalarType dtype) {
-  if (dtype == torch::kBFloat16) return -3.3895313892515355e38;
-  if (dtype == torch::kFloat16) return -65504.0;
-  if (dtype == torch::kFloat64) return std::numeric_limits<double>::lowest();
-  return static_cast<double>(std::numeric_limits<float>::lowest());
-}
 
 }  // namespace
 
@@ -65,7 +59,7 @@ CudaGraphDecode::CudaGraphDecode(model::CausalLM& model, model::KVCache& cache, 
   s.positions = positions.to(device, torch::kInt64).reshape({N, 1}).clone();
   s.write_index = torch::full({1}, P, ids);
   // Prompt positions open where the prompt mask is 1; every response position closed until its step.
-  s.bias = torch::full({N, capacity}, lowest_of(dtype), torch::TensorOptions().dtype(dtype).device(device));
+  s.bias = torch::full({N, capacity}, model::masked_bias_value(dtype), torch::TensorOptions().dtype(dtype).device(device));
   s.bias.narrow(1, 0, P).masked_fill_(prompt_mask.to(device).to(torch::kBool), 0.0);
   s.logits = torch::empty({N, model->config.vocab_size}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   cache.write_index = s.write_index;

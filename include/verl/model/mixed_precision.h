@@ -52,6 +52,13 @@ class ScopedParameterCast {
   std::vector<std::pair<torch::Tensor, torch::Tensor>> masters_;  // (parameter, its original data)
 };
 
+// The short name of a precision ("bf16", "fp16", "fp32"), as the config keeps it.
+std::string precision_name(torch::ScalarType dtype);
+
+// The additive attention bias of a masked position in `dtype`: its most negative finite value (fp32's lowest
+// would become -inf in bf16, and a fully masked left-padding row NaN).
+double masked_bias_value(torch::ScalarType dtype);
+
 // The dtype a masked attention bias must be representable in: autocast's dtype when autocast is on for the
 // device (the bias is cast there), else `dtype`.
 torch::ScalarType compute_dtype(const torch::Device& device, torch::ScalarType dtype);
