@@ -66,16 +66,18 @@ fi
 
 # A virtual environment from Debian's python3 with the packages of one requirements file, reinstalled only when
 # that file changes (its copy inside the environment is the stamp).
+# Further arguments go to pip (--no-deps: the packages of that file without their dependency trees).
 make_venv() {
   local venv=$1 requirements=$2 what=$3
-  local stamp=$venv/.verl-requirements.txt
+  shift 3
+  local stamp=$venv/.verl-$(basename "$requirements")
   if [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
     echo "install-deps: $what present in $venv"
     return
   fi
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
   echo "install-deps: installing $what into $venv ($requirements)"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar on \
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar on "$@" \
     -r "$requirements"
   cp "$requirements" "$stamp"
 }
@@ -90,6 +92,8 @@ if $with_test_tools; then
   test_site=$(.venv/test/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$torch_site" > "$test_site/verl-libtorch.pth"
   make_venv .venv/test scripts/requirements/test.txt "test-only Python packages"
+  make_venv .venv/test scripts/requirements/test-nodeps.txt "verl (the algorithm oracle, without its dependencies)" \
+    --no-deps
 
   # Test-only npm packages, pinned by tests/js/package-lock.json, installed into tests/js/node_modules.
   lock=tests/js/package-lock.json
