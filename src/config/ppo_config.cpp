@@ -1,6 +1,10 @@
 #include "verl/config/ppo_config.h"
 
+#include <algorithm>
+
 #include "verl/algo/algo_names.h"
+#include "verl/algo/pf_ppo.h"
+#include "verl/algo/rollout_corr.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/config/config_reader.h"
@@ -39,6 +43,10 @@ namespace {
 
 const std::vector<std::string> kStrategies = {"fsdp", "megatron"};
 const std::vector<std::string> kCheckpointContents = {"model", "optimizer", "extra", "hf_model"};
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 void check_positive(int64_t value, const std::string& path) {
   VERL_CHECK(value > 0, "config", "config key '", path, "' must be > 0, got ", value);
@@ -129,6 +137,8 @@ DataConfig read_data(ConfigReader& in) {
   check_positive(d.max_response_length, "data.max_response_length");
   d.train_batch_size = in.get_int("data.train_batch_size");
   check_positive(d.train_batch_size, "data.train_batch_size");
+  d.gen_batch_size = in.get_optional_int("data.gen_batch_size");
+  check_optional_positive(d.gen_batch_size, "data.gen_batch_size");
   d.val_batch_size = in.get_optional_int("data.val_batch_size");
   check_optional_positive(d.val_batch_size, "data.val_batch_size");
   d.return_raw_input_ids = in.get_bool("data.return_raw_input_ids");
@@ -338,6 +348,41 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   return r;
 }
 
+// A threshold verl types `str | float`: a YAML number or string, kept as its text.
+std::optional<std::string> read_threshold(ConfigReader& in, const std::string& path) {
+  const Node node = in.get_node(path);
+  if (node.is_null()) return std::nullopt;
+  VERL_CHECK(node.kind() == Kind::String || node.kind() == Kind::Int || node.kind() == Kind::Float, "config",
+             "config key '", path, "' expects a number or a string like \"0.5_2.0\", got ", kind_name(node.kind()));
+  return node.kind() == Kind::String ? node.as_string() : node.to_text();
+}
+
+void read_rollout_correction(ConfigReader& in, RolloutCorrectionConfig& r) {
+  const std::string p = "algorithm.rollout_correction";
+  r.rollout_is = in.get_optional_string(p + ".rollout_is");
+  r.rollout_is_threshold = read_threshold(in, p + ".rollout_is_threshold").value_or("2.0");
+  r.rollout_is_batch_normalize = in.get_bool(p + ".rollout_is_batch_normalize");
+  r.rollout_rs = in.get_optional_string(p + ".rollout_rs");
+  r.rollout_rs_threshold = read_threshold(in, p + ".rollout_rs_threshold");
+  r.bypass_mode = in.get_bool(p + ".bypass_mode");
+  r.loss_type = in.get_choice(p + ".loss_type", {"ppo_clip", "reinforce"});
+  algo::RolloutCorrectionOptions options{r.rollout_is, r.rollout_is_threshold, r.rollout_is_batch_normalize,
+                                         r.rollout_rs, r.rollout_rs_threshold};
+  algo::validate_rollout_correction(options, p);
+}
+
+void read_filter_groups(ConfigReader& in, FilterGroupsConfig& f) {
+  const std::string p = "algorithm.filter_groups";
+  f.enable = in.get_bool(p + ".enable");
+  f.metric = in.get_optional_string(p + ".metric").value_or("");
+  VERL_CHECK(!f.enable || !f.metric.empty(), "config", "config key '", p,
+             ".metric' must be set with filter_groups.enable=true (reward, seq_reward, seq_final_reward, or a "
+             "reward extra-info key such as acc or score)");
+  f.max_num_gen_batches = in.get_int(p + ".max_num_gen_batches");
+  f.max_inflight_gen_batches = in.get_int(p + ".max_inflight_gen_batches");
+  check_positive(f.max_inflight_gen_batches, p + ".max_inflight_gen_batches");
+}
+
 AlgorithmConfig read_algorithm(ConfigReader& in) {
   AlgorithmConfig a;
   a.gamma = in.get_double("algorithm.gamma");
@@ -351,6 +396,11 @@ AlgorithmConfig read_algorithm(ConfigReader& in) {
   a.kl_ctrl.horizon = in.get_int("algorithm.kl_ctrl.horizon");
   check_positive(a.kl_ctrl.horizon, "algorithm.kl_ctrl.horizon");
   a.kl_ctrl.target_kl = in.get_double("algorithm.kl_ctrl.target_kl");
+  read_rollout_correction(in, a.rollout_correction);
+  read_filter_groups(in, a.filter_groups);
+  a.use_pf_ppo = in.get_bool("algorithm.use_pf_ppo");
+  a.pf_ppo.reweight_method = in.get_choice("algorithm.pf_ppo.reweight_method", algo::pf_ppo_reweight_method_names());
+  a.pf_ppo.weight_pow = in.get_double("algorithm.pf_ppo.weight_pow");
   return a;
 }
 
@@ -415,6 +465,17 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
   check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
   in.check_all_read();
+
+  // verl's apply_bypass_mode: the rollout's log-probs are the old ones and the actor's loss is bypass_mode, which
+  // reads the rollout correction (verl passes it in policy_loss.rollout_correction).
+  if (c.algorithm.rollout_correction.bypass_mode) {
+    ActorConfig& actor = c.actor_rollout_ref.actor;
+    VERL_CHECK(contains(supported_policy_loss_modes(), std::string("bypass_mode")), "config",
+               "algorithm.rollout_correction.bypass_mode=true needs the bypass_mode policy loss, which this build does "
+               "not register (registered: ", join(supported_policy_loss_modes(), ", "), ")");
+    actor.policy_loss_mode = "bypass_mode";
+    actor.rollout_correction = c.algorithm.rollout_correction;
+  }
 
   VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",
              "trainer.resume_mode=resume_path needs trainer.resume_from_path (a global_step_N folder)");

@@ -163,7 +163,8 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
                                                                tokenizer, config->data, config->data.val_max_samples);
   const uint64_t sampler_seed = static_cast<uint64_t>(config->data.seed.value_or(1));
   auto train_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
-      train_dataset, config->data.train_batch_size, config->data.shuffle, sampler_seed, /*drop_last=*/true));
+      train_dataset, config->data.gen_batch_size.value_or(config->data.train_batch_size), config->data.shuffle,
+      sampler_seed, /*drop_last=*/true));  // verl: data.gen_batch_size or data.train_batch_size prompts per batch
   const int64_t val_batch_size = config->data.val_batch_size.value_or(val_dataset->size());
   auto val_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
       val_dataset, std::max<int64_t>(1, val_batch_size), config->data.validation_shuffle, sampler_seed,

@@ -166,6 +166,16 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   if (data.val_batch_size) {
     VERL_LOG(Warn, "config") << "data.val_batch_size is deprecated in verl (validation runs as one batch)";
   }
+  // verl skips rollout correction silently without rollout_log_probs; here a requested correction needs them.
+  const auto& correction = config.algorithm.rollout_correction;
+  const bool wants_correction = correction.rollout_is || correction.rollout_rs || correction.bypass_mode;
+  VERL_CHECK(!wants_correction || rollout.calculate_log_probs, "config", "algorithm.rollout_correction (",
+             correction.bypass_mode ? "bypass_mode=true" : correction.rollout_is ? "rollout_is" : "rollout_rs",
+             ") needs the rollout's log-probs: set actor_rollout_ref.rollout.calculate_log_probs=true");
+  // verl applies PF-PPO inside its GAE branch only; another estimator would ignore the key.
+  VERL_CHECK(!config.algorithm.use_pf_ppo || config.algorithm.adv_estimator == "gae", "config",
+             "algorithm.use_pf_ppo=true resamples after GAE advantages only (as verl); algorithm.adv_estimator=",
+             config.algorithm.adv_estimator);
 }
 
 }  // namespace verl::trainer

@@ -8,11 +8,16 @@
 #include <future>
 #include <iostream>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include "verl/algo/core_algos.h"
+#include "verl/algo/pf_ppo.h"
+#include "verl/algo/rollout_corr.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/parallel/comm.h"
 #include "verl/single_controller/transport.h"
+#include "verl/trainer/dynamic_sampling.h"
 
 namespace verl::trainer {
 
@@ -307,13 +312,100 @@ void PPOTrainer::compute_advantage(DataProto& batch) const {
   if (batch.non_tensor_batch.count("uid")) {
     for (const auto& uid : batch.column("uid")) inputs.index.push_back(uid.get<std::string>());
   }
+  // The optimal token baselines' inputs (sum_pi_squared: actor.calculate_sum_pi_squared) and GDPO's reward
+  // components (the reward's extra info under algorithm.gdpo_reward_keys).
+  if (batch.has_tensor("old_log_probs")) inputs.old_log_probs = batch.tensor("old_log_probs");
+  if (batch.has_tensor("sum_pi_squared")) inputs.sum_pi_squared = batch.tensor("sum_pi_squared");
+  if (batch.has_tensor("rollout_is_weights")) inputs.rollout_is_weights = batch.tensor("rollout_is_weights");
+  if (algorithm.adv_estimator == "gdpo") {
+    for (const auto& key : algorithm.gdpo_reward_keys) {
+      VERL_CHECK(batch.non_tensor_batch.count(key), "trainer", "algorithm.gdpo_reward_keys names '", key,
+                 "' but the reward function's extra info has no such key");
+      std::vector<double> values;
+      for (const auto& v : batch.column(key)) {
+        VERL_CHECK(v.is_number(), "trainer", "gdpo reward component '", key, "' holds a non-number: ", v.dump());
+        values.push_back(v.get<double>());
+      }
+      inputs.reward_components.push_back(torch::tensor(values, torch::kDouble).to(torch::kFloat32));
+    }
+  }
   algo::AdvantageOptions options;
   options.gamma = algorithm.gamma;
   options.lam = algorithm.lam;
   options.norm_adv_by_std_in_grpo = algorithm.norm_adv_by_std_in_grpo;
+  options.gdpo_reward_weights = algorithm.gdpo_reward_weights;
   auto [advantages, returns] = algo::compute_advantage(algorithm.adv_estimator, inputs, options);
   batch.batch["advantages"] = advantages;
   batch.batch["returns"] = returns;
+  if (algorithm.use_pf_ppo && algorithm.adv_estimator == "gae") {
+    // verl's compute_pf_ppo_reweight_data: every row and every per-row meta list resampled with replacement.
+    torch::Generator generator =
+        at::detail::createCPUGenerator(controller_seed(*config_) + 0x70665f70706full * static_cast<uint64_t>(global_steps_));
+    const std::vector<int64_t> rows = algo::pf_ppo_resample_rows(
+        batch.tensor("token_level_scores"), algorithm.pf_ppo.reweight_method, algorithm.pf_ppo.weight_pow, generator);
+    const int64_t batch_size = batch.size();
+    DataProto resampled = batch.index(rows);
+    for (auto it = batch.meta_info.begin(); it != batch.meta_info.end(); ++it) {
+      if (!it.value().is_array() || static_cast<int64_t>(it.value().size()) != batch_size) continue;
+      nlohmann::json picked = nlohmann::json::array();
+      for (int64_t row : rows) picked.push_back(it.value()[static_cast<size_t>(row)]);
+      resampled.meta_info[it.key()] = picked;
+    }
+    batch = std::move(resampled);
+  }
+}
+
+// verl's compute_rollout_correction_and_add_to_batch (decoupled mode): IS weights and rejection between
+// rollout_log_probs and old_log_probs; response_mask always replaced, rollout_is_weights added when enabled.
+void PPOTrainer::apply_rollout_correction(DataProto& batch, MetricMap& metrics) const {
+  const auto& rc = config_->algorithm.rollout_correction;
+  if (rc.bypass_mode || !batch.has_tensor("rollout_log_probs")) return;
+  algo::RolloutCorrectionOptions options{rc.rollout_is, rc.rollout_is_threshold, rc.rollout_is_batch_normalize,
+                                         rc.rollout_rs, rc.rollout_rs_threshold};
+  algo::RolloutCorrectionOutput out = algo::compute_rollout_correction_and_rejection_mask(
+      batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"), batch.tensor("response_mask"), options);
+  batch.batch["response_mask"] = out.response_mask;
+  if (out.rollout_is_weights.defined()) batch.batch["rollout_is_weights"] = out.rollout_is_weights;
+  metrics.insert(out.metrics.begin(), out.metrics.end());
+}
+
+// old_log_probs: recomputed by the actor (with verl's actor/entropy), or in bypass mode the rollout's own.
+void PPOTrainer::compute_old_log_prob(DataProto& batch, MetricMap& metrics, MetricMap& timing_raw) {
+  if (config_->algorithm.rollout_correction.bypass_mode) {
+    VERL_CHECK(batch.has_tensor("rollout_log_probs"), "trainer", "algorithm.rollout_correction.bypass_mode=true "
+               "needs rollout_log_probs in the batch: set actor_rollout_ref.rollout.calculate_log_probs=true");
+    batch.batch["old_log_probs"] = batch.tensor("rollout_log_probs");
+    return;
+  }
+  PhaseTimer timer("old_log_prob", timing_raw);
+  DataProto old_log_prob = actor_rollout_wg_->call("compute_log_prob", batch);
+  torch::Tensor entropys = old_log_prob.tensor("entropys");
+  metrics["actor/entropy"] =
+      algo::agg_loss(entropys, batch.tensor("response_mask"), config_->actor_rollout_ref.actor.loss_agg_mode)
+          .item<double>();
+  old_log_prob.batch.erase("entropys");
+  union_tensors(batch, old_log_prob);
+}
+
+// token_level_scores (+ the reward's extra columns) and token_level_rewards (the scores, less the KL penalty
+// with algorithm.use_kl_in_reward).
+void PPOTrainer::apply_reward(DataProto& batch, const RewardOutput& reward, MetricMap& metrics) {
+  const auto& algorithm = config_->algorithm;
+  batch.batch["token_level_scores"] = reward.reward_tensor.to(torch::kFloat32);
+  for (const auto& [key, values] : reward.reward_extra_info) {
+    VERL_CHECK(static_cast<int64_t>(values.size()) == batch.size(), "trainer", "reward extra info '", key,
+               "' has ", values.size(), " values for ", batch.size(), " responses");
+    batch.non_tensor_batch[key] = values;
+  }
+  if (algorithm.use_kl_in_reward) {
+    algo::KLPenaltyOutput kl = algo::apply_kl_penalty(
+        batch.tensor("token_level_scores"), batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"),
+        batch.tensor("response_mask"), *kl_ctrl_in_reward_, algorithm.kl_penalty);
+    batch.batch["token_level_rewards"] = kl.token_level_rewards;
+    metrics.insert(kl.metrics.begin(), kl.metrics.end());
+  } else {
+    batch.batch["token_level_rewards"] = batch.tensor("token_level_scores");
+  }
 }
 
 void PPOTrainer::log(const MetricMap& metrics) {
@@ -402,11 +494,15 @@ void PPOTrainer::fit() {
   global_steps_ += 1;  // the first step is 1
   const int64_t n = rollout.sampling.n;
 
+  // DAPO dynamic sampling: kept groups (and the step's timings) carry over generation batches, across epochs.
+  const auto& filter_groups = cfg.algorithm.filter_groups;
+  DynamicSampler dynamic_sampler(filter_groups, cfg.data.train_batch_size, n);
+  MetricMap timing_raw;
+
   for (int64_t epoch = current_epoch; epoch < trainer.total_epochs; ++epoch) {
     train_dataloader_->start_epoch(epoch);
     while (train_dataloader_->has_next()) {
       MetricMap metrics;
-      MetricMap timing_raw;
       DataProto batch = train_dataloader_->next();
       batch.meta_info["temperature"] = rollout.sampling.temperature;
       // One uid per prompt; the n responses of a prompt share it (GRPO / RLOO groups).
@@ -419,6 +515,7 @@ void PPOTrainer::fit() {
       const bool is_last_step = global_steps_ >= total_training_steps_;
       RewardOutput reward;
       std::vector<int64_t> global_token_num;
+      int64_t num_gen_batches = 0;
       {
         PhaseTimer step_timer("step", timing_raw);
         DataProto gen_batch_output;
@@ -447,29 +544,44 @@ void PPOTrainer::fit() {
           const int64_t response_length = batch.tensor("responses").size(1);
           batch.batch["response_mask"] = batch.tensor("attention_mask").slice(1, -response_length);
         }
+        if (filter_groups.enable) {
+          // verl's DAPO recipe: reward (after old/ref log-probs when the KL penalty needs them) on each
+          // generation batch, its uniform groups dropped; generate again until train_batch_size groups remain.
+          if (cfg.algorithm.use_kl_in_reward) {
+            compute_old_log_prob(batch, metrics, timing_raw);
+            PhaseTimer timer("ref", timing_raw);
+            union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
+          }
+          {
+            PhaseTimer timer("reward", timing_raw);
+            if (use_rm_ && !batch.has_tensor("rm_scores")) union_tensors(batch, rm_wg_->call("compute_rm_score", batch));
+            reward = compute_reward(batch, reward_fn_);
+          }
+          apply_reward(batch, reward, metrics);
+          if (!dynamic_sampler.add(batch)) {
+            VERL_LOG(Info, "trainer") << "filter_groups: " << dynamic_sampler.num_prompt_in_batch() << " < "
+                                      << cfg.data.train_batch_size << " groups after "
+                                      << dynamic_sampler.num_gen_batches() << " generation batches; generating more";
+            continue;
+          }
+          num_gen_batches = dynamic_sampler.num_gen_batches();
+          batch = dynamic_sampler.take();
+          for (auto& [key, values] : reward.reward_extra_info) values = batch.column(key);
+        }
         if (trainer.balance_batch) balance_batch(batch, metrics);
         torch::Tensor token_num = batch.tensor("attention_mask").sum(-1).to(torch::kInt64).contiguous();
         global_token_num.assign(token_num.data_ptr<int64_t>(), token_num.data_ptr<int64_t>() + token_num.numel());
         batch.meta_info["global_token_num"] = global_token_num;
 
-        {
+        if (!filter_groups.enable) {
           PhaseTimer timer("reward", timing_raw);
           if (use_rm_ && !batch.has_tensor("rm_scores")) {
             union_tensors(batch, rm_wg_->call("compute_rm_score", batch));
           }
           reward = compute_reward(batch, reward_fn_);
         }
-        {
-          PhaseTimer timer("old_log_prob", timing_raw);
-          DataProto old_log_prob = actor_rollout_wg_->call("compute_log_prob", batch);
-          torch::Tensor entropys = old_log_prob.tensor("entropys");
-          metrics["actor/entropy"] = algo::agg_loss(entropys, batch.tensor("response_mask"),
-                                                    cfg.actor_rollout_ref.actor.loss_agg_mode)
-                                         .item<double>();
-          old_log_prob.batch.erase("entropys");
-          union_tensors(batch, old_log_prob);
-        }
-        if (use_reference_policy_) {
+        if (!batch.has_tensor("old_log_probs")) compute_old_log_prob(batch, metrics, timing_raw);
+        if (use_reference_policy_ && !batch.has_tensor("ref_log_prob")) {
           PhaseTimer timer("ref", timing_raw);
           union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
         }
@@ -479,21 +591,8 @@ void PPOTrainer::fit() {
         }
         {
           PhaseTimer timer("adv", timing_raw);
-          batch.batch["token_level_scores"] = reward.reward_tensor.to(torch::kFloat32);
-          for (const auto& [key, values] : reward.reward_extra_info) {
-            VERL_CHECK(static_cast<int64_t>(values.size()) == batch.size(), "trainer", "reward extra info '", key,
-                       "' has ", values.size(), " values for ", batch.size(), " responses");
-            batch.non_tensor_batch[key] = values;
-          }
-          if (cfg.algorithm.use_kl_in_reward) {
-            algo::KLPenaltyOutput kl = algo::apply_kl_penalty(
-                batch.tensor("token_level_scores"), batch.tensor("old_log_probs"), batch.tensor("ref_log_prob"),
-                batch.tensor("response_mask"), *kl_ctrl_in_reward_, cfg.algorithm.kl_penalty);
-            batch.batch["token_level_rewards"] = kl.token_level_rewards;
-            metrics.insert(kl.metrics.begin(), kl.metrics.end());
-          } else {
-            batch.batch["token_level_rewards"] = batch.tensor("token_level_scores");
-          }
+          if (!filter_groups.enable) apply_reward(batch, reward, metrics);
+          apply_rollout_correction(batch, metrics);
           compute_advantage(batch);
         }
         if (split_updates_) {
@@ -535,6 +634,7 @@ void PPOTrainer::fit() {
         save_checkpoint();
       }
 
+      if (filter_groups.enable) metrics["train/num_gen_batches"] = static_cast<double>(num_gen_batches);
       metrics["training/global_step"] = static_cast<double>(global_steps_);
       metrics["training/epoch"] = static_cast<double>(epoch);
       algo::DataMetricsInputs data_inputs;
@@ -552,6 +652,7 @@ void PPOTrainer::fit() {
                                                                 resource_pool_manager_.total_slots())}) {
         metrics.insert(part.begin(), part.end());
       }
+      timing_raw.clear();
       if (progress.live()) std::cerr << "\r\033[K" << std::flush;  // the console line replaces the bar
       log(metrics);
       progress.advance(1);

@@ -22,6 +22,7 @@ struct DataConfig {
   int64_t max_prompt_length = 0;
   int64_t max_response_length = 0;
   int64_t train_batch_size = 0;
+  std::optional<int64_t> gen_batch_size;  // prompts per dataloader batch (null: train_batch_size), DAPO's knob
   std::optional<int64_t> val_batch_size;
   bool return_raw_input_ids = false;
   bool return_raw_chat = true;
@@ -86,6 +87,17 @@ struct MegatronConfig {
   bool optimizer_offload = false;
 };
 
+// algorithm.rollout_correction (verl's RolloutCorrectionConfig): IS weights / rejection from rollout_log_probs.
+struct RolloutCorrectionConfig {
+  std::optional<std::string> rollout_is;      // null | token | sequence
+  std::string rollout_is_threshold = "2.0";   // "U" (TIS) or "L_U" (IcePop), a number or a string in YAML
+  bool rollout_is_batch_normalize = false;
+  std::optional<std::string> rollout_rs;      // null or comma-separated token_k1 ... seq_max_k3
+  std::optional<std::string> rollout_rs_threshold;
+  bool bypass_mode = false;                   // old_log_probs = rollout_log_probs, loss_mode = bypass_mode
+  std::string loss_type = "ppo_clip";         // bypass mode's loss: ppo_clip | reinforce
+};
+
 struct ActorConfig {
   std::string strategy;
   int64_t ppo_mini_batch_size = 0;
@@ -97,6 +109,9 @@ struct ActorConfig {
   double clip_ratio_high = 0;
   double clip_ratio_c = 0;
   std::string policy_loss_mode;  // policy_loss.loss_mode
+  // verl's apply_bypass_mode: with algorithm.rollout_correction.bypass_mode=true the config layer sets
+  // policy_loss_mode = bypass_mode and copies the rollout correction here (verl's policy_loss.rollout_correction).
+  std::optional<RolloutCorrectionConfig> rollout_correction;
   std::string loss_agg_mode;
   std::optional<double> loss_scale_factor;
   double entropy_coeff = 0;
@@ -214,6 +229,20 @@ struct KLControlConfig {
   double target_kl = 0.1;
 };
 
+// algorithm.filter_groups (DAPO dynamic sampling).
+struct FilterGroupsConfig {
+  bool enable = false;
+  std::string metric = "reward";       // reward | seq_reward | seq_final_reward | a reward extra-info key (acc, score)
+  int64_t max_num_gen_batches = 0;     // <= 0: no limit
+  int64_t max_inflight_gen_batches = 1;
+};
+
+// algorithm.pf_ppo
+struct PFPPOConfig {
+  std::string reweight_method = "pow";  // pow | max_min | max_random
+  double weight_pow = 2.0;
+};
+
 struct AlgorithmConfig {
   double gamma = 1.0;
   double lam = 1.0;
@@ -222,6 +251,10 @@ struct AlgorithmConfig {
   bool use_kl_in_reward = false;
   std::string kl_penalty;
   KLControlConfig kl_ctrl;
+  RolloutCorrectionConfig rollout_correction;
+  FilterGroupsConfig filter_groups;
+  bool use_pf_ppo = false;
+  PFPPOConfig pf_ppo;
 };
 
 struct TrainerConfig {

@@ -128,7 +128,10 @@ class PPOTrainer {
   DataProto generate(const DataProto& gen_batch, algo::MetricMap& timing_raw);
   RewardOutput compute_reward(DataProto& batch, const RewardFn& reward_fn);
   void balance_batch(DataProto& batch, algo::MetricMap& metrics);
-  void compute_advantage(DataProto& batch) const;
+  void compute_advantage(DataProto& batch) const;  // + PF-PPO resampling after GAE (algorithm.use_pf_ppo)
+  void apply_rollout_correction(DataProto& batch, algo::MetricMap& metrics) const;
+  void compute_old_log_prob(DataProto& batch, algo::MetricMap& metrics, algo::MetricMap& timing_raw);
+  void apply_reward(DataProto& batch, const RewardOutput& reward, algo::MetricMap& metrics);
   void sync_rollout_weights();
   std::map<std::string, single_controller::WorkerFactory> with_in_process_weight_sync(
       std::map<std::string, single_controller::WorkerFactory> pool_factories);
