@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "verl/algo/policy_losses.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/config/ppo_config.h"
@@ -132,6 +133,11 @@ Tensor compute_position_id_with_mask(const Tensor& mask) {
   return torch::clamp_min(mask.to(torch::kInt64).cumsum(-1) - 1, 0);
 }
 
+// sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z))
+Tensor sum_pi_squared_from_logits(const Tensor& logits) {
+  return torch::exp(torch::logsumexp(2.0 * logits, -1) - 2.0 * torch::logsumexp(logits, -1));
+}
+
 // logp[..] = log_softmax(logits)[label], computed in float32 (float64 input stays float64)
 Tensor logprobs_from_logits(const Tensor& logits, const Tensor& labels) {
   VERL_CHECK(logits.dim() == labels.dim() + 1, "algo", "logprobs_from_logits: logits ", logits.sizes(),
@@ -186,32 +192,103 @@ AdvantageReturn compute_gae_advantage_return(const Tensor& token_level_rewards, 
 
 // GRPO: a_i = (s_i - mu_g) / (sigma_g + eps), or s_i - mu_g when norm_adv_by_std_in_grpo = false
 // (Dr.GRPO); sigma unbiased; a group of one has mu = 0, sigma = 1.  A = a_i * m, returns = A.
+// verl holds a singleton's mu, sigma as float32 scalars, so its sigma + eps is rounded to float32 (1 + 1e-6 ->
+// 1.00000095...) whatever the scores' dtype; followed here.
+namespace {
+
+// The GRPO scalar of each response from its score: (s_i - mu_g) / (sigma_g + eps) or s_i - mu_g.
+Tensor grpo_scalars(const Tensor& scores, const std::vector<std::string>& index, double epsilon,
+                    bool norm_adv_by_std_in_grpo) {
+  Tensor out = torch::empty_like(scores);
+  for (const auto& rows : groups_of(index)) {
+    Tensor idx = index_tensor(rows, scores);
+    Tensor s = scores.index_select(0, idx);
+    Tensor mu = torch::zeros({}, scores.options());
+    Tensor sigma_eps = torch::scalar_tensor(static_cast<double>(1.0f + static_cast<float>(epsilon)), scores.options());
+    if (rows.size() > 1) {
+      mu = s.mean();
+      sigma_eps = s.std(/*unbiased=*/true) + epsilon;
+    }
+    Tensor a = norm_adv_by_std_in_grpo ? (s - mu) / sigma_eps : s - mu;
+    out.index_copy_(0, idx, a);
+  }
+  return out;
+}
+
+}  // namespace
+
 AdvantageReturn compute_grpo_outcome_advantage(const Tensor& token_level_rewards, const Tensor& response_mask,
                                                const std::vector<std::string>& index, double epsilon,
                                                bool norm_adv_by_std_in_grpo) {
   check_rewards_and_mask(token_level_rewards, response_mask);
   check_index(index, token_level_rewards.size(0));
   torch::NoGradGuard no_grad;
-  Tensor scores = token_level_rewards.sum(-1);
-  Tensor out = torch::empty_like(scores);
-  for (const auto& rows : groups_of(index)) {
-    Tensor idx = index_tensor(rows, scores);
-    Tensor s = scores.index_select(0, idx);
-    Tensor mu = torch::zeros({}, scores.options());
-    Tensor sigma = torch::ones({}, scores.options());
-    if (rows.size() > 1) {
-      mu = s.mean();
-      sigma = s.std(/*unbiased=*/true);
-    }
-    Tensor a = norm_adv_by_std_in_grpo ? (s - mu) / (sigma + epsilon) : s - mu;
-    out.index_copy_(0, idx, a);
-  }
+  Tensor out = grpo_scalars(token_level_rewards.sum(-1), index, epsilon, norm_adv_by_std_in_grpo);
   Tensor advantages = out.unsqueeze(-1) * as_dtype_of(response_mask, out);
   return {advantages, advantages};
 }
 
-// Same as compute_grpo_outcome_advantage, with per-group sums by index_add:
-//   n_g = count, mu_g = sum_g s / n_g, sigma_g = sqrt(sum_g (s - mu_g)^2 / (n_g - 1)); n_g = 1: mu 0, sigma 1.
+// GDPO: per component k, a_k = grpo_scalars(s_k) (the loop form above); A = masked_whiten(sum_k w_k a_k * m, m) * m.
+// Components are float32 (verl reads compute_score's values with np.float32), weights float32 too.
+AdvantageReturn compute_gdpo_outcome_advantage(const Tensor& token_level_rewards, const Tensor& response_mask,
+                                               const std::vector<std::string>& index,
+                                               const std::vector<Tensor>& reward_components,
+                                               const std::vector<double>& reward_weights, double epsilon,
+                                               bool norm_adv_by_std_in_grpo) {
+  check_rewards_and_mask(token_level_rewards, response_mask);
+  check_index(index, token_level_rewards.size(0));
+  const size_t k = reward_components.empty() ? 1 : reward_components.size();
+  VERL_CHECK(reward_weights.empty() || reward_weights.size() == k, "algo", "gdpo: ", reward_weights.size(),
+             " reward weights for ", k, " reward components (algorithm.gdpo_reward_weights vs gdpo_reward_keys)");
+  torch::NoGradGuard no_grad;
+  Tensor sum;
+  for (size_t i = 0; i < k; ++i) {
+    Tensor scores;
+    if (reward_components.empty()) {
+      scores = token_level_rewards.sum(-1);
+    } else {
+      const Tensor& c = reward_components[i];
+      VERL_CHECK(c.dim() == 1 && c.size(0) == token_level_rewards.size(0), "algo", "gdpo: reward component ", i,
+                 " has shape ", c.sizes(), "; expected (", token_level_rewards.size(0), ")");
+      scores = c.to(torch::kFloat32);
+    }
+    Tensor a = grpo_scalars(scores, index, epsilon, norm_adv_by_std_in_grpo);
+    // a * m in PyTorch's promoted dtype (a float64 mask makes it float64, as in verl), times the float32 weight.
+    const auto dtype = torch::promote_types(a.scalar_type(), response_mask.scalar_type());
+    const float w = reward_weights.empty() ? 1.0f : static_cast<float>(reward_weights[i]);
+    Tensor term = static_cast<double>(w) * (a.unsqueeze(-1).to(dtype) * response_mask.to(dtype));
+    sum = sum.defined() ? sum + term : term;
+  }
+  Tensor m = response_mask.to(sum.scalar_type());
+  Tensor advantages = masked_whiten(sum, m) * m;
+  return {advantages, advantages};
+}
+
+// Pass@k: per group (n >= 2), the best response i* = argmax s gets s_max - s_second [/ (sigma_g + eps)], every other
+// response 0.  A = a_i * m, returns = A.
+AdvantageReturn compute_grpo_passk_outcome_advantage(const Tensor& token_level_rewards, const Tensor& response_mask,
+                                                     const std::vector<std::string>& index, double epsilon,
+                                                     bool norm_adv_by_std_in_grpo) {
+  check_rewards_and_mask(token_level_rewards, response_mask);
+  check_index(index, token_level_rewards.size(0));
+  torch::NoGradGuard no_grad;
+  Tensor scores = token_level_rewards.sum(-1);
+  Tensor a = torch::zeros_like(scores);
+  for (const auto& rows : groups_of(index)) {
+    VERL_CHECK(rows.size() >= 2, "algo", "grpo_passk needs at least 2 responses per group (rollout.n >= 2); group '",
+               index[rows[0]], "' has ", rows.size());
+    Tensor s = scores.index_select(0, index_tensor(rows, scores));
+    auto [top, top_idx] = torch::topk(s, 2);
+    Tensor adv = top[0] - top[1];
+    if (norm_adv_by_std_in_grpo) adv = adv / (s.std(/*unbiased=*/true) + epsilon);
+    a[rows[top_idx[0].item<int64_t>()]] = adv;
+  }
+  Tensor advantages = a.unsqueeze(-1) * as_dtype_of(response_mask, a);
+  return {advantages, advantages};
+}
+
+// GRPO by per-group sums (index_add), the statistics in float32 as verl's group_mean_std computes them:
+//   n_g = count, mu_g = sum_g s / n_g, sigma_g = sqrt(sum_g (s - mu_g)^2 / max(n_g - 1, 1)); n_g = 1: mu 0, sigma 1.
 AdvantageReturn compute_grpo_vectorized_outcome_advantage(const Tensor& token_level_rewards,
                                                           const Tensor& response_mask,
                                                           const std::vector<std::string>& index, double epsilon,
@@ -222,17 +299,18 @@ AdvantageReturn compute_grpo_vectorized_outcome_advantage(const Tensor& token_le
   Tensor scores = token_level_rewards.sum(-1);
   Tensor g = group_index_from_uids(index).to(scores.device());
   const int64_t num_groups = g.numel() == 0 ? 0 : g.max().item<int64_t>() + 1;
-  Tensor counts = torch::zeros({num_groups}, scores.options()).index_add_(0, g, torch::ones_like(scores));
-  Tensor sums = torch::zeros({num_groups}, scores.options()).index_add_(0, g, scores);
-  Tensor mean = sums / counts;
-  Tensor centered = scores - mean.index_select(0, g);
-  Tensor sq = torch::zeros({num_groups}, scores.options()).index_add_(0, g, centered * centered);
-  Tensor std = torch::sqrt(sq / torch::clamp_min(counts - 1, 1));
+  Tensor s32 = scores.to(torch::kFloat32);
+  Tensor counts = torch::zeros({num_groups}, s32.options()).index_add_(0, g, torch::ones_like(s32));
+  Tensor sums = torch::zeros({num_groups}, s32.options()).index_add_(0, g, s32);
+  Tensor mean = sums / torch::clamp_min(counts, 1.0);
+  Tensor centered = s32 - mean.index_select(0, g);
+  Tensor sq = torch::zeros({num_groups}, s32.options()).index_add_(0, g, centered * centered);
+  Tensor std = torch::sqrt(torch::clamp_min(sq / torch::clamp_min(counts - 1, 1), 0.0));
   Tensor multi = counts > 1;
   mean = torch::where(multi, mean, torch::zeros_like(mean));
   std = torch::where(multi, std, torch::ones_like(std));
-  Tensor a = scores - mean.index_select(0, g);
-  if (norm_adv_by_std_in_grpo) a = a / (std.index_select(0, g) + epsilon);
+  Tensor a = scores - mean.index_select(0, g).to(scores.scalar_type());
+  if (norm_adv_by_std_in_grpo) a = a / (std.index_select(0, g) + epsilon).to(scores.scalar_type());  // sigma + eps in fp32
   Tensor advantages = a.unsqueeze(-1) * as_dtype_of(response_mask, a);
   return {advantages, advantages};
 }
@@ -257,8 +335,8 @@ AdvantageReturn compute_rloo_outcome_advantage(const Tensor& token_level_rewards
   return {advantages, advantages};
 }
 
-// RLOO by group sums: a_i = s_i - (S_g - s_i) / (n_g - 1) for n_g > 1, s_i for n_g = 1. (verl's
-// rloo_vectorized gives 0 for a singleton; here both forms agree with the loop form, a_i = s_i.)
+// RLOO by group sums (verl's rloo_vectorized): a_i = (n_g s_i - S_g) / max(n_g - 1, 1) * [n_g > 1]. Equal to rloo
+// for groups of two or more; a group of ONE response gets 0 here (rloo gives it s_i).
 AdvantageReturn compute_rloo_vectorized_outcome_advantage(const Tensor& token_level_rewards,
                                                           const Tensor& response_mask,
                                                           const std::vector<std::string>& index) {
@@ -271,14 +349,14 @@ AdvantageReturn compute_rloo_vectorized_outcome_advantage(const Tensor& token_le
   Tensor counts = torch::zeros({num_groups}, scores.options()).index_add_(0, g, torch::ones_like(scores));
   Tensor sums = torch::zeros({num_groups}, scores.options()).index_add_(0, g, scores);
   Tensor n = counts.index_select(0, g);
-  Tensor others_mean = (sums.index_select(0, g) - scores) / torch::clamp_min(n - 1, 1);
-  Tensor a = torch::where(n > 1, scores - others_mean, scores);
+  Tensor a = (n * scores - sums.index_select(0, g)) / torch::clamp_min(n - 1, 1) * (n > 1).to(scores.scalar_type());
   Tensor advantages = a.unsqueeze(-1) * as_dtype_of(response_mask, a);
   return {advantages, advantages};
 }
 
-// REINFORCE++: G_t = r_t + gamma G_{t+1}, the running sum reset after each masked token
-// (running <- G_t * m_t); returns = G; A = masked_whiten(G, m) * m.
+// REINFORCE++ (verl 0.9.1): g_t = r_t + gamma * running;  returns_t = g_t m_t;
+// running <- g_t m_t + running (1 - m_t) (a masked span, e.g. an observation between turns, carries the running
+// return through unchanged);  A = masked_whiten(returns, m) * m.
 AdvantageReturn compute_reinforce_plus_plus_outcome_advantage(const Tensor& token_level_rewards,
                                                               const Tensor& response_mask, double gamma) {
   check_rewards_and_mask(token_level_rewards, response_mask);
@@ -289,9 +367,9 @@ AdvantageReturn compute_reinforce_plus_plus_outcome_advantage(const Tensor& toke
   Tensor returns_tm = torch::empty_like(r_tm);
   Tensor running = torch::zeros({r.size(0)}, r.options());
   for (int64_t t = r.size(1) - 1; t >= 0; --t) {
-    running = r_tm[t] + gamma * running;
-    returns_tm[t].copy_(running);
-    running = running * m_tm[t];
+    Tensor g = r_tm[t] + gamma * running;
+    returns_tm[t].copy_(g * m_tm[t]);
+    running = g * m_tm[t] + running * (1 - m_tm[t]);
   }
   Tensor returns = returns_tm.t().contiguous();
   Tensor advantages = masked_whiten(returns, m) * m;
@@ -359,7 +437,8 @@ AdvantageReturn compute_gpg_outcome_advantage(const Tensor& token_level_rewards,
   torch::NoGradGuard no_grad;
   Tensor scores = token_level_rewards.sum(-1);
   const double nonzero = static_cast<double>(torch::count_nonzero(scores).item<int64_t>());
-  const double alpha = static_cast<double>(scores.size(0)) / std::max(nonzero, 1.0);
+  // verl divides by an integer tensor, which gives a float32 alpha: rounded the same way here.
+  const double alpha = static_cast<double>(static_cast<float>(scores.size(0)) / static_cast<float>(std::max(nonzero, 1.0)));
   Tensor a = alpha * (scores - group_mean_singleton_zero(scores, index)) / f_norm;
   Tensor advantages = a.unsqueeze(-1) * as_dtype_of(response_mask, a);
   return {advantages, advantages};
@@ -369,6 +448,12 @@ namespace {
 
 void require(const Tensor& t, const std::string& estimator, const char* what) {
   VERL_CHECK(t.defined(), "algo", "adv_estimator '", estimator, "' needs ", what);
+}
+
+void require_token_baseline_inputs(const AdvantageInputs& in, const std::string& estimator) {
+  require(in.sum_pi_squared, estimator,
+          "sum_pi_squared from the actor (set actor_rollout_ref.actor.calculate_sum_pi_squared=true)");
+  require(in.old_log_probs, estimator, "old_log_probs");
 }
 
 // The estimator table, in the order of algo_names.h / the config's documentation.
@@ -409,6 +494,39 @@ const std::vector<std::pair<std::string, AdvantageEstimatorFn>>& adv_estimator_r
       {"gpg",
        [](const AdvantageInputs& in, const AdvantageOptions&) {
          return compute_gpg_outcome_advantage(in.token_level_rewards, in.response_mask, in.index);
+       }},
+      {"grpo_passk",
+       [](const AdvantageInputs& in, const AdvantageOptions& o) {
+         return compute_grpo_passk_outcome_advantage(in.token_level_rewards, in.response_mask, in.index, 1e-6,
+                                                     o.norm_adv_by_std_in_grpo);
+       }},
+      {"grpo_vectorized",
+       [](const AdvantageInputs& in, const AdvantageOptions& o) {
+         return compute_grpo_vectorized_outcome_advantage(in.token_level_rewards, in.response_mask, in.index, 1e-6,
+                                                          o.norm_adv_by_std_in_grpo);
+       }},
+      {"rloo_vectorized",
+       [](const AdvantageInputs& in, const AdvantageOptions&) {
+         return compute_rloo_vectorized_outcome_advantage(in.token_level_rewards, in.response_mask, in.index);
+       }},
+      {"optimal_token_baseline",
+       [](const AdvantageInputs& in, const AdvantageOptions&) {
+         require_token_baseline_inputs(in, "optimal_token_baseline");
+         return compute_optimal_token_baseline_advantage(in.token_level_rewards, in.response_mask, in.index,
+                                                         in.old_log_probs, in.sum_pi_squared, in.rollout_is_weights);
+       }},
+      {"tir_optimal_token_baseline",
+       [](const AdvantageInputs& in, const AdvantageOptions&) {
+         require_token_baseline_inputs(in, "tir_optimal_token_baseline");
+         return compute_multi_turn_optimal_token_baseline_advantage(in.token_level_rewards, in.response_mask,
+                                                                    in.index, in.old_log_probs, in.sum_pi_squared,
+                                                                    in.rollout_is_weights);
+       }},
+      {"gdpo",
+       [](const AdvantageInputs& in, const AdvantageOptions& o) {
+         return compute_gdpo_outcome_advantage(in.token_level_rewards, in.response_mask, in.index,
+                                               in.reward_components, o.gdpo_reward_weights, 1e-6,
+                                               o.norm_adv_by_std_in_grpo);
        }},
   };
   return table;
@@ -468,6 +586,8 @@ const std::vector<std::pair<std::string, AggFn>>& agg_loss_registry() {
          Tensor n = o.batch_num_tokens ? scalar_like(*o.batch_num_tokens, L) : m.sum();
          return masked_sum(L, m) / safe_denominator(n) * o.dp_size;
        }},
+      // token-sum: sum(L m) * dp_size (the data-parallel average of the gradients then sums over the global batch)
+      {"token-sum", [](const Tensor& L, const Tensor& m, const AggLossOptions& o) { return masked_sum(L, m) * o.dp_size; }},
       // seq-mean-token-sum: seq_i = sum_t L m, then seq-mean
       {"seq-mean-token-sum",
        [](const Tensor& L, const Tensor& m, const AggLossOptions& o) {
@@ -478,12 +598,12 @@ const std::vector<std::pair<std::string, AggFn>>& agg_loss_registry() {
        [](const Tensor& L, const Tensor& m, const AggLossOptions& o) {
          return seq_mean(masked_sum(L, m, -1) / (m.sum(-1) + kMaskEps), m, o);
        }},
-      // seq-mean-token-sum-norm (Dr.GRPO): sum_i sum_t L m / loss_scale_factor, factor = R by default
+      // seq-mean-token-sum-norm (Dr.GRPO): the seq-mean of token sums / loss_scale_factor, factor = R by default
       {"seq-mean-token-sum-norm",
        [](const Tensor& L, const Tensor& m, const AggLossOptions& o) {
          double factor = o.loss_scale_factor ? *o.loss_scale_factor : static_cast<double>(m.size(-1));
          if (factor == 0.0) factor = 1.0;  // R = 0: the sum is 0 anyway
-         return masked_sum(L, m) / factor;
+         return seq_mean(masked_sum(L, m, -1), m, o) / factor;
        }},
   };
   return table;
@@ -510,6 +630,20 @@ PolicyLossConfig PolicyLossConfig::from_actor_config(const config::ActorConfig& 
   c.clip_ratio_high = actor.clip_ratio_high;
   c.clip_ratio_c = actor.clip_ratio_c;
   c.agg.loss_scale_factor = actor.loss_scale_factor;
+  c.tau_pos = actor.tau_pos;
+  c.tau_neg = actor.tau_neg;
+  c.clip_cov_ratio = actor.clip_cov_ratio;
+  c.clip_cov_lb = actor.clip_cov_lb;
+  c.clip_cov_ub = actor.clip_cov_ub;
+  c.kl_cov_ratio = actor.kl_cov_ratio;
+  c.ppo_kl_coef = actor.ppo_kl_coef;
+  c.dro_beta = actor.dro_beta;
+  if (actor.rollout_correction) {  // bypass mode (set by the config layer from algorithm.rollout_correction)
+    const auto& r = *actor.rollout_correction;
+    c.rollout_correction = RolloutCorrectionOptions{r.rollout_is, r.rollout_is_threshold, r.rollout_is_batch_normalize,
+                                                    r.rollout_rs, r.rollout_rs_threshold};
+    c.bypass_loss_type = r.loss_type;
+  }
   return c;
 }
 
@@ -580,7 +714,7 @@ PolicyLossOutput compute_policy_loss_vanilla(const Tensor& old_log_prob, const T
 //   log s_i = sum_t m (logp - old) / max(|y_i|, 1)
 //   rho_t = exp(min(logp_t - sg(logp_t) + sg(log s_i), 10))   (value s_i, gradient d rho / d logp_t = rho_t)
 //   L = max(-A rho, -A clamp(rho, 1 - eps_lo, 1 + eps_hi))  [* rollout_is_weights]
-//   pg_loss = agg_loss(L, m, "seq-mean-token-mean") whatever loss_agg_mode says (as verl);
+//   pg_loss = agg_loss(L, m) (verl's gspo recipes set loss_agg_mode seq-mean-token-mean);
 //   pg_clipfrac = mean_m[clipped]; ppo_kl = masked_mean(old - logp); pg_clipfrac_lower = 0 (no dual clip).
 PolicyLossOutput compute_policy_loss_gspo(const Tensor& old_log_prob, const Tensor& log_prob,
                                           const Tensor& advantages, const Tensor& response_mask,
@@ -599,7 +733,7 @@ PolicyLossOutput compute_policy_loss_gspo(const Tensor& old_log_prob, const Tens
   Tensor losses1 = -A * ratio;
   Tensor losses2 = -A * torch::clamp(ratio, 1.0 - eps.low, 1.0 + eps.high);
   Tensor pg_losses = apply_is_weights(torch::maximum(losses1, losses2), rollout_is_weights);
-  Tensor pg_loss = agg_loss(pg_losses, response_mask, "seq-mean-token-mean", config.agg);
+  Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   Tensor clipfrac = masked_mean(torch::gt(losses2, losses1).to(A.scalar_type()), response_mask);
   Tensor ppo_kl = masked_mean(-neg_approx_kl, response_mask);
   return {pg_loss,
@@ -608,8 +742,7 @@ PolicyLossOutput compute_policy_loss_gspo(const Tensor& old_log_prob, const Tens
            {"actor/pg_clipfrac_lower", 0.0}}};
 }
 
-// GPG: L = -logp * A [* rollout_is_weights]; pg_loss = agg_loss(L, m); no ratio, so the clip metrics
-// and ppo_kl are reported as 0 (as verl).
+// GPG: L = -logp * A [* rollout_is_weights]; pg_loss = agg_loss(L, m); no ratio, and no metrics (as verl).
 PolicyLossOutput compute_policy_loss_gpg(const Tensor& old_log_prob, const Tensor& log_prob,
                                          const Tensor& advantages, const Tensor& response_mask,
                                          const std::string& loss_agg_mode, const PolicyLossConfig& config,
@@ -617,12 +750,12 @@ PolicyLossOutput compute_policy_loss_gpg(const Tensor& old_log_prob, const Tenso
   check_policy_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
   Tensor pg_losses = apply_is_weights(-log_prob * advantages, rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
-  return {pg_loss, {{"actor/pg_clipfrac", 0.0}, {"actor/ppo_kl", 0.0}, {"actor/pg_clipfrac_lower", 0.0}}};
+  return {pg_loss, {}};
 }
 
 // CISPO: rho = exp(clamp(logp - old, -20, 20));  L = -sg(clamp(rho, 1 - eps_lo, 1 + eps_hi)) * A * logp
 // [* rollout_is_weights]; pg_loss = agg_loss(L, m); pg_clipfrac = mean_m[rho outside the band];
-// pg_clipfrac_lower = mean_m[rho < 1 - eps_lo]; ppo_kl = masked_mean(old - logp).
+// pg_clipfrac_lower = 0 (as verl: no dual clip); ppo_kl = masked_mean(old - logp).
 PolicyLossOutput compute_policy_loss_cispo(const Tensor& old_log_prob, const Tensor& log_prob,
                                            const Tensor& advantages, const Tensor& response_mask,
                                            const std::string& loss_agg_mode, const PolicyLossConfig& config,
@@ -636,12 +769,9 @@ PolicyLossOutput compute_policy_loss_cispo(const Tensor& old_log_prob, const Ten
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   Tensor dtype_ratio = ratio.detach();
   Tensor clipfrac = masked_mean(torch::ne(dtype_ratio, clipped_ratio).to(ratio.scalar_type()), response_mask);
-  Tensor clipfrac_lower = masked_mean(torch::lt(dtype_ratio, 1.0 - eps.low).to(ratio.scalar_type()), response_mask);
   Tensor ppo_kl = masked_mean(-neg_approx_kl, response_mask);
   return {pg_loss,
-          {{"actor/pg_clipfrac", metric(clipfrac)},
-           {"actor/ppo_kl", metric(ppo_kl)},
-           {"actor/pg_clipfrac_lower", metric(clipfrac_lower)}}};
+          {{"actor/pg_clipfrac", metric(clipfrac)}, {"actor/ppo_kl", metric(ppo_kl)}, {"actor/pg_clipfrac_lower", 0.0}}};
 }
 
 namespace {
@@ -652,6 +782,14 @@ const std::vector<std::pair<std::string, PolicyLossFn>>& policy_loss_registry() 
       {"gspo", compute_policy_loss_gspo},
       {"gpg", compute_policy_loss_gpg},
       {"cispo", compute_policy_loss_cispo},
+      {"sapo", compute_policy_loss_sapo},
+      {"geo_mean", compute_policy_loss_geo_mean},
+      {"dppo_tv", compute_policy_loss_dppo_tv},
+      {"dppo_kl", compute_policy_loss_dppo_kl},
+      {"dro", compute_policy_loss_dro},
+      {"clip_cov", compute_policy_loss_clip_cov},
+      {"kl_cov", compute_policy_loss_kl_cov},
+      {"bypass_mode", compute_policy_loss_bypass_mode},
   };
   return table;
 }

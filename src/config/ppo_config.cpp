@@ -235,10 +235,29 @@ ActorConfig read_actor(ConfigReader& in) {
   VERL_CHECK(a.clip_ratio_c > 1.0, "config", "config key '", p, ".clip_ratio_c' must be > 1 (dual-clip bound), got ",
              a.clip_ratio_c);
   a.policy_loss_mode = in.get_choice(p + ".policy_loss.loss_mode", supported_policy_loss_modes());
+  a.clip_cov_ratio = in.get_double(p + ".policy_loss.clip_cov_ratio");
+  VERL_CHECK(a.clip_cov_ratio > 0, "config", "config key '", p, ".policy_loss.clip_cov_ratio' must be > 0, got ",
+             a.clip_cov_ratio);
+  a.clip_cov_lb = in.get_double(p + ".policy_loss.clip_cov_lb");
+  a.clip_cov_ub = in.get_double(p + ".policy_loss.clip_cov_ub");
+  VERL_CHECK(a.clip_cov_lb < a.clip_cov_ub, "config", "config keys '", p, ".policy_loss.clip_cov_lb' (", a.clip_cov_lb,
+             ") must be below '", p, ".policy_loss.clip_cov_ub' (", a.clip_cov_ub, ")");
+  a.kl_cov_ratio = in.get_double(p + ".policy_loss.kl_cov_ratio");
+  VERL_CHECK(a.kl_cov_ratio > 0, "config", "config key '", p, ".policy_loss.kl_cov_ratio' must be > 0, got ",
+             a.kl_cov_ratio);
+  a.ppo_kl_coef = in.get_double(p + ".policy_loss.ppo_kl_coef");
+  a.dro_beta = in.get_optional_double(p + ".policy_loss.dro_beta");
+  VERL_CHECK(a.policy_loss_mode != "dro" || (a.dro_beta && *a.dro_beta > 0), "config", "config key '", p,
+             ".policy_loss.dro_beta' must be a positive number with policy_loss.loss_mode=dro");
+  a.tau_pos = in.get_double(p + ".tau_pos");
+  a.tau_neg = in.get_double(p + ".tau_neg");
+  VERL_CHECK(a.tau_pos > 0 && a.tau_neg > 0, "config", "config keys '", p, ".tau_pos' and '", p,
+             ".tau_neg' (sapo's gate temperatures) must be > 0, got ", a.tau_pos, " and ", a.tau_neg);
   a.loss_agg_mode = in.get_choice(p + ".loss_agg_mode", supported_loss_agg_modes());
   a.loss_scale_factor = in.get_optional_double(p + ".loss_scale_factor");
   a.entropy_coeff = in.get_double(p + ".entropy_coeff");
   a.calculate_entropy = in.get_bool(p + ".calculate_entropy");
+  a.calculate_sum_pi_squared = in.get_bool(p + ".calculate_sum_pi_squared");
   a.use_kl_loss = in.get_bool(p + ".use_kl_loss");
   a.kl_loss_coef = in.get_double(p + ".kl_loss_coef");
   a.kl_loss_type = in.get_choice(p + ".kl_loss_type", supported_kl_penalties());
@@ -390,6 +409,18 @@ AlgorithmConfig read_algorithm(ConfigReader& in) {
   a.adv_estimator = in.get_choice("algorithm.adv_estimator", supported_adv_estimators());
   a.norm_adv_by_std_in_grpo = in.get_bool("algorithm.norm_adv_by_std_in_grpo");
   a.use_kl_in_reward = in.get_bool("algorithm.use_kl_in_reward");
+  if (!in.get_node("algorithm.gdpo_reward_keys").is_null()) {
+    a.gdpo_reward_keys = in.get_string_list("algorithm.gdpo_reward_keys");
+  }
+  if (!in.get_node("algorithm.gdpo_reward_weights").is_null()) {
+    a.gdpo_reward_weights = in.get_double_list("algorithm.gdpo_reward_weights");
+  }
+  VERL_CHECK(a.adv_estimator != "gdpo" || !a.gdpo_reward_keys.empty(), "config",
+             "algorithm.adv_estimator=gdpo needs algorithm.gdpo_reward_keys: the keys of the reward function's "
+             "extra info holding each reward component (e.g. [format_reward, accuracy_reward])");
+  VERL_CHECK(a.gdpo_reward_weights.empty() || a.gdpo_reward_weights.size() == a.gdpo_reward_keys.size(), "config",
+             "algorithm.gdpo_reward_weights has ", a.gdpo_reward_weights.size(), " entries for ",
+             a.gdpo_reward_keys.size(), " algorithm.gdpo_reward_keys");
   a.kl_penalty = in.get_choice("algorithm.kl_penalty", supported_kl_penalties());
   a.kl_ctrl.type = in.get_choice("algorithm.kl_ctrl.type", {"fixed", "adaptive"});
   a.kl_ctrl.kl_coef = in.get_double("algorithm.kl_ctrl.kl_coef");
@@ -478,6 +509,11 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   }
 
   VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",
+  const bool token_baseline = c.algorithm.adv_estimator == "optimal_token_baseline" ||
+                              c.algorithm.adv_estimator == "tir_optimal_token_baseline";
+  VERL_CHECK(!token_baseline || c.actor_rollout_ref.actor.calculate_sum_pi_squared, "config",
+             "algorithm.adv_estimator=", c.algorithm.adv_estimator, " needs sum_pi_squared from the actor: set "
+             "actor_rollout_ref.actor.calculate_sum_pi_squared=true");
              "trainer.resume_mode=resume_path needs trainer.resume_from_path (a global_step_N folder)");
   return c;
 }

@@ -383,10 +383,13 @@ torch::Tensor response_hidden(CausalLM& model, const torch::Tensor& input_ids, c
 
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                    const torch::Tensor& responses, double temperature, bool with_entropy) {
+                                    const torch::Tensor& responses, double temperature, bool with_entropy,
+                                    bool with_sum_pi_squared) {
   auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
   ResponseLogProbs out;
   if (model->tp.active()) {
+    VERL_CHECK(!with_sum_pi_squared, kComponent, "actor.calculate_sum_pi_squared is not implemented with tensor "
+               "parallelism (megatron.tensor_model_parallel_size > 1); use tensor_model_parallel_size=1");
     // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
     auto shard = model->logits_shard(hidden).to(torch::kFloat32) / temperature;
     auto parallel_out = parallel::vocab_parallel_log_probs(shard, responses.to(shard.device()).to(torch::kInt64),
@@ -398,6 +401,10 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   auto logits = model->logits(hidden).to(torch::kFloat32) / temperature;
   out.log_probs = token_log_probs(logits, responses, 1.0);
   if (with_entropy) out.entropy = entropy_from_logits(logits);
+  // sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z)) (verl's calculate_sum_pi_squared_from_logits)
+  if (with_sum_pi_squared) {
+    out.sum_pi_squared = torch::exp(torch::logsumexp(2.0 * logits, -1) - 2.0 * torch::logsumexp(logits, -1));
+  }
   return out;
 }
 

@@ -365,9 +365,15 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
   in.meta_info["use_dynamic_bsz"] = r.log_prob_use_dynamic_bsz;
   in.meta_info["max_token_len"] = r.log_prob_max_token_len_per_gpu;
   if (r.log_prob_micro_batch_size_per_gpu) in.meta_info["micro_batch_size"] = *r.log_prob_micro_batch_size_per_gpu;
-  auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true);
-  return DataProto::from_dict({{"old_log_probs", log_probs}, {"entropys", entropys}}, {},
-                              Json{{"temperature", r.sampling.temperature}});
+  // actor.calculate_sum_pi_squared: also sum_v pi_v^2 per token (verl's, for the optimal token baselines).
+  torch::Tensor sum_pi_squared;
+  const bool with_sum_pi_squared = config_->actor_rollout_ref.actor.calculate_sum_pi_squared;
+  OnDevice on_device(actor_offload_, actor_state(), nullptr);
+  auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true,
+                                                        with_sum_pi_squared ? &sum_pi_squared : nullptr);
+  protocol::TensorMap out = {{"old_log_probs", log_probs}, {"entropys", entropys}};
+  if (with_sum_pi_squared) out["sum_pi_squared"] = sum_pi_squared;
+  return DataProto::from_dict(std::move(out), {}, Json{{"temperature", r.sampling.temperature}});
 }
 
 DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {

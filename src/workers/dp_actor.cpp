@@ -59,16 +59,19 @@ DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::Ca
 
 std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(const protocol::DataProto& micro,
                                                                                   double temperature,
-                                                                                  bool calculate_entropy) {
+                                                                                  bool calculate_entropy,
+                                                                                  torch::Tensor* sum_pi_squared) {
   model::AutocastGuard autocast(model_->model->embed_tokens->weight.device(), param_dtype);
   auto out = model::response_log_probs(model_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
                                        micro.tensor("position_ids"), micro.tensor("responses"), temperature,
-                                       calculate_entropy);
+                                       calculate_entropy, /*with_sum_pi_squared=*/sum_pi_squared != nullptr);
+  if (sum_pi_squared != nullptr) *sum_pi_squared = out.sum_pi_squared;
   return {out.log_probs, out.entropy};
 }
 
 std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(const protocol::DataProto& data_in,
-                                                                               bool calculate_entropy) {
+                                                                               bool calculate_entropy,
+                                                                               torch::Tensor* sum_pi_squared) {
   model_->eval();
   torch::NoGradGuard no_grad;
   const std::vector<std::string> keys = {"responses", "input_ids", "attention_mask", "position_ids"};
@@ -89,20 +92,25 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
     VERL_CHECK(micro > 0, kComponent, "micro_batch_size must be positive, got ", micro);
     micro_batches = data.split(micro);
   }
-  std::vector<torch::Tensor> log_probs, entropys;
+  std::vector<torch::Tensor> log_probs, entropys, sums_pi_squared;
   model::RootGathered root(fully_sharded.get());
   for (const auto& mb : micro_batches) {
-    auto [lp, ent] = forward_micro_batch(to_device(mb, device), temperature, calculate_entropy);
+    torch::Tensor spsq;
+    auto [lp, ent] = forward_micro_batch(to_device(mb, device), temperature, calculate_entropy,
+                                         sum_pi_squared != nullptr ? &spsq : nullptr);
     log_probs.push_back(lp.to(torch::kCPU));
     if (calculate_entropy) entropys.push_back(ent.to(torch::kCPU));
+    if (sum_pi_squared != nullptr) sums_pi_squared.push_back(spsq.to(torch::kCPU));
   }
   auto lp = torch::cat(log_probs, 0);
   torch::Tensor ent;
   if (calculate_entropy) ent = torch::cat(entropys, 0);
+  if (sum_pi_squared != nullptr) *sum_pi_squared = torch::cat(sums_pi_squared, 0);
   if (use_dynamic_bsz) {
     auto order = torch::tensor(plan.restore_order, torch::kInt64);
     lp = lp.index_select(0, order);
     if (calculate_entropy) ent = ent.index_select(0, order);
+    if (sum_pi_squared != nullptr) *sum_pi_squared = sum_pi_squared->index_select(0, order);
   }
   return {lp, ent};
 }

@@ -109,6 +109,15 @@ struct ActorConfig {
   double clip_ratio_high = 0;
   double clip_ratio_c = 0;
   std::string policy_loss_mode;  // policy_loss.loss_mode
+  double clip_cov_ratio = 0.0002;  // policy_loss.clip_cov_ratio / clip_cov_lb / clip_cov_ub (clip_cov)
+  double clip_cov_lb = 1.0;
+  double clip_cov_ub = 5.0;
+  double kl_cov_ratio = 0.0002;    // policy_loss.kl_cov_ratio / ppo_kl_coef (kl_cov)
+  double ppo_kl_coef = 0.1;
+  std::optional<double> dro_beta;  // policy_loss.dro_beta (dro: required, > 0)
+  double tau_pos = 1.0;            // tau_pos / tau_neg (sapo's gate temperatures)
+  double tau_neg = 1.05;
+  bool calculate_sum_pi_squared = false;  // compute_log_prob also returns sum_pi_squared (optimal token baselines)
   // verl's apply_bypass_mode: with algorithm.rollout_correction.bypass_mode=true the config layer sets
   // policy_loss_mode = bypass_mode and copies the rollout correction here (verl's policy_loss.rollout_correction).
   std::optional<RolloutCorrectionConfig> rollout_correction;
@@ -251,6 +260,8 @@ struct AlgorithmConfig {
   bool use_kl_in_reward = false;
   std::string kl_penalty;
   KLControlConfig kl_ctrl;
+  std::vector<std::string> gdpo_reward_keys;  // gdpo: the reward's extra-info keys of its components (null: none)
+  std::vector<double> gdpo_reward_weights;    // gdpo: one weight per key (null: 1 each)
   RolloutCorrectionConfig rollout_correction;
   FilterGroupsConfig filter_groups;
   bool use_pf_ppo = false;

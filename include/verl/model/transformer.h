@@ -181,12 +181,14 @@ torch::Tensor entropy_from_logits(const torch::Tensor& logits);
 struct ResponseLogProbs {
   torch::Tensor log_probs;  // [B,R] fp32
   torch::Tensor entropy;    // [B,R] fp32, undefined unless requested
+  torch::Tensor sum_pi_squared;  // [B,R] fp32 sum_v softmax(logits / temperature)_v^2, undefined unless requested
 };
 // verl's log-prob pass: runs the trunk over input_ids [B,P+R], applies the LM head only at positions
 // [P-1, P+R-1) (the ones that predict responses [B,R]), divides by temperature, returns fp32 log-probs.
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                    const torch::Tensor& responses, double temperature, bool with_entropy);
+                                    const torch::Tensor& responses, double temperature, bool with_entropy,
+                                    bool with_sum_pi_squared = false);
 // verl's critic pass: value-head outputs at positions [P-1, P+R-1) as [B,R] fp32.
 torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, int64_t response_length);

@@ -31,8 +31,10 @@ class DataParallelPPOActor {
 
   // data: input_ids, attention_mask, position_ids, responses; meta_info: temperature, micro_batch_size,
   // use_dynamic_bsz, max_token_len (when dynamic). Returns (log_probs [B,R], entropys [B,R] or undefined),
-  // on the CPU.
-  std::pair<torch::Tensor, torch::Tensor> compute_log_prob(const protocol::DataProto& data, bool calculate_entropy);
+  // on the CPU. With sum_pi_squared given, it also receives sum_v pi_v^2 [B,R] of the tempered distribution
+  // (verl's calculate_sum_pi_squared, the optimal token baselines' input).
+  std::pair<torch::Tensor, torch::Tensor> compute_log_prob(const protocol::DataProto& data, bool calculate_entropy,
+                                                           torch::Tensor* sum_pi_squared = nullptr);
 
   // data: responses, response_mask, input_ids, attention_mask, position_ids, old_log_probs, advantages
   // (+ ref_log_prob with use_kl_loss, + rollout_is_weights when present); meta_info: temperature.
@@ -61,7 +63,8 @@ class DataParallelPPOActor {
  private:
   // Forward of one micro-batch already on the model's device: (log_probs, entropy) [b,R] fp32.
   std::pair<torch::Tensor, torch::Tensor> forward_micro_batch(const protocol::DataProto& micro, double temperature,
-                                                              bool calculate_entropy);
+                                                              bool calculate_entropy,
+                                                              torch::Tensor* sum_pi_squared = nullptr);
   // Clip, then step or skip (non-finite norm). Returns the norm before clipping.
   double optimizer_step();
 

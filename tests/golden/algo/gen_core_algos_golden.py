@@ -1,465 +1,319 @@
-#!/usr/bin/python3
-"""Golden numbers for verl.cpp's core_algos / metrics, written independently from the reference spec
-(/work/shared/reference/verl-ppo-spec.md sections 3 and 10) in plain PyTorch + numpy, float64.
+"""Golden numbers for verl.cpp's core_algos / metrics, produced by CALLING verl's own functions (verl 0.9.1,
+verl/trainer/ppo/core_algos.py and metric_utils.py) on seeded random inputs, once in float64 and once in float32.
+Losses carry their gradient w.r.t. log_prob (torch autograd through verl's function).
 
-Run with Debian's interpreter (python3-torch, python3-numpy):
-    /usr/bin/python3 tests/golden/algo/gen_core_algos_golden.py
+Run with the test-only Python (scripts/install-deps.sh --test installs verl there):
+    .venv/test/bin/python tests/golden/algo/gen_core_algos_golden.py
 It rewrites tests/golden/algo/core_algos_golden.json next to this file. Never edit the JSON by hand.
+
+The JSON also lists verl's registries (ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY, the loss_agg modes), so the
+C++ test checks that verl.cpp registers every name verl does.
 """
+import dataclasses
 import json
 import math
 import os
-from collections import defaultdict
+import sys
 
 import numpy as np
 import torch
 
-FORMAT_VERSION = 1
-torch.set_default_dtype(torch.float64)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import verl_oracle  # noqa: E402
+
+core_algos = verl_oracle.load_verl("verl.trainer.ppo.core_algos")
+metric_utils = verl_oracle.load_verl("verl.trainer.ppo.metric_utils")
+verl_F = verl_oracle.load_verl("verl.utils.torch_functional")
+verl_config = verl_oracle.load_verl("verl.workers.config")
+algo_config = verl_oracle.load_verl("verl.trainer.config")
+protocol = verl_oracle.load_verl("verl.protocol")
+verl_model_utils = verl_oracle.load_verl("verl.utils.model")
+
+FORMAT_VERSION = 2
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "core_algos_golden.json")
+AGG_MODES = ["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
+# The actor keys every policy-loss case uses (the C++ test reads them from the JSON).
+ACTOR_KEYS = {"clip_ratio": 0.2, "clip_ratio_low": 0.2, "clip_ratio_high": 0.28, "clip_ratio_c": 3.0, "tau_pos": 1.0,
+              "tau_neg": 1.05}
+CLIP_COV_SEED = 1234  # torch.manual_seed before clip_cov (it samples the clipped tokens with torch.randperm)
 
 
 def L(t):
-    return t.detach().tolist()
+    if isinstance(t, torch.Tensor):
+        return t.detach().double().tolist()
+    return t
 
 
-# ---- helpers, from the spec's equations ---------------------------------------------------------------
-
-def msum(v, m, dim=None):
-    z = torch.where(m > 0, v, torch.zeros_like(v)) * m
-    return z.sum() if dim is None else z.sum(dim)
-
-
-def mmean(v, m, dim=None):
-    return msum(v, m, dim) / ((m.sum() if dim is None else m.sum(dim)) + 1e-8)
+def actor_config(**policy_loss):
+    """verl's ActorConfig as the trainer builds it (its yaml defaults), with policy_loss keys overridden."""
+    pl = verl_config.PolicyLossConfig(**policy_loss)
+    return verl_config.ActorConfig(strategy="fsdp", ppo_micro_batch_size_per_gpu=4, rollout_n=1, policy_loss=pl,
+                                   **ACTOR_KEYS)
 
 
-def mvar(v, m):
-    mu = mmean(v, m)
-    var = mmean((v - mu) ** 2, m)
-    n = m.sum()
-    return var * n / (n - 1)
-
-
-def mwhiten(v, m):
-    return (v - mmean(v, m)) * torch.rsqrt(mvar(v, m) + 1e-8)
-
-
-def groups(uids):
-    out = defaultdict(list)
-    for i, u in enumerate(uids):
-        out[u].append(i)
-    return out
-
-
-def group_mean0(scores, uids):
-    mean = torch.zeros_like(scores)
-    for rows in groups(uids).values():
-        if len(rows) > 1:
-            mean[rows] = scores[rows].mean()
-    return mean
-
-
-# ---- advantage estimators -------------------------------------------------------------------------------
-
-def gae(r, v, m, gamma, lam):
-    B, R = r.shape
-    nxt = torch.zeros(B)
-    last = torch.zeros(B)
-    A = torch.zeros(B, R)
-    for t in reversed(range(R)):
-        delta = r[:, t] + gamma * nxt - v[:, t]
-        cur = delta + gamma * lam * last
-        nxt = m[:, t] * v[:, t] + (1 - m[:, t]) * nxt
-        last = m[:, t] * cur + (1 - m[:, t]) * last
-        A[:, t] = last
-    ret = A + v
-    return mwhiten(A, m), ret
-
-
-def grpo(r, m, uids, norm):
-    s = r.sum(-1)
-    a = torch.zeros_like(s)
-    for rows in groups(uids).values():
-        g = s[rows]
-        if len(rows) == 1:
-            mu, sd = 0.0, 1.0
-        else:
-            mu, sd = g.mean(), g.std(unbiased=True)
-        a[rows] = (g - mu) / (sd + 1e-6) if norm else g - mu
-    A = a[:, None] * m
-    return A, A
-
-
-def rloo(r, m, uids):
-    s = r.sum(-1)
-    a = s.clone()
-    for rows in groups(uids).values():
-        n = len(rows)
-        if n > 1:
-            for i in rows:
-                others = [j for j in rows if j != i]
-                a[i] = s[i] - s[others].mean()
-    A = a[:, None] * m
-    return A, A
-
-
-def rpp(r, m, gamma):
-    B, R = r.shape
-    G = torch.zeros(B, R)
-    run = torch.zeros(B)
-    for t in reversed(range(R)):
-        run = r[:, t] + gamma * run
-        G[:, t] = run
-        run = run * m[:, t]
-    return mwhiten(G, m) * m, G
-
-
-def rpp_baseline(r, m, uids):
-    s = r.sum(-1)
-    a = (s - group_mean0(s, uids))[:, None].repeat(1, r.shape[1]) * m
-    A = mwhiten(a, m) * m
-    return A, A
-
-
-def remax(r, base, m):
-    rm = r * m
-    ret = torch.stack([rm[:, t:].sum(-1) for t in range(r.shape[1])], dim=1)
-    return ret - base[:, None] * m, ret
-
-
-def opo(r, m, uids):
-    s = r.sum(-1)
-    lens = m.sum(-1)
-    b = torch.zeros_like(s)
-    for rows in groups(uids).values():
-        if len(rows) > 1:
-            b[rows] = (lens[rows] * s[rows]).sum() / lens[rows].sum()
-    A = (s - b)[:, None] * m
-    return A, A
-
-
-def gpg(r, m, uids):
-    s = r.sum(-1)
-    alpha = s.shape[0] / max(int((s != 0).sum()), 1)
-    A = (alpha * (s - group_mean0(s, uids)))[:, None] * m
-    return A, A
-
-
-# ---- aggregation, losses, KL ----------------------------------------------------------------------------
-
-def agg(Lm, m, mode, dp_size=1.0, batch_num_tokens=None, global_batch_size=None, loss_scale_factor=None):
-    if mode == "token-mean":
-        n = m.sum() if batch_num_tokens is None else batch_num_tokens
-        return msum(Lm, m) / n * dp_size
-    if mode in ("seq-mean-token-sum", "seq-mean-token-mean"):
-        seq = msum(Lm, m, -1)
-        if mode == "seq-mean-token-mean":
-            seq = seq / (m.sum(-1) + 1e-8)
-        nonempty = (m.sum(-1) > 0).double()
-        gbs = nonempty.sum() if global_batch_size is None else global_batch_size
-        return (seq * nonempty).sum() / gbs * dp_size
-    if mode == "seq-mean-token-sum-norm":
-        f = m.shape[-1] if loss_scale_factor is None else loss_scale_factor
-        return msum(Lm, m) / f
-    raise ValueError(mode)
-
-
-def policy_loss(mode, old, lp, A, m, agg_mode, lo, hi, c, w):
-    if mode == "vanilla":
-        nak = torch.clamp(lp - old, -20, 20)
-        rho = torch.exp(nak)
-        l1 = -A * rho
-        l2 = -A * torch.clamp(rho, 1 - lo, 1 + hi)
-        lclip = torch.max(l1, l2)
-        l3 = -A * c
-        loss = torch.where(A < 0, torch.min(l3, lclip), lclip)
-        metrics = {"actor/pg_clipfrac": mmean((l2 > l1).double(), m),
-                   "actor/ppo_kl": mmean(-nak, m),
-                   "actor/pg_clipfrac_lower": mmean(((lclip > l3) & (A < 0)).double(), m)}
-    elif mode == "gspo":
-        lens = torch.clamp(m.sum(-1), min=1)
-        log_s = msum(lp - old, m, -1) / lens
-        rho = torch.exp(torch.clamp(lp - lp.detach() + log_s.detach()[:, None], max=10))
-        l1 = -A * rho
-        l2 = -A * torch.clamp(rho, 1 - lo, 1 + hi)
-        loss = torch.max(l1, l2)
-        agg_mode = "seq-mean-token-mean"
-        metrics = {"actor/pg_clipfrac": mmean((l2 > l1).double(), m),
-                   "actor/ppo_kl": mmean(old - lp, m),
-                   "actor/pg_clipfrac_lower": torch.tensor(0.0)}
-    elif mode == "gpg":
-        loss = -lp * A
-        metrics = {k: torch.tensor(0.0) for k in ("actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower")}
-    elif mode == "cispo":
-        nak = torch.clamp(lp - old, -20, 20)
-        rho = torch.exp(nak)
-        wclip = torch.clamp(rho, 1 - lo, 1 + hi).detach()
-        loss = -wclip * A * lp
-        metrics = {"actor/pg_clipfrac": mmean(((rho < 1 - lo) | (rho > 1 + hi)).double(), m),
-                   "actor/ppo_kl": mmean(-nak, m),
-                   "actor/pg_clipfrac_lower": mmean((rho < 1 - lo).double(), m)}
-    else:
-        raise ValueError(mode)
-    if w is not None:
-        loss = loss * w
-    return agg(loss, m, agg_mode), {k: float(v) for k, v in metrics.items()}
-
-
-def value_loss(vp, ret, val, m, cr, agg_mode):
-    vclip = torch.max(torch.min(vp, val + cr), val - cr)
-    l1 = (vp - ret) ** 2
-    l2 = (vclip - ret) ** 2
-    return 0.5 * agg(torch.max(l1, l2), m, agg_mode), mmean((l2 > l1).double(), m)
-
-
-def kl_base(lp, ref, kind):
-    d = lp - ref
-    if kind in ("kl", "k1"):
-        return d
-    if kind == "abs":
-        return d.abs()
-    if kind in ("mse", "k2"):
-        return 0.5 * d * d
-    if kind in ("low_var_kl", "k3"):
-        x = torch.clamp(ref - lp, -20, 20)
-        return torch.clamp(torch.exp(x) - x - 1, -10, 10)
-    raise ValueError(kind)
-
-
-def kl(lp, ref, kind):
-    if kind.endswith("+"):
-        k2 = 0.5 * (lp - ref) ** 2
-        return k2 - k2.detach() + kl_base(lp, ref, kind[:-1]).detach()
-    return kl_base(lp, ref, kind)
-
-
-# ---- metrics (spec section 10) --------------------------------------------------------------------------
-
-def bootstrap(n_data, n, reduce, seed=42, n_bootstrap=1000):
-    np.random.seed(seed)
-    vals = []
-    for _ in range(n_bootstrap):
-        idx = np.random.choice(n_data, size=n, replace=True)
-        vals.append(reduce(idx))
-    return float(np.mean(vals)), float(np.std(vals))
-
-
-def majority(idx, vals, preds):
-    order, by_pred = [], {}
-    for i in idx:
-        if preds[i] not in by_pred:
-            by_pred[preds[i]] = []
-            order.append(preds[i])
-        by_pred[preds[i]].append(vals[i])
-    best = order[0]
-    for p in order[1:]:
-        if len(by_pred[p]) > len(by_pred[best]):
-            best = p
-    return by_pred[best][0]
-
-
-def validation_metrics(sources, uids, infos):
-    per = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    keyed = defaultdict(lambda: defaultdict(list))
-    for i, (src, uid) in enumerate(zip(sources, uids)):
-        keyed[src][uid].append(i)
-    for src, by_uid in keyed.items():
-        for uid, rows in by_uid.items():
-            for var, allv in infos.items():
-                if isinstance(allv[rows[0]], str):
-                    continue
-                vals = [float(allv[r]) for r in rows]
-                N = len(vals)
-                per[src][var][f"mean@{N}"].append(float(np.mean(vals)))
-                if N == 1:
-                    continue
-                per[src][var][f"std@{N}"].append(float(np.std(vals)))
-                ns, n = [], 2
-                while n < N:
-                    ns.append(n)
-                    n *= 2
-                ns.append(N)
-                for n in ns:
-                    bm, bs = bootstrap(N, n, lambda idx: max(vals[i] for i in idx))
-                    wm, ws = bootstrap(N, n, lambda idx: min(vals[i] for i in idx))
-                    per[src][var][f"best@{n}/mean"].append(bm)
-                    per[src][var][f"best@{n}/std"].append(bs)
-                    per[src][var][f"worst@{n}/mean"].append(wm)
-                    per[src][var][f"worst@{n}/std"].append(ws)
-                    if "pred" in infos:
-                        preds = [infos["pred"][r] for r in rows]
-                        mm, ms = bootstrap(N, n, lambda idx: majority(idx, vals, preds))
-                        per[src][var][f"maj@{n}/mean"].append(mm)
-                        per[src][var][f"maj@{n}/std"].append(ms)
-    flat = {}
-    for src, by_var in per.items():
-        core = "acc" if "acc" in by_var else "reward"
-        for var, metrics in by_var.items():
-            n_max = max(int(k.split("@")[-1].split("/")[0]) for k in metrics)
-            for name, uid_vals in metrics.items():
-                is_core = var == core and name.split("@")[0] in ("mean", "maj", "best") and f"@{n_max}" in name
-                flat[f"{'val-core' if is_core else 'val-aux'}/{src}/{var}/{name}"] = float(np.mean(uid_vals))
-    return flat
-
-
-def data_metrics(scores, rewards, adv, ret, values, resp_mask, attn, use_critic):
-    R = resp_mask.shape[1]
-    P = attn.shape[1] - R
-    plen = attn[:, :P].sum(-1)
-    rlen = attn[:, P:].sum(-1)
-    keep = rlen > 0
-    rm = resp_mask > 0
-    out = {}
-
-    def mmm(prefix, x):
-        out[prefix + "/mean"] = float(x.mean())
-        out[prefix + "/max"] = float(x.max())
-        out[prefix + "/min"] = float(x.min())
-
-    mmm("critic/score", scores.sum(-1)[keep])
-    mmm("critic/rewards", rewards.sum(-1)[keep])
-    mmm("critic/advantages", adv[rm])
-    mmm("critic/returns", ret[rm])
-    if use_critic:
-        mmm("critic/values", values[rm])
-        out["critic/vf_explained_var"] = float(1 - torch.var(ret[rm] - values[rm]) / (torch.var(ret[rm]) + 1e-5))
-    mmm("response_length", rlen)
-    out["response_length/clip_ratio"] = float((rlen == R).double().mean())
-    mmm("response_length_non_aborted", rlen[keep])
-    out["response_length_non_aborted/clip_ratio"] = float((rlen[keep] == R).double().mean())
-    out["response/aborted_ratio"] = float((~keep).double().mean())
-    mmm("prompt_length", plen)
-    out["prompt_length/clip_ratio"] = float((plen == P).double().mean())
-    return out
-
-
-# ---- the cases ------------------------------------------------------------------------------------------
-
-def main():
+def make_inputs():
+    """The shared inputs, float64. Group sizes 4, 3, 1, 2, 2; lengths include 0 and 1 and two multi-turn holes."""
     torch.manual_seed(20260122)
     rng = np.random.RandomState(7)
     B, R, V = 12, 7, 11
     lengths = [7, 5, 3, 1, 7, 6, 0, 4, 2, 7, 5, 3]
-    m = torch.zeros(B, R)
+    m = torch.zeros(B, R, dtype=torch.float64)
     for i, n in enumerate(lengths):
         m[i, :n] = 1
-    m[4, 2] = 0  # multi-turn hole
+    m[4, 2] = 0  # multi-turn holes
     m[9, 3:5] = 0
     uid_pool = ["g0"] * 4 + ["g1"] * 3 + ["g2"] + ["g3"] * 2 + ["g4"] * 2
     uids = [uid_pool[i] for i in rng.permutation(B)]
-
-    rewards = torch.randn(B, R) * 0.3 * m
+    f64 = dict(dtype=torch.float64)
+    rewards = torch.randn(B, R, **f64) * 0.3 * m
     for i, n in enumerate(lengths):
         if n > 0:
             rewards[i, n - 1] += float(rng.randint(0, 2))
-    rewards[1] = 0.0  # zero outcome score (GPG's nonzero count)
-    values = torch.randn(B, R)
-    baselines = torch.randn(B)
-    old_lp = -torch.rand(B, R) * 3
-    lp = old_lp + (torch.rand(B, R) - 0.5) * 1.2
+    rewards[1] = 0.0  # a zero outcome score (GPG's nonzero count)
+    values = torch.randn(B, R, **f64)
+    baselines = torch.randn(B, **f64)
+    old_lp = -torch.rand(B, R, **f64) * 3
+    lp = old_lp + (torch.rand(B, R, **f64) - 0.5) * 1.2
     lp[0, 1] = old_lp[0, 1] + 1.5
     lp[3, 0] = old_lp[3, 0] - 1.0
-    adv = torch.randn(B, R)
+    adv = torch.randn(B, R, **f64)
     adv[0, 1] = -0.8
-    ref_lp = lp + (torch.rand(B, R) - 0.5) * 2
+    ref_lp = lp + (torch.rand(B, R, **f64) - 0.5) * 2
     ref_lp[2, 2] = lp[2, 2] + 25.0  # low_var_kl clamps
-    vpreds = values + torch.randn(B, R)
-    returns = torch.randn(B, R)
-    is_w = torch.rand(B, R) + 0.5
-    kl_w = torch.rand(B, R)
-    logits = torch.randn(B, R, V) * 2
+    vpreds = values + torch.randn(B, R, **f64)
+    returns = torch.randn(B, R, **f64)
+    is_w = torch.rand(B, R, **f64) + 0.5
+    kl_w = torch.rand(B, R, **f64)
+    logits = torch.randn(B, R, V, **f64) * 2
     labels = torch.randint(0, V, (B, R))
+    loss_mat = torch.randn(B, R, **f64)
+    # clip_cov / kl_cov select tokens by cov = (A - mean A)(logp - mean logp); these advantages put a handful of
+    # tokens inside clip_cov's (lb, ub) band and give kl_cov a clear top-k.
+    cov_adv = torch.randn(B, R, **f64) * 3
+    # GDPO: two reward components per response (what compute_score's dict returns), float as verl reads them.
+    comp_a = [float(rng.randint(0, 2)) for _ in range(B)]
+    comp_b = [float(np.round(rng.rand(), 3)) for _ in range(B)]
+    return dict(response_mask=m, index=uids, token_level_rewards=rewards, values=values, reward_baselines=baselines,
+                old_log_prob=old_lp, log_prob=lp, advantages=adv, ref_log_prob=ref_lp, vpreds=vpreds,
+                returns=returns, rollout_is_weights=is_w, kl_weights=kl_w, logits=logits, labels=labels,
+                loss_mat=loss_mat, cov_advantages=cov_adv, gdpo_format_reward=comp_a, gdpo_accuracy_reward=comp_b)
 
-    golden = {
-        "format_version": FORMAT_VERSION,
-        "generator": "tests/golden/algo/gen_core_algos_golden.py",
-        "tolerance": {"abs": 1e-9, "rel": 1e-9},
-        "inputs": {
-            "response_mask": L(m), "index": uids, "token_level_rewards": L(rewards), "values": L(values),
-            "reward_baselines": L(baselines), "old_log_prob": L(old_lp), "log_prob": L(lp), "advantages": L(adv),
-            "ref_log_prob": L(ref_lp), "vpreds": L(vpreds), "returns": L(returns), "rollout_is_weights": L(is_w),
-            "kl_weights": L(kl_w), "logits": L(logits), "labels": L(labels),
-        },
-    }
 
-    adv_cases = []
+def cast(inputs, dtype):
+    return {k: (v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+            for k, v in inputs.items()}
 
-    def add_adv(name, estimator, out, gamma=1.0, lam=1.0, norm=True):
-        adv_cases.append({"name": name, "estimator": estimator, "gamma": gamma, "lam": lam,
-                          "norm_adv_by_std_in_grpo": norm, "advantages": L(out[0]), "returns": L(out[1])})
 
-    add_adv("gae", "gae", gae(rewards, values, m, 1.0, 1.0))
-    add_adv("gae_gamma_lam", "gae", gae(rewards, values, m, 0.99, 0.95), 0.99, 0.95)
-    add_adv("grpo", "grpo", grpo(rewards, m, uids, True))
-    add_adv("dr_grpo", "grpo", grpo(rewards, m, uids, False), norm=False)
-    add_adv("rloo", "rloo", rloo(rewards, m, uids))
-    add_adv("reinforce_plus_plus", "reinforce_plus_plus", rpp(rewards, m, 1.0))
-    add_adv("reinforce_plus_plus_gamma", "reinforce_plus_plus", rpp(rewards, m, 0.9), gamma=0.9)
-    add_adv("reinforce_plus_plus_baseline", "reinforce_plus_plus_baseline", rpp_baseline(rewards, m, uids))
-    add_adv("remax", "remax", remax(rewards, baselines, m))
-    add_adv("opo", "opo", opo(rewards, m, uids))
-    add_adv("gpg", "gpg", gpg(rewards, m, uids))
-    golden["advantage"] = adv_cases
+# ---- advantage estimators ---------------------------------------------------------------------------------
 
-    agg_modes = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
-    pl_cases = []
-    for mode in ["vanilla", "gspo", "gpg", "cispo"]:
-        for agg_mode in agg_modes:
-            for with_w in (False, True):
-                x = lp.clone().requires_grad_(True)
-                loss, metrics = policy_loss(mode, old_lp, x, adv, m, agg_mode, 0.2, 0.28, 3.0,
-                                            is_w if with_w else None)
-                loss.backward()
-                pl_cases.append({"mode": mode, "loss_agg_mode": agg_mode, "rollout_is_weights": with_w,
-                                 "clip_ratio_low": 0.2, "clip_ratio_high": 0.28, "clip_ratio_c": 3.0,
-                                 "pg_loss": float(loss), "metrics": metrics, "grad_log_prob": L(x.grad)})
-    golden["policy_loss"] = pl_cases
+def advantage_cases(x):
+    r, m, uids = x["token_level_rewards"], x["response_mask"], np.array(x["index"], dtype=object)
+    # Σπ² from the logits, as the actor computes it with calculate_sum_pi_squared (verl_F).
+    sum_pi_sq = verl_F.calculate_sum_pi_squared_from_logits(x["logits"])
+    algo = algo_config.AlgoConfig(norm_adv_by_std_in_grpo=True)
+    algo_dr = algo_config.AlgoConfig(norm_adv_by_std_in_grpo=False)
+    cases = []
 
-    vl_cases = []
-    for agg_mode in agg_modes:
-        x = vpreds.clone().requires_grad_(True)
-        loss, clipfrac = value_loss(x, returns, values, m, 0.5, agg_mode)
+    def add(name, estimator, out, **options):
+        cases.append({"name": name, "estimator": estimator, "options": options,
+                      "advantages": L(out[0]), "returns": L(out[1])})
+
+    fn = core_algos.get_adv_estimator_fn
+    add("gae", "gae", fn("gae")(r, x["values"], m, gamma=1.0, lam=1.0), gamma=1.0, lam=1.0)
+    add("gae_gamma_lam", "gae", fn("gae")(r, x["values"], m, gamma=0.99, lam=0.95), gamma=0.99, lam=0.95)
+    add("grpo", "grpo", fn("grpo")(r.clone(), m, uids, norm_adv_by_std_in_grpo=True))
+    add("dr_grpo", "grpo", fn("grpo")(r.clone(), m, uids, norm_adv_by_std_in_grpo=False),
+        norm_adv_by_std_in_grpo=False)
+    add("grpo_vectorized", "grpo_vectorized", fn("grpo_vectorized")(r, m, uids, norm_adv_by_std_in_grpo=True))
+    add("dr_grpo_vectorized", "grpo_vectorized", fn("grpo_vectorized")(r, m, uids, norm_adv_by_std_in_grpo=False),
+        norm_adv_by_std_in_grpo=False)
+    # grpo_passk needs >= 2 responses per group: the rows of the singleton group are left out of this case.
+    keep = [i for i, u in enumerate(x["index"]) if x["index"].count(u) > 1]
+    add("grpo_passk", "grpo_passk", fn("grpo_passk")(r[keep], m[keep], uids[keep], config=algo), rows=keep)
+    add("grpo_passk_no_std", "grpo_passk", fn("grpo_passk")(r[keep], m[keep], uids[keep], config=algo_dr),
+        rows=keep, norm_adv_by_std_in_grpo=False)
+    add("rloo", "rloo", fn("rloo")(r, m, uids, config=algo))
+    add("rloo_vectorized", "rloo_vectorized", fn("rloo_vectorized")(r, m, uids, config=algo))
+    add("reinforce_plus_plus", "reinforce_plus_plus",
+        fn("reinforce_plus_plus")(r, m, config=algo_config.AlgoConfig(gamma=1.0)), gamma=1.0)
+    add("reinforce_plus_plus_gamma", "reinforce_plus_plus",
+        fn("reinforce_plus_plus")(r, m, config=algo_config.AlgoConfig(gamma=0.9)), gamma=0.9)
+    add("reinforce_plus_plus_baseline", "reinforce_plus_plus_baseline",
+        fn("reinforce_plus_plus_baseline")(r, m, uids, config=algo))
+    add("remax", "remax", fn("remax")(r, x["reward_baselines"], m, config=algo))
+    add("opo", "opo", fn("opo")(r, m, uids, config=algo))
+    add("gpg", "gpg", fn("gpg")(r, m, uids, config=algo))
+    for est in ("optimal_token_baseline", "tir_optimal_token_baseline"):
+        add(est, est, fn(est)(r, m, uids, old_log_probs=x["old_log_prob"], sum_pi_squared=sum_pi_sq))
+        add(est + "_is", est, fn(est)(r, m, uids, old_log_probs=x["old_log_prob"], sum_pi_squared=sum_pi_sq,
+                                        rollout_is_weights=x["rollout_is_weights"]), rollout_is_weights=True)
+    # GDPO without reward components (the function's fallback: the summed reward as the one component)...
+    add("gdpo", "gdpo", fn("gdpo")(r, m, uids))
+    # ...and as the trainer calls it: components from the reward's extra info, placed on the last valid token.
+    B, R = r.shape
+    P = 3
+    attention = torch.cat([torch.ones(B, P, dtype=torch.long), m.long()], dim=1)
+    batch = {"prompts": torch.zeros(B, P, dtype=torch.long), "attention_mask": attention}
+    ntb = {"format_reward": np.array(x["gdpo_format_reward"]), "accuracy_reward": np.array(x["gdpo_accuracy_reward"])}
+    for weights in (None, [1.0, 0.5]):
+        cfg = algo_config.AlgoConfig(gdpo_reward_keys=["format_reward", "accuracy_reward"],
+                                     gdpo_reward_weights=weights)
+        add("gdpo_components" + ("_weighted" if weights else ""), "gdpo",
+            fn("gdpo")(r, m, uids, config=cfg, non_tensor_batch=ntb, batch=batch),
+            gdpo_reward_keys=["format_reward", "accuracy_reward"], gdpo_reward_weights=weights,
+            attention_mask=L(attention), prompt_length=P)
+    return cases, L(sum_pi_sq)
+
+
+# ---- policy losses ------------------------------------------------------------------------------------------
+
+def policy_loss_cases(x):
+    old, lp0, adv, m, w = x["old_log_prob"], x["log_prob"], x["advantages"], x["response_mask"], x["rollout_is_weights"]
+    cases = []
+
+    def run(mode, agg_mode, with_w, advantages, cfg, **extra):
+        lp = lp0.clone().requires_grad_(True)
+        if mode == "clip_cov":
+            torch.manual_seed(CLIP_COV_SEED)
+        fn = core_algos.get_policy_loss_fn(mode)
+        loss, metrics = fn(old, lp, advantages, m, agg_mode, cfg, w if with_w else None)
         loss.backward()
-        vl_cases.append({"loss_agg_mode": agg_mode, "cliprange_value": 0.5, "vf_loss": float(loss),
-                         "vf_clipfrac": float(clipfrac), "grad_vpreds": L(x.grad)})
-    golden["value_loss"] = vl_cases
+        case = {"mode": mode, "loss_agg_mode": agg_mode, "rollout_is_weights": with_w,
+                "pg_loss": float(loss.detach()), "metrics": {k: float(v) for k, v in metrics.items()},
+                "grad_log_prob": L(lp.grad), "dtype": str(loss.dtype)}
+        case.update(extra)
+        cases.append(case)
 
-    kl_cases = []
+    plain = actor_config()
+    for mode in ["vanilla", "gspo", "gpg", "cispo", "sapo", "geo_mean", "dppo_tv", "dppo_kl"]:
+        for agg_mode in AGG_MODES:
+            for with_w in (False, True):
+                run(mode, agg_mode, with_w, adv, plain)
+    dro = actor_config(dro_beta=0.3)
+    for agg_mode in AGG_MODES:
+        for with_w in (False, True):
+            run("dro", agg_mode, with_w, adv, dro, dro_beta=0.3)
+    # clip_cov: clip_cov_ratio 0.1 of ~50 tokens = 5 of the band's candidates, chosen by torch.randperm under a
+    # fixed seed; 0.5 takes every candidate (no randomness).
+    for ratio in (0.1, 0.5):
+        cfg = actor_config(clip_cov_ratio=ratio, clip_cov_lb=0.5, clip_cov_ub=4.0)
+        for agg_mode in ("token-mean", "seq-mean-token-mean"):
+            for with_w in (False, True):
+                run("clip_cov", agg_mode, with_w, x["cov_advantages"], cfg, clip_cov_ratio=ratio, clip_cov_lb=0.5,
+                    clip_cov_ub=4.0, advantages_input="cov_advantages", seed=CLIP_COV_SEED)
+    for ratio, coef in ((0.1, 0.1), (0.02, 1.0)):
+        cfg = actor_config(kl_cov_ratio=ratio, ppo_kl_coef=coef)
+        for agg_mode in ("token-mean", "seq-mean-token-sum"):
+            for with_w in (False, True):
+                run("kl_cov", agg_mode, with_w, x["cov_advantages"], cfg, kl_cov_ratio=ratio, ppo_kl_coef=coef,
+                    advantages_input="cov_advantages")
+    # bypass_mode: rollout correction (IS weights, rejection) between the current policy and old_log_prob (= the
+    # rollout's log-probs in bypass mode), then PPO-clip or REINFORCE; the rollout_is_weights argument is unused.
+    for rc in ({"loss_type": "ppo_clip", "rollout_is": None, "rollout_is_threshold": 2.0, "rollout_rs": "token_k1",
+                "rollout_rs_threshold": "0.6_1.6"},
+               {"loss_type": "reinforce", "rollout_is": "token", "rollout_is_threshold": 1.5, "rollout_rs": None,
+                "rollout_rs_threshold": None},
+               {"loss_type": "reinforce", "rollout_is": "sequence", "rollout_is_threshold": 4.0,
+                "rollout_is_batch_normalize": True, "rollout_rs": "seq_mean_k3", "rollout_rs_threshold": "0.2"}):
+        cfg = actor_config(loss_mode="bypass_mode", rollout_correction=dict(rc))
+        for agg_mode in ("token-mean", "seq-mean-token-sum"):
+            run("bypass_mode", agg_mode, False, adv, cfg,
+                rollout_correction={k: (None if v is None else (v if isinstance(v, bool) else str(v)))
+                                    for k, v in rc.items()})
+    return cases
+
+
+def value_loss_cases(x):
+    cases = []
+    for agg_mode in AGG_MODES:
+        vp = x["vpreds"].clone().requires_grad_(True)
+        loss, clipfrac = core_algos.compute_value_loss(vp, x["returns"], x["values"], x["response_mask"], 0.5,
+                                                       loss_agg_mode=agg_mode)
+        loss.backward()
+        cases.append({"loss_agg_mode": agg_mode, "cliprange_value": 0.5, "vf_loss": float(loss),
+                      "vf_clipfrac": float(clipfrac), "grad_vpreds": L(vp.grad)})
+    return cases
+
+
+def kl_cases(x):
+    cases = []
     for kind in ["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"]:
         for k in (kind, kind + "+"):
-            x = lp.clone().requires_grad_(True)
-            val = kl(x, ref_lp, k)
-            (val * kl_w).sum().backward()
-            kl_cases.append({"kind": k, "value": L(val), "grad_weighted_sum": L(x.grad)})
-    golden["kl_penalty"] = kl_cases
+            lp = x["log_prob"].clone().requires_grad_(True)
+            case = {"kind": k}
+            try:
+                val = core_algos.kl_penalty(lp, x["ref_log_prob"], k)
+            except NotImplementedError:
+                # verl cannot compute this kind: the C++ test pins verl.cpp's documented meaning instead.
+                case["verl_raises"] = "NotImplementedError"
+                cases.append(case)
+                continue
+            (val * x["kl_weights"]).sum().backward()
+            case.update({"value": L(val), "grad_weighted_sum": L(lp.grad)})
+            cases.append(case)
+    return cases
 
-    loss_mat = torch.randn(B, R)
-    golden["inputs"]["loss_mat"] = L(loss_mat)
-    agg_cases = []
-    for agg_mode in agg_modes:
-        agg_cases.append({"mode": agg_mode, "options": {}, "value": float(agg(loss_mat, m, agg_mode))})
-    opts = {"dp_size": 4.0, "batch_num_tokens": 150.0, "global_batch_size": 40.0, "loss_scale_factor": 512.0}
-    for agg_mode in agg_modes:
-        agg_cases.append({"mode": agg_mode, "options": opts, "value": float(agg(loss_mat, m, agg_mode, **opts))})
-    golden["agg_loss"] = agg_cases
 
-    ids = torch.randint(0, 6, (B, R))
-    golden["helpers"] = {
-        "masked_mean": float(mmean(loss_mat, m)),
-        "masked_mean_rows": L(mmean(loss_mat, m, -1)),
-        "masked_var": float(mvar(loss_mat, m)),
-        "masked_whiten": L(mwhiten(loss_mat, m)),
-        "entropy_from_logits": L(torch.logsumexp(logits, -1) - (torch.softmax(logits, -1) * logits).sum(-1)),
-        "logprobs_from_logits": L(torch.log_softmax(logits, -1).gather(-1, labels[..., None]).squeeze(-1)),
+def agg_cases(x):
+    cases = []
+    for mode in AGG_MODES:
+        cases.append({"mode": mode, "options": {},
+                      "value": float(core_algos.agg_loss(x["loss_mat"], x["response_mask"], mode))})
+    opts = {"dp_size": 4, "batch_num_tokens": 150, "global_batch_size": 40, "loss_scale_factor": 512}
+    for mode in AGG_MODES:
+        cases.append({"mode": mode, "options": opts,
+                      "value": float(core_algos.agg_loss(x["loss_mat"], x["response_mask"], mode, **opts))})
+    return cases
+
+
+def helpers(x):
+    m, loss_mat, logits, labels = x["response_mask"], x["loss_mat"], x["logits"], x["labels"]
+    ids = torch.randint(0, 6, m.shape, generator=torch.Generator().manual_seed(5))
+    return {
+        "masked_mean": float(verl_F.masked_mean(loss_mat, m)),
+        "masked_mean_rows": L(verl_F.masked_mean(loss_mat, m, axis=-1)),
+        "masked_var": float(verl_F.masked_var(loss_mat, m)),
+        "masked_whiten": L(verl_F.masked_whiten(loss_mat, m)),
+        "entropy_from_logits": L(verl_F.entropy_from_logits(logits)),
+        "logprobs_from_logits": L(verl_F.logprobs_from_logits(logits, labels)),
+        "sum_pi_squared_from_logits": L(verl_F.calculate_sum_pi_squared_from_logits(logits)),
         "response_ids": L(ids),
         "eos_token": [0, 5],
-        "response_mask_from_eos": L(((torch.cumsum(torch.isin(ids, torch.tensor([0, 5])).long(), -1)
-                                     - torch.isin(ids, torch.tensor([0, 5])).long()) == 0).long()),
-        "position_ids": L(torch.clamp(torch.cumsum(m.long(), -1) - 1, min=0)),
+        "response_mask_from_eos": L(verl_F.get_response_mask(ids, eos_token=[0, 5], dtype=torch.int64)),
+        "position_ids": L(verl_model_utils.compute_position_id_with_mask(m.long())),
     }
 
-    # Validation metrics: two data sources, prompts with 5, 3, 8 and 1 responses.
+
+def section(inputs):
+    adv, sum_pi_sq = advantage_cases(inputs)
+    return {
+        "advantage": adv,
+        "policy_loss": policy_loss_cases(inputs),
+        "value_loss": value_loss_cases(inputs),
+        "kl_penalty": kl_cases(inputs),
+        "agg_loss": agg_cases(inputs),
+        "helpers": helpers(inputs),
+        "sum_pi_squared": sum_pi_sq,
+    }
+
+
+# ---- metrics (metric_utils) ----------------------------------------------------------------------------------
+
+def flatten_validation(per_source):
+    """ray_trainer._validate's naming of process_validation_metrics' result (val-core / val-aux)."""
+    flat = {}
+    for src, by_var in per_source.items():
+        core_var = "acc" if "acc" in by_var else "reward"
+        for var, metrics in by_var.items():
+            n_max = max(int(name.split("@")[-1].split("/")[0]) for name in metrics)
+            for name, val in metrics.items():
+                is_core = (var == core_var and any(name.startswith(p) for p in ("mean", "maj", "best"))
+                           and f"@{n_max}" in name)
+                flat[f"{'val-core' if is_core else 'val-aux'}/{src}/{var}/{name}"] = float(val)
+    return flat
+
+
+def validation_section(rng):
     sources, vuids, acc, reward, pred = [], [], [], [], []
     for src, uid, n in [("openai/gsm8k", "a", 5), ("openai/gsm8k", "b", 3), ("lighteval/MATH", "c", 8),
                         ("lighteval/MATH", "d", 1), ("openai/gsm8k", "e", 5)]:
@@ -474,22 +328,53 @@ def main():
     sources = [sources[i] for i in order]
     vuids = [vuids[i] for i in order]
     infos = {"acc": [acc[i] for i in order], "reward": [reward[i] for i in order], "pred": [pred[i] for i in order]}
-    golden["validation"] = {"data_sources": sources, "uids": vuids, "infos": infos,
-                            "metrics": validation_metrics(sources, vuids, infos)}
-    no_pred = {"reward": infos["reward"]}
-    golden["validation_no_pred"] = {"data_sources": sources, "uids": vuids, "infos": no_pred,
-                                    "metrics": validation_metrics(sources, vuids, no_pred)}
+    out = {}
+    for name, inf in (("validation", infos), ("validation_no_pred", {"reward": infos["reward"]})):
+        metrics = metric_utils.process_validation_metrics(sources, vuids, inf, seed=42)
+        out[name] = {"data_sources": sources, "uids": vuids, "infos": inf, "metrics": flatten_validation(metrics)}
+    return out
 
-    # Data metrics on a (B, P + R) attention mask with P = 4.
+
+def data_metrics_section(x):
+    m = x["response_mask"]
+    B, R = m.shape
     P = 4
-    attn = torch.cat([(torch.rand(B, P) > 0.3).double(), m], dim=1)
+    g = torch.Generator().manual_seed(11)
+    attn = torch.cat([(torch.rand(B, P, generator=g) > 0.3).double(), m], dim=1)
     attn[0, :P] = 1
-    golden["data_metrics"] = {
-        "attention_mask": L(attn),
-        "token_level_scores": L(rewards), "token_level_rewards": L(rewards - 0.01 * m),
-        "metrics": data_metrics(rewards, rewards - 0.01 * m, adv, returns, values, m, attn, True),
-    }
+    scores = x["token_level_rewards"]
+    rewards = scores - 0.01 * m
+    batch = protocol.DataProto.from_dict(tensors={
+        "prompts": torch.zeros(B, P, dtype=torch.long), "responses": torch.zeros(B, R, dtype=torch.long),
+        "attention_mask": attn, "response_mask": m, "token_level_scores": scores, "token_level_rewards": rewards,
+        "advantages": x["advantages"], "returns": x["returns"], "values": x["values"]})
+    metrics = metric_utils.compute_data_metrics(batch, use_critic=True)
+    return {"attention_mask": L(attn), "token_level_scores": L(scores), "token_level_rewards": L(rewards),
+            "metrics": {k: float(v) for k, v in metrics.items()}}
 
+
+def main():
+    inputs64 = make_inputs()
+    golden = {
+        "format_version": FORMAT_VERSION,
+        "generator": "tests/golden/algo/gen_core_algos_golden.py",
+        "verl_version": verl_oracle.verl_version(),
+        "registries": {
+            "adv_estimators": sorted(core_algos.ADV_ESTIMATOR_REGISTRY),
+            "policy_losses": sorted(core_algos.POLICY_LOSS_REGISTRY),
+            "loss_agg_modes": AGG_MODES,
+        },
+        # float64: verl.cpp and verl run the same operations in double; float32: the same inputs cast to float32,
+        # relative 1e-6 (a few float32 ulps: summation order may differ).
+        "tolerance": {"float64": {"abs": 1e-9, "rel": 1e-9}, "float32": {"abs": 1e-6, "rel": 1e-6}},
+        "inputs": {k: L(v) for k, v in inputs64.items()},
+        "actor_config": ACTOR_KEYS,
+        "clip_cov_seed": CLIP_COV_SEED,
+        "float64": section(inputs64),
+        "float32": section(cast(inputs64, torch.float32)),
+    }
+    golden.update(validation_section(np.random.RandomState(8)))
+    golden["data_metrics"] = data_metrics_section(inputs64)
     with open(OUT, "w") as f:
         json.dump(golden, f, indent=None, separators=(",", ":"))
         f.write("\n")
