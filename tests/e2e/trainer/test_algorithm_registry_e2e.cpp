@@ -20,17 +20,17 @@ const DigitCompletionSetup& setup() {
   return instance;
 }
 
-struct Run {
+struct TrainRun {
   CommandResult result;
   trainer::MetricHistory history;
 };
 
-Run train_one_step(const std::string& name, const std::vector<std::string>& overrides) {
+TrainRun train_one_step(const std::string& name, const std::vector<std::string>& overrides) {
   const std::string run_dir = make_temp_dir("e2e_registry_" + name);
   std::vector<std::string> all = setup().base_overrides(run_dir);
   for (const char* o : {"actor_rollout_ref.rollout.n=2", "trainer.total_training_steps=1"}) all.push_back(o);
   all.insert(all.end(), overrides.begin(), overrides.end());
-  Run run{run_command(verl_train_command(all)), {}};
+  TrainRun run{run_command(verl_train_command(all)), {}};
   if (run.result.exit_code == 0) run.history = trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
   return run;
 }
@@ -67,7 +67,7 @@ TEST(AlgorithmRegistryE2E, EachNewAdvantageEstimatorTrainsOneStep) {
     SCOPED_TRACE(estimator);
     std::vector<std::string> overrides = {"algorithm.adv_estimator=" + estimator};
     overrides.insert(overrides.end(), extra.begin(), extra.end());
-    Run run = train_one_step(estimator, overrides);
+    TrainRun run = train_one_step(estimator, overrides);
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     for (const char* key : {"actor/pg_loss", "critic/advantages/mean", "critic/advantages/max", "actor/grad_norm"}) {
       EXPECT_TRUE(logged(run.history, key)) << key;
@@ -77,7 +77,7 @@ TEST(AlgorithmRegistryE2E, EachNewAdvantageEstimatorTrainsOneStep) {
 
 // verl asserts at run time; verl.cpp refuses the config before loading anything.
 TEST(AlgorithmRegistryE2E, OptimalTokenBaselineWithoutSumPiSquaredIsAConfigError) {
-  Run run = train_one_step("otb_no_sum_pi", {"algorithm.adv_estimator=optimal_token_baseline"});
+  TrainRun run = train_one_step("otb_no_sum_pi", {"algorithm.adv_estimator=optimal_token_baseline"});
   EXPECT_NE(run.result.exit_code, 0);
   EXPECT_NE(run.result.err.find("actor_rollout_ref.actor.calculate_sum_pi_squared=true"), std::string::npos)
       << run.result.err;
@@ -105,7 +105,7 @@ TEST(AlgorithmRegistryE2E, EachNewPolicyLossTrainsOneStepWithVerlsMetrics) {
     SCOPED_TRACE(c.mode);
     std::vector<std::string> overrides = {"algorithm.adv_estimator=grpo", p + "loss_mode=" + c.mode};
     overrides.insert(overrides.end(), c.extra.begin(), c.extra.end());
-    Run run = train_one_step("loss_" + c.mode, overrides);
+    TrainRun run = train_one_step("loss_" + c.mode, overrides);
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     EXPECT_TRUE(logged(run.history, "actor/pg_loss"));
     EXPECT_TRUE(logged(run.history, "actor/grad_norm"));
@@ -116,7 +116,7 @@ TEST(AlgorithmRegistryE2E, EachNewPolicyLossTrainsOneStepWithVerlsMetrics) {
 }
 
 TEST(AlgorithmRegistryE2E, DroWithoutBetaIsAConfigError) {
-  Run run = train_one_step("dro_no_beta", {"actor_rollout_ref.actor.policy_loss.loss_mode=dro"});
+  TrainRun run = train_one_step("dro_no_beta", {"actor_rollout_ref.actor.policy_loss.loss_mode=dro"});
   EXPECT_NE(run.result.exit_code, 0);
   EXPECT_NE(run.result.err.find("dro_beta"), std::string::npos) << run.result.err;
 }
