@@ -95,7 +95,8 @@ TEST(CoreAlgosGradients, GspoMatchesSurrogateFiniteDifferences) {
       return ((per_seq * nonempty).sum() / nonempty.sum()).item<double>();
     };
     auto loss_of = [&](const torch::Tensor& lp) {
-      return compute_policy_loss_gspo(b.old_log_prob, lp, b.advantages, m, "token-mean", cfg).pg_loss;
+      // verl 0.9.1's gspo aggregates with the loss_agg_mode it is given (its recipes set seq-mean-token-mean).
+      return compute_policy_loss_gspo(b.old_log_prob, lp, b.advantages, m, "seq-mean-token-mean", cfg).pg_loss;
     };
     EXPECT_NEAR(loss_of(b.log_prob).item<double>(), surrogate(x0), 1e-12) << "value, seed " << seed;
     torch::Tensor analytic = autograd_grad(loss_of, b.log_prob);
