@@ -115,6 +115,23 @@ TEST(AlgorithmRegistryE2E, EachNewPolicyLossTrainsOneStepWithVerlsMetrics) {
   }
 }
 
+// bypass_mode is the loss verl switches to with algorithm.rollout_correction.bypass_mode=true: the rollout's
+// log-probs are the old ones, the correction runs inside the loss, and its rollout_corr/ metrics reach the log.
+TEST(AlgorithmRegistryE2E, BypassModeLossTrainsOneStepWithBothLossTypes) {
+  const std::string rc = "algorithm.rollout_correction.";
+  for (const std::string loss_type : {"ppo_clip", "reinforce"}) {
+    SCOPED_TRACE(loss_type);
+    TrainRun run = train_one_step("bypass_" + loss_type,
+                                  {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.calculate_log_probs=true",
+                                   rc + "bypass_mode=true", rc + "loss_type=" + loss_type, rc + "rollout_is=token"});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_TRUE(logged(run.history, "actor/pg_loss"));
+    EXPECT_TRUE(logged(run.history, "actor/ppo_kl"));
+    EXPECT_EQ(logged(run.history, "actor/pg_clipfrac"), loss_type == "ppo_clip");
+    EXPECT_TRUE(logged(run.history, "rollout_corr/rollout_is_mean"));
+  }
+}
+
 TEST(AlgorithmRegistryE2E, DroWithoutBetaIsAConfigError) {
   TrainRun run = train_one_step("dro_no_beta", {"actor_rollout_ref.actor.policy_loss.loss_mode=dro"});
   EXPECT_NE(run.result.exit_code, 0);
