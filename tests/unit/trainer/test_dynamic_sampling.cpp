@@ -64,15 +64,15 @@ TEST(DynamicSampling, AccumulatesUntilTrainBatchSizeGroupsThenCuts) {
   config.enable = true;
   config.metric = "acc";
   DynamicSampler sampler(config, /*train_batch_size=*/3, /*n=*/2);
-  // batch 1: groups a0 {1,0} kept, a1 {0,0} dropped, a2 {1,1} dropped -> 1 group
-  EXPECT_FALSE(sampler.add(batch_of("a", {1, 0, 0, 0, 1, 1})));
+  // batch 1: groups a0 {1,0} kept, a1 {0,1} kept, a2 {1,1} dropped -> 2 of 3 groups: not yet
+  EXPECT_FALSE(sampler.add(batch_of("a", {1, 0, 0, 1, 1, 1})));
   EXPECT_EQ(sampler.num_gen_batches(), 1);
-  EXPECT_EQ(sampler.num_prompt_in_batch(), 1);
-  // batch 2: b0 {0,1} kept, b1 {0,0} dropped, b2 {1,0} kept -> 3 groups, ready
-  EXPECT_TRUE(sampler.add(batch_of("b", {0, 1, 0, 0, 1, 0})));
+  EXPECT_EQ(sampler.num_prompt_in_batch(), 2);
+  // batch 2: b0 {0,0} dropped, b1 {0,1} kept, b2 {1,0} kept -> 4 groups, ready; cut to the first 3 groups
+  EXPECT_TRUE(sampler.add(batch_of("b", {0, 0, 0, 1, 1, 0})));
   EXPECT_EQ(sampler.num_gen_batches(), 2);
   DataProto batch = sampler.take();
-  EXPECT_EQ(rows_of(batch), (std::vector<std::string>{"a/0", "a/1", "b/0", "b/1", "b/4", "b/5"}));
+  EXPECT_EQ(rows_of(batch), (std::vector<std::string>{"a/0", "a/1", "a/2", "a/3", "b/2", "b/3"}));
   EXPECT_EQ(sampler.num_gen_batches(), 0);
   // More groups than needed: cut to train_batch_size x n responses, in order.
   EXPECT_TRUE(sampler.add(batch_of("c", {1, 0, 0, 1, 1, 0, 0, 1})));
