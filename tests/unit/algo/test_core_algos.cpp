@@ -323,21 +323,21 @@ TEST(CoreAlgos, GpgByHand) {
 
 TEST(CoreAlgos, ReinforcePlusPlusByHand) {
   // gamma 0.5, row [1, 2, 4] full mask: G = [1 + 0.5*(2 + 0.5*4), 2 + 2, 4] = [3, 4, 4]
-  // row 2 = [1, 1, 0] with mask [1, 0, 1]: g_2 = 0; g_1 = 1 but m_1 = 0, so returns_1 = 0 and the running return
-  // (0) is carried through the masked token unchanged (verl 0.9.1): g_0 = 1.
-  torch::Tensor r = torch::tensor({1.0, 2.0, 4.0, 1.0, 1.0, 0.0}, f64()).view({2, 3});
+  // row 2 = [1, 1, 2] with mask [1, 0, 1]: g_2 = 2; g_1 = 1 + 0.5*2 = 2 but m_1 = 0, so returns_1 = 0 and the
+  // running return (2) is carried through the masked token unchanged (verl 0.9.1): g_0 = 1 + 0.5*2 = 2.
+  torch::Tensor r = torch::tensor({1.0, 2.0, 4.0, 1.0, 1.0, 2.0}, f64()).view({2, 3});
   torch::Tensor m = torch::tensor({1.0, 1.0, 1.0, 1.0, 0.0, 1.0}, f64()).view({2, 3});
   auto [adv, ret] = compute_reinforce_plus_plus_outcome_advantage(r, m, 0.5);
-  torch::Tensor want = torch::tensor({3.0, 4.0, 4.0, 1.0, 0.0, 0.0}, f64()).view({2, 3});
+  torch::Tensor want = torch::tensor({3.0, 4.0, 4.0, 2.0, 0.0, 2.0}, f64()).view({2, 3});
   EXPECT_LT(max_abs_diff(ret, want), 1e-12);
-  // A = whitened returns over the 5 masked-in tokens {3, 4, 4, 1, 0}, times the mask.
-  const double vals[5] = {3, 4, 4, 1, 0};
-  const double mean = 12.0 / (5 + 1e-8);
+  // A = whitened returns over the 5 masked-in tokens {3, 4, 4, 2, 2}, times the mask.
+  const double vals[5] = {3, 4, 4, 2, 2};
+  const double mean = 15.0 / (5 + 1e-8);
   double sq = 0;
   for (double x : vals) sq += (x - mean) * (x - mean);
   const double sd = std::sqrt(sq / (5 + 1e-8) * 5 / 4 + 1e-8);
   EXPECT_NEAR(adv[0][0].item<double>(), (3 - mean) / sd, 1e-9);
-  EXPECT_NEAR(adv[1][2].item<double>(), (0 - mean) / sd, 1e-9);
+  EXPECT_NEAR(adv[1][2].item<double>(), (2 - mean) / sd, 1e-9);
   EXPECT_EQ(adv[1][1].item<double>(), 0.0);
 }
 
