@@ -508,12 +508,12 @@ PPOConfig parse_ppo_config(const Node& resolved) {
     actor.rollout_correction = c.algorithm.rollout_correction;
   }
 
-  VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",
   const bool token_baseline = c.algorithm.adv_estimator == "optimal_token_baseline" ||
                               c.algorithm.adv_estimator == "tir_optimal_token_baseline";
   VERL_CHECK(!token_baseline || c.actor_rollout_ref.actor.calculate_sum_pi_squared, "config",
              "algorithm.adv_estimator=", c.algorithm.adv_estimator, " needs sum_pi_squared from the actor: set "
              "actor_rollout_ref.actor.calculate_sum_pi_squared=true");
+  VERL_CHECK(c.trainer.resume_mode != "resume_path" || c.trainer.resume_from_path.has_value(), "config",
              "trainer.resume_mode=resume_path needs trainer.resume_from_path (a global_step_N folder)");
   return c;
 }

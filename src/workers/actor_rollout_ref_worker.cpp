@@ -368,7 +368,6 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
   // actor.calculate_sum_pi_squared: also sum_v pi_v^2 per token (verl's, for the optimal token baselines).
   torch::Tensor sum_pi_squared;
   const bool with_sum_pi_squared = config_->actor_rollout_ref.actor.calculate_sum_pi_squared;
-  OnDevice on_device(actor_offload_, actor_state(), nullptr);
   auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true,
                                                         with_sum_pi_squared ? &sum_pi_squared : nullptr);
   protocol::TensorMap out = {{"old_log_probs", log_probs}, {"entropys", entropys}};
