@@ -108,13 +108,54 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionWithoutRolloutLogProbsIsAConfigError) 
       << run.result.err;
 }
 
-TEST(RolloutFeaturesE2E, PfPpoRunsWithGae) {
+// With the KL penalty in the reward, the recipe computes old and reference log-probs per generation batch before
+// filtering; seq_final_reward (scores less the penalty) is the metric.
+TEST(RolloutFeaturesE2E, FilterGroupsWithKlInRewardOnSeqFinalReward) {
+  TrainRun run = train("filter_groups_kl", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+                                            "algorithm.use_kl_in_reward=true", "algorithm.filter_groups.enable=true",
+                                            "algorithm.filter_groups.metric=seq_final_reward",
+                                            "algorithm.filter_groups.max_num_gen_batches=40"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  for (int64_t step : {1, 2}) {
+    EXPECT_GE(at(run.history, "train/num_gen_batches", step), 1.0) << step;
+    EXPECT_TRUE(std::isfinite(at(run.history, "actor/reward_kl_penalty", step))) << step;
+  }
+}
+
+// verl's bypass mode: the rollout's log-probs serve as the old ones (no old_log_prob pass) and the actor's
+// bypass_mode loss reports the rollout-correction metrics of the current policy against the rollout.
+TEST(RolloutFeaturesE2E, BypassModeSkipsTheOldLogProbPass) {
+  for (const std::string loss_type : {"ppo_clip", "reinforce"}) {
+    TrainRun run = train("bypass_" + loss_type,
+                         {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+                          "actor_rollout_ref.rollout.calculate_log_probs=true",
+                          "algorithm.rollout_correction.bypass_mode=true",
+                          "algorithm.rollout_correction.loss_type=" + loss_type,
+                          "algorithm.rollout_correction.rollout_is=sequence"});
+    ASSERT_EQ(run.result.exit_code, 0) << loss_type << ": " << run.result.err;
+    EXPECT_EQ(run.history.count("timing_s/old_log_prob"), 0u) << loss_type;
+    EXPECT_TRUE(std::isfinite(at(run.history, "actor/pg_loss", 2))) << loss_type;
+    EXPECT_LT(std::abs(at(run.history, "rollout_corr/kl", 1)), 1e-4) << loss_type;
+  }
+}
+
+// PF-PPO resamples the step's batch by reward weights before the update (the data metrics see the resampled
+// batch, as verl's). Step 1 generates the same responses with and without it; with pow weights |score|^2 a
+// zero-score response (weight 1e-8) is practically never drawn when any response scored, so the resampled
+// batch's minimum score is positive.
+TEST(RolloutFeaturesE2E, PfPpoResamplesByRewardAfterGae) {
+  TrainRun plain = train("pf_ppo_off", {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=4"});
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  ASSERT_GT(at(plain.history, "critic/score/max", 1), 0.0) << "no response scored: the check below would be vacuous";
+  ASSERT_EQ(at(plain.history, "critic/score/min", 1), 0.0);
   for (const std::string method : {"pow", "max_min", "max_random"}) {
-    TrainRun run = train("pf_ppo_" + method, {"algorithm.adv_estimator=gae", "algorithm.use_pf_ppo=true",
-                                         "algorithm.pf_ppo.reweight_method=" + method});
+    const std::string n = method == "pow" ? "4" : "1";  // the other two only need to run
+    TrainRun run = train("pf_ppo_" + method, {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=" + n,
+                                              "algorithm.use_pf_ppo=true", "algorithm.pf_ppo.reweight_method=" + method});
     ASSERT_EQ(run.result.exit_code, 0) << method << ": " << run.result.err;
     EXPECT_TRUE(std::isfinite(at(run.history, "actor/pg_loss", 2))) << method;
     EXPECT_TRUE(std::isfinite(at(run.history, "critic/vf_loss", 2))) << method;
+    if (method == "pow") EXPECT_GT(at(run.history, "critic/score/min", 1), 0.0);
   }
 }
 
