@@ -277,8 +277,9 @@ RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
   r.name = in.get_choice(p + ".name", {"hf", "vllm", "sglang"});
-  const double memory = in.get_double(p + ".gpu_memory_utilization");
-  VERL_CHECK(memory > 0 && memory <= 1, "config", p, ".gpu_memory_utilization must be in (0, 1], got ", memory);
+  r.gpu_memory_utilization = in.get_double(p + ".gpu_memory_utilization");
+  VERL_CHECK(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1, "config", p,
+             ".gpu_memory_utilization must be in (0, 1], got ", r.gpu_memory_utilization);
   r.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
   check_positive(r.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
   r.sampling = read_sampling(in, p);
@@ -400,6 +401,7 @@ void read_filter_groups(ConfigReader& in, FilterGroupsConfig& f) {
   f.max_num_gen_batches = in.get_int(p + ".max_num_gen_batches");
   f.max_inflight_gen_batches = in.get_int(p + ".max_inflight_gen_batches");
   check_positive(f.max_inflight_gen_batches, p + ".max_inflight_gen_batches");
+
 }
 
 AlgorithmConfig read_algorithm(ConfigReader& in) {
@@ -408,7 +410,6 @@ AlgorithmConfig read_algorithm(ConfigReader& in) {
   a.lam = in.get_double("algorithm.lam");
   a.adv_estimator = in.get_choice("algorithm.adv_estimator", supported_adv_estimators());
   a.norm_adv_by_std_in_grpo = in.get_bool("algorithm.norm_adv_by_std_in_grpo");
-  a.use_kl_in_reward = in.get_bool("algorithm.use_kl_in_reward");
   if (!in.get_node("algorithm.gdpo_reward_keys").is_null()) {
     a.gdpo_reward_keys = in.get_string_list("algorithm.gdpo_reward_keys");
   }
@@ -421,6 +422,7 @@ AlgorithmConfig read_algorithm(ConfigReader& in) {
   VERL_CHECK(a.gdpo_reward_weights.empty() || a.gdpo_reward_weights.size() == a.gdpo_reward_keys.size(), "config",
              "algorithm.gdpo_reward_weights has ", a.gdpo_reward_weights.size(), " entries for ",
              a.gdpo_reward_keys.size(), " algorithm.gdpo_reward_keys");
+  a.use_kl_in_reward = in.get_bool("algorithm.use_kl_in_reward");
   a.kl_penalty = in.get_choice("algorithm.kl_penalty", supported_kl_penalties());
   a.kl_ctrl.type = in.get_choice("algorithm.kl_ctrl.type", {"fixed", "adaptive"});
   a.kl_ctrl.kl_coef = in.get_double("algorithm.kl_ctrl.kl_coef");

@@ -8,6 +8,7 @@
 #include "verl/common/error.h"
 #include "verl/model/decode_attention.h"
 #include "verl/model/decode_kernels.h"
+#include "verl/model/fused_log_probs.h"
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/parallel/tensor_parallel.h"
 #include "verl/model/mixed_precision.h"
@@ -398,11 +399,15 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
     if (with_entropy) out.entropy = parallel_out.entropy;
     return out;
   }
-  auto logits = model->logits(hidden).to(torch::kFloat32) / temperature;
-  out.log_probs = token_log_probs(logits, responses, 1.0);
-  if (with_entropy) out.entropy = entropy_from_logits(logits);
-  // sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z)) (verl's calculate_sum_pi_squared_from_logits)
+  // One autograd node over the logits in their own dtype (model/fused_log_probs.h): no fp32 vocabulary-wide
+  // copies kept for backward.
+  const torch::Tensor raw_logits = model->logits(hidden);
+  auto fused = fused_log_probs(raw_logits, responses.to(raw_logits.device()), temperature, with_entropy);
+  out.log_probs = fused.log_probs;
+  if (with_entropy) out.entropy = fused.entropy;
   if (with_sum_pi_squared) {
+    // sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z)) (verl's calculate_sum_pi_squared_from_logits)
+    const auto logits = raw_logits.to(torch::kFloat32) / temperature;
     out.sum_pi_squared = torch::exp(torch::logsumexp(2.0 * logits, -1) - 2.0 * torch::logsumexp(logits, -1));
   }
   return out;

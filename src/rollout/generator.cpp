@@ -35,6 +35,7 @@ SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout,
   p.eos_token_ids = std::move(eos_token_ids);
   p.pad_token_id = pad_token_id;
   p.seed = seed;
+  p.gpu_memory_utilization = rollout.gpu_memory_utilization;
   return p;
 }
 
@@ -158,8 +159,87 @@ std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<i
   return {ids, mask};
 }
 
+namespace {
+GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& prompts,
+                                   const torch::Tensor& prompt_mask, const SamplingParams& params);
+}  // namespace
+
+int64_t prompts_per_pass(const model::CausalLM& model, int64_t prompt_length, const SamplingParams& params,
+                         int64_t budget_bytes) {
+  const auto& c = model->config;
+  const int64_t element = static_cast<int64_t>(model->model->embed_tokens->weight.element_size());
+  // K and V of every layer, this rank's KV heads (model::CausalLMImpl::make_cache), for each of the n samples.
+  const int64_t per_prompt = params.n * (prompt_length + params.max_response_length) * c.num_hidden_layers * 2 *
+                             (c.num_key_value_heads / model->tp.size()) * c.head_dim * element;
+  const int64_t fit = budget_bytes > 0 ? budget_bytes / per_prompt : 0;
+  VERL_CHECK(fit >= 1, kComponent, "actor_rollout_ref.rollout.gpu_memory_utilization leaves ",
+             static_cast<double>(std::max<int64_t>(budget_bytes, 0)) / (1 << 20), " MiB for the KV cache, but one prompt's ",
+             params.n, " sample(s) of ", prompt_length, " + ", params.max_response_length, " positions need ",
+             static_cast<double>(per_prompt) / (1 << 20), " MiB: raise gpu_memory_utilization or shorten the sequences");
+  return fit;
+}
+
+GenerationOutput generate_in_passes(model::CausalLM& model, const torch::Tensor& prompts,
+                                    const torch::Tensor& prompt_mask, const SamplingParams& params,
+                                    int64_t prompts_per_pass) {
+  VERL_CHECK(prompts_per_pass >= 1, kComponent, "prompts per pass must be at least 1, got ", prompts_per_pass);
+  const int64_t B = prompts.size(0);
+  if (prompts_per_pass >= B) return generate_one_pass(model, prompts, prompt_mask, params);
+  std::vector<GenerationOutput> passes;
+  SamplingParams pass_params = params;
+  for (int64_t start = 0; start < B; start += prompts_per_pass) {
+    const int64_t count = std::min(prompts_per_pass, B - start);
+    pass_params.seed = params.seed + static_cast<uint64_t>(passes.size());  // each pass its own stream
+    passes.push_back(generate_one_pass(model, prompts.narrow(0, start, count), prompt_mask.narrow(0, start, count),
+                                       pass_params));
+  }
+  GenerationOutput out;
+  auto cat = [&](torch::Tensor GenerationOutput::*field) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& pass : passes) {
+      if ((pass.*field).defined()) parts.push_back(pass.*field);
+    }
+    out.*field = parts.empty() ? torch::Tensor() : torch::cat(parts, 0);
+  };
+  for (auto field : {&GenerationOutput::prompts, &GenerationOutput::responses, &GenerationOutput::input_ids,
+                     &GenerationOutput::attention_mask, &GenerationOutput::position_ids,
+                     &GenerationOutput::response_mask, &GenerationOutput::rollout_log_probs}) {
+    cat(field);
+  }
+  for (const auto& pass : passes) {
+    out.response_lengths.insert(out.response_lengths.end(), pass.response_lengths.begin(), pass.response_lengths.end());
+    out.prefill_seconds += pass.prefill_seconds;
+    out.prefill_cpu_seconds += pass.prefill_cpu_seconds;
+    out.decode_seconds += pass.decode_seconds;
+    out.decode_cpu_seconds += pass.decode_cpu_seconds;
+    out.decode_steps += pass.decode_steps;
+  }
+  return out;
+}
+
 GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,
                           const SamplingParams& params) {
+  const auto device = model->model->embed_tokens->weight.device();
+  if (!device.is_cuda() || params.gpu_memory_utilization <= 0 || prompts.dim() != 2) {
+    return generate_one_pass(model, prompts, prompt_mask, params);
+  }
+  // What this process may still fill: its share of the device, less what it holds now (weights, optimizer state).
+  const int index = device.index();
+  const double share = params.gpu_memory_utilization * static_cast<double>(runtime::cuda_device_info(index).total_memory_bytes);
+  const int64_t budget = static_cast<int64_t>(share) - runtime::cuda_memory_in_use(index);
+  int64_t per_pass = prompts_per_pass(model, prompts.size(1), params, budget);
+  if (model->tp.active()) {
+    // The TP ranks of one copy must decode in lockstep: all take the smallest pass.
+    torch::Tensor negated = torch::tensor({-per_pass}, torch::kInt64);
+    model->tp.comm->all_reduce(negated, parallel::ReduceOp::Max);
+    per_pass = -negated.item<int64_t>();
+  }
+  return generate_in_passes(model, prompts, prompt_mask, params, per_pass);
+}
+
+namespace {
+GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& prompts,
+                                   const torch::Tensor& prompt_mask, const SamplingParams& params) {
   VERL_CHECK(prompts.dim() == 2 && prompt_mask.sizes() == prompts.sizes(), kComponent,
              "prompts and prompt_mask must both be [batch, prompt_length]");
   VERL_CHECK(params.n >= 1, kComponent, "n must be at least 1, got ", params.n);
@@ -279,5 +359,6 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   out.decode_steps = decode_steps;
   return out;
 }
+}  // namespace
 
 }  // namespace verl::rollout

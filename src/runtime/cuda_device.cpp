@@ -42,6 +42,13 @@ CudaMemoryPeak cuda_memory_peak(int index) {
   return {stats.allocated_bytes[aggregate].peak, stats.reserved_bytes[aggregate].peak};
 }
 
+int64_t cuda_memory_in_use(int index) {
+  check_index(index);
+  using c10::CachingDeviceAllocator::StatType;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current;
+}
+
 void cuda_reset_memory_peak(int index) {
   check_index(index);
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));

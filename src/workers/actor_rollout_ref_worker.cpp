@@ -17,6 +17,7 @@
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
+#include "verl/parallel/nccl_comm.h"
 #include "verl/workers/weight_sync.h"
 #include "verl/workers/worker_device.h"
 #include "verl/model/hf_config.h"
@@ -237,24 +238,33 @@ LRScheduler& ActorRolloutRefWorker::lr_scheduler() {
   return *lr_scheduler_;
 }
 
+std::vector<torch::Tensor> ActorRolloutRefWorker::actor_state() const {
+  if (actor_module_.is_empty()) return {};
+  return actor_sharded_ ? actor_sharded_->shards() : actor_module_->parameters();
+}
+std::vector<torch::Tensor> ActorRolloutRefWorker::ref_state() const {
+  if (ref_module_.is_empty()) return {};
+  return ref_sharded_ ? ref_sharded_->shards() : ref_module_->parameters();
+}
+
 DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   const auto& arr = config_->actor_rollout_ref;
   const std::string path = expand_home(arr.model.path);
   VERL_CHECK(fs::is_directory(path), kComponent, "actor_rollout_ref.model.path '", path,
              "' is not a folder (an HF model folder with config.json and safetensors weights)");
   device_ = worker_device(config_->trainer, rank());
-  if (device_.is_cuda()) {
-    const auto& actor_fsdp = actor_cfg_.fsdp_config;
-    const auto& mg = actor_cfg_.megatron;
-    VERL_CHECK(!(is_actor_ && (actor_fsdp.param_offload || actor_fsdp.optimizer_offload)) &&
-                   !(is_ref_ && arr.ref.fsdp_config.param_offload) &&
-                   !(tp_size_ > 1 && (mg.param_offload || mg.grad_offload || mg.optimizer_offload ||
-                                      arr.ref.megatron.param_offload)),
-               kComponent, "fsdp_config / megatron param_offload, grad_offload and optimizer_offload on a CUDA device "
-               "are not implemented (actor_rollout_ref.actor / ref); on the CPU everything is in host memory already");
+  // The offload keys of the strategy in use (megatron's under tensor parallelism, fsdp_config's otherwise).
+  const auto& mg = actor_cfg_.megatron;
+  if (actor_cfg_.strategy == "megatron") {
+    actor_offload_ = OffloadPolicy{device_, mg.param_offload, mg.grad_offload, mg.optimizer_offload};
+    ref_offload_ = OffloadPolicy{device_, arr.ref.megatron.param_offload, false, false};
+  } else {
+    const auto& fsdp = actor_cfg_.fsdp_config;
+    actor_offload_ = OffloadPolicy{device_, fsdp.param_offload, fsdp.param_offload, fsdp.optimizer_offload};
+    ref_offload_ = OffloadPolicy{device_, arr.ref.fsdp_config.param_offload, false, false};
   }
   const ParallelLayout layout =
-      make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+      make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", device_);
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
   if (is_actor_ || is_rollout_) {
@@ -295,6 +305,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     ref_policy_->fully_sharded = ref_sharded_;
     ref_policy_->param_dtype = resolved_precision(arr.ref.fsdp_config.param_dtype, device_);
   }
+  // Offloaded state rests in host memory from now on (verl offloads right after building the model).
+  if (is_actor_) actor_offload_.rest(actor_state(), optimizer_.get());
+  if (is_ref_) ref_offload_.rest(ref_state(), nullptr);
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
   initialised_ = true;
@@ -325,6 +338,9 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   VERL_CHECK(prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"), kComponent,
              "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
   actor_module_->eval();
+  // The hybrid engine's rollout uses the actor's weights: brought in when they rest offloaded.
+  std::optional<OnDevice> on_device;
+  if (is_actor_) on_device.emplace(actor_offload_, actor_state(), nullptr);
   // Generation runs on the whole model (FSDP's summon_full_params before vLLM's weight sync).
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
@@ -368,6 +384,7 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
   // actor.calculate_sum_pi_squared: also sum_v pi_v^2 per token (verl's, for the optimal token baselines).
   torch::Tensor sum_pi_squared;
   const bool with_sum_pi_squared = config_->actor_rollout_ref.actor.calculate_sum_pi_squared;
+  OnDevice on_device(actor_offload_, actor_state(), nullptr);
   auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true,
                                                         with_sum_pi_squared ? &sum_pi_squared : nullptr);
   protocol::TensorMap out = {{"old_log_probs", log_probs}, {"entropys", entropys}};
@@ -386,6 +403,7 @@ DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
   in.meta_info["use_dynamic_bsz"] = arr.ref.log_prob_use_dynamic_bsz;
   in.meta_info["max_token_len"] = arr.ref.log_prob_max_token_len_per_gpu;
   if (arr.ref.log_prob_micro_batch_size_per_gpu) in.meta_info["micro_batch_size"] = *arr.ref.log_prob_micro_batch_size_per_gpu;
+  OnDevice on_device(ref_offload_, ref_state(), nullptr);
   auto lp = ref_policy_->compute_log_prob(in, /*calculate_entropy=*/false).first;
   return DataProto::from_dict({{"ref_log_prob", lp}});
 }
@@ -399,6 +417,7 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
              "(docs/distributed.md)");
   const auto start = std::chrono::steady_clock::now();
+  OnDevice on_device(actor_offload_, actor_state(), optimizer_.get());
   Json metrics = actor_->update_policy(data);
   // verl logs the LR this update used, then steps the schedule once per training step.
   metrics["actor/lr"] = Json::array({lr_scheduler_->last_lr()});
@@ -417,6 +436,8 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
              "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
   const auto& sync = context().weight_sync;
+  std::optional<OnDevice> on_device;
+  if (is_actor_) on_device.emplace(actor_offload_, actor_state(), nullptr);
   // Under ZeRO-3 every actor rank joins the gather; rank 0 then holds the whole model.
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
@@ -424,7 +445,9 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   VERL_CHECK(sync != nullptr, kComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
              ": this worker has no weight-sync communicator (the transport made none)");
   VERL_CHECK((sync->rank() == 0) == is_actor_, kComponent, "the weight-sync communicator's rank 0 must be actor rank 0");
-  broadcast_weights(*sync, actor_module_);
+  // On GPUs the weights go device to device over NCCL, made at the first sync (every member syncs together).
+  if (!weight_sync_on_device_) weight_sync_on_device_ = parallel::device_comm(sync, device_);
+  broadcast_weights(*weight_sync_on_device_, actor_module_);
   return DataProto();
 }
 

@@ -124,15 +124,16 @@ DataProto CriticWorker::init_model(const DataProto&) {
   VERL_CHECK(fs::is_directory(model_path_), kComponent, "critic.model.path '", model_path_,
              "' is not a model folder (config.json + safetensors weights)");
   const torch::Device device = worker_device(config_->trainer, rank());
+  const auto& mg = config_->critic.megatron;
   const auto& critic_fsdp = config_->critic.model.fsdp_config;
-  VERL_CHECK(!device.is_cuda() || !(critic_fsdp.param_offload || critic_fsdp.optimizer_offload), kComponent,
-             "critic.model.fsdp_config param_offload / optimizer_offload on a CUDA device are not implemented yet; "
-             "on the CPU everything is in host memory already");
+  offload_ = config_->critic.strategy == "megatron" ? OffloadPolicy{device, mg.param_offload, mg.grad_offload, mg.optimizer_offload}
+                          : OffloadPolicy{device, critic_fsdp.param_offload, critic_fsdp.param_offload,
+                                          critic_fsdp.optimizer_offload};
   model::LoadOptions options;
   options.head = model::HeadKind::Value;
   options.dtype = torch::kFloat32;
   options.value_head_seed = value_head_seed();
-  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size");
+  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size", device);
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
@@ -156,6 +157,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
                                                                       layout.dp));
   }
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
+  offload_.rest(state(), optimizer_.get());
   return DataProto();
 }
 
@@ -169,8 +171,13 @@ LRScheduler& CriticWorker::lr_scheduler() {
   return *lr_scheduler_;
 }
 
+std::vector<torch::Tensor> CriticWorker::state() const {
+  return fully_sharded_ ? fully_sharded_->shards() : (*module_)->parameters();
+}
+
 DataProto CriticWorker::compute_values(const DataProto& data) {
   require_initialized("compute_values");
+  OnDevice on_device(offload_, state(), nullptr);
   return DataProto::from_dict({{"values", critic_->compute_values(data)}});
 }
 
@@ -180,6 +187,7 @@ DataProto CriticWorker::update_critic(const DataProto& data) {
   const auto start = std::chrono::steady_clock::now();
   // The LR this update runs with (verl reads get_last_lr() before stepping the scheduler).
   const double lr = optimizer_->param_groups().at(0).options().get_lr();
+  OnDevice on_device(offload_, state(), optimizer_.get());
   MetricLists metrics = critic_->update_critic(data);
   metrics["critic/lr"] = {lr};
   lr_scheduler_->step();

@@ -1,6 +1,7 @@
 #include "verl/workers/parallel_layout.h"
 
 #include "verl/common/error.h"
+#include "verl/parallel/nccl_comm.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::workers {
@@ -17,18 +18,19 @@ single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_s
 }
 
 ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
-                                    const std::string& key) {
+                                    const std::string& key, const torch::Device& device) {
   data_parallel_size(context.world_size, tp_size, key);
   ParallelLayout layout;
+  std::shared_ptr<parallel::Comm> group = parallel::device_comm(context.comm, device);
   if (tp_size == 1) {
-    layout.dp = context.comm;
+    layout.dp = group;
     layout.dp_rank = context.rank;
     return layout;
   }
   VERL_CHECK(context.comm != nullptr, "worker", key, "=", tp_size, " needs a communicator between the worker group's ",
              context.world_size, " ranks, which the in-process transport does not provide; launch with mpirun "
              "(docs/distributed.md)");
-  auto split = parallel::tensor_parallel_mesh(context.comm, static_cast<int>(tp_size));
+  auto split = parallel::tensor_parallel_mesh(group, static_cast<int>(tp_size));
   layout.tp = model::TensorParallelGroup{split.tp};
   layout.dp = split.dp;
   layout.dp_rank = split.dp_rank;

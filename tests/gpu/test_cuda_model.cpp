@@ -14,6 +14,8 @@
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
+#include "verl/runtime/cuda_device.h"
+#include "verl/common/error.h"
 #include "verl/workers/dp_actor.h"
 #include "verl/workers/optimizer.h"
 
@@ -150,6 +152,33 @@ TEST(CudaRollout, GreedyDecodeInFp32GivesTheCpuTokens) {
     EXPECT_TRUE(torch::equal(on_gpu.attention_mask.cpu(), on_cpu.attention_mask)) << static_cast<int>(arch);
     EXPECT_LT(relative_error(on_gpu.rollout_log_probs, on_cpu.rollout_log_probs), 1e-5) << static_cast<int>(arch);
   }
+}
+
+// rollout.gpu_memory_utilization on the device: a share that leaves room for 2.5 prompts' KV caches beyond what
+// the process holds makes generate() run passes of 2 prompts, with the one-pass tokens (greedy).
+TEST(CudaRollout, GpuMemoryUtilizationSplitsTheBatchIntoPasses) {
+  REQUIRE_CUDA_DEVICE();
+  torch::NoGradGuard no_grad;
+  const torch::Device cuda(torch::kCUDA, 0);
+  CausalLM cpu = tiny_model(Arch::Qwen2);
+  auto gpu = copy_to(cpu, Arch::Qwen2, HeadKind::LM, cuda, torch::kFloat32);
+  auto [prompts, mask] = rollout::left_pad({{3, 14, 15}, {9, 26, 5, 35, 8}, {7}, {1, 2}, {4, 4, 4}}, 39);
+  rollout::SamplingParams params;
+  params.do_sample = false;
+  params.n = 2;
+  params.max_response_length = 12;
+  params.pad_token_id = 39;
+  const auto whole = rollout::generate(gpu, prompts, mask, params);  // no share given: one pass
+  const auto& c = gpu->config;
+  const double per_prompt = 2.0 * (prompts.size(1) + 12) * c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * 4;
+  const double total = static_cast<double>(runtime::cuda_device_info(0).total_memory_bytes);
+  params.gpu_memory_utilization = (static_cast<double>(runtime::cuda_memory_in_use(0)) + 2.5 * per_prompt) / total;
+  const auto passes = rollout::generate(gpu, prompts, mask, params);
+  EXPECT_TRUE(torch::equal(passes.responses.cpu(), whole.responses.cpu()));
+  EXPECT_TRUE(torch::equal(passes.attention_mask.cpu(), whole.attention_mask.cpu()));
+  EXPECT_EQ(passes.decode_steps, 3 * whole.decode_steps);  // 3 passes (2 + 2 + 1 prompts) of 11 steps each
+  params.gpu_memory_utilization = static_cast<double>(runtime::cuda_memory_in_use(0)) / total;  // nothing left
+  EXPECT_THROW(rollout::generate(gpu, prompts, mask, params), Error);
 }
 
 // The decode step as a CUDA graph (the default on a device) against the eager step (VERL_CUDA_GRAPHS=0), which

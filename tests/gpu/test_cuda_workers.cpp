@@ -55,11 +55,12 @@ void merge(DataProto& batch, const DataProto& out) {
 struct StepResult {
   DataProto batch;
   nlohmann::json actor_metrics, critic_metrics;
+  std::string actor_rests_on, critic_rests_on;  // the parameters' device after the step
 };
 
 // One step in verl's order on `device`; grpo: no critic, GRPO advantages.
 StepResult run_step(const std::string& model_dir, const std::string& device, bool grpo,
-                    const std::vector<std::string>& extra) {
+                    const std::vector<std::string>& extra, int updates = 1) {
   std::vector<std::string> overrides = {"trainer.device=" + device,
                                         "trainer.n_gpus_per_node=1",
                                         "critic.model.path=" + model_dir,
@@ -105,10 +106,12 @@ StepResult run_step(const std::string& model_dir, const std::string& device, boo
     r.batch.batch["advantages"] = adv.first;
     r.batch.batch["returns"] = adv.second;
     r.batch.meta_info["multi_turn"] = false;
-    r.critic_metrics = critic->update_critic(r.batch).meta_info["metrics"];
+    for (int u = 0; u < updates; ++u) r.critic_metrics = critic->update_critic(r.batch).meta_info["metrics"];
+    r.critic_rests_on = critic->module()->parameters()[0].device().str();
   }
   r.batch.meta_info["multi_turn"] = false;
-  r.actor_metrics = actor.update_actor(r.batch).meta_info["metrics"];
+  for (int u = 0; u < updates; ++u) r.actor_metrics = actor.update_actor(r.batch).meta_info["metrics"];
+  r.actor_rests_on = actor.actor_module()->parameters()[0].device().str();
   return r;
 }
 
@@ -152,6 +155,30 @@ TEST(CudaWorkers, GrpoStepInFp32EqualsTheCpuStep) {
   EXPECT_TRUE(torch::equal(gpu.batch.tensor("responses"), cpu.batch.tensor("responses")));
   EXPECT_LT(relative_error(gpu.batch.tensor("old_log_probs"), cpu.batch.tensor("old_log_probs")), 1e-5);
   expect_metrics_near(gpu.actor_metrics, cpu.actor_metrics, 1e-4, "actor");
+}
+
+// The offload keys on the device: parameters and AdamW moments rest in host memory between phases and come back
+// for each phase bit for bit, so two PPO steps (the second update steps moments that were offloaded after the
+// first) give exactly the metrics of the same steps without offload.
+TEST(CudaWorkers, OffloadKeysRestStateOnTheHostAndChangeNoBit) {
+  REQUIRE_CUDA_DEVICE();
+  const std::string dir = make_tiny_model(make_temp_dir("cuda_offload") + "/model");
+  std::vector<std::string> offload = kFp32OnTheDevice;
+  for (const char* key : {"actor_rollout_ref.actor.fsdp_config.param_offload=true",
+                          "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true",
+                          "actor_rollout_ref.ref.fsdp_config.param_offload=true",
+                          "critic.model.fsdp_config.param_offload=true", "critic.model.fsdp_config.optimizer_offload=true"}) {
+    offload.push_back(key);
+  }
+  const StepResult kept = run_step(dir, "cuda", false, kFp32OnTheDevice, /*updates=*/2);
+  const StepResult moved = run_step(dir, "cuda", false, offload, /*updates=*/2);
+  EXPECT_EQ(kept.actor_rests_on, "cuda:0");
+  EXPECT_EQ(moved.actor_rests_on, "cpu");
+  EXPECT_EQ(moved.critic_rests_on, "cpu");
+  EXPECT_TRUE(torch::equal(moved.batch.tensor("responses"), kept.batch.tensor("responses")));
+  EXPECT_TRUE(torch::equal(moved.batch.tensor("old_log_probs"), kept.batch.tensor("old_log_probs")));
+  expect_metrics_near(moved.actor_metrics, kept.actor_metrics, 0.0, "actor");
+  expect_metrics_near(moved.critic_metrics, kept.critic_metrics, 0.0, "critic");
 }
 
 // verl's GPU defaults: the rollout samples from a bf16 copy of the weights, the actor recomputes log-probs under

@@ -18,10 +18,12 @@ struct ModelBatch {
   torch::Tensor input_ids, attention_mask, position_ids, responses;
 };
 
-// Log-probs (temperature 0.7) and entropy of the responses weighted by fixed numbers, in fp64.
+// Log-probs (temperature 0.7) and entropy of the responses weighted by fixed numbers, in fp64, on their device.
 inline torch::Tensor weighted_log_prob_loss(model::CausalLM& m, const ModelBatch& b) {
   auto out = model::response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
-  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(), torch::kFloat64).view(out.log_probs.sizes());
+  auto w = torch::linspace(-1.0, 1.0, out.log_probs.numel(),
+                           torch::TensorOptions().dtype(torch::kFloat64).device(out.log_probs.device()))
+               .view(out.log_probs.sizes());
   return (out.log_probs.to(torch::kFloat64) * w).sum() + 0.3 * out.entropy.to(torch::kFloat64).sum();
 }
 

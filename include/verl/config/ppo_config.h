@@ -158,6 +158,9 @@ struct SamplingConfig {
 
 struct RolloutConfig {
   std::string name;
+  // The share of a CUDA device's memory the rollout may fill (weights, activations and KV cache, as vLLM's);
+  // a batch whose KV cache does not fit is generated in passes of as many prompts as fit. No effect on the CPU.
+  double gpu_memory_utilization = 0.5;
   int64_t tensor_model_parallel_size = 1;  // the actor's under megatron (it generates on the actor's slices)
   SamplingConfig sampling;     // temperature, top_k, top_p, n, do_sample
   int64_t prompt_length = 0;
@@ -257,11 +260,11 @@ struct AlgorithmConfig {
   double lam = 1.0;
   std::string adv_estimator;
   bool norm_adv_by_std_in_grpo = true;
+  std::vector<std::string> gdpo_reward_keys;  // gdpo: the reward's extra-info keys of its components (null: none)
+  std::vector<double> gdpo_reward_weights;    // gdpo: one weight per key (null: 1 each)
   bool use_kl_in_reward = false;
   std::string kl_penalty;
   KLControlConfig kl_ctrl;
-  std::vector<std::string> gdpo_reward_keys;  // gdpo: the reward's extra-info keys of its components (null: none)
-  std::vector<double> gdpo_reward_weights;    // gdpo: one weight per key (null: 1 each)
   RolloutCorrectionConfig rollout_correction;
   FilterGroupsConfig filter_groups;
   bool use_pf_ppo = false;

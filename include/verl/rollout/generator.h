@@ -27,6 +27,9 @@ struct SamplingParams {
   bool ignore_eos = false;  // generate max_response_length tokens; every one counts in the masks
   bool calculate_log_probs = false;
   uint64_t seed = 0;
+  // rollout.gpu_memory_utilization: on a CUDA device, the share of its memory this process may fill; the prompts
+  // whose KV cache fits in what is left go through one pass at a time. 0: no limit (and always on the CPU).
+  double gpu_memory_utilization = 0;
 
   bool greedy() const { return !do_sample || temperature == 0.0; }
 };
@@ -64,6 +67,18 @@ torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& gener
 // prompts [B, P] left-padded, prompt_mask [B, P] (1 = real token; each row needs at least one).
 GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,
                           const SamplingParams& params);
+
+// The same in passes of at most `prompts_per_pass` prompts (each with its n samples), one KV cache at a time,
+// outputs concatenated in prompt order. generate() calls it with what gpu_memory_utilization allows; greedy
+// decoding gives the one-pass tokens (sampling draws the same stream in another order).
+GenerationOutput generate_in_passes(model::CausalLM& model, const torch::Tensor& prompts,
+                                    const torch::Tensor& prompt_mask, const SamplingParams& params,
+                                    int64_t prompts_per_pass);
+
+// How many prompts' KV caches (n rows of prompt_length + max_response_length positions each) fit in
+// `budget_bytes`; an error naming rollout.gpu_memory_utilization when not even one does.
+int64_t prompts_per_pass(const model::CausalLM& model, int64_t prompt_length, const SamplingParams& params,
+                         int64_t budget_bytes);
 
 // Left-pads ragged prompts to the longest one (or to `prompt_length` when larger) with pad_id.
 std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id,

@@ -32,6 +32,8 @@ struct CudaMemoryPeak {
 };
 CudaMemoryPeak cuda_memory_peak(int index);
 void cuda_reset_memory_peak(int index);
+// Bytes in live tensors on device `index` now (the caching allocator's current allocated_bytes).
+int64_t cuda_memory_in_use(int index);
 
 // Waits for the work queued on `device` (its current stream); nothing for a CPU device.
 void synchronize(const torch::Device& device);

@@ -40,6 +40,7 @@
 #include "verl/config/ppo_config.h"
 #include "verl/model/transformer.h"
 #include "verl/single_controller/worker.h"
+#include "verl/workers/state_offload.h"
 #include "verl/workers/dp_actor.h"
 #include "verl/workers/optimizer.h"
 
@@ -87,6 +88,11 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;
+  std::shared_ptr<parallel::Comm> weight_sync_on_device_;  // context().weight_sync, over NCCL on a GPU
+  // The offload keys (workers/state_offload.h): where the actor's and the ref's state rest between phases.
+  OffloadPolicy actor_offload_, ref_offload_;
+  std::vector<torch::Tensor> actor_state() const;  // the actor's parameters, or its ZeRO-3 shards
+  std::vector<torch::Tensor> ref_state() const;
 
   model::CausalLM actor_module_{nullptr};
   model::CausalLM ref_module_{nullptr};

@@ -20,6 +20,7 @@
 
 #include "verl/config/ppo_config.h"
 #include "verl/single_controller/worker.h"
+#include "verl/workers/state_offload.h"
 #include "verl/workers/dp_critic.h"
 #include "verl/workers/optimizer.h"
 
@@ -55,6 +56,8 @@ class CriticWorker : public single_controller::Worker {
   std::string tokenizer_path_;
   std::unique_ptr<model::CausalLM> module_;
   std::shared_ptr<model::FullyShardedModel> fully_sharded_;  // ZeRO-3 (fsdp_config.reshard_after_forward)
+  OffloadPolicy offload_;  // where the parameters and AdamW moments rest between phases (workers/state_offload.h)
+  std::vector<torch::Tensor> state() const;  // the parameters, or the ZeRO-3 shards
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<LRScheduler> lr_scheduler_;
   std::unique_ptr<DataParallelPPOCritic> critic_;

@@ -29,10 +29,11 @@ int64_t data_parallel_size(int64_t world_size, int64_t tp_size, const std::strin
 // communicator exists, so a worker registers it in its constructor.
 single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_size);
 
-// Collective over the group's communicator when tp_size > 1 (the split); the whole group otherwise. A
-// tensor-parallel group without a communicator is an error naming `key` (the in-process transport has none:
-// launch with mpirun).
+// Collective over the group's communicator when tp_size > 1 (the split); the whole group otherwise. On a CUDA
+// `device` the group's collectives run over NCCL (parallel::device_comm, collective too), so gradients, shards
+// and TP activations never leave the GPU. A tensor-parallel group without a communicator is an error naming
+// `key` (the in-process transport has none: launch with mpirun).
 ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
-                                    const std::string& key);
+                                    const std::string& key, const torch::Device& device);
 
 }  // namespace verl::workers

@@ -119,6 +119,42 @@ TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
   EXPECT_EQ(all.response_mask.sum().item<int64_t>(), B * R);
 }
 
+// rollout.gpu_memory_utilization's passes: greedy generation in passes of 1 and 3 prompts (n = 2, rows stopping at
+// eos) gives the one-pass batch exactly, field by field; the pass size is what the budget holds, and a budget
+// below one prompt's cache is an error naming the key.
+TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
+  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  SamplingParams p;
+  p.do_sample = false;
+  p.n = 2;
+  p.max_response_length = 6;
+  p.pad_token_id = kPad;
+  p.calculate_log_probs = true;
+  p.eos_token_ids = {generate(m, prompts, mask, p).responses[0][1].item<int64_t>()};
+  const GenerationOutput whole = generate(m, prompts, mask, p);
+  for (int64_t per_pass : {1, 3}) {
+    const GenerationOutput parts = generate_in_passes(m, prompts, mask, p, per_pass);
+    EXPECT_TRUE(torch::equal(parts.prompts, whole.prompts)) << per_pass;
+    EXPECT_TRUE(torch::equal(parts.responses, whole.responses)) << per_pass;
+    EXPECT_TRUE(torch::equal(parts.attention_mask, whole.attention_mask)) << per_pass;
+    EXPECT_TRUE(torch::equal(parts.position_ids, whole.position_ids)) << per_pass;
+    EXPECT_TRUE(torch::equal(parts.response_mask, whole.response_mask)) << per_pass;
+    EXPECT_TRUE(torch::allclose(parts.rollout_log_probs, whole.rollout_log_probs, 0, 1e-6)) << per_pass;
+    EXPECT_EQ(parts.response_lengths, whole.response_lengths) << per_pass;
+  }
+  EXPECT_LT(whole.response_mask.sum().item<int64_t>(), 8 * 6);  // some row stopped at eos
+  // fp32 cache: 2 layers x (K, V) x 2 heads x 8 dims x 4 bytes = 256 bytes a position; a prompt is n x (P + R).
+  const int64_t per_prompt = 2 * (prompts.size(1) + 6) * 256;
+  EXPECT_EQ(prompts_per_pass(m, prompts.size(1), p, 3 * per_prompt + 1), 3);
+  try {
+    prompts_per_pass(m, prompts.size(1), p, per_prompt - 1);
+    FAIL() << "a budget below one prompt must be an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu_memory_utilization"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Generator, SampledTokensWithLogProbsMatchFullForward) {
   CausalLM m = tiny_model(model::Arch::Llama, 8);
   auto [prompts, mask] = left_pad(kPrompts, kPad);
