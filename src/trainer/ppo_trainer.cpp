@@ -13,6 +13,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
+#include "verl/algo/rollout_debug_metrics.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/parallel/comm.h"
@@ -385,6 +386,14 @@ void PPOTrainer::compute_old_log_prob(DataProto& batch, MetricMap& metrics, Metr
           .item<double>();
   old_log_prob.batch.erase("entropys");
   union_tensors(batch, old_log_prob);
+  if (batch.has_tensor("rollout_log_probs")) {  // verl's calculate_debug_metrics: rollout vs actor probabilities
+    const int64_t response_length = batch.tensor("responses").size(1);
+    for (const auto& [key, value] : algo::compute_rollout_probs_diff_metrics(
+             batch.tensor("old_log_probs"), batch.tensor("rollout_log_probs"),
+             batch.tensor("response_mask").slice(1, -response_length))) {
+      metrics[key] = value;
+    }
+  }
 }
 
 // token_level_scores (+ the reward's extra columns) and token_level_rewards (the scores, less the KL penalty

@@ -94,6 +94,10 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionLogsVerlMetrics) {
     EXPECT_LT(std::abs(at(run.history, "rollout_corr/kl", step)), 1e-4) << step;
     EXPECT_NEAR(at(run.history, "rollout_corr/rollout_is_mean", step), 1.0, 1e-3) << step;
     EXPECT_EQ(at(run.history, "rollout_corr/rollout_rs_masked_fraction", step), 0.0) << step;
+    // verl's calculate_debug_metrics: the two probabilities agree and correlate.
+    EXPECT_EQ(at(run.history, "training/rollout_probs_diff_valid", step), 1.0) << step;
+    EXPECT_LT(at(run.history, "training/rollout_probs_diff_max", step), 1e-4) << step;
+    EXPECT_GT(at(run.history, "training/rollout_actor_probs_pearson_corr", step), 0.999) << step;
     for (const char* key : {"rollout_corr/training_ppl", "rollout_corr/rollout_ppl", "rollout_corr/chi2_token",
                             "rollout_corr/rollout_is_eff_sample_size", "rollout_corr/rollout_rs_token_k1_mean"}) {
       EXPECT_TRUE(std::isfinite(at(run.history, key, step))) << key;

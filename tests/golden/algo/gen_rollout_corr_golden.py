@@ -20,6 +20,7 @@ import verl_oracle  # noqa: E402
 rc = verl_oracle.load_verl("verl.trainer.ppo.rollout_corr_helper")
 core_algos = verl_oracle.load_verl("verl.trainer.ppo.core_algos")
 protocol = verl_oracle.load_verl("verl.protocol")
+debug_metrics = verl_oracle.load_verl("verl.utils.debug.metrics")
 
 FORMAT_VERSION = 1
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rollout_corr_golden.json")
@@ -133,6 +134,17 @@ def main():
             if w is not None:
                 entry["rollout_is_weights"] = L(w.batch["rollout_is_weights"])
             cases["pipeline"].append(entry)
+        # calculate_debug_metrics (the trainer's training/rollout_probs_diff_*), on the whole batch and on a
+        # batch with a single valid token (std NaN) and none (valid 0, NaN).
+        one = torch.zeros_like(mask)
+        one[0, 0] = 1
+        cases["debug"] = []
+        for m in [mask, one, torch.zeros_like(mask)]:
+            data = protocol.DataProto.from_dict(tensors={"rollout_log_probs": rollout, "old_log_probs": old,
+                                                         "response_mask": m, "responses": torch.zeros_like(m)})
+            cases["debug"].append({"response_mask": L(m), "metrics": {
+                k: (None if isinstance(v, float) and v != v else float(v))
+                for k, v in debug_metrics.calculate_debug_metrics(data).items()}})
         out["by_dtype"][name] = cases
 
     for spec in BAD_IS_THRESHOLDS:

@@ -15,6 +15,7 @@
 
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
+#include "verl/algo/rollout_debug_metrics.h"
 #include "verl/common/error.h"
 
 namespace verl::algo {
@@ -178,6 +179,28 @@ TEST(RolloutCorrGolden, Pipeline) {
       }
       expect_tensor(name + " mask", out.response_mask, p.at("response_mask"), 0.0);
       expect_metrics(name, out.metrics, p.at("metrics"), c.tol);
+    }
+  }
+}
+
+// verl's calculate_debug_metrics; null in the JSON is verl's NaN (one valid token: std and correlation; none).
+TEST(RolloutCorrGolden, RolloutProbsDiffMetrics) {
+  for (const Case& c : all_cases()) {
+    for (const json& d : c.cases().at("debug")) {
+      const std::map<std::string, double> got = compute_rollout_probs_diff_metrics(
+          c.old_log_prob, c.rollout_log_prob, tensor_of(d.at("response_mask"), torch::kInt64));
+      const json& want = d.at("metrics");
+      ASSERT_EQ(got.size(), want.size()) << c.dtype_name;
+      for (auto it = want.begin(); it != want.end(); ++it) {
+        ASSERT_TRUE(got.count(it.key())) << it.key();
+        const double value = got.at(it.key());
+        if (it.value().is_null()) {
+          EXPECT_TRUE(std::isnan(value)) << c.dtype_name << " " << it.key() << ": got " << value << " want NaN";
+        } else {
+          EXPECT_TRUE(close(value, it.value().get<double>(), c.tol))
+              << c.dtype_name << " " << it.key() << ": got " << value << " want " << it.value().get<double>();
+        }
+      }
     }
   }
 }
