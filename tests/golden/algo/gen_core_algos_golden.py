@@ -373,6 +373,14 @@ def main():
         "float64": section(inputs64),
         "float32": section(cast(inputs64, torch.float32)),
     }
+    # verl's AdaptiveKLController over a few batches (algorithm.kl_ctrl.type=adaptive).
+    ctrl = core_algos.AdaptiveKLController(init_kl_coef=0.05, target_kl=0.1, horizon=100)
+    kls, values = [0.05, 0.3, 0.1, 0.0, 0.12, 0.5], []
+    for kl in kls:
+        ctrl.update(current_kl=kl, n_steps=16)
+        values.append(float(ctrl.value))
+    golden["adaptive_kl_controller"] = {"init_kl_coef": 0.05, "target_kl": 0.1, "horizon": 100, "n_steps": 16,
+                                        "current_kl": kls, "values": values}
     golden.update(validation_section(np.random.RandomState(8)))
     golden["data_metrics"] = data_metrics_section(inputs64)
     with open(OUT, "w") as f:

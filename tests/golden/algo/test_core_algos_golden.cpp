@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/algo/core_algos.h"
+#include "verl/algo/kl_controller.h"
 #include "verl/algo/metrics.h"
 
 namespace verl::algo {
@@ -358,6 +359,20 @@ TEST(CoreAlgosGolden, Helpers) {
     expect_close(s + "get_response_mask", get_response_mask(ids, eos), tensor_of(h.at("response_mask_from_eos")));
     expect_close(s + "compute_position_id_with_mask", compute_position_id_with_mask(m),
                  tensor_of(h.at("position_ids")));
+  }
+}
+
+// The coefficient after each update of verl's AdaptiveKLController on the same KL sequence.
+TEST(CoreAlgosGolden, AdaptiveKlController) {
+  const json& k = golden().at("adaptive_kl_controller");
+  AdaptiveKLController ctrl(k.at("init_kl_coef").get<double>(), k.at("target_kl").get<double>(),
+                            k.at("horizon").get<int64_t>());
+  const auto kls = k.at("current_kl").get<std::vector<double>>();
+  const auto values = k.at("values").get<std::vector<double>>();
+  ASSERT_EQ(kls.size(), values.size());
+  for (size_t i = 0; i < kls.size(); ++i) {
+    ctrl.update(kls[i], k.at("n_steps").get<int64_t>());
+    expect_close("adaptive_kl_controller/" + std::to_string(i), ctrl.value(), values[i]);
   }
 }
 
