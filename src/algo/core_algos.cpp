@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "policy_loss_support.h"
 #include "verl/algo/policy_losses.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
@@ -17,7 +18,7 @@ namespace {
 
 constexpr double kMaskEps = 1e-8;  // verl's masked_mean / whitening epsilon
 
-Tensor as_dtype_of(const Tensor& mask, const Tensor& like) { return mask.to(like.scalar_type()); }
+using detail::as_dtype_of;
 
 // A denominator that is never 0: where d > 0 use d, else 1 (the numerator is 0 there anyway). Keeps
 // both the value and the gradient finite on all-masked input.
@@ -649,14 +650,11 @@ PolicyLossConfig PolicyLossConfig::from_actor_config(const config::ActorConfig& 
 
 namespace {
 
-struct ClipRange {
-  double low;
-  double high;
-};
-
-ClipRange clip_range(const PolicyLossConfig& c) {
-  return {c.clip_ratio_low.value_or(c.clip_ratio), c.clip_ratio_high.value_or(c.clip_ratio)};
-}
+using detail::apply_is_weights;
+using detail::clamped_ratio_and_ppo_kl;
+using detail::clip_range;
+using detail::ClipRange;
+using detail::metric;
 
 void check_policy_inputs(const Tensor& old_log_prob, const Tensor& log_prob, const Tensor& advantages,
                          const Tensor& response_mask, const Tensor& rollout_is_weights) {
@@ -664,12 +662,6 @@ void check_policy_inputs(const Tensor& old_log_prob, const Tensor& log_prob, con
   check_same_shape(log_prob, advantages, "log_prob", "advantages");
   check_same_shape(log_prob, response_mask, "log_prob", "response_mask");
   if (rollout_is_weights.defined()) check_same_shape(log_prob, rollout_is_weights, "log_prob", "rollout_is_weights");
-}
-
-double metric(const Tensor& t) { return t.detach().item<double>(); }
-
-Tensor apply_is_weights(const Tensor& losses, const Tensor& rollout_is_weights) {
-  return rollout_is_weights.defined() ? losses * rollout_is_weights.detach() : losses;
 }
 
 }  // namespace
@@ -688,9 +680,7 @@ PolicyLossOutput compute_policy_loss_vanilla(const Tensor& old_log_prob, const T
   VERL_CHECK(config.clip_ratio_c > 1.0, "algo", "clip_ratio_c must be > 1 for the dual clip, got ",
              config.clip_ratio_c);
   const Tensor& A = advantages;
-  Tensor neg_approx_kl = torch::clamp(log_prob - old_log_prob, -20.0, 20.0);
-  Tensor ratio = torch::exp(neg_approx_kl);
-  Tensor ppo_kl = masked_mean(-neg_approx_kl, response_mask);
+  auto [ratio, ppo_kl] = clamped_ratio_and_ppo_kl(old_log_prob, log_prob, response_mask);
 
   Tensor losses1 = -A * ratio;
   Tensor losses2 = -A * torch::clamp(ratio, 1.0 - eps.low, 1.0 + eps.high);
@@ -762,14 +752,12 @@ PolicyLossOutput compute_policy_loss_cispo(const Tensor& old_log_prob, const Ten
                                            const Tensor& rollout_is_weights) {
   check_policy_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
   const ClipRange eps = clip_range(config);
-  Tensor neg_approx_kl = torch::clamp(log_prob - old_log_prob, -20.0, 20.0);
-  Tensor ratio = torch::exp(neg_approx_kl);
+  auto [ratio, ppo_kl] = clamped_ratio_and_ppo_kl(old_log_prob, log_prob, response_mask);
   Tensor clipped_ratio = torch::clamp(ratio, 1.0 - eps.low, 1.0 + eps.high).detach();
   Tensor pg_losses = apply_is_weights(-clipped_ratio * advantages * log_prob, rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   Tensor dtype_ratio = ratio.detach();
   Tensor clipfrac = masked_mean(torch::ne(dtype_ratio, clipped_ratio).to(ratio.scalar_type()), response_mask);
-  Tensor ppo_kl = masked_mean(-neg_approx_kl, response_mask);
   return {pg_loss,
           {{"actor/pg_clipfrac", metric(clipfrac)}, {"actor/ppo_kl", metric(ppo_kl)}, {"actor/pg_clipfrac_lower", 0.0}}};
 }

@@ -42,9 +42,12 @@ void check_inputs(const Tensor& r, const Tensor& m, const std::vector<std::strin
              " entries but the batch has ", r.size(0), " responses");
 }
 
-// G (reward-to-go) and W (cumulative path-variance proxy), both (B, R).
-std::pair<Tensor, Tensor> returns_and_path_variance(const Tensor& r, const Tensor& m, const Tensor& old_lp,
-                                                     const Tensor& sum_pi_sq, const Tensor& is_w) {
+// check_inputs, then G (reward-to-go) and W (cumulative path-variance proxy), both (B, R).
+std::pair<Tensor, Tensor> checked_returns_and_path_variance(const Tensor& r, const Tensor& m,
+                                                             const std::vector<std::string>& index,
+                                                             const Tensor& old_lp, const Tensor& sum_pi_sq,
+                                                             const Tensor& is_w) {
+  check_inputs(r, m, index, old_lp, sum_pi_sq, is_w);
   Tensor returns = (r * m).flip({-1}).cumsum(-1).flip({-1});
   Tensor w = 1 - 2 * torch::exp(old_lp) + sum_pi_sq;
   if (is_w.defined()) w = w * is_w.pow(2);
@@ -77,11 +80,10 @@ std::pair<Tensor, Tensor> compute_optimal_token_baseline_advantage(const Tensor&
                                                                    const Tensor& sum_pi_squared,
                                                                    const Tensor& rollout_is_weights,
                                                                    bool handle_zero_tail, double epsilon) {
-  check_inputs(token_level_rewards, response_mask, index, old_log_probs, sum_pi_squared, rollout_is_weights);
   torch::NoGradGuard no_grad;
   const Tensor& m = response_mask;
-  auto [returns, W] = returns_and_path_variance(token_level_rewards, m, old_log_probs, sum_pi_squared,
-                                                rollout_is_weights);
+  auto [returns, W] = checked_returns_and_path_variance(token_level_rewards, m, index, old_log_probs,
+                                                        sum_pi_squared, rollout_is_weights);
   Tensor baselines = torch::zeros_like(returns);
   Tensor lengths = m.sum(-1);
   for (const auto& rows : groups_in_order(index, std::vector<bool>(index.size(), false))) {
@@ -102,11 +104,10 @@ std::pair<Tensor, Tensor> compute_multi_turn_optimal_token_baseline_advantage(
     const Tensor& token_level_rewards, const Tensor& response_mask, const std::vector<std::string>& index,
     const Tensor& old_log_probs, const Tensor& sum_pi_squared, const Tensor& rollout_is_weights,
     bool handle_zero_tail, double epsilon) {
-  check_inputs(token_level_rewards, response_mask, index, old_log_probs, sum_pi_squared, rollout_is_weights);
   torch::NoGradGuard no_grad;
   const Tensor& m = response_mask;
-  auto [returns, W] = returns_and_path_variance(token_level_rewards, m, old_log_probs, sum_pi_squared,
-                                                rollout_is_weights);
+  auto [returns, W] = checked_returns_and_path_variance(token_level_rewards, m, index, old_log_probs,
+                                                        sum_pi_squared, rollout_is_weights);
   const int64_t B = m.size(0);
   Tensor lengths = m.sum(-1).to(torch::kInt64);
   const int64_t max_len = B == 0 ? 0 : lengths.max().item<int64_t>();

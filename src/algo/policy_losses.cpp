@@ -4,19 +4,21 @@
 #include "verl/algo/policy_losses.h"
 
 #include <algorithm>
+#include <functional>
 
+#include "policy_loss_support.h"
 #include "verl/common/error.h"
 
 namespace verl::algo {
 
 namespace {
 
-struct Band {
-  double low;
-  double high;
-};
-
-Band band(const PolicyLossConfig& c) { return {c.clip_ratio_low.value_or(c.clip_ratio), c.clip_ratio_high.value_or(c.clip_ratio)}; }
+using detail::apply_is_weights_keep_grad;
+using detail::as_dtype_of;
+using detail::clamped_ratio_and_ppo_kl;
+using detail::clip_range;
+using detail::ClipRange;
+using detail::metric;
 
 void check_inputs(const Tensor& old_log_prob, const Tensor& log_prob, const Tensor& advantages,
                   const Tensor& response_mask, const Tensor& rollout_is_weights) {
@@ -29,29 +31,22 @@ void check_inputs(const Tensor& old_log_prob, const Tensor& log_prob, const Tens
   VERL_CHECK(log_prob.dim() == 2, "algo", "log_prob must be (B, R), got shape ", log_prob.sizes());
 }
 
-double metric(const Tensor& t) { return t.detach().item<double>(); }
-
-Tensor weighted(const Tensor& losses, const Tensor& w) { return w.defined() ? losses * w : losses; }
-
-Tensor as_float_of(const Tensor& b, const Tensor& like) { return b.to(like.scalar_type()); }
-
-// ratio = exp(clamp(lp - old, -20, 20)) and ppo_kl = mean_m(-(clamped lp - old)).
-std::pair<Tensor, Tensor> clamped_ratio(const Tensor& old_log_prob, const Tensor& log_prob, const Tensor& m) {
-  Tensor neg_kl = torch::clamp(log_prob - old_log_prob, -20.0, 20.0);
-  return {torch::exp(neg_kl), masked_mean(-neg_kl, m)};
-}
-
-// The DPPO loss shared by both trust regions: L = -A sg(min(ratio, c)) lp valid [* w];
+// The DPPO loss shared by both trust regions: ratio, ppo_kl = clamped_ratio_and_ppo_kl; valid = the trust region's
+// boolean mask (given eps) as ratio's dtype, detached; L = -A sg(min(ratio, c)) lp valid [* w];
 // pg_clipfrac = mean_m(1 - valid); pg_clipfrac_lower = mean_m([ratio > c] valid).
-PolicyLossOutput dppo_loss(const Tensor& log_prob, const Tensor& ratio, const Tensor& ppo_kl, const Tensor& valid,
-                           const Tensor& A, const Tensor& m, const std::string& loss_agg_mode,
-                           const PolicyLossConfig& config, const Tensor& w) {
+PolicyLossOutput dppo_loss(const Tensor& old_log_prob, const Tensor& log_prob, const Tensor& A, const Tensor& m,
+                           const std::string& loss_agg_mode, const PolicyLossConfig& config, const Tensor& w,
+                           const std::function<Tensor(const ClipRange&)>& trust_region) {
+  check_inputs(old_log_prob, log_prob, A, m, w);
+  const ClipRange eps = clip_range(config);
+  auto [ratio, ppo_kl] = clamped_ratio_and_ppo_kl(old_log_prob, log_prob, m);
+  Tensor valid = as_dtype_of(trust_region(eps), ratio).detach();
   const double c = config.clip_ratio_c;
   Tensor truncated = torch::clamp_max(ratio, c).detach();
-  Tensor pg_losses = weighted(-A * truncated * log_prob * valid, w);
+  Tensor pg_losses = apply_is_weights_keep_grad(-A * truncated * log_prob * valid, w);
   Tensor pg_loss = agg_loss(pg_losses, m, loss_agg_mode, config.agg);
   Tensor clipfrac = masked_mean(1.0 - valid, m);
-  Tensor clipfrac_lower = masked_mean(as_float_of(ratio > c, ratio) * valid, m);
+  Tensor clipfrac_lower = masked_mean(as_dtype_of(ratio > c, ratio) * valid, m);
   return {pg_loss,
           {{"actor/pg_clipfrac", metric(clipfrac)},
            {"actor/ppo_kl", metric(ppo_kl)},
@@ -69,11 +64,11 @@ PolicyLossOutput compute_policy_loss_sapo(const Tensor& old_log_prob, const Tens
                                           const PolicyLossConfig& config, const Tensor& rollout_is_weights) {
   check_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
   const Tensor& A = advantages;
-  auto [ratio, ppo_kl] = clamped_ratio(old_log_prob, log_prob, response_mask);
+  auto [ratio, ppo_kl] = clamped_ratio_and_ppo_kl(old_log_prob, log_prob, response_mask);
   Tensor tau = torch::where(A > 0, torch::scalar_tensor(config.tau_pos, A.options()),
                             torch::scalar_tensor(config.tau_neg, A.options()));
   Tensor gates = torch::sigmoid(tau * (ratio - 1.0)) * (4.0 / tau);
-  Tensor pg_losses = weighted(-gates * A, rollout_is_weights);
+  Tensor pg_losses = apply_is_weights_keep_grad(-gates * A, rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, "seq-mean-token-mean", config.agg);
   return {pg_loss, {{"actor/pg_clipfrac", 0.0}, {"actor/ppo_kl", metric(ppo_kl)}, {"actor/pg_clipfrac_lower", 0.0}}};
 }
@@ -87,9 +82,9 @@ PolicyLossOutput compute_policy_loss_geo_mean(const Tensor& old_log_prob, const 
                                               const std::string&, const PolicyLossConfig& config,
                                               const Tensor& rollout_is_weights) {
   check_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
-  const Band eps = band(config);
+  const ClipRange eps = clip_range(config);
   const Tensor& A = advantages;
-  Tensor m = as_float_of(response_mask, log_prob);
+  Tensor m = as_dtype_of(response_mask, log_prob);
   Tensor d = log_prob - old_log_prob;
   Tensor ppo_kl = masked_mean(-d, m);
   Tensor sgn = torch::sign(A);
@@ -104,8 +99,8 @@ PolicyLossOutput compute_policy_loss_geo_mean(const Tensor& old_log_prob, const 
   }
   Tensor pg_loss = pg_losses.mean();
   Tensor clipped = torch::ne(d, d_clamped);
-  Tensor clipfrac = masked_mean(as_float_of(clipped & (A > 0), d), m);
-  Tensor clipfrac_lower = masked_mean(as_float_of(clipped & (A < 0), d), m);
+  Tensor clipfrac = masked_mean(as_dtype_of(clipped & (A > 0), d), m);
+  Tensor clipfrac_lower = masked_mean(as_dtype_of(clipped & (A < 0), d), m);
   return {pg_loss,
           {{"actor/pg_clipfrac", metric(clipfrac)},
            {"actor/ppo_kl", metric(ppo_kl)},
@@ -118,13 +113,11 @@ PolicyLossOutput compute_policy_loss_dppo_tv(const Tensor& old_log_prob, const T
                                              const Tensor& advantages, const Tensor& response_mask,
                                              const std::string& loss_agg_mode, const PolicyLossConfig& config,
                                              const Tensor& rollout_is_weights) {
-  check_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
-  const Band eps = band(config);
-  auto [ratio, ppo_kl] = clamped_ratio(old_log_prob, log_prob, response_mask);
-  Tensor diff = torch::exp(log_prob) - torch::exp(old_log_prob);
-  Tensor valid = as_float_of(torch::where(advantages > 0, diff <= eps.high, diff >= -eps.low), ratio).detach();
-  return dppo_loss(log_prob, ratio, ppo_kl, valid, advantages, response_mask, loss_agg_mode, config,
-                   rollout_is_weights);
+  return dppo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, rollout_is_weights,
+                   [&](const ClipRange& eps) {
+                     Tensor diff = torch::exp(log_prob) - torch::exp(old_log_prob);
+                     return torch::where(advantages > 0, diff <= eps.high, diff >= -eps.low);
+                   });
 }
 
 // DPPO-Binary-KL: p = exp(lp), q = exp(old); kl = q (old - lp) + (1 - q) log((1 - q + 1e-8) / (1 - p + 1e-8));
@@ -133,16 +126,15 @@ PolicyLossOutput compute_policy_loss_dppo_kl(const Tensor& old_log_prob, const T
                                              const Tensor& advantages, const Tensor& response_mask,
                                              const std::string& loss_agg_mode, const PolicyLossConfig& config,
                                              const Tensor& rollout_is_weights) {
-  check_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
-  const Band eps = band(config);
-  auto [ratio, ppo_kl] = clamped_ratio(old_log_prob, log_prob, response_mask);
-  Tensor p = torch::exp(log_prob), q = torch::exp(old_log_prob);
-  Tensor binary_kl = q * (old_log_prob - log_prob) + (1 - q) * torch::log((1.0 - q + 1e-8) / (1.0 - p + 1e-8));
-  Tensor valid_pos = (binary_kl <= eps.high) | (p <= q);
-  Tensor valid_neg = (binary_kl <= eps.low) | (p >= q);
-  Tensor valid = as_float_of(torch::where(advantages > 0, valid_pos, valid_neg), ratio).detach();
-  return dppo_loss(log_prob, ratio, ppo_kl, valid, advantages, response_mask, loss_agg_mode, config,
-                   rollout_is_weights);
+  return dppo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, rollout_is_weights,
+                   [&](const ClipRange& eps) {
+                     Tensor p = torch::exp(log_prob), q = torch::exp(old_log_prob);
+                     Tensor binary_kl =
+                         q * (old_log_prob - log_prob) + (1 - q) * torch::log((1.0 - q + 1e-8) / (1.0 - p + 1e-8));
+                     Tensor valid_pos = (binary_kl <= eps.high) | (p <= q);
+                     Tensor valid_neg = (binary_kl <= eps.low) | (p >= q);
+                     return torch::where(advantages > 0, valid_pos, valid_neg);
+                   });
 }
 
 // DRO: L = -(lp A - beta/2 (lp - old)^2) [* w], beta = policy_loss.dro_beta > 0; metrics: ppo_kl only.
@@ -154,7 +146,8 @@ PolicyLossOutput compute_policy_loss_dro(const Tensor& old_log_prob, const Tenso
              "policy_loss.dro_beta must be a positive value when using DRO (loss_mode=dro)");
   const double beta = *config.dro_beta;
   Tensor log_ratio = log_prob - old_log_prob;
-  Tensor pg_losses = weighted(-(log_prob * advantages - 0.5 * beta * log_ratio.square()), rollout_is_weights);
+  Tensor pg_losses =
+      apply_is_weights_keep_grad(-(log_prob * advantages - 0.5 * beta * log_ratio.square()), rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   return {pg_loss, {{"actor/ppo_kl", metric(masked_mean(-log_ratio, response_mask))}}};
 }
@@ -171,7 +164,7 @@ PolicyLossOutput compute_policy_loss_clip_cov(const Tensor& old_log_prob, const 
   check_inputs(old_log_prob, log_prob, advantages, response_mask, rollout_is_weights);
   VERL_CHECK(config.clip_cov_ratio > 0, "algo", "policy_loss.clip_cov_ratio must be > 0, got ",
              config.clip_cov_ratio);
-  const Band eps = band(config);
+  const ClipRange eps = clip_range(config);
   const Tensor& A = advantages;
   Tensor d = log_prob - old_log_prob;
   Tensor ratio = torch::exp(d);
@@ -185,7 +178,7 @@ PolicyLossOutput compute_policy_loss_clip_cov(const Tensor& old_log_prob, const 
     Tensor clipped = (losses2 > losses1) & valid;
     Tensor cov = (A - masked_mean(A, response_mask)) * (log_prob.detach() - masked_mean(log_prob.detach(), response_mask));
     cov = cov.masked_fill(~valid, -INFINITY).masked_fill(clipped, -INFINITY);
-    const double tokens = as_float_of(response_mask, A).sum().item<double>();
+    const double tokens = as_dtype_of(response_mask, A).sum().item<double>();
     const int64_t clip_num = std::max<int64_t>(static_cast<int64_t>(config.clip_cov_ratio * tokens), 1);
     Tensor candidates = torch::nonzero((cov < config.clip_cov_ub) & (cov > config.clip_cov_lb) & valid);
     const int64_t n = candidates.size(0);
@@ -195,8 +188,8 @@ PolicyLossOutput compute_policy_loss_clip_cov(const Tensor& old_log_prob, const 
       corr.index_put_({candidates.select(1, 0), candidates.select(1, 1)}, 0.0);
     }
   }
-  Tensor clipfrac = masked_mean(as_float_of(corr == 0, A), response_mask);
-  Tensor pg_losses = weighted(torch::maximum(losses1, losses2) * corr, rollout_is_weights);
+  Tensor clipfrac = masked_mean(as_dtype_of(corr == 0, A), response_mask);
+  Tensor pg_losses = apply_is_weights_keep_grad(torch::maximum(losses1, losses2) * corr, rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   return {pg_loss, {{"actor/pg_clipfrac", metric(clipfrac)}, {"actor/ppo_kl", metric(ppo_kl)}}};
 }
@@ -231,7 +224,8 @@ PolicyLossOutput compute_policy_loss_kl_cov(const Tensor& old_log_prob, const Te
       selected.index_fill_(0, valid_idx.index_select(0, top), true);
     }
   }
-  Tensor pg_losses = weighted(torch::where(selected.view(A.sizes()), losses_kl, losses), rollout_is_weights);
+  Tensor pg_losses =
+      apply_is_weights_keep_grad(torch::where(selected.view(A.sizes()), losses_kl, losses), rollout_is_weights);
   Tensor pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, config.agg);
   return {pg_loss, {{"actor/ppo_kl", metric(ppo_kl_abs)}}};
 }
@@ -258,7 +252,7 @@ PolicyLossOutput compute_policy_loss_bypass_mode(const Tensor& old_log_prob, con
   }
   PolicyLossOutput out;
   if (config.bypass_loss_type == "reinforce") {
-    Tensor pg_losses = weighted(-advantages * log_prob, rc.rollout_is_weights);
+    Tensor pg_losses = apply_is_weights_keep_grad(-advantages * log_prob, rc.rollout_is_weights);
     out.pg_loss = agg_loss(pg_losses, rc.response_mask, loss_agg_mode, config.agg);
     out.metrics["actor/ppo_kl"] = metric(masked_mean(-(log_prob - old_log_prob), rc.response_mask));
   } else {
