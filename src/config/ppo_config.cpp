@@ -6,6 +6,7 @@
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
 #include "verl/common/error.h"
+#include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/config/config_reader.h"
 #include "verl/model/mixed_precision.h"
@@ -475,6 +476,109 @@ TrainerConfig read_trainer(ConfigReader& in) {
   return t;
 }
 
+// verl 0.9.1's deprecated global micro-batch sizes. verl 0.9.1 no longer converts them into the per-GPU keys (its
+// fsdp_workers.py, which divided them by the data-parallel size, is gone; engine_workers.py reads only the
+// *_per_gpu keys and asserts they are set), so the same settings fail here as they fail there, with verl's messages.
+struct DeprecatedMicroBatchKeys {
+  std::optional<int64_t> actor_ppo;       // actor_rollout_ref.actor.ppo_micro_batch_size
+  std::optional<int64_t> rollout_log_prob;  // actor_rollout_ref.rollout.log_prob_micro_batch_size
+  std::optional<int64_t> ref_log_prob;    // actor_rollout_ref.ref.log_prob_micro_batch_size
+  std::optional<int64_t> critic_ppo;      // critic.ppo_micro_batch_size
+  std::optional<int64_t> critic_forward;  // critic.forward_micro_batch_size
+};
+
+DeprecatedMicroBatchKeys read_deprecated_micro_batch_keys(ConfigReader& in) {
+  DeprecatedMicroBatchKeys k;
+  k.actor_ppo = in.get_optional_int("actor_rollout_ref.actor.ppo_micro_batch_size");
+  check_optional_positive(k.actor_ppo, "actor_rollout_ref.actor.ppo_micro_batch_size");
+  k.rollout_log_prob = in.get_optional_int("actor_rollout_ref.rollout.log_prob_micro_batch_size");
+  check_optional_positive(k.rollout_log_prob, "actor_rollout_ref.rollout.log_prob_micro_batch_size");
+  k.ref_log_prob = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size");
+  check_optional_positive(k.ref_log_prob, "actor_rollout_ref.ref.log_prob_micro_batch_size");
+  k.critic_ppo = in.get_optional_int("critic.ppo_micro_batch_size");
+  check_optional_positive(k.critic_ppo, "critic.ppo_micro_batch_size");
+  k.critic_forward = in.get_optional_int("critic.forward_micro_batch_size");
+  check_optional_positive(k.critic_forward, "critic.forward_micro_batch_size");
+  return k;
+}
+
+// verl's message when both the deprecated key and its *_per_gpu key are set ("name" and "param" as verl spells them).
+std::string both_set_message(const std::string& name, const std::string& param) {
+  return "[" + name + "] You have set both '" + name + "." + param + "' AND '" + name + "." + param +
+         "_per_gpu'. Please remove '" + name + "." + param + "' because only '*_" + param +
+         "_per_gpu' is supported (the former is deprecated).";
+}
+
+// The deprecated key alone: verl 0.9.1 accepts it in config validation, then its worker stops on the missing per-GPU
+// size; here that is one line naming the key and its replacement.
+[[noreturn]] void fail_unconverted(const std::string& key, int64_t value) {
+  VERL_FAIL("config", key, "=", value, " is deprecated and verl 0.9.1 does not convert it to a per-GPU size (its ",
+            "worker requires ", key, "_per_gpu): set ", key, "_per_gpu instead");
+}
+
+void warn_no_effect(const std::string& key, int64_t value, const std::string& why) {
+  VERL_LOG(Warn, "config") << key << "=" << value << " is deprecated and has no effect (" << why << ")";
+}
+
+void apply_deprecated_micro_batch_keys(const DeprecatedMicroBatchKeys& k, const PPOConfig& c) {
+  const ActorConfig& actor = c.actor_rollout_ref.actor;
+  const int64_t n_gpus = c.trainer.nnodes * c.trainer.n_gpus_per_node;
+  const std::string a = "actor_rollout_ref.actor.ppo_micro_batch_size";
+  if (k.actor_ppo) {
+    if (actor.use_dynamic_bsz) {
+      warn_no_effect(a, *k.actor_ppo, "use_dynamic_bsz=true");
+    } else {
+      // verl's ActorConfig.__post_init__, then ActorConfig.validate (ulysses_sequence_parallel_size is 1 here).
+      VERL_CHECK(!actor.ppo_micro_batch_size_per_gpu, "config", a, ": [actor] You have set both ",
+                 "'actor.ppo_micro_batch_size' AND 'actor.ppo_micro_batch_size_per_gpu'. Please remove ",
+                 "'actor.ppo_micro_batch_size' because only '*_ppo_micro_batch_size_per_gpu' is supported (the former ",
+                 "is deprecated).");
+      VERL_CHECK(actor.ppo_mini_batch_size % *k.actor_ppo == 0, "config", a, ": ppo_mini_batch_size (",
+                 actor.ppo_mini_batch_size, ") must be divisible by ppo_micro_batch_size (", *k.actor_ppo, ")");
+      VERL_CHECK(*k.actor_ppo >= n_gpus, "config", a, ": ppo_micro_batch_size (", *k.actor_ppo,
+                 ") * ulysses_sequence_parallel_size (1) must be >= n_gpus (", n_gpus, ")");
+      fail_unconverted(a, *k.actor_ppo);
+    }
+  }
+  // verl's check_mutually_exclusive runs for the rollout always and for the reference policy when one is used, both
+  // only without dynamic batch sizes (the actor's use_dynamic_bsz).
+  const bool use_ref = c.algorithm.use_kl_in_reward || actor.use_kl_loss;
+  const std::string r = "actor_rollout_ref.rollout.log_prob_micro_batch_size";
+  if (k.rollout_log_prob) {
+    if (actor.use_dynamic_bsz) {
+      warn_no_effect(r, *k.rollout_log_prob, "use_dynamic_bsz=true");
+    } else {
+      VERL_CHECK(!c.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, "config", r, ": ",
+                 both_set_message("actor_rollout_ref.rollout", "log_prob_micro_batch_size"));
+      fail_unconverted(r, *k.rollout_log_prob);
+    }
+  }
+  const std::string f = "actor_rollout_ref.ref.log_prob_micro_batch_size";
+  if (k.ref_log_prob) {
+    if (actor.use_dynamic_bsz || !use_ref) {
+      warn_no_effect(f, *k.ref_log_prob, actor.use_dynamic_bsz ? "use_dynamic_bsz=true" : "no reference policy");
+    } else {
+      VERL_CHECK(!c.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "config", f, ": ",
+                 both_set_message("actor_rollout_ref.ref", "log_prob_micro_batch_size"));
+      fail_unconverted(f, *k.ref_log_prob);
+    }
+  }
+  // verl's critic.ppo_micro_batch_size_per_gpu defaults to ${.ppo_micro_batch_size}, so setting the deprecated key
+  // sets both, and CriticConfig.__post_init__ rejects that whenever the critic is built without dynamic batch sizes.
+  const bool use_critic = c.critic.enable ? *c.critic.enable : c.algorithm.adv_estimator == "gae";
+  const std::string cp = "critic.ppo_micro_batch_size";
+  if (k.critic_ppo) {
+    if (!use_critic || c.critic.use_dynamic_bsz) {
+      warn_no_effect(cp, *k.critic_ppo, use_critic ? "use_dynamic_bsz=true" : "no critic");
+    } else {
+      VERL_FAIL("config", cp, ": ", both_set_message("critic", "micro_batch_size"));
+    }
+  }
+  // critic.forward_micro_batch_size follows ppo_micro_batch_size by default and verl 0.9.1 reads it nowhere.
+  if (k.critic_forward && k.critic_forward != k.critic_ppo)
+    warn_no_effect("critic.forward_micro_batch_size", *k.critic_forward, "verl 0.9.1 reads it nowhere");
+}
+
 }  // namespace
 
 PPOConfig parse_ppo_config(const Node& resolved) {
@@ -497,7 +601,9 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   check_positive(c.rollout.nnodes, "rollout.nnodes");
   c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
   check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
+  const DeprecatedMicroBatchKeys deprecated_micro_batch = read_deprecated_micro_batch_keys(in);
   in.check_all_read();
+  apply_deprecated_micro_batch_keys(deprecated_micro_batch, c);
 
   // verl's apply_bypass_mode: the rollout's log-probs are the old ones and the actor's loss is bypass_mode, which
   // reads the rollout correction (verl passes it in policy_loss.rollout_correction).

@@ -28,6 +28,21 @@ void expect_one_line_error(const CommandResult& result, const std::string& fragm
   EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
 }
 
+TEST(TrainCli, PastedVerlLaunchPrefixIsIgnored) {
+  // verl's launch line pasted as is: the prefix goes with one info line, the overrides after it are read.
+  for (const std::string python : {"python3", "python"}) {
+    const CommandResult result = run_command(verl_binary() + " train " + python +
+                                             " -m verl.trainer.main_ppo data.train_batch_size=0");
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    EXPECT_NE(result.err.find("ignoring the pasted launch prefix '" + python + " -m verl.trainer.main_ppo'"),
+              std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("data.train_batch_size"), std::string::npos) << result.err;
+  }
+  // Anywhere else the tokens are still unexpected arguments.
+  const CommandResult late = run_command(verl_binary() + " train data.train_batch_size=8 python3 -m x");
+  EXPECT_NE(late.err.find("unexpected argument 'python3'"), std::string::npos) << late.err;
+}
+
 TEST(TrainCli, BatchSizeThatDoesNotDivideOverDevices) {
   expect_one_line_error(train_with({"trainer.n_gpus_per_node=3"}),
                         "data.train_batch_size (8) x actor_rollout_ref.rollout.n (1) = 8 responses per step must be "
