@@ -11,6 +11,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "support/golden_json.h"
 #include "verl/algo/core_algos.h"
 #include "verl/algo/kl_controller.h"
 #include "verl/algo/metrics.h"
@@ -22,35 +23,13 @@ using nlohmann::json;
 
 constexpr int kFormatVersion = 2;
 
+using test::flatten_into;
+using test::tensor_of;
+
 const json& golden() {
-  static const json data = [] {
-    const std::string path = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/algo/core_algos_golden.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path + "; run tests/golden/algo/gen_core_algos_golden.py");
-    return json::parse(in);
-  }();
+  static const json data =
+      test::read_golden_json("tests/golden/algo/core_algos_golden.json", "tests/golden/algo/gen_core_algos_golden.py");
   return data;
-}
-
-void flatten_into(const json& j, std::vector<double>& out) {
-  if (j.is_array()) {
-    for (const auto& e : j) flatten_into(e, out);
-  } else {
-    out.push_back(j.get<double>());
-  }
-}
-
-torch::Tensor tensor_of(const json& j, torch::Dtype dtype = torch::kDouble) {
-  std::vector<int64_t> shape;
-  const json* cur = &j;
-  while (cur->is_array()) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    if (cur->empty()) break;
-    cur = &(*cur)[0];
-  }
-  std::vector<double> flat;
-  flatten_into(j, flat);
-  return torch::tensor(flat, torch::kDouble).view(shape).to(dtype);
 }
 
 // One test body runs over both dtypes the generator called verl in; the tolerance table is in the JSON

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "support/golden_json.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
 #include "verl/algo/rollout_debug_metrics.h"
@@ -25,32 +26,13 @@ using nlohmann::json;
 
 constexpr int kFormatVersion = 1;
 
+using test::flatten_into;
+using test::tensor_of;
+
 const json& golden() {
-  static const json data = [] {
-    const std::string path = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/algo/rollout_corr_golden.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path + "; run tests/golden/algo/gen_rollout_corr_golden.py");
-    return json::parse(in);
-  }();
+  static const json data = test::read_golden_json("tests/golden/algo/rollout_corr_golden.json",
+                                                  "tests/golden/algo/gen_rollout_corr_golden.py");
   return data;
-}
-
-void flatten_into(const json& j, std::vector<double>& out) {
-  if (j.is_array()) {
-    for (const auto& e : j) flatten_into(e, out);
-  } else {
-    out.push_back(j.get<double>());
-  }
-}
-
-torch::Tensor tensor_of(const json& j, torch::ScalarType dtype) {
-  std::vector<int64_t> shape;
-  for (const json* cur = &j; cur->is_array() && !cur->empty(); cur = &(*cur)[0]) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-  }
-  std::vector<double> flat;
-  flatten_into(j, flat);
-  return torch::tensor(flat, torch::kDouble).view(shape).to(dtype);
 }
 
 struct Case {

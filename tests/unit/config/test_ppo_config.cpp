@@ -2,26 +2,15 @@
 // enumerations and ranges are checked.
 #include <gtest/gtest.h>
 
+#include "support/config_overrides.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
 
 namespace verl::config {
 namespace {
 
-LoadedConfig load(std::vector<std::string> overrides) {
-  ConfigArgs args;
-  args.overrides = std::move(overrides);
-  return load_config(args);
-}
-
-std::string error_of(std::vector<std::string> overrides) {
-  try {
-    load(std::move(overrides));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+LoadedConfig load(std::vector<std::string> overrides) { return test::load_with_overrides(std::move(overrides)); }
+std::string error_of(std::vector<std::string> overrides) { return test::config_error_of(std::move(overrides)); }
 
 TEST(PPOConfig, DefaultsAreVerls) {
   PPOConfig c = load({}).ppo;

@@ -2,26 +2,15 @@
 // defaults, the threshold forms verl accepts, and the bad values verl rejects, rejected before any weights load.
 #include <gtest/gtest.h>
 
+#include "support/config_overrides.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
 
 namespace verl::config {
 namespace {
 
-PPOConfig load(std::vector<std::string> overrides) {
-  ConfigArgs args;
-  args.overrides = std::move(overrides);
-  return load_config(args).ppo;
-}
-
-std::string error_of(std::vector<std::string> overrides) {
-  try {
-    load(std::move(overrides));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+PPOConfig load(std::vector<std::string> overrides) { return test::load_with_overrides(std::move(overrides)).ppo; }
+std::string error_of(std::vector<std::string> overrides) { return test::config_error_of(std::move(overrides)); }
 
 TEST(RolloutFeatureConfig, DefaultsAreVerls) {
   const PPOConfig c = load({});
