@@ -30,7 +30,8 @@ class FusedLogProbFunction : public torch::autograd::Function<FusedLogProbFuncti
       lse.narrow(0, start, n).copy_(l);
       log_probs.narrow(0, start, n).copy_(z.gather(-1, tokens.narrow(0, start, n).unsqueeze(-1)).squeeze(-1) - l);
       if (with_entropy) {
-        entropy.narrow(0, start, n).copy_(l - (torch::softmax(z, -1) * z).sum(-1));
+        // p = exp(z - lse) from the lse just taken (softmax would reduce over the row again).
+        entropy.narrow(0, start, n).copy_(l - ((z - l.unsqueeze(-1)).exp_() * z).sum(-1));
       }
     }
     ctx->save_for_backward({logits, tokens, lse, entropy});
@@ -55,17 +56,20 @@ class FusedLogProbFunction : public torch::autograd::Function<FusedLogProbFuncti
       const torch::Tensor z = logits.narrow(0, start, n).to(torch::kFloat32) / temperature;
       const torch::Tensor log_p = z - lse.narrow(0, start, n).unsqueeze(-1);
       const torch::Tensor p = log_p.exp();
-      torch::Tensor g = torch::zeros_like(z);
-      if (g_log_probs.defined()) {
-        const torch::Tensor gl = g_log_probs.narrow(0, start, n).unsqueeze(-1);
-        g = -p * gl;
-        g.scatter_add_(-1, tokens.narrow(0, start, n).unsqueeze(-1), gl);
-      }
+      // dL/dz = p * (-g_lp - g_H (log p + H)) + g_lp at the token: one vocabulary-wide product per chunk.
+      torch::Tensor coefficient;
       if (g_entropy.defined()) {
         const torch::Tensor ge = g_entropy.narrow(0, start, n).unsqueeze(-1);
-        g = g - ge * p * (log_p + entropy.narrow(0, start, n).unsqueeze(-1));
+        coefficient = (log_p + entropy.narrow(0, start, n).unsqueeze(-1)).mul_(-ge);
+        if (g_log_probs.defined()) coefficient.sub_(g_log_probs.narrow(0, start, n).unsqueeze(-1));
+      } else {
+        coefficient = -g_log_probs.narrow(0, start, n).unsqueeze(-1);
       }
-      grad.narrow(0, start, n).copy_(g / temperature);
+      torch::Tensor g = p * coefficient;
+      if (g_log_probs.defined()) {
+        g.scatter_add_(-1, tokens.narrow(0, start, n).unsqueeze(-1), g_log_probs.narrow(0, start, n).unsqueeze(-1));
+      }
+      grad.narrow(0, start, n).copy_(g.div_(temperature));
     }
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -436,8 +436,9 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
              "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
   const auto& sync = context().weight_sync;
+  // Offloaded weights come in where they are read: actor rank 0 (it broadcasts), every actor rank under ZeRO-3.
   std::optional<OnDevice> on_device;
-  if (is_actor_) on_device.emplace(actor_offload_, actor_state(), nullptr);
+  if (is_actor_ && (rank() == 0 || actor_sharded_)) on_device.emplace(actor_offload_, actor_state(), nullptr);
   // Under ZeRO-3 every actor rank joins the gather; rank 0 then holds the whole model.
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_) whole.emplace(actor_sharded_.get());

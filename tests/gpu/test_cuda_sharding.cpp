@@ -77,14 +77,7 @@ CausalLM whole_on(const HFConfig& c, const torch::Device& device) {
 }
 
 Batch batch_on(int64_t vocab, int seed, const torch::Device& device) {
-  torch::manual_seed(seed);
-  Batch b;
-  b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
-  b.attention_mask = torch::ones({3, 9}, torch::kInt64);
-  b.attention_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
-  b.attention_mask.index_put_({2, torch::indexing::Slice(0, 1 + seed % 4)}, 0);
-  b.position_ids = position_ids_from_mask(b.attention_mask);
-  b.responses = b.input_ids.narrow(1, 5, 4);
+  Batch b = test::ragged_model_batch(vocab, seed);
   b.input_ids = b.input_ids.to(device);
   b.attention_mask = b.attention_mask.to(device);
   b.position_ids = b.position_ids.to(device);

@@ -102,4 +102,10 @@ std::string verl_train_command(const std::vector<std::string>& overrides) {
   return command;
 }
 
+TrainRun run_verl_train(const std::vector<std::string>& overrides, const std::string& run_dir) {
+  TrainRun run{run_command(verl_train_command(overrides)), {}};
+  if (run.result.exit_code == 0) run.history = trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
+  return run;
+}
+
 }  // namespace verl::test

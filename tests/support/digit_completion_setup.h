@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "support/run_command.h"
+#include "verl/trainer/tracking.h"
+
 namespace verl::test {
 
 struct DigitCompletionSetup {
@@ -24,5 +27,12 @@ DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val
 
 // "verl train <overrides...>" quoted for the shell.
 std::string verl_train_command(const std::vector<std::string>& overrides);
+
+// One `verl train` run: its exit and output, and RUN_DIR/metrics.jsonl when it exited 0 (empty otherwise).
+struct TrainRun {
+  CommandResult result;
+  trainer::MetricHistory history;
+};
+TrainRun run_verl_train(const std::vector<std::string>& overrides, const std::string& run_dir);
 
 }  // namespace verl::test

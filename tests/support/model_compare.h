@@ -18,6 +18,20 @@ struct ModelBatch {
   torch::Tensor input_ids, attention_mask, position_ids, responses;
 };
 
+// A ragged left-padded batch (P = 5, R = 4), different per seed, on the CPU. Draws from the global RNG: make it on
+// one thread.
+inline ModelBatch ragged_model_batch(int64_t vocab, int seed) {
+  torch::manual_seed(seed);
+  ModelBatch b;
+  b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
+  b.attention_mask = torch::ones({3, 9}, torch::kInt64);
+  b.attention_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
+  b.attention_mask.index_put_({2, torch::indexing::Slice(0, 1 + seed % 4)}, 0);
+  b.position_ids = model::position_ids_from_mask(b.attention_mask);
+  b.responses = b.input_ids.narrow(1, 5, 4);
+  return b;
+}
+
 // Log-probs (temperature 0.7) and entropy of the responses weighted by fixed numbers, in fp64, on their device.
 inline torch::Tensor weighted_log_prob_loss(model::CausalLM& m, const ModelBatch& b) {
   auto out = model::response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);

@@ -20,19 +20,12 @@ const DigitCompletionSetup& setup() {
   return instance;
 }
 
-struct TrainRun {
-  CommandResult result;
-  trainer::MetricHistory history;
-};
-
 TrainRun train_one_step(const std::string& name, const std::vector<std::string>& overrides) {
   const std::string run_dir = make_temp_dir("e2e_registry_" + name);
   std::vector<std::string> all = setup().base_overrides(run_dir);
   for (const char* o : {"actor_rollout_ref.rollout.n=2", "trainer.total_training_steps=1"}) all.push_back(o);
   all.insert(all.end(), overrides.begin(), overrides.end());
-  TrainRun run{run_command(verl_train_command(all)), {}};
-  if (run.result.exit_code == 0) run.history = trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
-  return run;
+  return run_verl_train(all, run_dir);
 }
 
 bool logged(const trainer::MetricHistory& history, const std::string& key) {

@@ -18,19 +18,12 @@ const DigitCompletionSetup& setup() {
   return instance;
 }
 
-struct TrainRun {
-  CommandResult result;
-  trainer::MetricHistory history;
-};
-
 TrainRun train(const std::string& name, const std::vector<std::string>& overrides) {
   const std::string run_dir = make_temp_dir("e2e_" + name);
   std::vector<std::string> all = setup().base_overrides(run_dir);
   all.insert(all.end(), {"trainer.total_training_steps=2", "trainer.test_freq=-1"});
   all.insert(all.end(), overrides.begin(), overrides.end());
-  TrainRun run{run_command(verl_train_command(all)), {}};
-  if (run.result.exit_code == 0) run.history = trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
-  return run;
+  return run_verl_train(all, run_dir);
 }
 
 double at(const trainer::MetricHistory& history, const std::string& key, int64_t step) {

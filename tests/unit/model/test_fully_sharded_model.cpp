@@ -53,18 +53,8 @@ CausalLM copy_of(const CausalLM& whole) {
 
 using Batch = test::ModelBatch;
 using test::max_relative;
-// A ragged left-padded batch (P = 5, R = 4), different per seed. Made on the main thread (global RNG).
-Batch ragged_batch(int64_t vocab, int seed) {
-  torch::manual_seed(seed);
-  Batch b;
-  b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
-  b.attention_mask = torch::ones({3, 9}, torch::kInt64);
-  b.attention_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
-  b.attention_mask.index_put_({2, torch::indexing::Slice(0, 1 + seed % 4)}, 0);
-  b.position_ids = position_ids_from_mask(b.attention_mask);
-  b.responses = b.input_ids.narrow(1, 5, 4);
-  return b;
-}
+// Made on the main thread (global RNG).
+Batch ragged_batch(int64_t vocab, int seed) { return test::ragged_model_batch(vocab, seed); }
 
 // Flattened per unit as FullyShardedModel lays it out: the root (every name outside model.layers), then each layer.
 std::vector<torch::Tensor> flat_units(const std::vector<std::pair<std::string, torch::Tensor>>& named, int64_t layers) {
