@@ -8,6 +8,7 @@ usage:
       writes an HF model folder of a `verl bench` preset's shape with transformers' own random init
   hf_generate.py generate --model-dir DIR [--batches 1,64] [--prompt-length 64] [--response-length 32]
                           [--dtype bf16] [--device cuda] [--greedy] [--repeats 2] [--seed 0] [--json FILE]
+                          [--cache-implementation static]
 
 Responses run to full length (min_new_tokens = max_new_tokens), sampling at temperature 1 with top-k and top-p
 off (verl's rollout defaults), or greedy. Needs torch and transformers (on the GPU machines they are installed).
@@ -53,11 +54,12 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def timed_generate(model, ids, mask, new_tokens, greedy, device):
+def timed_generate(model, ids, mask, new_tokens, greedy, device, cache_implementation=None):
     synchronize(device)
     start = time.perf_counter()
+    extra = {"cache_implementation": cache_implementation} if cache_implementation else {}
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                         do_sample=not greedy, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=0)
+                         do_sample=not greedy, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=0, **extra)
     synchronize(device)
     seconds = time.perf_counter() - start
     assert out.shape[1] == ids.shape[1] + new_tokens, out.shape
@@ -79,22 +81,29 @@ def generate(args):
     for B in [int(b) for b in args.batches.split(",")]:
         ids = torch.randint(0, max(1, vocab - 3), (B, P), generator=gen).to(device)
         mask = torch.ones_like(ids)
+        cache = args.cache_implementation
         with torch.no_grad():
-            timed_generate(model, ids, mask, 2, args.greedy, device)  # warm-up
+            timed_generate(model, ids, mask, 2, args.greedy, device, cache)  # warm-up
             if device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(device)
-            prefill = min(timed_generate(model, ids, mask, 1, args.greedy, device) for _ in range(args.repeats))
-            total = min(timed_generate(model, ids, mask, R, args.greedy, device) for _ in range(args.repeats))
+            prefills = [timed_generate(model, ids, mask, 1, args.greedy, device, cache) for _ in range(args.repeats)]
+            totals = [timed_generate(model, ids, mask, R, args.greedy, device, cache) for _ in range(args.repeats)]
         peak = torch.cuda.max_memory_allocated(device) if device.startswith("cuda") else 0
-        decode = max(total - prefill, 1e-9)
+        prefill = min(prefills)
+        # Each repeat's decode time: its full generate minus the best prefill.
+        decodes = [max(t - prefill, 1e-9) for t in totals]
+        decode = min(decodes)
         row = {"batch": B, "prompt_length": P, "response_length": R,
-               "prefill": {"seconds": prefill, "tokens": B * P, "tokens_per_s": B * P / prefill},
-               "decode": {"seconds": decode, "tokens": B * (R - 1), "tokens_per_s": B * (R - 1) / decode},
+               "prefill": {"seconds": prefill, "repeat_seconds": prefills, "tokens": B * P,
+                           "tokens_per_s": B * P / prefill},
+               "decode": {"seconds": decode, "repeat_seconds": decodes, "tokens": B * (R - 1),
+                          "tokens_per_s": B * (R - 1) / decode},
                "peak_memory_bytes": peak}
         rows.append(row)
         print(f"transformers {transformers.__version__} batch {B}: prefill {row['prefill']['tokens_per_s']:.0f} tok/s, "
               f"decode {row['decode']['tokens_per_s']:.0f} tok/s, peak memory {peak / 2**30:.2f} GiB", flush=True)
     record = {"bench": "generate", "engine": f"transformers {transformers.__version__}", "torch": torch.__version__,
+              "cache_implementation": args.cache_implementation or "dynamic", "threads": torch.get_num_threads(),
               "device": device, "accelerator": gpu, "dtype": args.dtype, "model": args.model_dir,
               "sampling": "greedy" if args.greedy else "temperature 1", "rows": rows}
     if args.json:
@@ -121,6 +130,7 @@ def main():
     g.add_argument("--repeats", type=int, default=2)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--json")
+    g.add_argument("--cache-implementation", choices=["static"], help="transformers' static KV cache (default: dynamic)")
     args = parser.parse_args()
     if args.command == "make-model":
         make_model(args)

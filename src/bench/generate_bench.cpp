@@ -106,6 +106,8 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
       for (int r = 0; r < o.repeats; ++r) {
         auto out = rollout::generate(m.model, prompts, mask, sampling(c, o, R));
         VERL_ASSERT(out.decode_steps == R - 1, kComponent, "expected ", R - 1, " decode steps, got ", out.decode_steps);
+        row.prefill.repeat_seconds.push_back(out.prefill_seconds);
+        row.decode.repeat_seconds.push_back(out.decode_seconds);
         if (r == 0 || out.prefill_seconds < row.prefill.seconds) {
           row.prefill.seconds = out.prefill_seconds;
           row.prefill.cpu_seconds = out.prefill_cpu_seconds;
@@ -139,6 +141,7 @@ nlohmann::json phase_json(const GeneratePhase& p, double peak, double bandwidth)
   const RooflineBound bound = roofline_bound(p.flops, p.bytes, peak, bandwidth);
   const double bound_tps = bound.seconds() > 0 ? p.tokens / bound.seconds() : 0;
   return {{"seconds", p.seconds},
+          {"repeat_seconds", p.repeat_seconds},
           {"cpu_seconds", p.cpu_seconds},
           {"tokens", p.tokens},
           {"tokens_per_s", p.tokens_per_s()},

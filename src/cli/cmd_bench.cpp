@@ -22,7 +22,7 @@ const char* const kBenchUsage =
     "                           [--quick] [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench ppo [--model NAME|--model-dir DIR] [--batch-size 16] [--n 4] [--prompt-length 64]\n"
     "                      [--response-length 64] [--micro-batch-size 16] [--gradient-checkpointing] [--seed S]\n"
-    "                      [--quick] [ROOFLINE OPTIONS] [--json FILE] [key=value ...]\n"
+    "                      [--repeats 1] [--quick] [ROOFLINE OPTIONS] [--json FILE] [key=value ...]\n"
     "\n"
     "roofline  measures fp32 and bf16 GEMM FLOP/s (torch::mm, all intra-op threads, best of a few sizes) and memory\n"
     "          bandwidth (STREAM-style copy and triad); the other benches measure it too, in the same process,\n"
@@ -32,7 +32,8 @@ const char* const kBenchUsage =
     "          Presets: qwen2-25m (25M parameters), qwen2.5-0.5b (Qwen2.5-0.5B's shape), tiny.\n"
     "ppo       one PPO step of a preset (default qwen2-25m) through the real workers: generate, old log-prob,\n"
     "          ref log-prob, values, GAE, update_critic, update_actor; tokens/s and MFU per phase. Extra\n"
-    "          verl config overrides (key=value) are applied last.\n"
+    "          verl config overrides (key=value) are applied last. --repeats N > 1: an untimed warm-up step,\n"
+    "          then N timed steps; the table shows the fastest, the JSON every step's phase times.\n"
     "\n"
     "ROOFLINE OPTIONS: --gemm-sizes 256,512,1024,2048  --stream-mib 128 (per array)  --roofline-seconds 0.6\n"
     "                  (per point, split into 5 windows; the best window counts)\n"
@@ -195,7 +196,7 @@ int run_ppo(const Args& args) {
     if (a == "--model") model = value();
     else if (a == "--model-dir") o.model_dir = value();
     else if (a == "--batch-size" || a == "--n" || a == "--prompt-length" || a == "--response-length" ||
-             a == "--micro-batch-size" || a == "--seed") ints[a] = parse_int_option(a, value());
+             a == "--micro-batch-size" || a == "--seed" || a == "--repeats") ints[a] = parse_int_option(a, value());
     else if (a == "--gradient-checkpointing") o.gradient_checkpointing = true;
     else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) o.overrides.push_back(a);
     else return usage_error("unknown option '" + a + "' for verl bench ppo");
@@ -216,6 +217,7 @@ int run_ppo(const Args& args) {
   if (ints.count("--response-length")) o.response_length = ints["--response-length"];
   if (ints.count("--micro-batch-size")) o.micro_batch_size = ints["--micro-batch-size"];
   if (ints.count("--seed")) o.seed = static_cast<uint64_t>(ints["--seed"]);
+  if (ints.count("--repeats")) o.repeats = static_cast<int>(ints["--repeats"]);
   o.roofline = common.roofline(/*memory=*/false);
   o.device = common.device;
   bench::PpoBenchResult r = bench::run_ppo_bench(o);

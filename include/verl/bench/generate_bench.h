@@ -33,6 +33,7 @@ struct GeneratePhase {
   double seconds = 0, cpu_seconds = 0;  // wall and process CPU time of the phase
   double tokens = 0;
   double flops = 0, bytes = 0;
+  std::vector<double> repeat_seconds;   // every repeat's wall seconds (seconds is the best)
   double tokens_per_s() const { return seconds > 0 ? tokens / seconds : 0; }
 };
 

@@ -27,6 +27,7 @@ struct PpoBenchOptions {
   int64_t micro_batch_size = 16;    // per-device micro batch of every log-prob / value / update pass
   bool gradient_checkpointing = false;
   uint64_t seed = 0;
+  int repeats = 1;                     // > 1: an untimed warm-up step, then this many timed steps
   std::string device = "cpu";          // cpu | cuda: trainer.device, and where the roofline is measured
   std::vector<std::string> overrides;  // more verl config keys (key=value), applied last
   RooflineOptions roofline;            // GEMM peak measured right before the step
@@ -43,7 +44,8 @@ struct PpoBenchResult {
   Roofline roofline;
   PpoBenchOptions options;
   double params = 0;
-  std::vector<PpoPhase> phases;
+  std::vector<PpoPhase> phases;                   // the fastest timed step's
+  std::vector<std::vector<PpoPhase>> all_steps;   // every timed step's (repeats)
   int64_t peak_memory_bytes = 0;  // CUDA: the caching allocator's peak over the step (all roles, one device)
   std::string compute_dtype = "fp32";  // the actor's forward precision (mixed_precision.param_dtype, resolved):
                                        // MFU is against the bf16 GEMM peak when it is bf16
