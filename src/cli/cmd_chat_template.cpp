@@ -5,6 +5,7 @@
 
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/tokenizer/chat_template.h"
 #include "verl/tokenizer/tokenizer.h"
 
@@ -40,10 +41,11 @@ int run_chat_template_command(const Args& args) {
   VERL_CHECK(in.good(), "chat_template", "cannot open messages file ", messages_path);
   std::ostringstream buffer;
   buffer << in.rdbuf();
+  check_json_limits(buffer.str(), messages_path);
   nlohmann::ordered_json input;  // keeps key order, as Python dicts do
   try {
     input = nlohmann::ordered_json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond double
     VERL_FAIL("chat_template", messages_path, ": not valid JSON: ", e.what());
   }
   tokenizer::ChatTemplateInputs inputs;

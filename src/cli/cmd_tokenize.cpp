@@ -5,6 +5,7 @@
 
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::cli {
@@ -69,17 +70,18 @@ int run_detokenize_command(const Args& args) {
   if (!parse_args(args, "--skip-special", kDetokenizeUsage, parsed)) return 2;
   const auto tokenizer = tokenizer::Tokenizer::from_folder(parsed.dir);
   const std::string input = read_stdin();
+  check_json_limits(input, "stdin");
   nlohmann::json list;
   try {
     list = nlohmann::json::parse(input);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond double
     VERL_FAIL("tokenizer", "stdin: expected a JSON list of token ids: ", e.what());
   }
-  VERL_CHECK(list.is_array(), "tokenizer", "stdin: expected a JSON list of token ids, got ", list.dump().substr(0, 80));
+  VERL_CHECK(list.is_array(), "tokenizer", "stdin: expected a JSON list of token ids, got ", json_excerpt(list));
   std::vector<int32_t> ids;
   for (const auto& item : list) {
     VERL_CHECK(item.is_number_integer() && item.get<int64_t>() >= 0 && item.get<int64_t>() < (int64_t{1} << 31),
-               "tokenizer", "stdin: token ids must be non-negative integers, got ", item.dump());
+               "tokenizer", "stdin: token ids must be non-negative integers, got ", json_excerpt(item));
     ids.push_back(item.get<int32_t>());
   }
   std::cout << tokenizer.decode(ids, /*skip_special_tokens=*/parsed.flag);

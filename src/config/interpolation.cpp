@@ -6,11 +6,15 @@
 #include <vector>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/common/strings.h"
 
 namespace verl::config {
 
 namespace {
+
+// One string built by interpolation ("${a}${a}..." over keys that do the same doubles at every level).
+constexpr size_t kMaxInterpolatedChars = size_t{1} << 20;
 
 struct Piece {
   bool is_reference = false;
@@ -94,6 +98,8 @@ class Resolver {
       VERL_CHECK(value.is_scalar(), "config", "config key '", path, "': '${", piece.text, "}' is a ",
                  kind_name(value.kind()), " and cannot be placed inside text");
       text += value.is_null() ? "None" : value.to_text();
+      VERL_CHECK(text.size() <= kMaxInterpolatedChars, "config", "config key '", path, "': interpolation makes a ",
+                 "string longer than ", kMaxInterpolatedChars, " characters (limit ", kMaxInterpolatedChars, ")");
     }
     return Node::string(text);
   }
@@ -112,6 +118,8 @@ class Resolver {
     const Node* found = find_path(root_, target);
     VERL_CHECK(found != nullptr, "config", "config key '", holder, "' refers to '${", reference, "}', but '", target,
                "' does not exist");
+    VERL_CHECK(static_cast<int>(active_.size()) < kMaxNestingDepth, "config", "config key '", holder,
+               "': interpolations refer through more than ", kMaxNestingDepth, " keys (limit ", kMaxNestingDepth, ")");
     active_.push_back(target);
     Node value = resolve_tree(*found, target);
     active_.pop_back();

@@ -28,7 +28,7 @@ Node parse_value_text(const std::string& raw, const std::string& source) {
   if (text.front() == '[' || text.front() == '{' || text.front() == '"' || text.front() == '\'') {
     return parse_yaml(text, source);
   }
-  return parse_plain_scalar(text);
+  return parse_plain_scalar(text, source);
 }
 
 std::string describe(const Node& value, const std::string& raw) {
@@ -141,7 +141,7 @@ Override parse_override(const std::string& arg) {
   VERL_CHECK(valid_path(result.path), "config", "override '", arg, "': '", result.path,
              "' is not a key path (expected names joined by '.')");
   result.raw_value = body.substr(eq + 1);
-  result.value = parse_value_text(result.raw_value, "override " + arg);
+  result.value = parse_value_text(result.raw_value, "override " + result.path);
   return result;
 }
 

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::io {
 namespace {
@@ -100,9 +102,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     const uint8_t* data = bytes + 8 + header_len;
     const uint64_t data_size = map_size_ - 8 - header_len;
 
+    const std::string header_text(reinterpret_cast<const char*>(bytes + 8), header_len);
+    check_json_limits(header_text, path + " (header)");
     nlohmann::json header;
     try {
-      header = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(bytes + 8), header_len));
+      header = nlohmann::json::parse(header_text);
     } catch (const nlohmann::json::exception& e) {
       VERL_FAIL(kComponent, "'", path, "': header is not valid JSON (", e.what(), ")");
     }
@@ -251,10 +255,13 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) {
     const fs::path index = fs::path(path) / "model.safetensors.index.json";
     const fs::path single = fs::path(path) / "model.safetensors";
     if (fs::exists(index)) {
-      std::ifstream in(index);
+      std::ifstream in(index, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      check_json_limits(text.str(), index.string());
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(in);
+        j = nlohmann::json::parse(text.str());
       } catch (const nlohmann::json::exception& e) {
         VERL_FAIL(kComponent, "'", index.string(), "' is not valid JSON (", e.what(), ")");
       }

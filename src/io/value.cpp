@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::io {
 
@@ -221,6 +222,7 @@ Value from_json(const nlohmann::ordered_json& j) {
 }  // namespace
 
 Value parse_json(const std::string& text, const std::string& where) {
+  check_json_limits(text, where);
   nlohmann::ordered_json parsed;
   try {
     parsed = nlohmann::ordered_json::parse(text);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::model {
 namespace {
@@ -18,25 +19,25 @@ int64_t get_int(const json& j, const std::string& key, const std::string& src, s
     VERL_CHECK(fallback.has_value(), kComponent, src, ": missing required integer \"", key, "\"");
     return *fallback;
   }
-  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", j[key].dump());
+  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", json_excerpt(j[key]));
   return j[key].get<int64_t>();
 }
 
 double get_double(const json& j, const std::string& key, const std::string& src, double fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  VERL_CHECK(j[key].is_number(), kComponent, src, ": \"", key, "\" must be a number, got ", j[key].dump());
+  VERL_CHECK(j[key].is_number(), kComponent, src, ": \"", key, "\" must be a number, got ", json_excerpt(j[key]));
   return j[key].get<double>();
 }
 
 bool get_bool(const json& j, const std::string& key, const std::string& src, bool fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  VERL_CHECK(j[key].is_boolean(), kComponent, src, ": \"", key, "\" must be true or false, got ", j[key].dump());
+  VERL_CHECK(j[key].is_boolean(), kComponent, src, ": \"", key, "\" must be true or false, got ", json_excerpt(j[key]));
   return j[key].get<bool>();
 }
 
 std::optional<int64_t> get_opt_int(const json& j, const std::string& key, const std::string& src) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", j[key].dump());
+  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", json_excerpt(j[key]));
   return j[key].get<int64_t>();
 }
 
@@ -67,7 +68,26 @@ Arch parse_arch_short(const std::string& name) {
   VERL_FAIL(kComponent, "unknown architecture '", name, "'; supported: llama, qwen2, qwen3");
 }
 
+// Upper bounds, each several times the largest released model's (Llama 3.1 405B: hidden 16384, intermediate
+// 53248, 126 layers, 128 heads; vocabularies up to ~262k; contexts up to 10M): an absurd size is one line
+// naming the field, never an allocation of that size.
 void HFConfig::validate() const {
+  const struct {
+    const char* field;
+    int64_t value;
+    int64_t limit;
+  } bounds[] = {{"vocab_size", vocab_size, kMaxVocabSize},
+                {"hidden_size", hidden_size, 65536},
+                {"intermediate_size", intermediate_size, 262144},
+                {"num_hidden_layers", num_hidden_layers, 1024},
+                {"num_attention_heads", num_attention_heads, 1024},
+                {"num_key_value_heads", num_key_value_heads, 1024},
+                {"head_dim", head_dim, 4096},
+                {"max_position_embeddings", max_position_embeddings, int64_t{1} << 25}};
+  for (const auto& b : bounds) {
+    VERL_CHECK(b.value <= b.limit, kComponent, b.field, "=", b.value, " is beyond any real model (limit ", b.limit,
+               ")");
+  }
   VERL_CHECK(vocab_size > 0 && hidden_size > 0 && intermediate_size > 0 && num_hidden_layers > 0 &&
                  num_attention_heads > 0 && num_key_value_heads > 0 && head_dim > 0,
              kComponent, "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
@@ -84,6 +104,7 @@ void HFConfig::validate() const {
 }
 
 HFConfig parse_hf_config_text(const std::string& json_text, const std::string& src) {
+  check_json_limits(json_text, src);
   json j;
   try {
     j = json::parse(json_text);
@@ -112,7 +133,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   else VERL_FAIL(kComponent, src, ": unsupported architecture '", arch_name.empty() ? "(none given)" : arch_name,
                  "'; supported: ", supported);
   if (j.contains("hidden_act") && !j["hidden_act"].is_null())
-    VERL_CHECK(j["hidden_act"] == "silu", kComponent, src, ": hidden_act ", j["hidden_act"].dump(),
+    VERL_CHECK(j["hidden_act"] == "silu", kComponent, src, ": hidden_act ", json_excerpt(j["hidden_act"]),
                " is not supported (only \"silu\")");
   c.vocab_size = get_int(j, "vocab_size", src, std::nullopt);
   c.hidden_size = get_int(j, "hidden_size", src, std::nullopt);

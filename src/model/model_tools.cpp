@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/common/strings.h"
 #include "verl/model/weights.h"
 
@@ -76,9 +77,12 @@ HFConfig init_model_folder(const InitOptions& o) {
 void forward_to_file(const std::string& model_dir, const std::string& input_json, const std::string& output_path) {
   std::ifstream in(input_json);
   VERL_CHECK(in.good(), kComponent, "cannot read '", input_json, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  check_json_limits(text.str(), input_json);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
     VERL_FAIL(kComponent, "'", input_json, "' is not valid JSON (", e.what(), ")");
   }

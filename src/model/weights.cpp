@@ -5,6 +5,7 @@
 
 #include "verl/common/error.h"
 #include "verl/model/tensor_parallel_model.h"
+#include "verl/model/model_size.h"
 
 namespace verl::model {
 namespace {
@@ -131,9 +132,50 @@ void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const Lo
 }
 
 CausalLM load_model(const std::string& dir, const LoadOptions& options) {
+namespace {
+
+// config.json's sizes against the checkpoint's tensor shapes (read from the safetensors headers), before any
+// weight is allocated: a wrong or absurd size is one line naming the field, not an allocation of its size.
+void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsCheckpoint& ckpt,
+                                     const std::string& dir) {
+  const std::string src = (std::filesystem::path(dir) / "config.json").string();
+  auto expect = [&](const std::string& name, std::vector<int64_t> shape, const std::string& fields) {
+    if (!ckpt.contains(name)) return;  // load_state names missing tensors
+    const auto& got = ckpt.get(name).shape;
+    VERL_CHECK(got == shape, kComponent, src, ": ", fields, " imply ", sizes_text(shape), " for '", name,
+               "' but the checkpoint has ", sizes_text(got));
+  };
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  expect("model.embed_tokens.weight", {c.vocab_size, H}, "vocab_size=" + std::to_string(c.vocab_size) +
+                                                             ", hidden_size=" + std::to_string(H));
+  const std::string heads = "num_attention_heads=" + std::to_string(c.num_attention_heads) +
+                            ", head_dim=" + std::to_string(c.head_dim) + ", hidden_size=" + std::to_string(H);
+  const std::string kv_heads = "num_key_value_heads=" + std::to_string(c.num_key_value_heads) +
+                               ", head_dim=" + std::to_string(c.head_dim) + ", hidden_size=" + std::to_string(H);
+  const std::string mlp = "intermediate_size=" + std::to_string(I) + ", hidden_size=" + std::to_string(H);
+  expect("model.layers.0.self_attn.q_proj.weight", {q, H}, heads);
+  expect("model.layers.0.self_attn.k_proj.weight", {kv, H}, kv_heads);
+  expect("model.layers.0.mlp.gate_proj.weight", {I, H}, mlp);
+  expect("model.layers.0.mlp.down_proj.weight", {H, I}, mlp);
+  const std::string last = "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".self_attn.q_proj.weight";
+  if (ckpt.contains("model.layers.0.self_attn.q_proj.weight")) {
+    int64_t layers = 0;
+    while (layers < c.num_hidden_layers &&
+           ckpt.contains("model.layers." + std::to_string(layers) + ".self_attn.q_proj.weight"))
+      ++layers;
+    VERL_CHECK(ckpt.contains(last), kComponent, src, ": num_hidden_layers=", c.num_hidden_layers,
+               " but the checkpoint has ", layers, " layers ('", last, "' is missing)");
+  }
+}
+
+}  // namespace
+
   HFConfig config = load_hf_config(dir);
   io::SafetensorsCheckpoint ckpt(dir);
   CausalLM model(config, options.head);
+  check_config_against_checkpoint(config, ckpt, dir);
+  check_model_fits_in_memory(config, (std::filesystem::path(dir) / "config.json").string());
   model->to(options.dtype);
   load_state(model, ckpt, options);
   model->eval();

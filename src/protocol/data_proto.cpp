@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::protocol {
 
@@ -62,11 +63,55 @@ class Reader {
     return std::string(bytes(n), n);
   }
   bool done() const { return pos_ == in_.size(); }
+  size_t left() const { return in_.size() - pos_; }
 
  private:
   const std::string& in_;
   size_t pos_ = 0;
 };
+
+// CBOR -> Json with the nesting limit of verl/common/input_limits.h: nlohmann's CBOR reader recurses once per
+// level, so a few hundred KB of nested arrays would overflow the stack. The DOM builder is fed through a SAX
+// that refuses to open a container beyond kMaxNestingDepth, which stops the recursion there.
+class DepthBoundedSax : public nlohmann::json_sax<Json> {
+ public:
+  explicit DepthBoundedSax(Json& result) : dom_(result, /*allow_exceptions=*/true) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return enter() && dom_.start_object(n); }
+  bool key(string_t& k) override { return dom_.key(k); }
+  bool end_object() override { return leave() && dom_.end_object(); }
+  bool start_array(std::size_t n) override { return enter() && dom_.start_array(n); }
+  bool end_array() override { return leave() && dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) override {
+    return dom_.parse_error(position, token, e);
+  }
+
+ private:
+  bool enter() {
+    VERL_CHECK(++depth_ <= kMaxNestingDepth, "protocol", "serialized DataProto: meta or columns nested deeper than ",
+               kMaxNestingDepth, " levels (limit ", kMaxNestingDepth, ")");
+    return true;
+  }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  int depth_ = 0;
+};
+
+Json from_cbor_bounded(const std::string& bytes) {
+  Json result;
+  DepthBoundedSax sax(result);
+  Json::sax_parse(bytes, &sax, nlohmann::detail::input_format_t::cbor);
+  return result;
+}
 
 }  // namespace
 
@@ -366,8 +411,8 @@ DataProto DataProto::deserialize(const std::string& bytes) {
   std::string meta = in.blob();
   std::string columns = in.blob();
   try {
-    out.meta_info = Json::from_cbor(meta);
-    Json parsed = Json::from_cbor(columns);
+    out.meta_info = from_cbor_bounded(meta);
+    Json parsed = from_cbor_bounded(columns);
     for (auto it = parsed.begin(); it != parsed.end(); ++it) {
       out.non_tensor_batch[it.key()] = it.value().get<std::vector<Json>>();
     }
@@ -395,9 +440,13 @@ DataProto DataProto::deserialize(const std::string& bytes) {
       numel *= extent;
     }
     uint64_t nbytes = in.pod<uint64_t>();
+    // Sizes are checked against the bytes present before the tensor is allocated.
+    const uint64_t needed = static_cast<uint64_t>(numel) * c10::elementSize(*dtype);
+    VERL_CHECK(nbytes == needed, "protocol", "serialized tensor '", key, "' holds ", nbytes,
+               " bytes, its shape needs ", needed);
+    VERL_CHECK(nbytes <= in.left(), "protocol", "serialized DataProto is truncated: tensor '", key, "' needs ", nbytes,
+               " bytes, ", in.left(), " left");
     torch::Tensor tensor = torch::empty(shape, torch::dtype(*dtype));
-    VERL_CHECK(nbytes == static_cast<uint64_t>(numel) * tensor.element_size(), "protocol", "serialized tensor '", key,
-               "' holds ", nbytes, " bytes, its shape needs ", numel * tensor.element_size());
     std::memcpy(tensor.data_ptr(), in.bytes(nbytes), nbytes);
     out.batch[key] = tensor;
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/common/logging.h"
 
 namespace verl::single_controller {
@@ -87,6 +88,7 @@ std::vector<MeshRankInfo> MpiTransport::mesh_info(const std::string& mesh) const
         VERL_CHECK(!reply.empty() && static_cast<ReplyStatus>(static_cast<uint8_t>(reply[0])) == ReplyStatus::Output,
                    "worker", "worker group '", group_name_, "' world rank ", rank, " failed to give its place in mesh '",
                    mesh, "': ", reply.empty() ? std::string("empty reply") : reply.substr(1));
+        check_json_limits(std::string_view(reply).substr(1), "worker reply");
         const Json info = Json::parse(reply.substr(1));
         infos.push_back(MeshRankInfo{info.at("dp_rank").get<int>(), info.at("is_collect").get<bool>()});
       }

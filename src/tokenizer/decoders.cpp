@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
 #include "verl/tokenizer/unicode.h"
 
@@ -181,7 +182,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
 std::unique_ptr<Decoder> make_decoder(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", config.dump().substr(0, 200));
+             ": expected an object with a string \"type\", got ", json_excerpt(config));
   const std::string type = config["type"].get<std::string>();
   const std::string here = where + " " + type;
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
 #include "verl/tokenizer/unicode.h"
 
@@ -140,7 +141,7 @@ std::string pattern_of(const json& config, const std::string& where) {
     return Regex::escape(pattern["String"].get<std::string>());
   }
   VERL_CHECK(pattern.contains("Regex") && pattern["Regex"].is_string(), "tokenizer", where,
-             ": pattern must have a string \"String\" or \"Regex\", got ", pattern.dump());
+             ": pattern must have a string \"String\" or \"Regex\", got ", json_excerpt(pattern));
   return pattern["Regex"].get<std::string>();
 }
 
@@ -183,7 +184,7 @@ std::string unicode_lowercase(const std::string& text) {
 std::unique_ptr<Normalizer> make_normalizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", config.dump().substr(0, 200));
+             ": expected an object with a string \"type\", got ", json_excerpt(config));
   const std::string type = config["type"].get<std::string>();
   const std::string here = where + " " + type;
   if (type == "NFC") return std::make_unique<UnicodeNormalizer>(unicode_nfc);

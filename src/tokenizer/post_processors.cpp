@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::tokenizer {
 
@@ -103,7 +104,7 @@ std::unique_ptr<PostProcessor> make_bos_eos_processor(std::vector<int32_t> bos, 
 std::unique_ptr<PostProcessor> make_post_processor(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", config.dump().substr(0, 200));
+             ": expected an object with a string \"type\", got ", json_excerpt(config));
   const std::string type = config["type"].get<std::string>();
   const std::string here = where + " " + type;
   if (type == "TemplateProcessing") return make_template(config, here);

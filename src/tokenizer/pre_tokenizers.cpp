@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
 #include "verl/tokenizer/unicode.h"
 
@@ -321,7 +322,7 @@ std::vector<std::string> split_by_matches(const std::string& text,
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", config.dump().substr(0, 200));
+             ": expected an object with a string \"type\", got ", json_excerpt(config));
   const std::string type = config["type"].get<std::string>();
   const std::string here = where + " " + type;
   if (type == "ByteLevel") {
@@ -337,7 +338,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& config, const std::
       regex = Regex::escape(pattern["String"].get<std::string>());
     } else {
       VERL_CHECK(pattern.contains("Regex") && pattern["Regex"].is_string(), "tokenizer", here,
-                 ": pattern must have a string \"String\" or \"Regex\", got ", pattern.dump());
+                 ": pattern must have a string \"String\" or \"Regex\", got ", json_excerpt(pattern));
       regex = pattern["Regex"].get<std::string>();
     }
     return std::make_unique<SplitPreTokenizer>(regex, parse_behavior(config, here), config.value("invert", false),

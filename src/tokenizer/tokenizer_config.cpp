@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::tokenizer {
 
@@ -25,11 +26,12 @@ std::optional<std::string> read_text(const std::string& path) {
 std::optional<json> read_json(const std::string& path) {
   auto text = read_text(path);
   if (!text) return std::nullopt;
+  check_json_limits(*text, path);
   try {
     json value = json::parse(*text);
     VERL_CHECK(value.is_object(), "tokenizer", path, ": expected a JSON object at the top level");
     return value;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number beyond double
     VERL_FAIL("tokenizer", path, ": not valid JSON: ", e.what());
   }
 }
@@ -39,7 +41,7 @@ std::optional<std::string> token_text(const json& value, const std::string& wher
   if (value.is_null()) return std::nullopt;
   if (value.is_string()) return value.get<std::string>();
   VERL_CHECK(value.is_object() && value.contains("content") && value["content"].is_string(), "tokenizer", where,
-             ": expected a string or an object with string \"content\", got ", value.dump());
+             ": expected a string or an object with string \"content\", got ", json_excerpt(value));
   return value["content"].get<std::string>();
 }
 

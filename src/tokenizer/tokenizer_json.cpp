@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 
 namespace verl::tokenizer {
 
@@ -28,8 +29,11 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
     VERL_CHECK(entry.is_object() && entry.contains("id") && entry["id"].is_number_integer() &&
                    entry.contains("content") && entry["content"].is_string(),
                "tokenizer", where, ": added_tokens[", i, "] needs an integer \"id\" and a string \"content\"");
+    const int64_t id = entry["id"].get<int64_t>();
+    VERL_CHECK(id >= 0 && id < kMaxVocabSize, "tokenizer", where, ": added_tokens[", i, "].id is ", id,
+               " (ids must lie in [0, ", kMaxVocabSize, "), limit ", kMaxVocabSize, ")");
     AddedToken token;
-    token.id = entry["id"].get<int32_t>();
+    token.id = static_cast<int32_t>(id);
     token.content = entry["content"].get<std::string>();
     token.single_word = entry.value("single_word", false);
     token.lstrip = entry.value("lstrip", false);
@@ -157,9 +161,11 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
   bool value(T&& v) {
     if (mode_ == Mode::Vocab) {
       json id(std::forward<T>(v));
-      VERL_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < (int64_t{1} << 31),
-                 "tokenizer", where_, " model: vocab id of '", pending_key_, "' must be a non-negative integer, got ",
-                 id.dump());
+      VERL_CHECK(id.is_number_integer(), "tokenizer", where_, " model: vocab id of '", pending_key_,
+                 "' must be a non-negative integer, got ", json_excerpt(id));
+      VERL_CHECK(id.get<int64_t>() >= 0 && id.get<int64_t>() < kMaxVocabSize, "tokenizer", where_,
+                 " model.vocab: id of '", pending_key_, "' is ", id.dump(), " (ids must lie in [0, ", kMaxVocabSize,
+                 "), limit ", kMaxVocabSize, ")");
       bpe.vocab.emplace_back(std::move(pending_key_), static_cast<int32_t>(id.get<int64_t>()));
       return true;
     }
@@ -200,6 +206,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
 }  // namespace
 
 TokenizerPipeline parse_tokenizer_json(const std::string& text, const std::string& where) {
+  check_json_limits(text, where);
   TokenizerJsonReader reader(where);
   json::sax_parse(text, &reader);
   json& root = reader.root;

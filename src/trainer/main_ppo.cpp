@@ -1,6 +1,7 @@
 #include "verl/trainer/main_ppo.h"
 #include "verl/trainer/role_setup.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "verl/common/error.h"
@@ -124,6 +125,17 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
              config.actor_rollout_ref.model.path, "' has ", tokenizer.vocab_size(),
              " tokens but the model's vocab_size is ", actor.vocab_size,
              " (actor_rollout_ref.model.path: tokenizer and model do not match)");
+  // verl's vLLM rollout asserts the same ("model context length should be greater than total sequence length")
+  // without rope_scaling; with it, the scaled length (max_position_embeddings * factor) bounds the buffers.
+  const int64_t sequence = config.data.max_prompt_length + config.data.max_response_length;
+  const bool scaled = actor.rope_scaling.type != model::RopeScaling::Type::None;
+  const double context = static_cast<double>(actor.max_position_embeddings) *
+                         (scaled ? std::max(1.0, actor.rope_scaling.factor) : 1.0);
+  VERL_CHECK(static_cast<double>(sequence) <= context, "config",
+             "data.max_prompt_length + data.max_response_length = ", sequence,
+             " exceeds the model's max_position_embeddings ", actor.max_position_embeddings,
+             scaled ? " times its rope_scaling factor" : "", " (", config.actor_rollout_ref.model.path,
+             "/config.json)");
   if (need_critic(config)) {
     check_model_folder("critic.model.path", config.critic.model.path);
     const model::HFConfig critic = model::load_hf_config(data::expand_user(config.critic.model.path));

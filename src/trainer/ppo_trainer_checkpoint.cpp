@@ -12,6 +12,7 @@
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/common/logging.h"
 #include "verl/trainer/checkpoint_paths.h"
 #include "verl/trainer/ppo_trainer.h"
@@ -119,6 +120,7 @@ void PPOTrainer::load_checkpoint() {
   std::ifstream in(state_path);
   std::stringstream text;
   text << in.rdbuf();
+  check_json_limits(text.str(), state_path.string());
   nlohmann::json state;
   try {
     state = nlohmann::json::parse(text.str());

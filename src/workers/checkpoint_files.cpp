@@ -9,6 +9,7 @@
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/weights.h"
 #include "verl/parallel/comm.h"
@@ -166,6 +167,7 @@ nlohmann::json load_extra_state(const std::string& dir, int world_size, int rank
   VERL_CHECK(in.good(), component, "cannot read '", path, "'");
   std::stringstream text;
   text << in.rdbuf();
+  check_json_limits(text.str(), path);
   try {
     return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {

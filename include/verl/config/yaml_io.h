@@ -8,10 +8,13 @@
 
 namespace verl::config {
 
-// Types one plain (unquoted) scalar: null, bool, int, float, else string.
-Node parse_plain_scalar(const std::string& text);
+// Types one plain (unquoted) scalar: null, bool, int, float, else string. A number longer than
+// kMaxNumberChars (verl/common/input_limits.h) is an error naming `where`.
+Node parse_plain_scalar(const std::string& text, const std::string& where = "value");
 
-// Parses a YAML document. `source` names it in errors ("configs/x.yaml", "override a.b=...").
+// Parses a YAML document. `source` names it in errors ("configs/x.yaml", "override a.b=..."). Limits: nesting
+// depth kMaxNestingDepth, kMaxYamlNodes nodes after alias expansion, no alias of a node inside itself.
+
 Node parse_yaml(const std::string& text, const std::string& source);
 Node load_yaml_file(const std::string& path);
 

@@ -1,0 +1,79 @@
+// The DataProto wire format (what MPI ranks send each other) read from hostile bytes: nesting in the CBOR meta
+// and columns is bounded, and a tensor's size is checked against the bytes present before it is allocated.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "verl/common/error.h"
+#include "verl/protocol/data_proto.h"
+
+namespace verl::protocol {
+namespace {
+
+template <typename T>
+void put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+void put_blob(std::string& out, const std::string& blob) {
+  put<uint64_t>(out, blob.size());
+  out += blob;
+}
+
+std::string error_of(const std::string& bytes) {
+  try {
+    DataProto::deserialize(bytes);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The header of a serialized DataProto up to its tensor count, with the given CBOR meta and columns.
+std::string header(const std::string& meta, const std::string& columns) {
+  std::string out = "VERLDP";
+  put<uint32_t>(out, 1);
+  put_blob(out, meta);
+  put_blob(out, columns);
+  return out;
+}
+
+TEST(DataProtoLimits, DeeplyNestedCborMetaIsAnError) {
+  const std::string empty_object = "\xa0";  // CBOR {}
+  std::string deep(100000, '\x81');       // CBOR: an array of one element, 100000 times
+  deep += '\xf6';                          // null
+  std::string bytes = header(deep, empty_object);
+  put<uint32_t>(bytes, 0);
+  const std::string e = error_of(bytes);
+  EXPECT_NE(e.find("nested deeper than 256 levels (limit 256)"), std::string::npos) << e;
+  // 200 levels are fine (the meta must still be an object to be used, so wrap it).
+  std::string ok = "\xa1\x61k" + std::string(200, '\x81') + "\xf6";
+  bytes = header(ok, empty_object);
+  put<uint32_t>(bytes, 0);
+  EXPECT_EQ(error_of(bytes), "");
+}
+
+TEST(DataProtoLimits, TensorSizeIsCheckedAgainstTheBytesBeforeAllocating) {
+  // The dtype code of float32, from a real serialization.
+  DataProto real = DataProto::from_dict({{"x", torch::zeros({2}, torch::kFloat32)}});
+  const std::string good = real.serialize();
+  const std::string head = header("\xa0", "\xa0");
+  ASSERT_EQ(good.compare(0, head.size(), head), 0) << "format changed";
+  size_t pos = head.size() + sizeof(uint32_t) + sizeof(uint64_t) + 1;  // count, key length, key "x"
+  const uint8_t float32_code = static_cast<uint8_t>(good[pos]);
+
+  // [2^20, 2^18] float32: 1 TiB claimed, 0 bytes present.
+  std::string bytes = head;
+  put<uint32_t>(bytes, 1);
+  put_blob(bytes, "x");
+  put<uint8_t>(bytes, float32_code);
+  put<uint32_t>(bytes, 2);
+  put<int64_t>(bytes, int64_t{1} << 20);
+  put<int64_t>(bytes, int64_t{1} << 18);
+  put<uint64_t>(bytes, uint64_t{1} << 40);
+  const std::string e = error_of(bytes);
+  EXPECT_NE(e.find("serialized DataProto is truncated: tensor 'x' needs 1099511627776 bytes, 0 left"),
+            std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace verl::protocol
