@@ -13,7 +13,7 @@ namespace verl::cli {
 
 const char* const kDemoUsage =
     "usage: verl demo [--algo grpo|ppo] [--out DIR] [--seed S] [--threads N] [--target-accuracy X]\n"
-    "                 [--max-sft-steps N] [key.path=value ...]\n"
+    "                 [--max-sft-steps N] [--lora-rank R] [key.path=value ...]\n"
     "       verl demo --prepare-only [--out DIR] [--seed S] [--threads N] [--target-accuracy X] [--max-sft-steps N]\n"
     "\n"
     "The embedded default, made locally and run end to end on this machine's CPU:\n"
@@ -31,9 +31,18 @@ const char* const kDemoUsage =
     "  demo: val_accuracy_before=<x> val_accuracy_after=<y> run_dir=<path>\n"
     "DIR defaults to ./verl_demo; S (default 0) seeds the data, the model, SFT and RL (data.seed, rollout.seed).\n"
     "--threads: LibTorch threads for SFT and RL (default 1, see docs/architecture.md: one thread is as fast as\n"
-    "two for this model size and never loses time to OpenMP spin-waiting on a busy machine).\n";
+    "two for this model size and never loses time to OpenMP spin-waiting on a busy machine).\n"
+    "--lora-rank R: RL trains LoRA adapters of rank R on every projection instead of the whole model\n"
+    "(actor_rollout_ref.model.lora_rank=R, lora_alpha=2R, actor.optim.lr=3e-3; the overrides given here win).\n";
 
 namespace {
+
+// LoRA's demo settings (measured in bench/RESULTS.md): scale alpha / r = 2 and 10x the full fine-tune's LR, as
+// LoRA's adapters start at zero and move the model through a rank-R update only.
+std::vector<std::string> lora_overrides(int64_t rank) {
+  return {"actor_rollout_ref.model.lora_rank=" + std::to_string(rank),
+          "actor_rollout_ref.model.lora_alpha=" + std::to_string(2 * rank), "actor_rollout_ref.actor.optim.lr=3e-3"};
+}
 
 }  // namespace
 
@@ -64,6 +73,11 @@ int run_demo_command(const Args& args) {
       options.algo = value();
       VERL_CHECK(options.algo == "grpo" || options.algo == "ppo", "demo", "--algo expects grpo or ppo, got '",
                  options.algo, "'");
+    } else if (a == "--lora-rank") {
+      const int64_t rank = parse_count_option("--lora-rank", value());
+      VERL_CHECK(rank > 0, "demo", "--lora-rank must be > 0");
+      const auto lora = lora_overrides(rank);
+      options.overrides.insert(options.overrides.begin(), lora.begin(), lora.end());
     } else if (a.rfind("--", 0) != 0 && config::is_override_argument(a)) {
       options.overrides.push_back(a);
     } else {

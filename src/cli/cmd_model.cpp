@@ -18,7 +18,7 @@ const char* const kModelUsage =
     "                       [--rope-scaling linear:F|llama3:F:LOW:HIGH:ORIG] [--tie-word-embeddings]\n"
     "                       [--attention-bias] [--mlp-bias] [--perturb-norms-biases] [--dtype float32|bfloat16]\n"
     "       verl model forward --model DIR --input ids.json --output out.safetensors\n"
-    "       verl model export --checkpoint DIR --out DIR\n"
+    "       verl model export --checkpoint DIR --out DIR [--merge]\n"
     "\n"
     "init writes a Hugging Face model folder (config.json, model.safetensors, generation_config.json, and the\n"
     "tokenizer files of --tokenizer DIR when given) with seeded random weights: N(0, STD=0.02) matrices, zero\n"
@@ -29,7 +29,9 @@ const char* const kModelUsage =
     "and writes logits_<i> of shape [len_i, vocab] (float32) per row.\n"
     "\n"
     "export writes a Hugging Face model folder from a training checkpoint (verl's model merger): DIR is a\n"
-    "global_step_N folder or its actor/ folder.\n";
+    "global_step_N folder or its actor/ folder. A LoRA run's checkpoint (actor_rollout_ref.model.lora_rank > 0)\n"
+    "exports PEFT's adapter folder (adapter_model.safetensors + adapter_config.json, for\n"
+    "peft.PeftModel.from_pretrained); with --merge, the base model with the adapter merged into its weights.\n";
 
 namespace {
 
@@ -97,10 +99,13 @@ int run_forward(const Args& args) {
 
 int run_export(const Args& args) {
   std::map<std::string, std::string> v;
+  bool merge = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if ((a == "--checkpoint" || a == "--out") && i + 1 < args.size()) {
       v[a] = args[++i];
+    } else if (a == "--merge") {
+      merge = true;
     } else {
       std::cerr << "error: unexpected argument '" << a << "' for verl model export\n" << kModelUsage;
       return 2;
@@ -110,7 +115,7 @@ int run_export(const Args& args) {
     std::cerr << "error: verl model export needs --checkpoint and --out\n" << kModelUsage;
     return 2;
   }
-  trainer::export_actor_checkpoint(v["--checkpoint"], v["--out"]);
+  trainer::export_actor_checkpoint(v["--checkpoint"], v["--out"], merge);
   std::cout << "wrote " << v["--out"] << "\n";
   return 0;
 }

@@ -74,6 +74,8 @@ Node fit_to_default(const Node& root, const std::string& path, const Node& curre
       VERL_CHECK(value.kind() == Kind::Int || value.kind() == Kind::Float, "config", mismatch());
       return Node::floating(value.as_double());
     case Kind::String:
+      // verl's LoRA target_modules: `all-linear` by default, or a list of module names.
+      if (value.is_list() && ends_with(path, ".target_modules")) return value;
       VERL_CHECK(value.is_scalar(), "config", mismatch());
       if (value.kind() == Kind::String) return value;
       return Node::string(raw.empty() ? value.to_text() : trim(raw));

@@ -302,12 +302,51 @@ RolloutConfig read_rollout(ConfigReader& in) {
   return r;
 }
 
+}  // namespace
+
+LoraConfig read_lora_config(ConfigReader& in, const std::string& m, bool with_adapter_path) {
+  LoraConfig c;
+  c.lora_rank = in.get_int(m + ".lora_rank");
+  VERL_CHECK(c.lora_rank >= 0, "config", m, ".lora_rank must be >= 0 (0 = no LoRA), got ", c.lora_rank);
+  c.lora_alpha = in.get_double(m + ".lora_alpha");
+  VERL_CHECK(c.lora_alpha > 0, "config", m, ".lora_alpha must be positive, got ", c.lora_alpha);
+  // A string or a list of strings (verl's `all-linear` default is a string).
+  auto modules = [&](const std::string& key, std::vector<std::string>& out, bool& regex) {
+    const Node node = in.get_node(key);
+    out.clear();
+    regex = false;
+    if (node.is_null()) return;
+    if (node.is_list()) {
+      for (const auto& item : node.items()) {
+        VERL_CHECK(item.kind() == Kind::String, "config", key, " must be all-linear or a list of module names, got ",
+                   node.to_text());
+        out.push_back(item.as_string());
+      }
+      return;
+    }
+    VERL_CHECK(node.kind() == Kind::String, "config", key, " must be all-linear or a list of module names, got ",
+               node.to_text());
+    out.push_back(node.as_string());
+    regex = node.as_string() != "all-linear";
+  };
+  modules(m + ".target_modules", c.target_modules, c.target_modules_regex);
+  VERL_CHECK(!c.target_modules.empty(), "config", m, ".target_modules must be all-linear or a list of module names");
+  modules(m + ".exclude_modules", c.exclude_modules, c.exclude_modules_regex);
+  if (with_adapter_path) {
+    c.lora_adapter_path = in.get_optional_string(m + ".lora_adapter_path");
+  }
+  return c;
+}
+
+namespace {
+
 ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   ActorRolloutRefConfig c;
   c.hybrid_engine = in.get_bool("actor_rollout_ref.hybrid_engine");
   c.model.path = in.get_string("actor_rollout_ref.model.path");
   c.model.custom_chat_template = in.get_optional_string("actor_rollout_ref.model.custom_chat_template");
   c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
+  c.model.lora = read_lora_config(in, "actor_rollout_ref.model", /*with_adapter_path=*/true);
   in.get_bool("actor_rollout_ref.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.actor = read_actor(in);
   c.ref.log_prob_micro_batch_size_per_gpu = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
@@ -317,6 +356,13 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.ref.fsdp_config = read_fsdp(in, "actor_rollout_ref.ref.fsdp_config", /*trains=*/false);
   c.ref.megatron = read_megatron(in, "actor_rollout_ref.ref.megatron", /*trains=*/false);
   c.rollout = read_rollout(in);
+  if (c.model.lora.enabled()) {
+    VERL_CHECK(c.actor.tensor_parallel_size() == 1, "config", "actor_rollout_ref.model.lora_rank > 0 with megatron "
+               "tensor parallelism is not implemented; use actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1");
+    VERL_CHECK(!c.actor.fsdp_config.reshard_after_forward, "config", "actor_rollout_ref.model.lora_rank > 0 with ZeRO-3 "
+               "(actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; use false "
+               "(ZeRO-1/2 shard the adapters' optimizer state)");
+  }
   return c;
 }
 
@@ -328,6 +374,9 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
+  c.model.lora = read_lora_config(in, "critic.model", /*with_adapter_path=*/true);
+  VERL_CHECK(!c.model.lora.enabled(), "config", "critic.model.lora_rank > 0 (LoRA on the critic) is not implemented; "
+             "the actor's is (actor_rollout_ref.model.lora_rank): set critic.model.lora_rank=0");
   in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);

@@ -88,6 +88,7 @@ SFTConfig parse_sft_config(const Node& resolved) {
   d.val_max_samples = in.get_int("data.val_max_samples");
 
   c.partial_pretrain = expand_user_path(in.get_string("model.partial_pretrain"));
+  c.lora = read_lora_config(in, "model", /*with_adapter_path=*/false);
 
   SFTOptimConfig& o = c.optim;
   o.lr = in.get_double("optim.lr");

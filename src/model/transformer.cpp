@@ -10,6 +10,7 @@
 #include "verl/model/decode_kernels.h"
 #include "verl/model/fused_log_probs.h"
 #include "verl/model/gradient_checkpointing.h"
+#include "verl/model/lora.h"
 #include "verl/parallel/tensor_parallel.h"
 #include "verl/model/mixed_precision.h"
 
@@ -69,8 +70,10 @@ torch::Tensor column_input(const torch::Tensor& x, const TensorParallelGroup& tp
   return tp.active() ? parallel::copy_to_tp_region(x, tp.comm) : x;
 }
 // A row-parallel projection (o, down): this rank's partial product, summed over the group, bias added once.
-torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, const TensorParallelGroup& tp) {
-  if (!tp.active()) return proj->forward(x_shard);
+// Without tensor parallelism, the projection plus its LoRA side path (model/lora.h) when it has one.
+torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, const TensorParallelGroup& tp,
+                         const LoraState* lora) {
+  if (!tp.active()) return lora_linear(proj, x_shard, lora);
   return parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
 }
 }  // namespace
@@ -80,9 +83,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t B = x.size(0), T = x.size(1);
   const int64_t groups = num_heads / num_kv_heads;
   const auto xin = column_input(x, tp);
-  auto q = q_proj->forward(xin).view({B, T, num_heads, head_dim});
-  auto k = k_proj->forward(xin).view({B, T, num_kv_heads, head_dim});
-  auto v = v_proj->forward(xin).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  auto q = lora_linear(q_proj, xin, lora.get()).view({B, T, num_heads, head_dim});
+  auto k = lora_linear(k_proj, xin, lora.get()).view({B, T, num_kv_heads, head_dim});
+  auto v = lora_linear(v_proj, xin, lora.get()).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -113,7 +116,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (T == 1 && cache != nullptr && !cache->write_index.defined() && decode_attention_applies(qg, keys)) {
     // The decode step: one fused pass per (row, kv head) instead of LibTorch's serial loop of tiny GEMMs.
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
-    return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp);
+    return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp, lora.get());
   }
   // fp64 (a reference dtype of the tests) stays eager: LibTorch 2.11's CPU SDPA backward gives fp64 gradients
   // only to ~3e-8 relative (measured on Qwen3 head size 16), fp32's precision, not fp64's.
@@ -121,7 +124,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     // The same additive mask as the eager path, so fully masked rows (left padding) come out the same.
     auto out = at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
                                                 /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1);
-    return row_output(o_proj, out.transpose(1, 2).reshape({B, T, num_heads * head_dim}), tp);
+    return row_output(o_proj, out.transpose(1, 2).reshape({B, T, num_heads * head_dim}), tp, lora.get());
   }
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
   scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
@@ -131,7 +134,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto probs = torch::softmax(scores, -1, softmax_dtype).to(q.scalar_type());
   auto out = torch::matmul(probs.view({B, num_kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
   out = out.view({B, num_heads, T, head_dim}).transpose(1, 2).reshape({B, T, num_heads * head_dim});
-  return row_output(o_proj, out, tp);
+  return row_output(o_proj, out, tp, lora.get());
 }
 
 MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
@@ -144,7 +147,8 @@ MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   const auto xin = column_input(x, tp);
-  return row_output(down_proj, torch::silu(gate_proj->forward(xin)) * up_proj->forward(xin), tp);
+  const auto* l = lora.get();
+  return row_output(down_proj, torch::silu(lora_linear(gate_proj, xin, l)) * lora_linear(up_proj, xin, l), tp, l);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp) {
@@ -160,9 +164,11 @@ SkinnyProjection projection(const torch::nn::Linear& linear) { return {linear->w
 
 // Whether a decode step (one new token per row, a KV cache) can run on the fused kernels of
 // model/decode_kernels.h: fp32 on an AVX2 + FMA CPU, no gradients, no tensor parallelism (whose row-parallel
-// projections reduce over the group), every width a multiple of 8.
+// projections reduce over the group), every width a multiple of 8, no LoRA side path (a rollout merges its
+// adapters into the weights first, model/lora.h).
 bool fused_decode_applies(const DecoderLayerImpl& layer, const torch::Tensor& x, const KVCache* cache) {
   const auto& attn = *layer.self_attn;
+  if ((attn.lora && attn.lora->side_path()) || (layer.mlp->lora && layer.mlp->lora->side_path())) return false;
   // The static step (cache->write_index) writes where the device says; the fused kernels write at cache->length.
   return cache != nullptr && !cache->write_index.defined() && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) &&
          !attn.tp.active() &&

@@ -1,4 +1,5 @@
 #include "verl/model/weights.h"
+#include "verl/model/lora.h"
 
 #include <filesystem>
 #include <set>
@@ -189,7 +190,11 @@ void save_model(CausalLM& model, const std::string& dir, const SaveOptions& opti
   fs::create_directories(dir);
   NamedTensors tensors;
   torch::ScalarType dtype = torch::kFloat32;
+  const auto lora = lora_state(model);
+  VERL_CHECK(!lora || lora->merged, kComponent, "save_model on a model with LoRA adapters: save the adapter "
+             "(save_peft_adapter), or merge it first (MergedAdapter, merge_and_unload)");
   for (const auto& item : model->named_parameters()) {
+    if (lora && is_lora_parameter_name(item.key())) continue;  // merged into the base weights
     auto t = item.value().detach();
     if (options.dtype) t = t.to(*options.dtype);
     dtype = t.scalar_type();

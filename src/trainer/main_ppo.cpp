@@ -196,11 +196,11 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
   return PPORunResult{trainer.run_dir()};
 }
 
-void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir) {
+void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, bool merge_lora) {
   fs::path dir(checkpoint_dir);
   if (fs::is_directory(dir / "actor")) dir /= "actor";
   VERL_CHECK(fs::is_directory(dir), "export", "checkpoint folder '", checkpoint_dir, "' does not exist");
-  workers::export_hf_model(dir.string(), out_dir);
+  workers::export_hf_model(dir.string(), out_dir, merge_lora);
 }
 
 }  // namespace verl::trainer

@@ -8,10 +8,12 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/model/lora.h"
 #include "verl/model/weights.h"
 #include "verl/runtime/cpu_threads.h"
 #include "verl/trainer/checkpoint_paths.h"
 #include "verl/trainer/tracking.h"
+#include "verl/workers/checkpoint_files.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::trainer {
@@ -78,6 +80,10 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   VERL_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= model_->config.vocab_size, "sft", "the tokenizer in '",
              model_dir, "' has ", tokenizer_->vocab_size(), " tokens, more than the model's vocab_size ",
              model_->config.vocab_size);
+  // LoRA: the base frozen, only the adapters (seeded by trainer.seed) train.
+  if (config_.lora.enabled()) {
+    model::add_lora(model_, model::lora_spec(config_.lora), static_cast<uint64_t>(config_.trainer.seed));
+  }
   impl_ = std::make_shared<Impl>();
   for (auto& p : model_->parameters()) {
     if (p.requires_grad()) impl_->parameters.push_back(p);
@@ -143,9 +149,15 @@ void SFTTrainer::save_checkpoint(int64_t step) {
   VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", step_dir, "': ", ec.message());
   {
     StagedDirectory staged(step_dir + "/huggingface");
-    model::SaveOptions options;
-    options.tokenizer_dir = config_.partial_pretrain;
-    model::save_model(model_, staged.path(), options);
+    if (model::lora_state(model_)) {
+      // verl saves the PEFT model: its adapter folder (adapter_model.safetensors + adapter_config.json).
+      model::save_peft_adapter(model_, staged.path(), config_.partial_pretrain);
+      workers::copy_tokenizer_files(config_.partial_pretrain, staged.path());
+    } else {
+      model::SaveOptions options;
+      options.tokenizer_dir = config_.partial_pretrain;
+      model::save_model(model_, staged.path(), options);
+    }
     staged.commit();
   }
   write_latest_tracker(root, step);

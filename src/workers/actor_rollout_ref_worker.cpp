@@ -21,6 +21,7 @@
 #include "verl/workers/weight_sync.h"
 #include "verl/workers/worker_device.h"
 #include "verl/model/hf_config.h"
+#include "verl/model/lora.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/model/mixed_precision.h"
@@ -134,6 +135,12 @@ void freeze(model::CausalLM& module) {
   for (auto& p : module->parameters()) p.set_requires_grad(false);
   module->eval();
 }
+
+// The adapters' initial A come from this seed on every rank, so data-parallel ranks start alike.
+constexpr uint64_t kLoraInitSeed = 0;
+
+// The checkpoint folder's PEFT copy of the adapter (verl's lora_adapter/), beside huggingface/.
+constexpr const char* kLoraAdapterDir = "lora_adapter";
 
 }  // namespace
 
@@ -267,9 +274,26 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", device_);
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
+  const auto& lora = arr.model.lora;
+  if (lora.enabled()) {
+    VERL_CHECK(tp_size_ == 1, kComponent, "actor_rollout_ref.model.lora_rank > 0 with megatron tensor parallelism is "
+               "not implemented; use actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1 or lora_rank=0");
+    VERL_CHECK(!actor_cfg_.fsdp_config.reshard_after_forward, kComponent, "actor_rollout_ref.model.lora_rank > 0 with "
+               "ZeRO-3 (actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; the "
+               "adapters are small: use reshard_after_forward=false (ZeRO-1/2 shard their optimizer state)");
+  }
   if (is_actor_ || is_rollout_) {
     actor_module_ = model::load_model(path, load_options);
     actor_module_->to(device_);
+    if (lora.enabled()) {
+      // Only the adapters train; the frozen base is also the reference policy (compute_ref_log_prob).
+      const auto spec = model::lora_spec(lora);
+      if (lora.lora_adapter_path) {
+        model::load_peft_adapter(actor_module_, expand_home(*lora.lora_adapter_path), &spec);
+      } else {
+        model::add_lora(actor_module_, spec, kLoraInitSeed);
+      }
+    }
     if (is_actor_) {
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       const auto& fsdp = actor_cfg_.fsdp_config;
@@ -277,7 +301,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       if (tp_size_ == 1 && fsdp.reshard_after_forward) {
         actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent);
       }
-      std::vector<torch::Tensor> params = actor_sharded_ ? actor_sharded_->shards() : actor_module_->parameters();
+      std::vector<torch::Tensor> params = actor_sharded_        ? actor_sharded_->shards()
+                                         : lora.enabled() ? model::lora_parameters(actor_module_)
+                                                          : actor_module_->parameters();
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
@@ -294,7 +320,11 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       freeze(actor_module_);
     }
   }
-  if (is_ref_) {
+  if (is_ref_ && is_actor_ && lora.enabled()) {
+    // verl's ref_in_actor: the reference is the actor's base with the adapters disabled, no second copy.
+    ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, nullptr);
+    ref_policy_->param_dtype = resolved_precision(arr.ref.fsdp_config.param_dtype, device_);
+  } else if (is_ref_) {
     ref_module_ = model::load_model(path, load_options);
     ref_module_->to(device_);
     freeze(ref_module_);
@@ -352,6 +382,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   rollout::GenerationOutput out;
   {
     torch::NoGradGuard no_grad;
+    // LoRA: W + s B A in the weights for this generation (the decode kernels keep their speed), put back after.
+    model::MergedAdapter merged(actor_module_);
     model::ScopedParameterCast cast(*actor_module_, rollout_dtype);
     out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
   }
@@ -403,8 +435,15 @@ DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
   in.meta_info["use_dynamic_bsz"] = arr.ref.log_prob_use_dynamic_bsz;
   in.meta_info["max_token_len"] = arr.ref.log_prob_max_token_len_per_gpu;
   if (arr.ref.log_prob_micro_batch_size_per_gpu) in.meta_info["micro_batch_size"] = *arr.ref.log_prob_micro_batch_size_per_gpu;
-  OnDevice on_device(ref_offload_, ref_state(), nullptr);
-  auto lp = ref_policy_->compute_log_prob(in, /*calculate_entropy=*/false).first;
+  torch::Tensor lp;
+  if (ref_module_.is_empty()) {  // LoRA: the actor's base, adapters off
+    OnDevice on_device(actor_offload_, actor_state(), nullptr);
+    model::AdapterDisabled base(actor_module_);
+    lp = ref_policy_->compute_log_prob(in, /*calculate_entropy=*/false).first;
+  } else {
+    OnDevice on_device(ref_offload_, ref_state(), nullptr);
+    lp = ref_policy_->compute_log_prob(in, /*calculate_entropy=*/false).first;
+  }
   return DataProto::from_dict({{"ref_log_prob", lp}});
 }
 
@@ -497,9 +536,15 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_ && contains(contents, "hf_model")) whole.emplace(actor_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(actor_module_) : actor_module_;
+  const bool lora = model::lora_state(actor_module_) != nullptr;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
     if (contains(contents, "model")) {
-      save_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
+      // LoRA: the adapters only (the base is actor_rollout_ref.model.path, named in lora_adapter/).
+      if (lora) {
+        model::save_lora_state(actor_module_, (dir / model_file_name(W, r)).string());
+      } else {
+        save_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
+      }
     }
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
     if (contains(contents, "extra")) {
@@ -514,7 +559,10 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
       const fs::path hf = dir / "huggingface";
       fs::create_directories(hf);
       const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
+      if (lora) model::save_peft_adapter(actor_module_, (dir / kLoraAdapterDir).string(), fs::absolute(src).string());
       if (contains(contents, "hf_model")) {
+        std::optional<model::MergedAdapter> merged;  // LoRA: the HF model is the merged one
+        if (lora) merged.emplace(hf_module);
         model::save_model(hf_module, hf.string());
       } else {
         model::save_hf_config(actor_module_->config, hf.string());
@@ -539,7 +587,11 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   const auto& contents = actor_cfg_.checkpoint.load_contents;
   if (contains(contents, "model")) {
     check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
-    load_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
+    if (model::lora_state(actor_module_)) {
+      model::load_lora_state(actor_module_, (dir / model_file_name(W, r)).string());
+    } else {
+      load_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
+    }
   }
   if (contains(contents, "optimizer")) {
     check_checkpoint_rank_file(dir.string(), optim_file_name(W, r), W);
@@ -566,7 +618,30 @@ single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_pt
   };
 }
 
-void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir) {
+namespace {
+
+// A LoRA checkpoint: the adapters of rank 0's model file on the base its lora_adapter/ names; PEFT's folder, or
+// (merge) the base with the adapters merged as an HF model folder.
+void export_lora_checkpoint(const fs::path& dir, const fs::path& weights, const std::string& out_dir, bool merge) {
+  const fs::path adapter = dir / kLoraAdapterDir;
+  const std::string base = model::peft_base_model(adapter.string());
+  VERL_CHECK(!base.empty() && fs::is_directory(base), kComponent, "'", (adapter / "adapter_config.json").string(),
+             "' names base_model_name_or_path '", base, "', which is not a folder: the export needs the base model");
+  model::CausalLM module = model::load_model(base);
+  model::load_peft_adapter(module, adapter.string());
+  model::load_lora_state(module, weights.string());  // the training state (lora_adapter/ holds the same values)
+  if (!merge) {
+    model::save_peft_adapter(module, out_dir, base);
+    return;
+  }
+  model::merge_and_unload(module);
+  model::save_model(module, out_dir);
+  copy_side_files(dir / "huggingface", out_dir);
+}
+
+}  // namespace
+
+void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir, bool merge_lora) {
   const fs::path dir = expand_home(checkpoint_actor_dir);
   VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
   const fs::path hf = dir / "huggingface";
@@ -578,6 +653,12 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
   const fs::path weights = dir / model_file_name(static_cast<int>(sizes.front()), 0);
   VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
              weights.filename().string());
+  if (fs::exists(dir / kLoraAdapterDir / "adapter_config.json")) {
+    export_lora_checkpoint(dir, weights, out_dir, merge_lora);
+    return;
+  }
+  VERL_CHECK(!merge_lora, kComponent, "--merge: checkpoint folder '", dir.string(), "' holds no LoRA adapter (no ",
+             kLoraAdapterDir, "/adapter_config.json); its export is the full model already, drop --merge");
   const int W = static_cast<int>(sizes.front());
   const model::HFConfig config = model::load_hf_config(hf.string());
   // A critic's checkpoint (config.json: <Family>ForTokenClassification) holds the value head `score`.

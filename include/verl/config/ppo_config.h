@@ -37,10 +37,29 @@ struct DataConfig {
   Node apply_chat_template_kwargs;  // free-form map passed to the chat template
 };
 
+// LoRA (model/lora.h), verl's model keys: lora_rank 0 = off; scale lora_alpha / lora_rank.
+struct LoraConfig {
+  int64_t lora_rank = 0;
+  double lora_alpha = 16;
+  // "all-linear" (every decoder-layer projection), or HF module names; a string other than all-linear is one
+  // regular expression over the full module name (PEFT's meaning of a target_modules string): *_regex.
+  std::vector<std::string> target_modules = {"all-linear"};
+  bool target_modules_regex = false;
+  std::vector<std::string> exclude_modules;
+  bool exclude_modules_regex = false;
+  std::optional<std::string> lora_adapter_path;  // a PEFT adapter folder to start from
+  bool enabled() const { return lora_rank > 0; }
+};
+
+class ConfigReader;
+// The LoRA keys under `model_path` (e.g. "actor_rollout_ref.model"); with_adapter_path: also lora_adapter_path.
+LoraConfig read_lora_config(ConfigReader& in, const std::string& model_path, bool with_adapter_path);
+
 struct ModelConfig {
   std::string path;
   std::optional<std::string> custom_chat_template;
   bool enable_gradient_checkpointing = true;
+  LoraConfig lora;
 };
 
 struct OptimConfig {
@@ -190,6 +209,7 @@ struct CriticModelConfig {
   std::string path;
   std::string tokenizer_path;
   bool enable_gradient_checkpointing = true;
+  LoraConfig lora;
   FSDPConfig fsdp_config;
 };
 

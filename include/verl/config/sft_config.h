@@ -9,6 +9,7 @@
 
 #include "verl/config/config_loader.h"
 #include "verl/config/config_node.h"
+#include "verl/config/ppo_config.h"
 
 namespace verl::config {
 
@@ -50,6 +51,7 @@ struct SFTTrainerSection {
 struct SFTConfig {
   SFTDataConfig data;
   std::string partial_pretrain;  // model.partial_pretrain: an HF model folder (`~` expanded)
+  LoraConfig lora;               // model.lora_rank, lora_alpha, target_modules, exclude_modules (model/lora.h)
   SFTOptimConfig optim;
   SFTTrainerSection trainer;
 };

@@ -27,6 +27,8 @@
 
 namespace verl::model {
 
+struct LoraState;  // model/lora.h
+
 // This rank's tensor-parallel group; no communicator (or one rank): the whole model.
 struct TensorParallelGroup {
   std::shared_ptr<parallel::Comm> comm;
@@ -83,6 +85,7 @@ struct AttentionImpl : torch::nn::Module {
   double scaling;
   TensorParallelGroup tp;
   AttentionKernel kernel = AttentionKernel::Sdpa;
+  std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on q/k/v/o_proj; null: none
 };
 TORCH_MODULE(Attention);
 
@@ -91,6 +94,7 @@ struct MLPImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   TensorParallelGroup tp;
+  std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on gate/up/down_proj; null: none
 };
 TORCH_MODULE(MLP);
 

@@ -46,7 +46,8 @@ bool launched_as_mpi_job();
 int run_ppo_distributed(const config::PPOConfig& config, const std::string& resolved_yaml,
                         const PPORunHooks& hooks = {});
 
-// verl's model merger: an HF model folder from a checkpoint (a global_step_N folder or its actor/ folder).
-void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir);
+// verl's model merger: an HF model folder from a checkpoint (a global_step_N folder or its actor/ folder). A LoRA
+// checkpoint gives PEFT's adapter folder, or with merge_lora the base model with the adapter merged.
+void export_actor_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir, bool merge_lora = false);
 
 }  // namespace verl::trainer

@@ -28,6 +28,9 @@
 //                                                "global_step": N}
 //   huggingface/                                config.json, generation_config.json, tokenizer files
 //                                                (+ model.safetensors when checkpoint.save_contents has hf_model)
+// With LoRA (actor_rollout_ref.model.lora_rank > 0, model/lora.h) the model file holds the adapters only, the
+// optimizer state is theirs, lora_adapter/ is PEFT's folder naming the base model, hf_model is the merged model,
+// and the reference policy is the actor's base with the adapters disabled.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -113,6 +116,8 @@ single_controller::WorkerFactory actor_rollout_ref_worker_factory(std::shared_pt
 // generation_config.json, tokenizer files) from an actor checkpoint folder (.../global_step_N/actor),
 // read from rank 0's weights (fsdp: every rank holds the full parameters; megatron: ranks 0..T-1 hold the slices;
 // ZeRO-3: ranks 0..N-1 hold the runs of the flattened parameters). Errors name missing files.
-void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir);
+// A LoRA checkpoint (lora_adapter/ beside huggingface/) exports PEFT's adapter folder, or with merge_lora the base
+// model (lora_adapter/adapter_config.json's base_model_name_or_path) with the adapters merged.
+void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir, bool merge_lora = false);
 
 }  // namespace verl::workers

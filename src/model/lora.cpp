@@ -1,0 +1,447 @@
+#include "verl/model/lora.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "verl/common/atomic_file.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+
+namespace verl::model {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kComponent = "lora";
+constexpr const char* kPeftPrefix = "base_model.model.";
+constexpr const char* kAdapterWeights = "adapter_model.safetensors";
+constexpr const char* kAdapterConfig = "adapter_config.json";
+
+// One decoder-layer projection: its module name and the Linear.
+struct Projection {
+  std::string name;  // model.layers.{i}.self_attn.q_proj
+  torch::nn::Linear linear;
+};
+
+std::vector<Projection> projections(const CausalLM& model) {
+  std::vector<Projection> out;
+  const auto& layers = model->model->layer_list;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    const auto& attn = layers[i]->self_attn;
+    const auto& mlp = layers[i]->mlp;
+    out.push_back({prefix + "self_attn.q_proj", attn->q_proj});
+    out.push_back({prefix + "self_attn.k_proj", attn->k_proj});
+    out.push_back({prefix + "self_attn.v_proj", attn->v_proj});
+    out.push_back({prefix + "self_attn.o_proj", attn->o_proj});
+    out.push_back({prefix + "mlp.gate_proj", mlp->gate_proj});
+    out.push_back({prefix + "mlp.up_proj", mlp->up_proj});
+    out.push_back({prefix + "mlp.down_proj", mlp->down_proj});
+  }
+  return out;
+}
+
+std::string leaf(const std::string& name) { return name.substr(name.rfind('.') + 1); }
+
+// PEFT's check_target_module_exists: a string is re.fullmatch over the whole name; a list entry matches the
+// name itself or a dotted suffix of it.
+bool matches(const std::string& name, const std::vector<std::string>& patterns, bool regex) {
+  if (regex) return std::regex_match(name, std::regex(patterns.at(0)));
+  for (const auto& p : patterns) {
+    if (name == p) return true;
+    if (name.size() > p.size() && name.compare(name.size() - p.size(), p.size(), p) == 0 &&
+        name[name.size() - p.size() - 1] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool all_linear(const LoraSpec& spec) {
+  return !spec.target_regex && spec.target_modules.size() == 1 && spec.target_modules[0] == "all-linear";
+}
+
+torch::nn::LinearImpl* child_linear(const torch::nn::Linear& proj, const char* name) {
+  for (const auto& item : proj->named_children()) {
+    if (item.key() == name) return item.value()->as<torch::nn::LinearImpl>();
+  }
+  return nullptr;
+}
+
+void for_each_module_state(const CausalLM& model, const std::shared_ptr<LoraState>& state) {
+  for (DecoderLayer layer : model->model->layer_list) {  // a handle copy: the module itself is not const
+    layer->self_attn->lora = state;
+    layer->mlp->lora = state;
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
+  try {
+    return Json::parse(in);
+  } catch (const Json::exception& e) {
+    VERL_FAIL(kComponent, "'", path, "' is not valid JSON: ", e.what());
+  }
+}
+
+// A string-or-list field of adapter_config.json; returns whether it was a (regex) string.
+bool read_modules(const Json& config, const char* key, const std::string& file, std::vector<std::string>& out) {
+  out.clear();
+  if (!config.contains(key) || config[key].is_null()) return false;
+  const Json& v = config[key];
+  if (v.is_string()) {
+    out.push_back(v.get<std::string>());
+    return out[0] != "all-linear";
+  }
+  VERL_CHECK(v.is_array(), kComponent, "'", file, "': ", key, " must be a string or a list of module names");
+  for (const auto& item : v) {
+    VERL_CHECK(item.is_string(), kComponent, "'", file, "': ", key, " must be a string or a list of module names");
+    out.push_back(item.get<std::string>());
+  }
+  return false;
+}
+
+}  // namespace
+
+double LoraSpec::scale() const {
+  VERL_CHECK(rank > 0, kComponent, "LoRA rank must be positive, got ", rank);
+  return use_rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+}
+
+LoraSpec lora_spec(const config::LoraConfig& c) {
+  LoraSpec spec;
+  spec.rank = c.lora_rank;
+  spec.alpha = c.lora_alpha;
+  spec.target_modules = c.target_modules;
+  spec.target_regex = c.target_modules_regex;
+  spec.exclude_modules = c.exclude_modules;
+  spec.exclude_regex = c.exclude_modules_regex;
+  return spec;
+}
+
+bool has_adapter(const torch::nn::Linear& proj) { return child_linear(proj, "lora_A") != nullptr; }
+
+torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const LoraState* state) {
+  auto y = proj->forward(x);
+  if (state == nullptr || !state->side_path()) return y;
+  auto* a = child_linear(proj, "lora_A");
+  if (a == nullptr) return y;
+  auto* b = child_linear(proj, "lora_B");
+  // PEFT's Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling (no dropout here).
+  return y + b->forward(a->forward(x)) * state->spec.scale();
+}
+
+bool is_lora_parameter_name(const std::string& name) {
+  return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
+}
+
+std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec) {
+  const auto all = projections(model);
+  const bool everything = all_linear(spec);
+  if (!everything && !spec.target_regex) {
+    for (const auto& t : spec.target_modules) {
+      bool found = false;
+      for (const auto& p : all) found = found || matches(p.name, {t}, false);
+      VERL_CHECK(found, kComponent, "target_modules entry '", t, "' matches no projection of the decoder layers; "
+                 "expected all-linear or names among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& p : all) {
+    if (!everything && !matches(p.name, spec.target_modules, spec.target_regex)) continue;
+    if (!spec.exclude_modules.empty() && matches(p.name, spec.exclude_modules, spec.exclude_regex)) continue;
+    out.push_back(p.name);
+  }
+  VERL_CHECK(!out.empty(), kComponent, "target_modules / exclude_modules select no projection of the decoder layers");
+  return out;
+}
+
+std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed) {
+  VERL_CHECK(spec.rank >= 1, kComponent, "lora_rank must be >= 1 to add adapters, got ", spec.rank);
+  VERL_CHECK(!lora_state(model), kComponent, "the model already has LoRA adapters");
+  VERL_CHECK(!model->tp.active(), kComponent, "LoRA on tensor-parallel slices is not implemented; use "
+             "megatron.tensor_model_parallel_size=1 with lora_rank > 0");
+  const auto names = lora_target_names(model, spec);
+  const std::set<std::string> targets(names.begin(), names.end());
+  for (auto& p : model->parameters()) p.set_requires_grad(false);
+  auto gen = at::detail::createCPUGenerator(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& p : projections(model)) {
+    if (!targets.count(p.name)) continue;
+    const auto& w = p.linear->weight;  // (out, in)
+    const int64_t out_features = w.size(0), in_features = w.size(1);
+    auto a = torch::nn::Linear(torch::nn::LinearOptions(in_features, spec.rank).bias(false));
+    auto b = torch::nn::Linear(torch::nn::LinearOptions(spec.rank, out_features).bias(false));
+    // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1 / sqrt(in).
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    a->weight.copy_(torch::empty({spec.rank, in_features}, torch::kFloat32).uniform_(-bound, bound, gen));
+    b->weight.zero_();
+    a->to(w.device(), w.scalar_type());
+    b->to(w.device(), w.scalar_type());
+    p.linear->register_module("lora_A", a);
+    p.linear->register_module("lora_B", b);
+  }
+  auto state = std::make_shared<LoraState>();
+  state->spec = spec;
+  for_each_module_state(model, state);
+  return state;
+}
+
+std::shared_ptr<LoraState> lora_state(const CausalLM& model) {
+  for (const auto& layer : model->model->layer_list) {
+    if (layer->self_attn->lora) return layer->self_attn->lora;
+    if (layer->mlp->lora) return layer->mlp->lora;
+  }
+  return nullptr;
+}
+
+NamedTensors lora_named_parameters(const CausalLM& model) {
+  NamedTensors out;
+  for (const auto& item : model->named_parameters()) {
+    if (is_lora_parameter_name(item.key())) out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> lora_parameters(const CausalLM& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& [name, t] : lora_named_parameters(model)) out.push_back(t);
+  return out;
+}
+
+AdapterDisabled::AdapterDisabled(const CausalLM& model) : state_(lora_state(model)) {
+  if (state_) {
+    was_enabled_ = state_->enabled;
+    state_->enabled = false;
+  }
+}
+AdapterDisabled::~AdapterDisabled() {
+  if (state_) state_->enabled = was_enabled_;
+}
+
+MergedAdapter::MergedAdapter(const CausalLM& model) : state_(lora_state(model)) {
+  if (!state_ || state_->merged || !state_->enabled) {
+    state_ = nullptr;  // nothing to merge (or already merged / disabled): leave the weights alone
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  const double scale = state_->spec.scale();
+  for (auto& p : projections(model)) {
+    auto* a = child_linear(p.linear, "lora_A");
+    if (a == nullptr) continue;
+    auto* b = child_linear(p.linear, "lora_B");
+    auto& w = p.linear->weight;
+    torch::Tensor original = w.detach();  // shares the storage; set_data below leaves it alone
+    // PEFT's merge: W + (B @ A) * scaling.
+    torch::Tensor merged = original + torch::matmul(b->weight, a->weight) * scale;
+    w.set_data(merged);
+    originals_.emplace_back(w, original);
+  }
+  state_->merged = true;
+}
+
+MergedAdapter::~MergedAdapter() {
+  if (!state_) return;
+  torch::NoGradGuard no_grad;
+  for (auto& [param, original] : originals_) param.set_data(original);
+  state_->merged = false;
+}
+
+void merge_and_unload(CausalLM& model) {
+  auto state = lora_state(model);
+  VERL_CHECK(state, kComponent, "merge_and_unload on a model without LoRA adapters");
+  VERL_CHECK(!state->merged, kComponent, "merge_and_unload inside a MergedAdapter scope");
+  torch::NoGradGuard no_grad;
+  const double scale = state->spec.scale();
+  for (auto& p : projections(model)) {
+    auto* a = child_linear(p.linear, "lora_A");
+    if (a == nullptr) continue;
+    auto* b = child_linear(p.linear, "lora_B");
+    p.linear->weight.add_(torch::matmul(b->weight, a->weight) * scale);
+    p.linear->unregister_module("lora_A");
+    p.linear->unregister_module("lora_B");
+  }
+  for_each_module_state(model, nullptr);
+}
+
+void save_peft_adapter(const CausalLM& model, const std::string& dir, const std::string& base_model_name_or_path) {
+  auto state = lora_state(model);
+  VERL_CHECK(state, kComponent, "save_peft_adapter on a model without LoRA adapters");
+  fs::create_directories(dir);
+  NamedTensors tensors;
+  std::set<std::string> leaves;
+  for (auto& [name, t] : lora_named_parameters(model)) {
+    tensors.emplace_back(kPeftPrefix + name, t.detach());
+    // name = ...q_proj.lora_A.weight: the projection's leaf name.
+    const std::string module = name.substr(0, name.find(".lora_"));
+    leaves.insert(leaf(module));
+  }
+  save_tensors((fs::path(dir) / kAdapterWeights).string(), tensors, {{"format", "pt"}});
+  const auto& spec = state->spec;
+  Json config;
+  config["peft_type"] = "LORA";
+  config["task_type"] = "CAUSAL_LM";
+  config["base_model_name_or_path"] = base_model_name_or_path;
+  config["r"] = spec.rank;
+  config["lora_alpha"] = spec.alpha;
+  // PEFT saves the resolved module names (a set) for a list or all-linear, the pattern for a regex.
+  config["target_modules"] = spec.target_regex ? Json(spec.target_modules[0]) : Json(std::vector<std::string>(leaves.begin(), leaves.end()));
+  if (spec.exclude_modules.empty()) {
+    config["exclude_modules"] = nullptr;
+  } else {
+    config["exclude_modules"] = spec.exclude_regex ? Json(spec.exclude_modules[0]) : Json(spec.exclude_modules);
+  }
+  config["lora_dropout"] = 0.0;
+  config["bias"] = "none";
+  config["fan_in_fan_out"] = false;
+  config["use_rslora"] = spec.use_rslora;
+  config["use_dora"] = false;
+  config["init_lora_weights"] = true;
+  config["inference_mode"] = true;
+  config["modules_to_save"] = nullptr;
+  config["layers_to_transform"] = nullptr;
+  config["layers_pattern"] = nullptr;
+  config["rank_pattern"] = Json::object();
+  config["alpha_pattern"] = Json::object();
+  config["revision"] = nullptr;
+  write_file_atomic((fs::path(dir) / kAdapterConfig).string(), config.dump(2) + "\n");
+}
+
+LoraSpec read_peft_adapter_config(const std::string& dir) {
+  const std::string file = (fs::path(dir) / kAdapterConfig).string();
+  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterConfig,
+             " (expected PEFT's adapter_config.json + adapter_model.safetensors)");
+  const Json c = read_json_file(file);
+  VERL_CHECK(c.is_object(), kComponent, "'", file, "' must hold a JSON object");
+  VERL_CHECK(c.value("peft_type", std::string()) == "LORA", kComponent, "'", file, "': peft_type must be LORA, got ",
+             c.contains("peft_type") ? c["peft_type"].dump() : std::string("nothing"));
+  if (c.contains("task_type") && !c["task_type"].is_null()) {
+    const auto task = c["task_type"].get<std::string>();
+    VERL_CHECK(task == "CAUSAL_LM", kComponent, "'", file, "': task_type ", task, " is not implemented; expected CAUSAL_LM");
+  }
+  VERL_CHECK(c.contains("r") && c["r"].is_number_integer() && c["r"].get<int64_t>() >= 1, kComponent, "'", file,
+             "': r must be an integer >= 1");
+  VERL_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number(), kComponent, "'", file,
+             "': lora_alpha must be a number");
+  LoraSpec spec;
+  spec.rank = c["r"].get<int64_t>();
+  spec.alpha = c["lora_alpha"].get<double>();
+  spec.target_regex = read_modules(c, "target_modules", file, spec.target_modules);
+  VERL_CHECK(!spec.target_modules.empty(), kComponent, "'", file, "': target_modules is missing");
+  spec.exclude_regex = read_modules(c, "exclude_modules", file, spec.exclude_modules);
+  spec.use_rslora = c.value("use_rslora", false);
+  // What verl.cpp does not implement: an error naming the key rather than a silently different model.
+  auto require = [&](const char* key, bool ok, const char* expected) {
+    VERL_CHECK(ok, kComponent, "'", file, "': ", key, "=", c[key].dump(), " is not implemented; expected ", expected);
+  };
+  auto is_empty = [&](const char* key) {
+    return !c.contains(key) || c[key].is_null() || (c[key].is_object() && c[key].empty()) ||
+           (c[key].is_array() && c[key].empty());
+  };
+  if (c.contains("use_dora")) require("use_dora", c["use_dora"] == false, "false");
+  if (c.contains("bias")) require("bias", c["bias"] == "none", "\"none\"");
+  if (c.contains("fan_in_fan_out")) require("fan_in_fan_out", c["fan_in_fan_out"] == false, "false");
+  if (c.contains("lora_bias")) require("lora_bias", c["lora_bias"] == false, "false");
+  for (const char* key : {"use_qalora", "use_bdlora"}) {
+    if (c.contains(key) && !c[key].is_null()) require(key, c[key] == false, "false");
+  }
+  for (const char* key : {"modules_to_save", "layers_to_transform", "rank_pattern", "alpha_pattern", "layers_pattern",
+                          "layer_replication", "target_parameters", "trainable_token_indices",
+                          "alora_invocation_tokens"}) {
+    if (c.contains(key)) require(key, is_empty(key), "null or empty");
+  }
+  if (c.value("lora_dropout", 0.0) != 0.0) {
+    VERL_LOG(Warn, kComponent) << "'" << file << "': lora_dropout " << c["lora_dropout"].get<double>()
+                              << " is not applied (verl.cpp's LoRA has no dropout)";
+  }
+  return spec;
+}
+
+std::string peft_base_model(const std::string& dir) {
+  const Json c = read_json_file((fs::path(dir) / kAdapterConfig).string());
+  if (!c.contains("base_model_name_or_path") || !c["base_model_name_or_path"].is_string()) return "";
+  return c["base_model_name_or_path"].get<std::string>();
+}
+
+void load_peft_adapter_weights(CausalLM& model, const std::string& dir) {
+  const std::string file = (fs::path(dir) / kAdapterWeights).string();
+  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterWeights);
+  std::map<std::string, torch::Tensor> saved;
+  const std::string prefix = kPeftPrefix;
+  for (auto& [name, t] : load_tensors(file)) {
+    VERL_CHECK(name.rfind(prefix, 0) == 0, kComponent, "'", file, "' has tensor '", name,
+               "'; expected names like base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
+    saved.emplace(name.substr(prefix.size()), t);
+  }
+  torch::NoGradGuard no_grad;
+  const auto params = lora_named_parameters(model);
+  std::set<std::string> expected;
+  for (const auto& [name, p] : params) {
+    expected.insert(name);
+    auto it = saved.find(name);
+    VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name,
+               "' (adapter_config.json's target_modules select it on this model)");
+    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+               it->second.sizes(), ", this model expects ", p.sizes(), " (r x in for lora_A, out x r for lora_B): an "
+               "adapter for another base model or rank?");
+    p.copy_(it->second.to(p.scalar_type()));
+  }
+  for (const auto& [name, t] : saved) {
+    VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name,
+               "' that this model has no adapter for (another base model, or more layers?)");
+  }
+}
+
+std::shared_ptr<LoraState> load_peft_adapter(CausalLM& model, const std::string& dir, const LoraSpec* expected) {
+  LoraSpec spec = read_peft_adapter_config(dir);
+  if (expected != nullptr && expected->rank > 0) {
+    const std::string file = (fs::path(dir) / kAdapterConfig).string();
+    VERL_CHECK(spec.rank == expected->rank, kComponent, "'", file, "' has r=", spec.rank, ", the run's lora_rank is ",
+               expected->rank, "; set lora_rank=", spec.rank, " to start from this adapter");
+    VERL_CHECK(spec.alpha == expected->alpha, kComponent, "'", file, "' has lora_alpha=", spec.alpha,
+               ", the run's lora_alpha is ", expected->alpha, "; set lora_alpha=", spec.alpha);
+  }
+  auto state = add_lora(model, spec, /*seed=*/0);
+  load_peft_adapter_weights(model, dir);
+  return state;
+}
+
+void save_lora_state(const CausalLM& model, const std::string& path) {
+  NamedTensors tensors;
+  for (auto& [name, t] : lora_named_parameters(model)) tensors.emplace_back(name, t.detach());
+  VERL_CHECK(!tensors.empty(), kComponent, "save_lora_state on a model without LoRA adapters");
+  save_tensors(path, tensors);
+}
+
+void load_lora_state(CausalLM& model, const std::string& path) {
+  VERL_CHECK(fs::exists(path), kComponent, "adapter state file '", path, "' does not exist");
+  std::map<std::string, torch::Tensor> saved;
+  for (auto& [name, t] : load_tensors(path)) saved.emplace(name, t);
+  torch::NoGradGuard no_grad;
+  std::set<std::string> expected;
+  for (auto& [name, p] : lora_named_parameters(model)) {
+    expected.insert(name);
+    auto it = saved.find(name);
+    VERL_CHECK(it != saved.end(), kComponent, "adapter state file '", path, "' lacks tensor '", name,
+               "' (saved without LoRA, or with other target_modules?)");
+    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
+               it->second.sizes(), ", the model expects ", p.sizes(), " (another lora_rank?)");
+    p.copy_(it->second.to(p.scalar_type()));
+  }
+  for (const auto& [name, t] : saved) {
+    VERL_CHECK(expected.count(name) > 0, kComponent, "adapter state file '", path, "' has tensor '", name,
+               "' that the model has no adapter for (saved with other target_modules, or a full model state)");
+  }
+}
+
+}  // namespace verl::model
