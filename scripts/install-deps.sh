@@ -3,16 +3,23 @@
 #   scripts/install-deps.sh          build and run: Debian packages, LibTorch (PyPI torch) in .venv/libtorch
 #   scripts/install-deps.sh --test   also the test-only tools: .venv/test (Python oracles), npm packages,
 #                                    Chromium
+#   scripts/install-deps.sh --fuzz   also clang (libFuzzer, for `make fuzz`)
+#   scripts/install-deps.sh --bench  also the peers of bench/compare.sh (transformers, TRL) in .venv/bench
+#                                    (--test includes it: the test suite runs the comparison's smoke run)
 # Uses apt-get as root, sudo otherwise. Pinned Python versions live in scripts/requirements/*.txt.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
 with_test_tools=false
+with_fuzz_tools=false
+with_bench_tools=false
 for arg in "$@"; do
   case "$arg" in
-    --test) with_test_tools=true ;;
-    *) echo "install-deps: unknown option $arg (expected --test)" >&2; exit 2 ;;
+    --test) with_test_tools=true; with_bench_tools=true ;;
+    --fuzz) with_fuzz_tools=true ;;
+    --bench) with_bench_tools=true ;;
+    *) echo "install-deps: unknown option $arg (expected --test, --fuzz or --bench)" >&2; exit 2 ;;
   esac
 done
 
@@ -31,6 +38,9 @@ DEBIAN_PACKAGES=(
 TEST_DEBIAN_PACKAGES=(
   chromium                                      # renders report.html headless (tests, README picture)
 )
+FUZZ_DEBIAN_PACKAGES=(
+  clang                                         # libFuzzer + ASan/UBSan runtimes (libclang-rt): `make fuzz`
+)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then
@@ -45,6 +55,7 @@ as_root() {
 
 wanted=("${DEBIAN_PACKAGES[@]}")
 if $with_test_tools; then wanted+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
+if $with_fuzz_tools; then wanted+=("${FUZZ_DEBIAN_PACKAGES[@]}"); fi
 missing=()
 for package in "${wanted[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$package" 2> /dev/null || true)
@@ -85,12 +96,24 @@ make_venv() {
 # LibTorch: the PyPI torch wheel (CUDA build: ~3 GB with its nvidia-* libraries, about a minute at 60 MB/s).
 make_venv .venv/libtorch scripts/requirements/libtorch.txt "LibTorch (torch wheel, ~3 GB download)"
 
-if $with_test_tools; then
-  # The test oracles see .venv/libtorch's torch through a .pth file instead of a second 3 GB install.
-  if [ ! -x .venv/test/bin/python ]; then /usr/bin/python3 -m venv .venv/test; fi
+# A virtual environment that sees .venv/libtorch's torch through a .pth file instead of a second 3 GB install.
+venv_with_torch() {
+  local venv=$1
+  if [ ! -x "$venv/bin/python" ]; then /usr/bin/python3 -m venv "$venv"; fi
+  local torch_site site
   torch_site=$(.venv/libtorch/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  test_site=$(.venv/test/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$torch_site" > "$test_site/verl-libtorch.pth"
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$torch_site" > "$site/verl-libtorch.pth"
+}
+
+if $with_bench_tools; then
+  # The peers bench/compare.sh runs verl.cpp against, apart from the test oracles' environment.
+  venv_with_torch .venv/bench
+  make_venv .venv/bench scripts/requirements/bench.txt "benchmark peers (transformers, TRL)"
+fi
+
+if $with_test_tools; then
+  venv_with_torch .venv/test
   make_venv .venv/test scripts/requirements/test.txt "test-only Python packages"
   make_venv .venv/test scripts/requirements/test-nodeps.txt "verl (the algorithm oracle, without its dependencies)" \
     --no-deps
