@@ -4,7 +4,7 @@ JOBS ?= 2
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test configure build build-verl test test-unit demo bench clean
+.PHONY: all deps deps-test configure build build-verl test test-unit demo bench fuzz clean
 
 all: build
 
@@ -41,6 +41,25 @@ demo: deps build-verl
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/bench_*; do echo "== $$b"; $$b; done
+
+# libFuzzer harnesses (fuzz/, docs/fuzzing.md) built with clang under ASan + UBSan in $(FUZZ_BUILD_DIR), each run
+# for FUZZ_SECONDS over its committed corpus (new inputs go to $(FUZZ_BUILD_DIR)/corpus/<name>); a crash stops
+# the run and leaves crash-* in $(FUZZ_BUILD_DIR)/artifacts. FUZZ_HARNESSES picks some (default: all).
+# Needs clang: scripts/install-deps.sh --fuzz.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?= json hf_config yaml_config overrides tokenizer_json tokenizer_config parquet safetensors
+fuzz:
+	cmake -S fuzz -B $(FUZZ_BUILD_DIR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD_DIR) -j$(JOBS)
+	@mkdir -p $(FUZZ_BUILD_DIR)/artifacts
+	@for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p $(FUZZ_BUILD_DIR)/corpus/$$h; \
+	  echo "== fuzz $$h for $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BUILD_DIR)/verl_fuzz_$$h -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD_DIR)/artifacts/$$h- \
+	    $(FUZZ_BUILD_DIR)/corpus/$$h fuzz/corpus/$$h || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD_DIR)
