@@ -1,5 +1,7 @@
 // `verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME]]`: verl's rule rewards
 // (default_compute_score), or the user's reward function, for one sample per line.
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,7 +18,7 @@
 namespace verl::cli {
 
 const char* const kScoreUsage =
-    "usage: verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME]]\n"
+    "usage: verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME] [--reward-timeout S]]\n"
     "\n"
     "Scores responses with verl's rule rewards (default_compute_score). Each line of FILE (\"-\" reads stdin)\n"
     "is a JSON object with the strings \"data_source\", \"solution_str\" and \"ground_truth\" and an optional\n"
@@ -30,6 +32,9 @@ const char* const kScoreUsage =
     "                        returning a number or a dict with \"score\", or a .so plugin exporting the C ABI\n"
     "                        of verl/reward/reward_plugin.h. ground_truth may then be any JSON value.\n"
     "--reward-name NAME      the function's name (default compute_score)\n"
+    "--reward-timeout S      seconds one call may take (default 300, 0: no limit), as\n"
+    "                        custom_reward_function.timeout: past it the line is an error. A call that\n"
+    "                        returns NaN or +-inf, or calls sys.exit / os._exit, is an error too.\n"
     "\n"
     "data sources: openai/gsm8k, arithmetic (\"#### N\" answers); lighteval/MATH,\n"
     "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500 (last \\boxed{}); math_dapo, math,\n"
@@ -130,6 +135,7 @@ int run_score_command(const Args& args) {
   std::string reward_function;
   std::string reward_name = "compute_score";
   bool name_given = false;
+  std::string timeout_text;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--input" && i + 1 < args.size()) {
       input = args[++i];
@@ -145,6 +151,10 @@ int run_score_command(const Args& args) {
     } else if (args[i].rfind("--reward-name=", 0) == 0) {
       reward_name = args[i].substr(14);
       name_given = true;
+    } else if (args[i] == "--reward-timeout" && i + 1 < args.size()) {
+      timeout_text = args[++i];
+    } else if (args[i].rfind("--reward-timeout=", 0) == 0) {
+      timeout_text = args[i].substr(17);
     } else {
       std::cerr << "error: unexpected argument '" << args[i] << "'\n" << kScoreUsage;
       return 2;
@@ -154,13 +164,25 @@ int run_score_command(const Args& args) {
     std::cerr << "error: verl score needs --input FILE.jsonl\n" << kScoreUsage;
     return 2;
   }
-  if (name_given && reward_function.empty()) {
-    std::cerr << "error: --reward-name needs --reward-function FILE\n" << kScoreUsage;
+  if ((name_given || !timeout_text.empty()) && reward_function.empty()) {
+    std::cerr << "error: " << (name_given ? "--reward-name" : "--reward-timeout") << " needs --reward-function FILE\n"
+              << kScoreUsage;
     return 2;
+  }
+  reward::UserCodeLimits limits;
+  limits.timeout_key = "--reward-timeout";
+  if (!timeout_text.empty()) {
+    char* end = nullptr;
+    limits.timeout_s = std::strtod(timeout_text.c_str(), &end);
+    if (end == timeout_text.c_str() || *end != '\0' || !std::isfinite(limits.timeout_s) || limits.timeout_s < 0) {
+      std::cerr << "error: --reward-timeout expects a number of seconds >= 0 (0: no limit), got '" << timeout_text
+                << "'\n";
+      return 2;
+    }
   }
   reward::ComputeScoreFn custom;
   if (!reward_function.empty()) {
-    custom = reward::load_custom_reward_function(reward_function, reward_name, nlohmann::json::object());
+    custom = reward::load_custom_reward_function(reward_function, reward_name, nlohmann::json::object(), limits);
   }
   std::string output;
   if (input == "-") {

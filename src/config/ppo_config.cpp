@@ -676,3 +676,7 @@ PPOConfig parse_ppo_config(const Node& resolved) {
 }
 
 }  // namespace verl::config
+  c.custom_reward_function.timeout = in.get_double("custom_reward_function.timeout");
+  VERL_CHECK(std::isfinite(c.custom_reward_function.timeout) && c.custom_reward_function.timeout >= 0, "config",
+             "custom_reward_function.timeout must be a number of seconds >= 0 (0: no limit), got ",
+             c.custom_reward_function.timeout);

@@ -444,7 +444,10 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
   ComputeScoreFn compute_score;
   const auto& custom = config.custom_reward_function;
   if (custom.path.has_value() && !custom.path->empty()) {
-    compute_score = load_custom_reward_function(*custom.path, custom.name, node_to_json(custom.reward_kwargs));
+    UserCodeLimits limits;
+    limits.timeout_s = custom.timeout;
+    compute_score =
+        load_custom_reward_function(*custom.path, custom.name, node_to_json(custom.reward_kwargs), limits);
     options.score_fn_name = "'" + custom.name + "' from '" + *custom.path + "'";
     VERL_LOG(Info, "reward") << "using customized reward function '" << custom.name << "' from '" << *custom.path
                              << "'";

@@ -1,6 +1,7 @@
 // A reward plugin for the unit tests (tests/unit/reward/test_custom_reward_function.cpp), built as a MODULE
 // library with the C ABI of verl/reward/reward_plugin.h.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "verl/reward/reward_plugin.h"
@@ -34,4 +35,19 @@ extern "C" int check_arguments(const char* data_source, const char* solution_str
   if (std::strcmp(reward_kwargs_json, "{\"scale\":2}") != 0) return fail(error, error_size, reward_kwargs_json);
   *score = 2.5;
   return 0;
+}
+
+// Native code that never returns (verl can only end the process: custom_reward_function.timeout).
+extern "C" int spin_forever(const char*, const char*, const char*, const char*, const char*, double* score, char*,
+                            size_t) {
+  volatile bool forever = true;
+  while (forever) {
+  }
+  *score = 0.0;
+  return 0;
+}
+
+// A plugin that ends the process from inside the call.
+extern "C" int call_exit(const char*, const char*, const char*, const char*, const char*, double*, char*, size_t) {
+  std::exit(0);
 }

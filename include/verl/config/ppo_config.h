@@ -257,6 +257,7 @@ struct CustomRewardFunctionConfig {
 struct KLControlConfig {
   std::string type;
   double kl_coef = 0.001;
+  double timeout = 300;              // verl.cpp extension: seconds per call of the function; 0: no limit
   int64_t horizon = 10000;
   double target_kl = 0.1;
 };

@@ -23,7 +23,7 @@ ComputeScoreFn default_score_function() {
 }
 
 ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs) {
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
   VERL_CHECK(!path.empty(), "reward", "custom_reward_function.path is empty");
   VERL_CHECK(!name.empty(), "reward", "custom_reward_function.name is empty (verl's default is compute_score)");
   VERL_CHECK(reward_kwargs.is_object() || reward_kwargs.is_null(), "reward",
@@ -32,8 +32,18 @@ ComputeScoreFn load_custom_reward_function(const std::string& path, const std::s
   VERL_CHECK(std::filesystem::is_regular_file(path, ec), "reward", "reward function file '", path,
              "' not found (custom_reward_function.path, function '", name, "')");
   const nlohmann::json kwargs = reward_kwargs.is_null() ? nlohmann::json::object() : reward_kwargs;
-  if (ends_with(path, ".so")) return load_plugin_reward_function(path, name, kwargs);
-  return load_python_reward_function(path, name, kwargs);
+  ComputeScoreFn function = ends_with(path, ".so") ? load_plugin_reward_function(path, name, kwargs, limits)
+                                                   : load_python_reward_function(path, name, kwargs, limits);
+  const std::string who = "reward function '" + name + "' from '" + path + "'";
+  return [function = std::move(function), who](const std::string& data_source, const std::string& solution_str,
+                                                const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
+    ScoreResult result = function(data_source, solution_str, ground_truth, extra_info);
+    if (!std::isfinite(result.score)) {
+      throw RewardFunctionError("reward", who + " returned a non-finite score " + python_float_str(result.score) +
+                                              " (a score must be a finite number)");
+    }
+    return result;
+  };
 }
 
 std::string python_float_str(double value) {

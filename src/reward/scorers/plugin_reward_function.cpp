@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "verl/common/watchdog.h"
+#include "verl/python/user_code.h"
 #include "verl/reward/reward_plugin.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 
@@ -37,7 +39,7 @@ std::string json_text(const nlohmann::json& value) {
 }  // namespace
 
 ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs) {
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
   auto plugin = std::make_shared<Plugin>();
   plugin->path = path;
   plugin->name = name;
@@ -59,7 +61,7 @@ ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::s
              "verl/reward/reward_plugin.h)");
   plugin->function = reinterpret_cast<verl_reward_plugin_fn>(symbol);
 
-  return [plugin](const std::string& data_source, const std::string& solution_str,
+  return [plugin, limits](const std::string& data_source, const std::string& solution_str,
                   const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
     const std::string truth = ground_truth.is_string() ? ground_truth.get<std::string>() : json_text(ground_truth);
     const std::string extra = json_text(extra_info.is_null() ? nlohmann::json::object() : extra_info);
@@ -68,6 +70,18 @@ ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::s
     int rc = 0;
     {
       std::lock_guard<std::mutex> lock(plugin->mutex);
+      // Native code cannot be interrupted: past the limit (and the grace Python code gets) the process ends.
+      ExitGuard exit_guard(str_cat("[reward] reward plugin function '", plugin->name, "' from '", plugin->path,
+                                   "' called exit() during a reward function call; the process ends with exit code 1"));
+      std::unique_ptr<WatchdogGuard> limit;
+      if (limits.timeout_s > 0) {
+        WatchdogAlarm alarm;
+        alarm.hard_after_s = limits.timeout_s + python::kUserCodeGraceSeconds;
+        alarm.hard_message = str_cat("[reward] reward plugin function '", plugin->name, "' from '", plugin->path,
+                                     "' did not return within ", limits.timeout_s, " s (", limits.timeout_key,
+                                     "); native code cannot be interrupted, so the process ends");
+        limit = std::make_unique<WatchdogGuard>(std::move(alarm));
+      }
       try {
         rc = plugin->function(data_source.c_str(), solution_str.c_str(), truth.c_str(), extra.c_str(),
                               plugin->kwargs_json.c_str(), &score, error.data(), error.size());

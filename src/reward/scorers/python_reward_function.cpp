@@ -3,6 +3,7 @@
 #include <string>
 
 #include "verl/python/interpreter.h"
+#include "verl/python/user_code.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 
 namespace py = pybind11;
@@ -63,10 +64,13 @@ std::string describe_user_error(const py::error_already_set& error) {
   try {
     if (error.trace() && !error.trace().is_none()) {
       py::list frames = py::module_::import("traceback").attr("extract_tb")(error.trace());
-      if (py::len(frames) > 0) {
-        py::object last = frames[py::len(frames) - 1];
-        text += " (at " + py::str(last.attr("filename")).cast<std::string>() + ":" +
-                py::str(last.attr("lineno")).cast<std::string>() + ")";
+      // The innermost frame of the user's code (the os._exit guard of python/user_code.h is not theirs).
+      for (size_t i = py::len(frames); i-- > 0;) {
+        py::object frame = frames[i];
+        const std::string file = py::str(frame.attr("filename")).cast<std::string>();
+        if (file == "<verl.cpp exit guard>") continue;
+        text += " (at " + file + ":" + py::str(frame.attr("lineno")).cast<std::string>() + ")";
+        break;
       }
     }
   } catch (...) {
@@ -105,6 +109,7 @@ struct PythonFunction {
   py::object kwargs;    // a dict once loaded
   std::string path;
   std::string name;
+  UserCodeLimits limits;
 
   PythonFunction() = default;
   PythonFunction(const PythonFunction&) = delete;
@@ -127,6 +132,8 @@ ScoreResult call(const PythonFunction& f, const std::string& data_source, const 
     kwargs["ground_truth"] = json_to_python(ground_truth);
     kwargs["extra_info"] = json_to_python(extra_info);
     py::object result;
+    const std::string who = "reward function '" + f.name + "' from '" + f.path + "'";
+    python::UserCallLimit limit(f.limits.timeout_s, who, f.limits.timeout_key);
     try {
       // verl's wrapped_fn: raw_fn(*args, **kwargs, **reward_kwargs); a repeated key is a TypeError.
       for (const auto& item : f.kwargs.cast<py::dict>()) {
@@ -139,9 +146,11 @@ ScoreResult call(const PythonFunction& f, const std::string& data_source, const 
       }
       result = f.function(**kwargs);
     } catch (py::error_already_set& error) {
+      if (limit.expired()) throw RewardFunctionError("reward", limit.timeout_message());
       throw RewardFunctionError("reward", describe_user_error(error));
     }
-    const std::string who = "reward function '" + f.name + "' from '" + f.path + "'";
+    // Code that caught the TimeoutError and returned anyway still ran past the limit.
+    if (limit.expired()) throw RewardFunctionError("reward", limit.timeout_message());
     try {
       if (py::isinstance<py::dict>(result)) {
         py::dict dict = result.cast<py::dict>();
@@ -172,11 +181,13 @@ ScoreResult call(const PythonFunction& f, const std::string& data_source, const 
 }  // namespace
 
 ComputeScoreFn load_python_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs) {
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
   auto loaded = std::make_shared<PythonFunction>();
   loaded->path = path;
   loaded->name = name;
+  loaded->limits = limits;
   python::with_gil("reward", [&] {
+    python::install_exit_guards();  // before the module runs: `from os import _exit` gets the guarded one
     py::dict scope;
     scope["__builtins__"] = py::module_::import("builtins");
     py::exec(kLoaderSource, scope);

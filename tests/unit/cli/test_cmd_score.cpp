@@ -1,6 +1,7 @@
 // `verl score --input FILE.jsonl` end to end: the binary, real files, exact output lines and error lines.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 
 #include <fstream>
@@ -118,6 +119,57 @@ TEST(CliScore, RewardFunctionFileAndPlugin) {
   r = run_command(score_command(dir + "/plain.jsonl") + " --reward-function " + VERL_TEST_REWARD_PLUGIN);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"score\":1.0}\n");
+}
+
+TEST(CliScore, UserCodeThatHangsExitsOrReturnsNaNIsAnErrorLine) {
+  const std::string dir = make_temp_dir("cli_score_hostile");
+  write_file(dir + "/reward.py",
+             "import os, time\n"
+             "def loop(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    while True: pass\n"
+             "def sleep(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    time.sleep(1000)\n"
+             "def os_exit(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    os._exit(0)\n"
+             "def nan(data_source, solution_str, ground_truth, extra_info=None):\n"
+             "    return float('nan')\n");
+  write_file(dir + "/in.jsonl", R"({"data_source":"s","solution_str":"so 8","ground_truth":"8"})"
+                                "\n");
+  // `timeout 60`: on code without a time limit the test fails instead of hanging.
+  const std::string base = "timeout 60 " + score_command(dir + "/in.jsonl") + " --reward-function ";
+  for (const char* name : {"loop", "sleep"}) {
+    CommandResult r = run_command(base + dir + "/reward.py --reward-timeout 1 --reward-name " + name);
+    EXPECT_EQ(r.exit_code, 1) << name;
+    EXPECT_TRUE(is_one_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(dir + "/in.jsonl:1: the reward function raised: reward function '" + std::string(name) +
+                         "' from '" + dir + "/reward.py' did not return within 1 s (--reward-timeout)"),
+              std::string::npos)
+        << r.err;
+  }
+  CommandResult r = run_command(base + dir + "/reward.py --reward-name os_exit");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("in.jsonl:1: the reward function raised: SystemExit: os._exit(0) called by user code"),
+            std::string::npos)
+      << r.err;
+  r = run_command(base + dir + "/reward.py --reward-name nan");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");  // not {"score":null}
+  EXPECT_NE(r.err.find("returned a non-finite score nan"), std::string::npos) << r.err;
+  r = run_command(base + dir + "/reward.py --reward-timeout=-1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--reward-timeout expects a number of seconds >= 0"), std::string::npos) << r.err;
+  // Native code cannot be interrupted: the process ends with one line after the limit and the grace period.
+  const auto start = std::chrono::steady_clock::now();
+  r = run_command(base + VERL_TEST_REWARD_PLUGIN + " --reward-timeout 0.5 --reward-name spin_forever");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("error: [reward] reward plugin function 'spin_forever' from '"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did not return within 0.5 s (--reward-timeout)"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 30.0);
+  r = run_command(base + VERL_TEST_REWARD_PLUGIN + " --reward-name call_exit");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("called exit() during a reward function call"), std::string::npos) << r.err;
 }
 
 struct BadLineCase {

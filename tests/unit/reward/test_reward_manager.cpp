@@ -298,6 +298,44 @@ TEST(LoadRewardManager, RaisingFunctionUnderBothPolicies) {
   EXPECT_NE(err.find("row 1 (data_source 'src_b')"), std::string::npos) << err;
 }
 
+// custom_reward_function.timeout: a call past it is the function's error, so on_error=zero scores the sample 0
+// (and NaN likewise), and the run goes on.
+TEST(LoadRewardManager, TimeoutAndNaNAreHandledLikeExceptions) {
+  const std::string dir = test::make_temp_dir("reward_manager_timeout");
+  const std::string path = dir + "/reward.py";
+  test::write_file(path,
+                   "import time\n"
+                   "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                   "    if solution_str == 'slow':\n"
+                   "        time.sleep(1000)\n"
+                   "    if solution_str == 'nan':\n"
+                   "        return float('nan')\n"
+                   "    return 1.0\n");
+  const DataProto batch = make_batch({{bytes("q"), bytes("1"), "src_a", "1"},
+                                      {bytes("q"), bytes("slow"), "src_b", "1"},
+                                      {bytes("q"), bytes("nan"), "src_c", "1"}},
+                                     2, 4);
+  auto lenient = load_reward_manager(load_config({"custom_reward_function.path=" + path,
+                                                  "custom_reward_function.on_error=zero",
+                                                  "custom_reward_function.timeout=0.5"}),
+                                     byte_tokenizer(), 0);
+  testing::internal::CaptureStderr();
+  const RewardResult r = lenient->compute(batch);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 0, 1.0f}}));
+  EXPECT_NE(err.find("2 of 3 samples scored 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("did not return within 0.5 s (custom_reward_function.timeout)"), std::string::npos) << err;
+  auto strict = load_reward_manager(
+      load_config({"custom_reward_function.path=" + path, "custom_reward_function.timeout=0.5"}), byte_tokenizer(), 0);
+  EXPECT_NE(error_of([&] { strict->compute(batch); })
+                .find("raised on row 1 (data_source 'src_b'): reward function 'compute_score' from '" + path +
+                      "' did not return within 0.5 s"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_config({"custom_reward_function.timeout=-1"}); })
+                .find("custom_reward_function.timeout must be a number of seconds >= 0"),
+            std::string::npos);
+}
+
 TEST(LoadRewardManager, PluginThroughTheConfig) {
   auto manager = load_reward_manager(
       load_config({std::string("custom_reward_function.path=") + VERL_TEST_REWARD_PLUGIN}), byte_tokenizer(), 0);

@@ -13,7 +13,16 @@
 // or a dict with a "score" key; the dict's other values become ScoreResult::extra (None / bool / int / float /
 // str as themselves, numpy scalars through .item(), anything else as its str()). An exception raised by user
 // code (Python or plugin) is a RewardFunctionError, which the reward manager reports with the row index and
-// data source or, with custom_reward_function.on_error=zero, scores as 0.
+// data source or, with custom_reward_function.on_error=zero, scores as 0. So are:
+//  - a call that runs past UserCodeLimits::timeout_s (custom_reward_function.timeout, `verl score
+//    --reward-timeout`): Python code gets a TimeoutError raised inside it (python/user_code.h); code that does
+//    not stop (a plugin, native code, a swallowed TimeoutError) ends the process with one line naming the
+//    function and the key, python::kUserCodeGraceSeconds later;
+//  - sys.exit() / os._exit() / os.abort() in Python code (SystemExit); exit() in a plugin ends the process with
+//    exit code 1 and a line saying so;
+//  - a non-finite score (NaN, +-inf): it would turn the advantages of the sample's whole group (GRPO) or batch
+//    (whitening) into NaN and the loss with them, so it is the function's error, counted and logged with
+//    on_error=zero like any other, instead of a value passed on.
 #pragma once
 
 #include <functional>
@@ -40,17 +49,23 @@ class RewardFunctionError : public Error {
 // default_compute_score for the manager: a non-string ground truth is an error naming its JSON type.
 ComputeScoreFn default_score_function();
 
+// Limits on each call of user code.
+struct UserCodeLimits {
+  double timeout_s = 300;                                      // seconds per call; <= 0: no limit
+  std::string timeout_key = "custom_reward_function.timeout";  // named by the timeout error
+};
+
 // Loads custom_reward_function.path / .name with reward_kwargs (a JSON object). Errors (one line, naming path
 // and name): missing file, a Python file that fails to import, no such function / exported symbol, a
-// reward_kwargs that is not an object.
+// reward_kwargs that is not an object. The function returned enforces `limits` and rejects non-finite scores.
 ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs);
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
 
-// The two ways, used by load_custom_reward_function (exposed for tests and `verl score`).
+// The two ways, used by load_custom_reward_function (exposed for tests).
 ComputeScoreFn load_python_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs);
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
 ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs);
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
 
 // Python's str() of a ScoreResult value ("True", "None", "1.0", text as is), for verl's "[key] value" lines.
 std::string python_str(const ExtraValue& value);
