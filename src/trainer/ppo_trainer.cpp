@@ -14,6 +14,7 @@
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
 #include "verl/algo/rollout_debug_metrics.h"
+#include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/parallel/comm.h"
@@ -474,6 +475,31 @@ void PPOTrainer::update_critic_and_actor_overlapped(DataProto& batch, MetricMap&
   if (failure) std::rethrow_exception(failure);
 }
 
+void PPOTrainer::add_step_metrics(MetricMap& metrics, const DataProto& batch, const MetricMap& timing_raw,
+                                  const std::vector<int64_t>& global_token_num, int64_t epoch,
+                                  int64_t num_gen_batches) const {
+  if (config_->algorithm.filter_groups.enable) {
+    metrics["train/num_gen_batches"] = static_cast<double>(num_gen_batches);
+  }
+  metrics["training/global_step"] = static_cast<double>(global_steps_);
+  metrics["training/epoch"] = static_cast<double>(epoch);
+  algo::DataMetricsInputs data_inputs;
+  data_inputs.token_level_scores = batch.tensor("token_level_scores");
+  data_inputs.token_level_rewards = batch.tensor("token_level_rewards");
+  data_inputs.advantages = batch.tensor("advantages");
+  data_inputs.returns = batch.tensor("returns");
+  if (use_critic_) data_inputs.values = batch.tensor("values");
+  data_inputs.response_mask = batch.tensor("response_mask");
+  data_inputs.attention_mask = batch.tensor("attention_mask");
+  for (const auto& part : {algo::compute_data_metrics(data_inputs, use_critic_),
+                           algo::compute_timing_metrics(batch.tensor("attention_mask"),
+                                                        batch.tensor("responses").size(1), timing_raw),
+                           algo::compute_throughput_metrics(global_token_num, timing_raw,
+                                                            resource_pool_manager_.total_slots())}) {
+    metrics.insert(part.begin(), part.end());
+  }
+}
+
 void PPOTrainer::fit() {
   VERL_CHECK(actor_rollout_wg_.has_value(), "trainer", "call init_workers() before fit()");
   const config::PPOConfig& cfg = *config_;
@@ -483,6 +509,13 @@ void PPOTrainer::fit() {
                                        options_.config_yaml, options_.console_out);
 
   global_steps_ = 0;
+  // Temporaries of writes a killed run left behind (`*.tmp.<pid>`, `*.old.<pid>`): checkpoint folders and the
+  // files beside them, and the run folder's reports.
+  for (const std::string& dir : {trainer.default_local_dir, run_dir_}) {
+    for (const std::string& path : remove_stale_temp_files(dir, /*depth=*/2)) {
+      VERL_LOG(Info, "trainer") << "removed " << path << " (left by an interrupted write)";
+    }
+  }
   load_checkpoint();
   sync_rollout_weights();  // the rollout starts from the actor's (possibly resumed) weights
   const int64_t steps_per_epoch = train_dataloader_->batches_per_epoch();
@@ -639,28 +672,14 @@ void PPOTrainer::fit() {
         metrics.insert(val_metrics.begin(), val_metrics.end());
       }
       if (trainer.save_freq > 0 && (is_last_step || global_steps_ % trainer.save_freq == 0)) {
+        // The step's line goes into the checkpoint: a kill after the commit and before log() below loses no line.
+        MetricMap line = metrics;
+        add_step_metrics(line, batch, timing_raw, global_token_num, epoch, num_gen_batches);
         PhaseTimer timer("save_checkpoint", timing_raw);
-        save_checkpoint();
+        save_checkpoint(line);
       }
 
-      if (filter_groups.enable) metrics["train/num_gen_batches"] = static_cast<double>(num_gen_batches);
-      metrics["training/global_step"] = static_cast<double>(global_steps_);
-      metrics["training/epoch"] = static_cast<double>(epoch);
-      algo::DataMetricsInputs data_inputs;
-      data_inputs.token_level_scores = batch.tensor("token_level_scores");
-      data_inputs.token_level_rewards = batch.tensor("token_level_rewards");
-      data_inputs.advantages = batch.tensor("advantages");
-      data_inputs.returns = batch.tensor("returns");
-      if (use_critic_) data_inputs.values = batch.tensor("values");
-      data_inputs.response_mask = batch.tensor("response_mask");
-      data_inputs.attention_mask = batch.tensor("attention_mask");
-      for (const auto& part : {algo::compute_data_metrics(data_inputs, use_critic_),
-                               algo::compute_timing_metrics(batch.tensor("attention_mask"),
-                                                            batch.tensor("responses").size(1), timing_raw),
-                               algo::compute_throughput_metrics(global_token_num, timing_raw,
-                                                                resource_pool_manager_.total_slots())}) {
-        metrics.insert(part.begin(), part.end());
-      }
+      add_step_metrics(metrics, batch, timing_raw, global_token_num, epoch, num_gen_batches);
       timing_raw.clear();
       if (progress.live()) std::cerr << "\r\033[K" << std::flush;  // the console line replaces the bar
       log(metrics);

@@ -6,6 +6,11 @@
 //                                                state (uid generator, in-reward KL coefficient)
 //   {default_local_dir}/latest_checkpointed_iteration.txt  "N", written last, so a crash mid-save leaves the
 //                                                previous checkpoint as the one auto-resume picks.
+// data.json also keeps step N's metrics line as it stood before the save ("step_metrics", values as exact
+// decimal text): a run killed after the commit and before the line reached metrics.jsonl logs it at resume,
+// so the history has no hole (timing_s/save_checkpoint is the one metric such a line lacks).
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,7 +49,7 @@ void remove_emptied_step_folders(const std::vector<std::string>& deleted_role_di
 
 }  // namespace
 
-void PPOTrainer::save_checkpoint() {
+void PPOTrainer::save_checkpoint(const algo::MetricMap& step_metrics) {
   const auto& trainer = config_->trainer;
   const std::string step_dir = global_step_dir(trainer.default_local_dir, global_steps_);
   fs::create_directories(step_dir);
@@ -71,6 +76,11 @@ void PPOTrainer::save_checkpoint() {
                           {"dataloader", train_dataloader_->state_dict()},
                           {"uid_generator", uid_generator_.state()}};
   if (kl_ctrl_in_reward_) state["kl_ctrl_in_reward"] = kl_ctrl_in_reward_->value();
+  if (!step_metrics.empty()) {
+    nlohmann::json line = nlohmann::json::object();
+    for (const auto& [key, value] : step_metrics) line[key] = format_json_number(value);  // NaN kept, exact
+    state["step_metrics"] = std::move(line);
+  }
   write_file_atomic((fs::path(step_dir) / "data.json").string(), state.dump(1) + "\n");
 
   write_latest_tracker(trainer.default_local_dir, global_steps_);
@@ -134,6 +144,37 @@ void PPOTrainer::load_checkpoint() {
   if (kl_ctrl_in_reward_ && state.contains("kl_ctrl_in_reward")) {
     kl_ctrl_in_reward_->set_value(state["kl_ctrl_in_reward"].get<double>());
   }
+  relog_step_metrics(state, state_path.string());
+}
+
+// The checkpointed step's metrics line, when metrics.jsonl does not have it (the run was killed between the
+// checkpoint commit and that line). Only with the jsonl backend: it is the record this is checked against.
+void PPOTrainer::relog_step_metrics(const nlohmann::json& state, const std::string& state_path) {
+  const auto& backends = config_->trainer.logger;
+  if (!state.contains("step_metrics") || !logger_ ||
+      std::find(backends.begin(), backends.end(), "jsonl") == backends.end()) {
+    return;
+  }
+  const fs::path jsonl = fs::path(run_dir_) / "metrics.jsonl";
+  if (fs::exists(jsonl)) {
+    for (const auto& [key, by_step] : read_metrics_jsonl(jsonl.string())) {
+      if (by_step.count(global_steps_) > 0) return;  // logged before the kill
+    }
+  }
+  const nlohmann::json& line = state["step_metrics"];
+  VERL_CHECK(line.is_object(), "checkpoint", "'", state_path, "': step_metrics must be an object");
+  algo::MetricMap metrics;
+  for (const auto& [key, value] : line.items()) {
+    VERL_CHECK(value.is_string(), "checkpoint", "'", state_path, "': step_metrics.", key, " must be a string");
+    const std::string& text = value.get_ref<const std::string&>();
+    char* end = nullptr;
+    metrics[key] = std::strtod(text.c_str(), &end);
+    VERL_CHECK(end != text.c_str() && *end == '\0', "checkpoint", "'", state_path, "': step_metrics.", key,
+               " is '", text, "', not a number");
+  }
+  VERL_LOG(Info, "trainer") << "step " << global_steps_ << "'s metrics were not in " << jsonl.string()
+                            << " (the run stopped right after its checkpoint); logging them from " << state_path;
+  log(metrics);
 }
 
 }  // namespace verl::trainer

@@ -9,6 +9,7 @@
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/common/file_digest.h"
 #include "verl/common/input_limits.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/weights.h"
@@ -94,10 +95,12 @@ void save_model_file(model::CausalLM& module, const model::FullyShardedModel* sh
   } else {
     save_module_state(module, path);
   }
+  write_file_digest(path);
 }
 
 void load_model_file(model::CausalLM& module, model::FullyShardedModel* sharded, const std::string& path) {
   VERL_CHECK(fs::exists(path), kComponent, "model state file '", path, "' does not exist");
+  verify_file_digest(path, kComponent);  // safetensors carry no checksum: a flipped byte would load as a weight
   if (sharded != nullptr) {
     sharded->load_shard_state(path);
     return;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "verl/common/atomic_file.h"
+#include "verl/common/file_digest.h"
 #include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 
@@ -134,9 +135,11 @@ void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::s
   optimizer.save(archive);
   archive.save_to(out);
   write_file_atomic(path, out.str());
+  write_file_digest(path);
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& path) {
+  verify_file_digest(path, "optim");  // LibTorch's archive reader does not check its zip CRCs
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);

@@ -145,8 +145,14 @@ class PPOTrainer {
                         const std::string& dump_path) const;
   void log_rollout_data(const DataProto& batch, const std::map<std::string, std::vector<nlohmann::json>>& extra);
   void log(const algo::MetricMap& metrics);  // the trackers, then options_.on_log, at global_steps_
-  void save_checkpoint();
+  // save_checkpoint keeps `step_metrics` (the step's metrics line as it stands before the save) in data.json;
+  // load_checkpoint logs it again when metrics.jsonl lacks that step (killed between checkpoint and log line).
+  void save_checkpoint(const algo::MetricMap& step_metrics = {});
   void load_checkpoint();
+  void relog_step_metrics(const nlohmann::json& state, const std::string& state_path);
+  // Step metrics the fit loop adds last (global_step, epoch, data, timing and throughput metrics).
+  void add_step_metrics(algo::MetricMap& metrics, const DataProto& batch, const algo::MetricMap& timing_raw,
+                        const std::vector<int64_t>& global_token_num, int64_t epoch, int64_t num_gen_batches) const;
   std::string decode(const torch::Tensor& ids) const;
 
   std::shared_ptr<config::PPOConfig> config_;

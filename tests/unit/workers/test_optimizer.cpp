@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "verl/common/error.h"
 #include "verl/workers/optimizer.h"
@@ -118,6 +120,42 @@ TEST(Optimizer, StateRoundTripContinuesExactly) {
   optimizer->step();
   reloaded->step();
   EXPECT_TRUE(torch::equal(p.detach(), q.detach()));
+  std::filesystem::remove_all(dir);
+}
+
+// A flipped byte in a saved optimizer state: LibTorch's archive reader loads it silently; the CRC32C written
+// beside it (common/file_digest.h) makes the load fail with one line naming the file.
+TEST(Optimizer, AFlippedByteIsDetectedAtLoad) {
+  const auto dir = std::filesystem::temp_directory_path() / "verl_optimizer_flipped";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "optim_world_size_1_rank_0.pt").string();
+  torch::Tensor p = torch::linspace(-1, 1, 4096).requires_grad_(true);
+  auto optimizer = build_optimizer({p}, make_optim("constant"));
+  p.mutable_grad() = torch::full({4096}, 0.25f);
+  optimizer->step();
+  save_optimizer_state(*optimizer, path);
+  // Flip one bit in the middle of the file: inside the exp_avg / exp_avg_sq data.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  auto reloaded = build_optimizer({p}, make_optim("constant"));
+  try {
+    load_optimizer_state(*reloaded, path);
+    FAIL() << "a damaged optimizer state loaded without an error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("[optim] '" + path + "' is damaged: ", 0), 0u) << message;
+    EXPECT_NE(message.find(path + ".crc32c"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
   std::filesystem::remove_all(dir);
 }
 
