@@ -43,9 +43,8 @@ const Made& made() {
     CommandResult r = oracle("make '" + out.dir + "'");
     EXPECT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
     if (r.exit_code != 0) return out;
-    for (const auto& name : nlohmann::json::parse(read_file(out.dir + "/manifest.json"))["models"]) {
-      out.models.push_back(name.get<std::string>());
-    }
+    const auto manifest = nlohmann::json::parse(read_file(out.dir + "/manifest.json"));
+    for (const auto& name : manifest["models"]) out.models.push_back(name.get<std::string>());
     return out;
   }();
   return m;
