@@ -9,12 +9,16 @@
 namespace verl::cli {
 
 const char* const kConfigUsage =
-    "usage: verl config show [--config FILE] [key.path=value ...]\n"
+    "usage: verl config show [--config-path DIR --config-name NAME] [--config FILE] [key.path=value ...]\n"
     "\n"
     "Prints the resolved config as YAML: the built-in defaults (verl's ppo_trainer.yaml keys), then FILE\n"
     "merged over them, then the overrides, with ${...} references resolved. The output is valid input for\n"
     "--config. Overrides follow Hydra: key=value changes a key (typed by its default), +key=value adds\n"
     "one, ++key=value adds or changes, ~key removes. Unknown keys and wrong types are errors.\n"
+    "--config-path / --config-name (Hydra's): DIR/NAME.yaml instead of the defaults, its `defaults:` list naming\n"
+    "ppo_trainer (the built-in defaults), other YAML files of DIR and _self_. Every key of verl 0.9.1's tree is\n"
+    "accepted: honoured, a knob of an engine verl.cpp does not run (reported once as having no effect), or a\n"
+    "feature it does not have (only the default; docs/config.md lists them).\n"
     "\n"
     "examples:\n"
     "  verl config show actor_rollout_ref.actor.optim.lr=3e-6\n"

@@ -10,7 +10,7 @@
 namespace verl::cli {
 
 const char* const kTrainUsage =
-    "usage: verl train [--config FILE] [key.path=value ...]\n"
+    "usage: verl train [--config-path DIR --config-name NAME] [--config FILE] [key.path=value ...]\n"
     "\n"
     "A leading `python3 -m verl.trainer.main_ppo` (verl's launch line pasted as is; also `python`) is ignored.\n"
     "PPO-family RL training, verl's main_ppo: the built-in defaults (verl's ppo_trainer.yaml keys), FILE merged\n"

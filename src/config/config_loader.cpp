@@ -1,5 +1,9 @@
 #include "verl/config/config_loader.h"
 
+#include <filesystem>
+#include <optional>
+#include <utility>
+
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/config/interpolation.h"
@@ -9,6 +13,102 @@
 extern const char verl_embedded_ppo_trainer_yaml[];  // generated from configs/ppo_trainer.yaml
 
 namespace verl::config {
+
+namespace {
+
+// "--config-path" / "--config-name" for Hydra's spellings of them (long, -cp / -cn, with or without '='), else null.
+const char* hydra_flag(const std::string& arg) {
+  for (const auto& [name, canonical] : {std::pair<const char*, const char*>{"--config-path", "--config-path"},
+                                        {"-cp", "--config-path"},
+                                        {"--config-name", "--config-name"},
+                                        {"-cn", "--config-name"}}) {
+    if (arg == name || starts_with(arg, std::string(name) + "=")) return canonical;
+  }
+  return nullptr;
+}
+
+std::string unquote(const std::string& text) {
+  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front()) {
+    return text.substr(1, text.size() - 2);
+  }
+  return text;
+}
+
+std::string without_yaml_suffix(const std::string& name) {
+  for (const char* suffix : {".yaml", ".yml"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      return name.substr(0, name.size() - s.size());
+    }
+  }
+  return name;
+}
+
+Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name, int depth);
+
+// verl's own trainer configs, when DIR does not hold them (verl's scripts pass --config-path=config, verl's folder).
+std::optional<Node> verl_builtin_config(const std::string& name) {
+  if (name == "ppo_trainer") return default_config_tree();
+  if (name == "ppo_megatron_trainer") {
+    Node root = default_config_tree();
+    for (const char* key : {"actor_rollout_ref.actor.strategy", "critic.strategy"}) {
+      set_existing_path(root, key, Node::string("megatron"), "the PPO defaults");
+    }
+    return root;
+  }
+  return std::nullopt;
+}
+
+Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name_in, int depth) {
+  VERL_CHECK(depth < 8, "config", "--config-name: the defaults lists nest more than 8 files deep (a cycle?)");
+  const std::string name = without_yaml_suffix(name_in);
+  std::filesystem::path file = dir / (name + ".yaml");
+  if (!std::filesystem::exists(file) && std::filesystem::exists(dir / (name + ".yml"))) file = dir / (name + ".yml");
+  if (!std::filesystem::exists(file)) {
+    if (auto builtin = verl_builtin_config(name)) return *builtin;
+    VERL_FAIL("config", "--config-name ", name_in, ": no file '", file.string(), "' (and not one of verl's own ",
+              "trainer configs, ppo_trainer / ppo_megatron_trainer)");
+  }
+  Node own = load_yaml_file(file.string());
+  VERL_CHECK(own.is_map(), "config", "'", file.string(), "' must hold a map of config keys");
+  own.erase("hydra");  // Hydra's own settings (searchpath, run dir): no config keys
+  Node defaults = own.find("defaults") ? *own.find("defaults") : Node::list();
+  own.erase("defaults");
+  VERL_CHECK(defaults.is_list(), "config", "'", file.string(), "': `defaults` must be a list");
+  std::optional<Node> root;
+  bool self_merged = false;
+  auto merge = [&](const Node& tree, const std::string& source) {
+    if (!root) {
+      root = tree;
+    } else {
+      merge_config_file(*root, tree, source);
+    }
+  };
+  for (const Node& entry : defaults.items()) {
+    VERL_CHECK(entry.kind() == Kind::String, "config", "'", file.string(), "': defaults entry '", entry.to_text(),
+               "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer and _self_)");
+    const std::string item = entry.as_string();
+    if (item == "_self_") {
+      merge(own, file.string());
+      self_merged = true;
+    } else {
+      VERL_CHECK(item.find('@') == std::string::npos && item.find('/') == std::string::npos &&
+                     !starts_with(item, "override "),
+                 "config", "'", file.string(), "': defaults entry '", item,
+                 "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer and _self_)");
+      merge(compose_hydra_file(dir, item, depth + 1), file.string() + " defaults: " + item);
+    }
+  }
+  if (!self_merged) merge(own, file.string());  // Hydra puts _self_ last when the list does not name it
+  VERL_CHECK(root.has_value() && !root->fields().empty(), "config", "'", file.string(), "' holds no config");
+  return *root;
+}
+
+}  // namespace
+
+Node hydra_config_tree(const std::string& config_path, const std::string& config_name) {
+  return compose_hydra_file(std::filesystem::path(config_path), config_name, 0);
+}
 
 ConfigArgs parse_config_args(const std::vector<std::string>& args) {
   ConfigArgs out;
@@ -21,6 +121,16 @@ ConfigArgs parse_config_args(const std::vector<std::string>& args) {
     } else if (starts_with(arg, "--config=")) {
       VERL_CHECK(!out.config_file, "config", "--config given twice");
       out.config_file = arg.substr(9);
+    } else if (const char* flag = hydra_flag(arg)) {
+      std::optional<std::string>& slot = std::string(flag) == "--config-path" ? out.config_path : out.config_name;
+      VERL_CHECK(!slot, "config", flag, " given twice");
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        slot = unquote(arg.substr(eq + 1));
+      } else {
+        VERL_CHECK(i + 1 < args.size(), "config", flag, " needs a value");
+        slot = unquote(args[++i]);
+      }
     } else if (is_override_argument(arg)) {
       out.overrides.push_back(arg);
     } else {
@@ -35,7 +145,9 @@ Node default_config_tree() {
 }
 
 Node compose_config(const ConfigArgs& args) {
-  Node root = default_config_tree();
+  VERL_CHECK(!args.config_path || args.config_name, "config", "--config-path needs --config-name (the YAML to read)");
+  Node root = args.config_name ? hydra_config_tree(args.config_path.value_or("."), *args.config_name)
+                               : default_config_tree();
   if (args.config_file) merge_config_file(root, load_yaml_file(*args.config_file), *args.config_file);
   for (const auto& text : args.overrides) apply_override(root, parse_override(text));
   return root;

@@ -127,6 +127,16 @@ std::string ConfigReader::get_choice(const std::string& path, const std::vector<
             near.empty() ? "" : str_cat(" (did you mean '", near, "'?)"));
 }
 
+std::vector<std::string> ConfigReader::unread_leaves() const {
+  std::vector<std::string> leaves;
+  collect_leaves(root_, "", leaves);
+  std::vector<std::string> unread;
+  for (const auto& leaf : leaves) {
+    if (!leaf.empty() && !read_.count(leaf)) unread.push_back(leaf);
+  }
+  return unread;
+}
+
 void ConfigReader::check_all_read() const {
   std::vector<std::string> leaves;
   collect_leaves(root_, "", leaves);

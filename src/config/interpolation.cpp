@@ -8,6 +8,7 @@
 #include "verl/common/error.h"
 #include "verl/common/input_limits.h"
 #include "verl/common/strings.h"
+#include "verl/config/yaml_io.h"
 
 namespace verl::config {
 
@@ -21,6 +22,52 @@ struct Piece {
   std::string text;  // literal text, or the reference body without ${ }
 };
 
+// The '}' that closes a '${' whose body starts at `from` (bodies nest: ${oc.select:a,${b}}); npos if none.
+size_t matching_brace(const std::string& value, size_t from) {
+  int depth = 1;
+  for (size_t i = from; i < value.size(); ++i) {
+    if (value.compare(i, 2, "${") == 0) {
+      ++depth;
+      ++i;
+    } else if (value[i] == '}' && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+// ${oc.select:key,default}: the key, and the default's text (absent: null) when the key does not exist.
+struct Select {
+  std::string key;
+  std::optional<std::string> fallback;
+};
+
+Select parse_select(const std::string& spec) {
+  Select out;
+  int depth = 0;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec.compare(i, 2, "${") == 0) ++depth;
+    if (spec[i] == '}') --depth;
+    if (spec[i] == ',' && depth == 0) {
+      out.key = trim(spec.substr(0, i));
+      out.fallback = trim(spec.substr(i + 1));
+      return out;
+    }
+  }
+  out.key = trim(spec);
+  return out;
+}
+
+// An oc.select default as OmegaConf reads it: a flow list / map or quoted string, another ${...}, or a scalar.
+Node parse_yaml_value(const std::string& text, const std::string& source) {
+  if (text.empty()) return Node::string("");
+  if (text.front() == '[' || text.front() == '{' || text.front() == '"' || text.front() == '\'') {
+    return parse_yaml(text, source);
+  }
+  if (starts_with(text, "${")) return Node::string(text);
+  return parse_plain_scalar(text, source);
+}
+
 // Splits "checkpoints/${a.b}/x" into literal and reference pieces.
 std::vector<Piece> tokenize(const std::string& value, const std::string& path) {
   std::vector<Piece> pieces;
@@ -30,7 +77,7 @@ std::vector<Piece> tokenize(const std::string& value, const std::string& path) {
       literal += "${";
       i += 3;
     } else if (value.compare(i, 2, "${") == 0) {
-      size_t close = value.find('}', i + 2);
+      size_t close = matching_brace(value, i + 2);
       VERL_CHECK(close != std::string::npos, "config", "config key '", path, "': unclosed '${' in '", value, "'");
       if (!literal.empty()) pieces.push_back({false, literal});
       literal.clear();
@@ -106,8 +153,9 @@ class Resolver {
 
   Node lookup(const std::string& reference, const std::string& holder) {
     if (starts_with(reference, "oc.env:")) return environment(reference.substr(7), holder);
+    if (starts_with(reference, "oc.select:")) return select(parse_select(reference.substr(10)), holder);
     VERL_CHECK(reference.find(':') == std::string::npos, "config", "config key '", holder, "': resolver in '${",
-               reference, "}' is not supported (supported: key paths and oc.env)");
+               reference, "}' is not supported (supported: key paths, oc.env and oc.select)");
     const std::string target = absolute_reference(reference, holder);
     auto cached = done_.find(target);
     if (cached != done_.end()) return cached->second;
@@ -125,6 +173,16 @@ class Resolver {
     active_.pop_back();
     done_[target] = value;
     return value;
+  }
+
+  // OmegaConf's oc.select: the key's value when it exists (null when it is null), else the default, which is a
+  // YAML scalar or flow value (`[]`, `False`, `null`, `2048`) or another interpolation.
+  Node select(const Select& spec, const std::string& holder) {
+    const std::string target = absolute_reference(spec.key, holder);
+    if (find_path(root_, target) != nullptr) return lookup(spec.key, holder);
+    if (!spec.fallback) return Node::null();
+    Node fallback = parse_yaml_value(*spec.fallback, "config key '" + holder + "' (oc.select default)");
+    return resolve_value(fallback, holder);
   }
 
   static Node environment(const std::string& spec, const std::string& holder) {
@@ -163,6 +221,15 @@ Kind expected_kind(const Node& root, const std::string& path) {
     std::vector<Piece> pieces = tokenize(node->as_string(), current);
     if (pieces.size() != 1 || !pieces[0].is_reference) return Kind::String;
     if (starts_with(pieces[0].text, "oc.env:")) return Kind::Null;  // untyped text from the environment
+    if (starts_with(pieces[0].text, "oc.select:")) {
+      const Select spec = parse_select(pieces[0].text.substr(10));
+      const std::string target = absolute_reference(spec.key, current);
+      if (find_path(root, target) == nullptr) {
+        return spec.fallback ? parse_yaml_value(*spec.fallback, "oc.select default").kind() : Kind::Null;
+      }
+      current = target;
+      continue;
+    }
     current = absolute_reference(pieces[0].text, current);
   }
   return Kind::Null;  // a cycle; resolution reports it

@@ -8,7 +8,9 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
+#include "verl/config/config_loader.h"
 #include "verl/config/config_reader.h"
+#include "verl/config/verl_key_rules.h"
 #include "verl/model/mixed_precision.h"
 
 namespace verl::config {
@@ -36,13 +38,20 @@ const std::vector<std::string>& supported_policy_loss_modes() {
 }
 
 const std::vector<std::string>& supported_logger_backends() {
-  static const std::vector<std::string> names = {"console", "jsonl", "tensorboard", "html"};
+  static const std::vector<std::string> names = {"console", "file", "wandb", "mlflow", "swanlab", "tensorboard", "jsonl",
+                                                 "html"};
   return names;
 }
 
 namespace {
 
-const std::vector<std::string> kStrategies = {"fsdp", "megatron"};
+// verl's fsdp2 is PyTorch's second FSDP API over the same sharding; verl.cpp's fsdp strategy serves both.
+const std::vector<std::string> kStrategies = {"fsdp", "fsdp2", "megatron"};
+
+std::string read_strategy(ConfigReader& in, const std::string& path) {
+  const std::string strategy = in.get_choice(path, kStrategies);
+  return strategy == "fsdp2" ? "fsdp" : strategy;
+}
 const std::vector<std::string> kCheckpointContents = {"model", "optimizer", "extra", "hf_model"};
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
@@ -80,6 +89,13 @@ OptimConfig read_optim(ConfigReader& in, const std::string& p) {
   VERL_CHECK(o.lr_warmup_steps_ratio >= 0 && o.lr_warmup_steps_ratio <= 1, "config", "config key '", p,
              ".lr_warmup_steps_ratio' must be in [0, 1], got ", o.lr_warmup_steps_ratio);
   o.lr_scheduler_type = in.get_choice(p + ".lr_scheduler_type", {"constant", "cosine"});
+  // verl's deprecated name of lr_scheduler_type (FSDPOptimizerConfig.__post_init__): it wins when set.
+  if (auto style = in.get_optional_string(p + ".warmup_style")) {
+    VERL_CHECK(*style == "constant" || *style == "cosine", "config", "config key '", p,
+               ".warmup_style' is '", *style, "'; expected one of: constant, cosine");
+    VERL_LOG(Warn, "config") << p << ".warmup_style is deprecated, use lr_scheduler_type instead";
+    o.lr_scheduler_type = *style;
+  }
   o.min_lr_ratio = in.get_double(p + ".min_lr_ratio");
   o.num_cycles = in.get_double(p + ".num_cycles");
   o.total_training_steps = in.get_int(p + ".total_training_steps");
@@ -221,7 +237,7 @@ MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains
 ActorConfig read_actor(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.actor";
   ActorConfig a;
-  a.strategy = in.get_choice(p + ".strategy", kStrategies);
+  a.strategy = read_strategy(in, p + ".strategy");
   a.ppo_mini_batch_size = in.get_int(p + ".ppo_mini_batch_size");
   check_positive(a.ppo_mini_batch_size, p + ".ppo_mini_batch_size");
   a.ppo_micro_batch_size_per_gpu = in.get_optional_int(p + ".ppo_micro_batch_size_per_gpu");
@@ -277,7 +293,7 @@ ActorConfig read_actor(ConfigReader& in) {
 RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
-  r.name = in.get_choice(p + ".name", {"hf", "vllm", "sglang"});
+  r.name = in.get_choice(p + ".name", {"hf", "vllm", "sglang", "trtllm"});  // all served by the native engine
   r.gpu_memory_utilization = in.get_double(p + ".gpu_memory_utilization");
   VERL_CHECK(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1, "config", p,
              ".gpu_memory_utilization must be in (0, 1], got ", r.gpu_memory_utilization);
@@ -299,6 +315,24 @@ RolloutConfig read_rollout(ConfigReader& in) {
   r.log_prob_use_dynamic_bsz = in.get_bool(p + ".log_prob_use_dynamic_bsz");
   r.log_prob_max_token_len_per_gpu = in.get_int(p + ".log_prob_max_token_len_per_gpu");
   r.val_kwargs = read_sampling(in, p + ".val_kwargs");
+  // verl's RolloutConfig.__post_init__: 'sync' was removed, anything else but 'async' is a deprecation warning.
+  const std::string mode = in.get_string(p + ".mode");
+  VERL_CHECK(mode != "sync", "config", p, ".mode=sync: Rollout mode 'sync' has been removed. Please set ",
+             "`actor_rollout_ref.rollout.mode=async` or remove the mode setting entirely.");
+  if (mode != "async") {
+    VERL_LOG(Warn, "config") << "Unknown rollout mode '" << mode << "'. Only 'async' mode is supported (" << p
+                             << ".mode is deprecated in verl)";
+  }
+  // vLLM engine arguments with a native meaning.
+  r.max_num_seqs = in.get_int(p + ".max_num_seqs");
+  check_positive(r.max_num_seqs, p + ".max_num_seqs");
+  r.max_model_len = in.get_optional_int(p + ".max_model_len");
+  check_optional_positive(r.max_model_len, p + ".max_model_len");
+  VERL_CHECK(!r.max_model_len || r.prompt_length + r.response_length <= *r.max_model_len, "config", p,
+             ".max_model_len=", r.max_model_len.value_or(0), " is below prompt_length + response_length (",
+             r.prompt_length, " + ", r.response_length, "); vLLM would refuse these sequences too");
+  r.enforce_eager = in.get_bool(p + ".enforce_eager");
+  r.free_cache_engine = in.get_bool(p + ".free_cache_engine");
   return r;
 }
 
@@ -369,7 +403,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
 CriticConfig read_critic(ConfigReader& in) {
   CriticConfig c;
   c.enable = in.get_optional_bool("critic.enable");
-  c.strategy = in.get_choice("critic.strategy", kStrategies);
+  c.strategy = read_strategy(in, "critic.strategy");
   c.optim = read_optim(in, "critic.optim");
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
@@ -402,7 +436,7 @@ CriticConfig read_critic(ConfigReader& in) {
 RewardModelConfig read_reward_model(ConfigReader& in) {
   RewardModelConfig r;
   r.enable = in.get_bool("reward_model.enable");
-  r.strategy = in.get_choice("reward_model.strategy", kStrategies);
+  r.strategy = read_strategy(in, "reward_model.strategy");
   r.input_tokenizer = in.get_optional_string("reward_model.model.input_tokenizer");
   r.path = in.get_string("reward_model.model.path");
   r.micro_batch_size_per_gpu = in.get_optional_int("reward_model.micro_batch_size_per_gpu");
@@ -651,7 +685,13 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
   check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
   const DeprecatedMicroBatchKeys deprecated_micro_batch = read_deprecated_micro_batch_keys(in);
+  static const Node defaults = default_config_tree();
+  const std::vector<std::string> no_effect = accept_verl_keys(in, resolved, defaults);
   in.check_all_read();
+  if (!no_effect.empty()) {
+    VERL_LOG(Warn, "config") << "no effect in verl.cpp (settings of engines it does not run, docs/config.md): "
+                             << join(no_effect, ", ");
+  }
   apply_deprecated_micro_batch_keys(deprecated_micro_batch, c);
 
   // verl's apply_bypass_mode: the rollout's log-probs are the old ones and the actor's loss is bypass_mode, which

@@ -130,6 +130,8 @@ SFTConfig parse_sft_config(const Node& resolved) {
 
 LoadedSFTConfig load_sft_config(const ConfigArgs& args) {
   Node root = default_sft_config_tree();
+  VERL_CHECK(!args.config_name && !args.config_path, "config",
+             "--config-path / --config-name compose PPO configs; verl sft takes --config FILE");
   if (args.config_file) merge_config_file(root, load_yaml_file(*args.config_file), *args.config_file);
   for (const auto& text : args.overrides) apply_override(root, parse_override(text));
   LoadedSFTConfig loaded;

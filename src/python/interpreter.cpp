@@ -1,5 +1,6 @@
 #include "verl/python/interpreter.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -43,6 +44,22 @@ void ensure_interpreter() {
     // gil_scoped_acquire here reuses it instead of making a second state for the same thread (which crashes
     // when released, e.g. when the first use comes from a worker thread).
     pybind11::detail::get_internals();
+    // VERL_PYTHON_SITE_PACKAGES: site-packages folders (':'-separated, e.g. a venv's) put in front of sys.path
+    // with site.addsitedir, so their .pth files apply too (PYTHONPATH ignores those).
+    if (const char* dirs = std::getenv("VERL_PYTHON_SITE_PACKAGES"); dirs != nullptr && *dirs != '\0') {
+      try {
+        pybind11::exec(R"PY(
+import os, site, sys
+before = list(sys.path)
+for d in os.environ["VERL_PYTHON_SITE_PACKAGES"].split(":"):
+    if d:
+        site.addsitedir(os.path.expanduser(d))
+sys.path[:] = [p for p in sys.path if p not in before] + before
+)PY");
+      } catch (const pybind11::error_already_set& error) {
+        g_start_error = "VERL_PYTHON_SITE_PACKAGES: " + describe_python_error(error);
+      }
+    }
     // Release the GIL taken by initialization; every use goes through gil_scoped_acquire.
     PyEval_SaveThread();
   });

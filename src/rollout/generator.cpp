@@ -36,6 +36,8 @@ SamplingParams sampling_params_from_config(const config::RolloutConfig& rollout,
   p.pad_token_id = pad_token_id;
   p.seed = seed;
   p.gpu_memory_utilization = rollout.gpu_memory_utilization;
+  p.max_num_seqs = rollout.max_num_seqs;
+  p.enforce_eager = rollout.enforce_eager;
   return p;
 }
 
@@ -220,7 +222,12 @@ GenerationOutput generate_in_passes(model::CausalLM& model, const torch::Tensor&
 GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,
                           const SamplingParams& params) {
   const auto device = model->model->embed_tokens->weight.device();
+  // max_num_seqs rows at once: prompts per pass (every prompt brings its n rows; at least one prompt).
+  const int64_t seqs_cap = params.max_num_seqs > 0 ? std::max<int64_t>(1, params.max_num_seqs / std::max<int64_t>(1, params.n)) : 0;
   if (!device.is_cuda() || params.gpu_memory_utilization <= 0 || prompts.dim() != 2) {
+    if (seqs_cap > 0 && prompts.dim() == 2 && prompts.size(0) > seqs_cap) {
+      return generate_in_passes(model, prompts, prompt_mask, params, seqs_cap);
+    }
     return generate_one_pass(model, prompts, prompt_mask, params);
   }
   // What this process may still fill: its share of the device, less what it holds now (weights, optimizer state).
@@ -228,6 +235,7 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
   const double share = params.gpu_memory_utilization * static_cast<double>(runtime::cuda_device_info(index).total_memory_bytes);
   const int64_t budget = static_cast<int64_t>(share) - runtime::cuda_memory_in_use(index);
   int64_t per_pass = prompts_per_pass(model, prompts.size(1), params, budget);
+  if (seqs_cap > 0) per_pass = std::min(per_pass, seqs_cap);
   if (model->tp.active()) {
     // The TP ranks of one copy must decode in lockstep: all take the smallest pass.
     torch::Tensor negated = torch::tensor({-per_pass}, torch::kInt64);
@@ -294,7 +302,7 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   if (R > 1 && !model->tp.active() && device.is_cpu()) packing.emplace(decode_projection_weights(model));
   // On CUDA the step is captured once as a graph and replayed (rollout/cuda_graph_decode.h).
   std::optional<CudaGraphDecode> graph;
-  if (R > 1 && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, out_pmask, next_pos);
+  if (R > 1 && !params.enforce_eager && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, out_pmask, next_pos);
   for (int64_t t = 0; t < R; ++t) {
     torch::Tensor tokens;
     if (greedy) {

@@ -14,7 +14,11 @@ namespace verl::config {
 
 struct ConfigArgs {
   std::optional<std::string> config_file;  // --config FILE
-  std::vector<std::string> overrides;      // a.b=c, +a.b=c, ++a.b=c, ~a.b
+  // Hydra's --config-path DIR / --config-name NAME (also -cp / -cn): DIR/NAME.yaml, whose `defaults:` list names
+  // ppo_trainer (the built-in defaults) or other YAML files of DIR, merged in order, its own keys at `_self_`.
+  std::optional<std::string> config_path;
+  std::optional<std::string> config_name;
+  std::vector<std::string> overrides;  // a.b=c, +a.b=c, ++a.b=c, ~a.b
 };
 
 // Splits command-line arguments into --config and overrides; any other argument is an error.
@@ -22,6 +26,11 @@ ConfigArgs parse_config_args(const std::vector<std::string>& args);
 
 // The defaults compiled into the binary, as a tree (interpolations not yet resolved).
 Node default_config_tree();
+
+// The tree of Hydra's --config-path DIR --config-name NAME (before the --config file and the overrides). NAME
+// ppo_trainer (verl's own, when DIR has no such file) is the built-in defaults; ppo_megatron_trainer is
+// them with strategy=megatron for actor, ref and critic.
+Node hydra_config_tree(const std::string& config_path, const std::string& config_name);
 
 // Defaults + file + overrides, before resolution.
 Node compose_config(const ConfigArgs& args);

@@ -40,6 +40,11 @@ class ConfigReader {
   // Throws naming the first key in the tree that no get_* call read.
   void check_all_read() const;
 
+  // The leaves (dotted paths) no get_* call has read yet, in tree order; mark_read() accepts one without a typed
+  // read (verl's keys that verl.cpp takes without an implementation: config/verl_key_rules.h).
+  std::vector<std::string> unread_leaves() const;
+  void mark_read(const std::string& path) { read_.insert(path); }
+
  private:
   const Node& require(const std::string& path);
   const Node* optional_node(const std::string& path);

@@ -2,6 +2,8 @@
 //   ${trainer.project_name}   absolute key path
 //   ${.save_contents}         sibling key (one more dot per parent level: ${..x})
 //   ${oc.env:NAME}            environment variable, ${oc.env:NAME,default} with a fallback
+//   ${oc.select:key,default}  the key's value when it exists (null stays null), else the default: a YAML value or
+//                             another ${...} (verl's generated config nests them)
 // A value that is exactly one reference takes the referenced value with its type; a reference inside
 // longer text is spliced in as text. `\${` writes a literal `${`. Cycles and missing keys are errors.
 #pragma once

@@ -195,6 +195,11 @@ struct RolloutConfig {
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 0;
   SamplingConfig val_kwargs;
+  // vLLM's engine arguments where the native engine has the same concept:
+  int64_t max_num_seqs = 256;              // rows (prompts x n) decoded at once; more prompts generate in passes
+  std::optional<int64_t> max_model_len;    // prompt_length + response_length must fit (and the model's positions)
+  bool enforce_eager = false;              // true: no CUDA graphs for the decode step
+  bool free_cache_engine = true;           // the KV cache lives only inside a generate call (false: no effect)
 };
 
 struct ActorRolloutRefConfig {

@@ -1,7 +1,10 @@
 // The process-wide embedded CPython interpreter (pybind11::embed): started once on first use, from any
 // thread, and kept until the process exits (never finalized, so no Python object outlives it). Between
 // calls the GIL is released; `with_gil` takes it, runs the callable, and turns a Python exception into
-// verl::Error. Used by chat templates (Jinja2) and, later, Python reward functions.
+// verl::Error. Used by chat templates (Jinja2), Python reward functions and the wandb / mlflow / swanlab loggers.
+// Packages: those of the Python installation the binary was built against, PYTHONPATH, and the site-packages
+// folders named in VERL_PYTHON_SITE_PACKAGES (':'-separated, put first, .pth files applied), e.g.
+// VERL_PYTHON_SITE_PACKAGES=.venv/test/lib/python3.11/site-packages for a venv of the same Python version.
 //
 //   std::string text = verl::python::with_gil("chat_template", [&] {
 //     return pybind11::module_::import("jinja2").attr("__version__").cast<std::string>();

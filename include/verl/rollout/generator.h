@@ -30,6 +30,10 @@ struct SamplingParams {
   // rollout.gpu_memory_utilization: on a CUDA device, the share of its memory this process may fill; the prompts
   // whose KV cache fits in what is left go through one pass at a time. 0: no limit (and always on the CPU).
   double gpu_memory_utilization = 0;
+  // rollout.max_num_seqs (vLLM's concurrent sequences): at most this many rows (prompts x n) decode at once, more
+  // prompts generate in passes. 0: no limit.
+  int64_t max_num_seqs = 0;
+  bool enforce_eager = false;  // rollout.enforce_eager: no CUDA graph for the decode step
 
   bool greedy() const { return !do_sample || temperature == 0.0; }
 };

@@ -10,6 +10,11 @@
 //   jsonl       RUN_DIR/metrics.jsonl, one object per step {"step": N, "<key>": value, ...}, flushed per step
 //   tensorboard RUN_DIR/events.out.tfevents.<unix time>.<host>: TFRecords of Event protobufs
 //   html        RUN_DIR/report.html, a self-contained report with inline SVG charts (rewritten atomically)
+//   file        verl's FileLogger: $VERL_FILE_LOGGER_PATH or ${VERL_FILE_LOGGER_ROOT:-.}/PROJECT/EXPERIMENT.jsonl,
+//               {"step":N,"data":{...}} per line
+//   wandb, mlflow, swanlab   verl's calls to the user's package in the embedded Python (tracking/python_loggers.cpp):
+//               wandb.init(project, name, entity=$WANDB_ENTITY, config) (offline without credentials or network),
+//               mlflow at $MLFLOW_TRACKING_URI (experiment = project, run = experiment, params = the config)
 // The run folder also receives the resolved config as RUN_DIR/config.yaml (atomic write).
 #pragma once
 
@@ -96,5 +101,10 @@ std::unique_ptr<TrackingBackend> make_console_backend(std::ostream& out);
 std::unique_ptr<TrackingBackend> make_jsonl_backend(const std::string& run_dir);
 std::unique_ptr<TrackingBackend> make_tensorboard_backend(const std::string& run_dir);
 std::unique_ptr<TrackingBackend> make_html_backend(const std::string& run_dir, const std::string& title);
+std::unique_ptr<TrackingBackend> make_file_backend(const std::string& project_name, const std::string& experiment_name);
+// name: wandb | mlflow | swanlab; config_yaml: the resolved config they record.
+std::unique_ptr<TrackingBackend> make_python_logger_backend(const std::string& name, const std::string& project_name,
+                                                            const std::string& experiment_name,
+                                                            const std::string& config_yaml);
 
 }  // namespace verl::trainer

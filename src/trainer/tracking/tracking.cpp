@@ -74,6 +74,10 @@ Tracking::Tracking(const std::string& project_name, const std::string& experimen
       backends_.push_back(make_tensorboard_backend(run_dir));
     } else if (name == "html") {
       backends_.push_back(make_html_backend(run_dir, title));
+    } else if (name == "file") {
+      backends_.push_back(make_file_backend(project_name, experiment_name));
+    } else if (name == "wandb" || name == "mlflow" || name == "swanlab") {
+      backends_.push_back(make_python_logger_backend(name, project_name, experiment_name, config_yaml));
     } else {
       VERL_ASSERT(false, "tracking", "backend '", name, "' is listed as supported but has no implementation");
     }

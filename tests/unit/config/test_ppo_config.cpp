@@ -57,7 +57,7 @@ TEST(PPOConfig, EnumeratedValuesAreChecked) {
   std::string message = error_of({"algorithm.adv_estimator=grp"});
   EXPECT_NE(message.find("'algorithm.adv_estimator' is 'grp'; expected one of"), std::string::npos) << message;
   EXPECT_NE(message.find("did you mean 'grpo'"), std::string::npos) << message;
-  EXPECT_NE(error_of({"trainer.logger=[console,wandb]"}).find("contains 'wandb'"), std::string::npos);
+  EXPECT_NE(error_of({"trainer.logger=[console,clearml]"}).find("contains 'clearml'"), std::string::npos);
   EXPECT_NE(error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"), std::string::npos);
   EXPECT_EQ(error_of({"algorithm.adv_estimator=grpo", "algorithm.kl_penalty=k3+"}), "");
 }
@@ -97,7 +97,7 @@ TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
   EXPECT_NE(error_of({"actor_rollout_ref.rollout.gpu_memory_utilization=1.5"})
                 .find("actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.rollout.name=trtllm"}).find("'actor_rollout_ref.rollout.name' is 'trtllm'"),
+  EXPECT_NE(error_of({"actor_rollout_ref.rollout.name=lmdeploy"}).find("'actor_rollout_ref.rollout.name' is 'lmdeploy'"),
             std::string::npos);
   EXPECT_NE(error_of({"actor_rollout_ref.model.use_remove_padding=maybe"}).find("use_remove_padding"),
             std::string::npos);

@@ -1,0 +1,255 @@
+// verl 0.9.1's keys without an implementation here: the table (one place), matched by the most specific entry.
+#include "verl/config/verl_key_rules.h"
+
+#include "verl/common/error.h"
+#include "verl/common/strings.h"
+#include "verl/config/interpolation.h"
+
+namespace verl::config {
+
+namespace {
+
+struct Entry {
+  const char* pattern;  // dotted path; `*` is one segment; an entry covers the subtree under it
+  KeyRuleKind kind;
+  const char* what;
+};
+
+constexpr KeyRuleKind H = KeyRuleKind::Honoured;
+constexpr KeyRuleKind N = KeyRuleKind::NoEffect;
+constexpr KeyRuleKind F = KeyRuleKind::Feature;
+
+// Feature names, shared by several keys.
+constexpr const char* kVLM = "multimodal (VLM) inputs";
+constexpr const char* kUlysses = "Ulysses sequence parallelism (verl.cpp splits no sequence across ranks; use 1)";
+constexpr const char* kQAT = "quantization-aware training";
+constexpr const char* kMTP = "multi-token prediction";
+constexpr const char* kMultiTurn = "multi-turn rollout with tools and interactions";
+constexpr const char* kAgentLoop = "agent loops (verl.cpp's rollout is the single-turn generation)";
+constexpr const char* kRewardLoop = "verl's reward loop (custom reward-loop managers and served reward models)";
+constexpr const char* kSandbox = "sandbox fusion code execution";
+
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> entries = {
+      // data
+      {"data.use_shm", N, "verl's shared-memory model copy"},
+      {"data.dataloader_num_workers", N, "PyTorch DataLoader workers"},
+      {"data.filter_overlong_prompts_workers", N, "datasets.map workers"},
+      {"data.trust_remote_code", N, "transformers remote code (native tokenizer)"},
+      {"data.image_key", F, kVLM},
+      {"data.video_key", F, kVLM},
+      {"data.audio_key", F, kVLM},
+      {"data.image_patch_size", F, kVLM},
+      {"data.return_multi_modal_inputs", N, "VLM processor (no multimodal inputs here)"},
+      {"data.mm_processor_kwargs", F, kVLM},
+      {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
+      {"data.tool_config_path", F, kMultiTurn},
+      {"data.function_tool_path", F, kMultiTurn},
+
+      // models (actor / ref / critic)
+      {"*.model.hf_config_path", F, "a model config apart from the model path"},
+      {"*.model.tokenizer_path", F, "a tokenizer apart from the model path (use data.tokenizer)"},
+      {"*.model.use_shm", N, "verl's shared-memory model copy"},
+      {"*.model.trust_remote_code", N, "transformers remote code (native model classes)"},
+      {"*.model.external_lib", F, "external model libraries"},
+      {"*.model.override_config", F, "model config overrides"},
+      {"*.model.enable_activation_offload", N, "FSDP activation offload"},
+      {"*.model.use_liger", N, "Liger kernels"},
+      {"*.model.use_fused_kernels", N, "verl's fused kernels (verl.cpp always fuses log-probs and entropy)"},
+      {"*.model.fused_kernel_options", N, "verl's fused kernels"},
+      {"*.model.tiled_mlp", N, "tiled MLP memory saving"},
+      {"*.model.mtp", F, kMTP},
+      {"critic.model.custom_chat_template", N, "the critic's chat template (the actor's renders the prompts)"},
+
+      // actor / ref / critic: optimizer
+      {"*.*.optim.optimizer", F, "optimizers other than AdamW"},
+      {"*.optim.optimizer", F, "optimizers other than AdamW"},
+      {"*.*.optim.optimizer_impl", N, "the optimizer's Python module"},
+      {"*.optim.optimizer_impl", N, "the optimizer's Python module"},
+      {"*.*.optim.clip_grad", H, "grad_clip"},
+      {"*.optim.clip_grad", H, "grad_clip"},
+      {"*.*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
+      {"*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
+      {"*.*.optim.override_optimizer_config", F, "optimizer config overrides"},
+      {"*.optim.override_optimizer_config", F, "optimizer config overrides"},
+
+      // FSDP engine settings (actor, ref, critic.fsdp)
+      {"*.*.fsdp_config", N, "PyTorch FSDP"},
+      {"critic.fsdp", N, "PyTorch FSDP"},
+      {"critic.fsdp.param_offload", H, "critic.model.fsdp_config.param_offload"},
+      {"critic.fsdp.optimizer_offload", H, "critic.model.fsdp_config.optimizer_offload"},
+      {"critic.fsdp.reshard_after_forward", H, "critic.model.fsdp_config.reshard_after_forward"},
+      {"critic.fsdp.fsdp_size", H, "critic.model.fsdp_config.fsdp_size"},
+      {"critic.fsdp.model_dtype", H, "critic.model.fsdp_config.model_dtype"},
+      {"*.*.fsdp_config.ulysses_sequence_parallel_size", F, kUlysses},
+      {"critic.fsdp.ulysses_sequence_parallel_size", F, kUlysses},
+      {"*.*.fsdp_config.qat", F, kQAT},
+      {"critic.fsdp.qat", F, kQAT},
+      {"*.*.fsdp_config.turbo_config", N, "fsdp_turbo"},
+      {"critic.fsdp.turbo_config", N, "fsdp_turbo"},
+
+      // actor / ref / critic
+      {"*.*.ulysses_sequence_parallel_size", F, kUlysses},
+      {"critic.ulysses_sequence_parallel_size", F, kUlysses},
+      {"*.*.use_torch_compile", N, "torch.compile"},
+      {"*.*.entropy_from_logits_with_chunking", N, "verl's chunked entropy (verl.cpp always chunks)"},
+      {"*.*.entropy_from_logits_chunk_size", N, "verl's chunked entropy (verl.cpp always chunks)"},
+      {"*.*.entropy_checkpointing", N, "verl's entropy recomputation"},
+      {"*.*.pad_to_length", N, "verl's padding buckets"},
+      {"*.*.rollout_n", H, "actor_rollout_ref.rollout.n"},
+      {"critic.rollout_n", H, "actor_rollout_ref.rollout.n"},
+      {"actor_rollout_ref.ref.strategy", H, "actor_rollout_ref.actor.strategy"},
+      {"actor_rollout_ref.actor.use_remove_padding", H, "actor_rollout_ref.model.use_remove_padding"},
+      {"actor_rollout_ref.actor.freeze_vision_tower", F, kVLM},
+      {"actor_rollout_ref.actor.use_prefix_grouper", N, "verl's shared-prefix attention"},
+      {"actor_rollout_ref.actor.use_fused_kernels", N, "verl's fused kernels"},
+      {"actor_rollout_ref.actor.qat", F, kQAT},
+      {"*.*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
+      {"*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
+      {"actor_rollout_ref.actor.checkpoint.strict", N, "strict loading (verl.cpp always loads strictly)"},
+      {"critic.data_loader_seed", N, "the critic's mini-batch shuffle (it follows the actor's)"},
+      {"critic.loss_scale_factor", N, "the critic's loss (aggregated with loss_agg_mode)"},
+      {"*.*.profiler", N, "profilers"},
+      {"critic.profiler", N, "profilers"},
+      {"global_profiler", N, "profilers"},
+      {"actor_rollout_ref.nccl_timeout", N, "Ray worker NCCL timeout"},
+
+      // rollout engine (vLLM / SGLang arguments and verl's server plumbing)
+      {"actor_rollout_ref.rollout", N, "vLLM / SGLang"},
+      {"actor_rollout_ref.rollout.data_parallel_size", F, "rollout data parallelism inside one engine"},
+      {"actor_rollout_ref.rollout.expert_parallel_size", F, "expert parallelism"},
+      {"actor_rollout_ref.rollout.pipeline_model_parallel_size", F, "pipeline-parallel rollout"},
+      {"actor_rollout_ref.rollout.over_sample_rate", F, "over-sampling with aborted requests"},
+      {"actor_rollout_ref.rollout.enable_rollout_routing_replay", F, "MoE router replay"},
+      {"actor_rollout_ref.rollout.quantization", F, "quantized (FP8) rollout"},
+      {"actor_rollout_ref.rollout.quantization_config_file", F, "quantized (FP8) rollout"},
+      {"actor_rollout_ref.rollout.mtp", F, kMTP},
+      {"actor_rollout_ref.rollout.qat", F, kQAT},
+      {"actor_rollout_ref.rollout.disaggregation.enabled", F, "prefill / decode disaggregation"},
+      {"actor_rollout_ref.rollout.multi_turn", F, kMultiTurn},
+      {"actor_rollout_ref.rollout.agent.default_agent_loop", F, kAgentLoop},
+      {"actor_rollout_ref.rollout.agent.agent_loop_config_path", F, kAgentLoop},
+      {"actor_rollout_ref.rollout.agent.custom_async_server", F, kAgentLoop},
+      {"actor_rollout_ref.rollout.trace.backend", F, "rollout tracing (weave / mlflow traces)"},
+      {"actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", F, "custom weight-sync backends"},
+
+      // reward: the legacy section's engine keys, verl 0.9.1's reward section
+      {"reward_model.num_workers", N, "verl's reward-loop workers"},
+      {"reward_model.enable_resource_pool", N, "Ray resource pools"},
+      {"reward_model.n_gpus_per_node", N, "Ray resource pools"},
+      {"reward_model.nnodes", N, "Ray resource pools"},
+      {"reward_model.reward_loop_source", F, kRewardLoop},
+      {"reward_model.reward_loop_module_path", F, kRewardLoop},
+      {"reward_model.reward_loop_class_name", F, kRewardLoop},
+      {"reward_model.model.external_lib", F, "external model libraries"},
+      {"reward_model.model.trust_remote_code", N, "transformers remote code (native model classes)"},
+      {"reward_model.rollout", N, "the reward model's vLLM / SGLang server (verl.cpp runs it natively)"},
+      {"reward.num_workers", N, "verl's reward-loop workers"},
+      {"reward.custom_reward_function.path", H, "custom_reward_function.path"},
+      {"reward.custom_reward_function.name", H, "custom_reward_function.name"},
+      {"reward.reward_manager.name", H, "reward_model.reward_manager"},
+      {"reward.reward_manager.source", F, kRewardLoop},
+      {"reward.reward_manager.module", F, kRewardLoop},
+      {"reward.reward_model", F, "verl 0.9.1's reward.reward_model section (use reward_model.enable / model.path)"},
+      {"reward.reward_model.rollout", N, "the reward model's vLLM / SGLang server"},
+      {"reward.reward_model.enable_resource_pool", N, "Ray resource pools"},
+      {"reward.reward_model.n_gpus_per_node", N, "Ray resource pools"},
+      {"reward.reward_model.nnodes", N, "Ray resource pools"},
+      {"sandbox_fusion", F, kSandbox},
+      {"reward.sandbox_fusion", F, kSandbox},
+
+      // trainer and verl's other services
+      {"trainer.esi_redundant_time", N, "elastic server instance checkpointing"},
+      {"trainer.ray_wait_register_center_timeout", N, "Ray"},
+      {"trainer.default_hdfs_dir", F, "HDFS checkpoint copies"},
+      {"trainer.checkpoint_callback_class", F, "checkpoint callbacks"},
+      {"trainer.use_v1", N, "verl's trainer generations (verl.cpp has one)"},
+      {"trainer.v1", F, "verl's asynchronous v1 trainer modes"},
+      {"distillation", F, "on-policy distillation"},
+      {"transfer_queue", F, "TransferQueue"},
+      {"skip", F, "rollout dumps and replays"},
+      {"ray_kwargs", N, "Ray"},
+  };
+  return entries;
+}
+
+// Segments of `pattern` matched against the start of `path`; -1 when it does not match, else its length.
+int match_length(const std::vector<std::string>& pattern, const std::vector<std::string>& path) {
+  if (pattern.size() > path.size()) return -1;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != "*" && pattern[i] != path[i]) return -1;
+  }
+  return static_cast<int>(pattern.size());
+}
+
+}  // namespace
+
+std::optional<KeyRule> verl_key_rule(const std::string& path) {
+  const std::vector<std::string> parts = split(path, '.');
+  const Entry* best = nullptr;
+  int best_length = -1;
+  int best_wildcards = 0;
+  for (const Entry& entry : table()) {
+    const std::vector<std::string> pattern = split(entry.pattern, '.');
+    const int length = match_length(pattern, parts);
+    int wildcards = 0;
+    for (const auto& part : pattern) wildcards += part == "*";
+    // The longest pattern wins; between equal lengths, the one with fewer wildcards.
+    if (length > best_length || (length == best_length && length >= 0 && wildcards < best_wildcards)) {
+      best = &entry;
+      best_length = length;
+      best_wildcards = wildcards;
+    }
+  }
+  if (best == nullptr || best_length < 0) return std::nullopt;
+  return KeyRule{best->kind, best->what};
+}
+
+namespace {
+
+// What the default gives `path` in this run: the default value, or, when the default refers to other keys
+// (${oc.select:trainer.n_gpus_per_node,8}), that reference resolved against the run's own values.
+// A key under an interpolated map (rollout.mtp: ${oc.select:actor_rollout_ref.model.mtp, null}) takes the reference
+// of its closest ancestor that the defaults hold.
+std::optional<Node> default_value(const Node& resolved, const Node& defaults, const std::string& path) {
+  std::string holder = path;
+  const Node* fallback = find_path(defaults, holder);
+  while (fallback == nullptr) {
+    const size_t dot = holder.rfind('.');
+    if (dot == std::string::npos) return std::nullopt;
+    holder = holder.substr(0, dot);
+    fallback = find_path(defaults, holder);
+    if (fallback != nullptr && !fallback->has_interpolation()) return std::nullopt;  // a key the run added
+  }
+  if (!fallback->has_interpolation()) return *fallback;
+  Node tree = resolved;
+  set_existing_path(tree, holder, *fallback, "the resolved config");
+  const Node resolved_tree = resolve_interpolations(tree);
+  const Node* value = find_path(resolved_tree, path);
+  return value ? std::optional<Node>(*value) : std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> accept_verl_keys(ConfigReader& in, const Node& resolved, const Node& defaults) {
+  std::vector<std::string> no_effect;
+  for (const std::string& path : in.unread_leaves()) {
+    const std::optional<KeyRule> rule = verl_key_rule(path);
+    if (!rule) continue;  // check_all_read names it
+    in.mark_read(path);
+    if (rule->kind == KeyRuleKind::Honoured) continue;
+    const Node* value = find_path(resolved, path);
+    const std::optional<Node> expected = default_value(resolved, defaults, path);
+    const Node* fallback = expected ? &*expected : nullptr;
+    if (value == nullptr || (fallback != nullptr && *value == *fallback)) continue;
+    if (rule->kind == KeyRuleKind::Feature) {
+      VERL_FAIL("config", "config key '", path, "' is '", value->to_text(), "': ", rule->what,
+                " is not implemented in verl.cpp (only the default",
+                fallback ? str_cat(" '", fallback->to_text(), "'") : std::string(), " is accepted)");
+    }
+    no_effect.push_back(str_cat(path, "=", value->to_text()));
+  }
+  return no_effect;
+}
+
+}  // namespace verl::config
