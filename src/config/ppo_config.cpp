@@ -556,6 +556,10 @@ TrainerConfig read_trainer(ConfigReader& in) {
   t.device = in.get_choice("trainer.device", {"cuda", "cpu"});
   t.num_cpu_threads = in.get_optional_int("trainer.num_cpu_threads");
   check_optional_positive(t.num_cpu_threads, "trainer.num_cpu_threads");
+  t.worker_call_timeout = in.get_double("trainer.worker_call_timeout");
+  VERL_CHECK(std::isfinite(t.worker_call_timeout) && t.worker_call_timeout >= 0, "config",
+             "trainer.worker_call_timeout must be a number of seconds >= 0 (0: no limit), got ",
+             t.worker_call_timeout);
   return t;
 }
 

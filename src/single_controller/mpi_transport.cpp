@@ -1,9 +1,11 @@
 #include "verl/single_controller/mpi_transport.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "verl/common/error.h"
+#include "verl/common/watchdog.h"
 #include "verl/common/input_limits.h"
 #include "verl/common/logging.h"
 
@@ -55,6 +57,16 @@ Command decode_command(const std::string& bytes) {
   return command;
 }
 
+// What the controller waits for, for controller_waiting_for(): written before each wait, read by a signal
+// handler (a torn read costs a garbled diagnostic, nothing else).
+char g_waiting_for[256] = "";
+
+void set_waiting_for(const std::string& text) {
+  const size_t n = std::min(text.size(), sizeof(g_waiting_for) - 1);
+  std::memcpy(g_waiting_for, text.data(), n);
+  g_waiting_for[n] = '\0';
+}
+
 std::string encode_reply(ReplyStatus status, const std::string& payload) {
   return std::string(1, static_cast<char>(status)) + payload;
 }
@@ -62,8 +74,12 @@ std::string encode_reply(ReplyStatus status, const std::string& payload) {
 }  // namespace
 
 MpiTransport::MpiTransport(std::string group_name, std::vector<int> world_ranks,
-                           std::shared_ptr<parallel::MpiComm> control, const WorkerFactory& factory)
-    : group_name_(std::move(group_name)), world_ranks_(std::move(world_ranks)), control_(std::move(control)) {
+                           std::shared_ptr<parallel::MpiComm> control, const WorkerFactory& factory,
+                           double call_timeout_s)
+    : group_name_(std::move(group_name)),
+      world_ranks_(std::move(world_ranks)),
+      control_(std::move(control)),
+      call_timeout_s_(call_timeout_s) {
   VERL_CHECK(!world_ranks_.empty(), kComponent, "worker group '", group_name_, "' needs at least one rank");
   for (int rank : world_ranks_) {
     VERL_CHECK(rank > kController && rank < control_->size(), kComponent, "worker group '", group_name_,
@@ -118,6 +134,19 @@ std::future<RankOutputs> MpiTransport::execute(const std::string& method, std::v
 
 RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<std::optional<DataProto>>& inputs) const {
   parallel::MpiComm& comm = *control_;
+  // A backstop for waits outside the loop below (a blocking send of a large command to a rank that never
+  // receives it): the process ends, and mpirun with it the job, kBlockedGraceSeconds after the limit.
+  constexpr double kBlockedGraceSeconds = 30;
+  std::unique_ptr<WatchdogGuard> backstop;
+  if (call_timeout_s_ > 0) {
+    WatchdogAlarm alarm;
+    alarm.hard_after_s = call_timeout_s_ + kBlockedGraceSeconds;
+    alarm.hard_message = str_cat("[worker] worker group '", group_name_, "' did not complete '", method, "' within ",
+                                 call_timeout_s_ + kBlockedGraceSeconds,
+                                 " s (trainer.worker_call_timeout + 30 s; the controller was blocked sending to or "
+                                 "receiving from a rank that does not answer); ending the job");
+    backstop = std::make_unique<WatchdogGuard>(std::move(alarm));
+  }
   std::vector<size_t> pending;
   for (size_t rank = 0; rank < inputs.size(); ++rank) {
     if (!inputs[rank]) continue;
@@ -127,6 +156,8 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
   // Replies in whatever order they come: a failed rank must be reported even while its peers wait for it in
   // a collective and will never answer.
   RankOutputs outputs(inputs.size());
+  const auto start = std::chrono::steady_clock::now();
+  set_waiting_for("worker group '" + group_name_ + "' to answer '" + method + "'");
   while (!pending.empty()) {
     bool got_one = false;
     for (auto it = pending.begin(); it != pending.end();) {
@@ -146,8 +177,22 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
       outputs[rank] = DataProto::deserialize(reply.substr(1));
       it = pending.erase(it);
     }
-    if (!got_one) idle_pause();
+    if (got_one) continue;
+    if (call_timeout_s_ > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > call_timeout_s_) {
+      std::string ranks, world;
+      for (size_t rank : pending) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+        world += (world.empty() ? "" : ", ") + std::to_string(world_ranks_[rank]);
+      }
+      VERL_FAIL("worker", "worker group '", group_name_, "' rank", pending.size() > 1 ? "s " : " ", ranks,
+                " (world rank", pending.size() > 1 ? "s " : " ", world, ") did not answer '", method, "' within ",
+                call_timeout_s_, " s (trainer.worker_call_timeout): hung, or waiting in a collective for a rank "
+                "that is");
+    }
+    idle_pause();
   }
+  set_waiting_for("");
   return outputs;
 }
 
@@ -177,6 +222,8 @@ void serve_worker(parallel::MpiComm& control, const std::function<std::unique_pt
     comm.send_bytes(kController, kReplyTag, reply);
   }
 }
+
+const char* controller_waiting_for() { return g_waiting_for; }
 
 void shutdown_workers(parallel::MpiComm& control, const std::vector<int>& world_ranks) {
   for (int rank : world_ranks) {

@@ -10,6 +10,9 @@
 // (the worker group's collectives: gradient averaging, checkpoint barriers) and, with a separate rollout,
 // the weight-sync one (actor rank 0 + the rollout ranks). Any error ends the whole job
 // (MPI_Abort) after one line naming where it happened, so no rank is left waiting.
+#include <unistd.h>
+
+#include <csignal>
 #include <iostream>
 #include <optional>
 
@@ -40,9 +43,26 @@ std::shared_ptr<parallel::MpiComm> as_mpi(std::shared_ptr<parallel::Comm> comm) 
   return mpi;
 }
 
+// mpirun ends a job whose rank died (SIGKILL, abort, out of memory) by sending the others SIGTERM: the
+// controller then says, in one line, which call it was waiting for (mpirun's own message names the rank).
+void on_sigterm(int) {
+  const char* waiting = single_controller::controller_waiting_for();
+  char line[512];
+  int n = 0;
+  for (const char* part : {"error: [distributed] the job was stopped (SIGTERM from mpirun: a rank died or was "
+                           "killed; mpirun's message names it) while the controller waited for ",
+                           *waiting != '\0' ? waiting : "no worker call", "\n"}) {
+    for (; *part != '\0' && n < static_cast<int>(sizeof(line)) - 1; ++part) line[n++] = *part;
+  }
+  if (::write(STDERR_FILENO, line, static_cast<size_t>(n)) < 0) {
+  }
+  ::_exit(1);
+}
+
 // Prints the error as main() would and ends every rank now: other ranks may be blocked in a collective or
 // waiting for a command that will never come.
 [[noreturn]] void fail_job(parallel::MpiSession& session, const std::string& where, const std::exception& e) {
+  std::signal(SIGTERM, SIG_DFL);  // the abort's own SIGTERM: this line is the job's one line
   const std::string line = "error: " + where + e.what() + "\n";
   std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
   std::cerr.flush();
@@ -133,18 +153,21 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
       fail_job(*session, "rank " + std::to_string(rank) + ": ", e);
     }
   }
+  std::signal(SIGTERM, on_sigterm);
   std::vector<int> worker_ranks;
   for (const auto& pool : pools.pools()) {
     for (int r : pool_world_ranks(pool)) worker_ranks.push_back(r);
   }
   try {
-    TransportFactory mpi_transport = [&pools, control](const std::string& name, int world_size,
-                                                       const single_controller::WorkerFactory& factory) {
+    const double call_timeout = config->trainer.worker_call_timeout;
+    TransportFactory mpi_transport = [&pools, control, call_timeout](const std::string& name, int world_size,
+                                                                     const single_controller::WorkerFactory& factory) {
       for (const auto& pool : pools.pools()) {
         if (pool.name != name) continue;
         VERL_ASSERT(pool.world_size() == world_size, kComponent, "pool '", name, "' size mismatch");
         return std::shared_ptr<single_controller::Transport>(
-            std::make_shared<single_controller::MpiTransport>(name, pool_world_ranks(pool), control, factory));
+            std::make_shared<single_controller::MpiTransport>(name, pool_world_ranks(pool), control, factory,
+                                                             call_timeout));
       }
       VERL_FAIL(kComponent, "no resource pool named '", name, "'");
     };

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -216,6 +217,11 @@ TEST(MpiTrain, KilledWorkerEndsTheJobAndThePreviousCheckpointResumes) {
   EXPECT_LT(seconds, 60);
   const std::string text = read_file(log);
   EXPECT_NE(text.find("rank 2"), std::string::npos) << text;
+  // The controller's line names the phase it was in (mpirun's message names the rank).
+  EXPECT_NE(text.find("error: [distributed] the job was stopped (SIGTERM from mpirun"), std::string::npos) << text;
+  EXPECT_NE(text.find("while the controller waited for worker group 'global_pool' to answer '"), std::string::npos)
+      << text;
+  std::printf("[ killed rank ] job ended %.1f s after kill -9 of rank 2\n", seconds);
 
   // The last complete checkpoint is intact: a rerun resumes from it and finishes.
   const std::string step = read_file(tracker);

@@ -325,6 +325,7 @@ struct TrainerConfig {
   std::optional<int64_t> max_critic_ckpt_to_keep;
   std::string device;
   std::optional<int64_t> num_cpu_threads;
+  double worker_call_timeout = 1800;  // verl.cpp extension: seconds a worker rank may take per call; 0: none
 };
 
 // verl's one_step_off_policy recipe keys (top-level `rollout:`): the devices of a separate Rollout role, used

@@ -11,6 +11,9 @@
 // A method that throws on a worker is answered with its error text; the controller fails the call with one
 // line naming the group, the rank (in the group and in the world) and the method, without waiting for the
 // other ranks (which may sit in a collective with the failed one). The caller then aborts the job.
+// A rank that does not answer within `call_timeout_s` (trainer.worker_call_timeout) fails the call the same
+// way, naming the ranks still silent: a hung rank, or one that waits in a collective for it, ends the job in
+// bounded time instead of holding it forever.
 #pragma once
 
 #include <memory>
@@ -27,7 +30,7 @@ class MpiTransport : public Transport {
   // `world_ranks[i]` hosts rank i of the group. `factory` builds a probe worker here only to read the
   // method table (worker constructors are cheap by contract); the real workers live on those ranks.
   MpiTransport(std::string group_name, std::vector<int> world_ranks, std::shared_ptr<parallel::MpiComm> control,
-               const WorkerFactory& factory);
+               const WorkerFactory& factory, double call_timeout_s = 0);
 
   int world_size() const override { return static_cast<int>(world_ranks_.size()); }
   const std::vector<MethodSpec>& methods() const override { return probe_->methods(); }
@@ -41,6 +44,7 @@ class MpiTransport : public Transport {
   std::vector<int> world_ranks_;
   std::shared_ptr<parallel::MpiComm> control_;
   std::unique_ptr<Worker> probe_;
+  double call_timeout_s_ = 0;  // <= 0: wait forever
   mutable CallQueue calls_;  // mesh_info() (const) queues its query too; last, so it stops first
 };
 
@@ -48,6 +52,10 @@ class MpiTransport : public Transport {
 // first command arrives, so a job the controller ends during its own checks (a bad config) prints only the
 // controller's line; a worker that fails to build answers that command with the error.
 void serve_worker(parallel::MpiComm& control, const std::function<std::unique_ptr<Worker>()>& make_worker);
+
+// "worker group 'G' to answer 'method'": the call the controller waits for now ("" when none), kept in a
+// fixed buffer that a signal handler may read (main_ppo_mpi.cpp names it when mpirun ends the job).
+const char* controller_waiting_for();
 
 // Tells the given worker ranks to leave serve_worker() (end of a run).
 void shutdown_workers(parallel::MpiComm& control, const std::vector<int>& world_ranks);

@@ -1,0 +1,91 @@
+// Distributed faults under `mpirun -np 3 verl train` (issue 25): a worker rank that hangs (SIGSTOP: alive,
+// silent) ends the whole job within trainer.worker_call_timeout plus the abort, with one line naming the silent
+// ranks and the method; the last checkpoint resumes. (A rank that throws, and one killed with SIGKILL:
+// tests/dist/test_mpi_train.cpp.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "support/digit_completion_setup.h"
+#include "support/dist_run.h"
+#include "support/run_command.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DigitCompletionSetup& setup() {
+  static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_faults_setup"), 8);
+  return s;
+}
+
+std::vector<std::string> two_rank_run(const std::string& dir, const std::vector<std::string>& more) {
+  std::vector<std::string> o = setup().base_overrides(dir);
+  for (const std::string& extra :
+       {"trainer.n_gpus_per_node=2", "trainer.num_cpu_threads=1", "trainer.save_freq=2",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "critic.ppo_micro_batch_size_per_gpu=4"}) {
+    o.push_back(extra);
+  }
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+// Signals the worker process of world rank `rank` whose command line names `dir_tag`; returns its pid text.
+std::string signal_rank(int rank, const std::string& dir_tag, const std::string& signal) {
+  return run_command("for p in $(pgrep -x verl); do if tr '\\0' '\\n' < /proc/$p/environ | grep -qx "
+                     "'OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + "' && tr '\\0' '\\n' < /proc/$p/cmdline | "
+                     "grep -q '" + dir_tag + "'; then kill -" + signal + " $p; echo $p; fi; done")
+      .out;
+}
+
+TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
+  const std::string dir = make_temp_dir("dist_fault_hang");
+  const double timeout = 10;
+  const std::string log = dir + "/log";
+  const std::string tracker = dir + "/latest_checkpointed_iteration.txt";
+  const std::string command =
+      mpirun(3) + verl_train_command(two_rank_run(dir, {"trainer.total_training_steps=40",
+                                                        "trainer.worker_call_timeout=10"})) +
+      " > '" + log + "' 2>&1; echo $? > '" + dir + "/exit_code'";
+  std::thread job([&] { run_command(command); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!fs::exists(tracker) && !fs::exists(dir + "/exit_code") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool checkpointed = fs::exists(tracker);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const std::string stopped = checkpointed ? signal_rank(2, "dist_fault_hang", "STOP") : "";
+  job.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  signal_rank(2, "dist_fault_hang", "KILL");  // in case the job left it behind
+  ASSERT_TRUE(checkpointed) << read_file(log);
+  ASSERT_FALSE(stopped.empty()) << "no rank-2 process found";
+  EXPECT_NE(read_file(dir + "/exit_code"), "0\n");
+  const std::string text = read_file(log);
+  const size_t at = text.find("error: [worker] worker group 'global_pool' rank");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("world rank"), std::string::npos) << line;
+  EXPECT_NE(line.find("2"), std::string::npos) << line;
+  EXPECT_NE(line.find("did not answer '"), std::string::npos) << line;
+  EXPECT_NE(line.find("within 10 s (trainer.worker_call_timeout)"), std::string::npos) << line;
+  EXPECT_GE(seconds, timeout - 1);
+  EXPECT_LT(seconds, timeout + 30);
+  std::printf("[ hang ] job ended %.1f s after rank 2 was stopped (trainer.worker_call_timeout=%.0f): %s\n", seconds,
+              timeout, line.c_str());
+
+  // The last checkpoint is usable: a rerun resumes from it and finishes.
+  const std::string step = read_file(tracker);
+  CommandResult again = run_command(mpirun(3) + verl_train_command(two_rank_run(
+                                                    dir, {"trainer.total_training_steps=" +
+                                                          std::to_string(std::stoi(step) + 1)})));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("global_step_" + step), std::string::npos) << again.err;
+}
+
+}  // namespace
+}  // namespace verl::test
