@@ -11,9 +11,9 @@
 
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
+#include "verl/common/input_limits.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 #include "verl/reward/scorers/default_compute_score.h"
-#include "verl/common/input_limits.h"
 
 namespace verl::cli {
 
@@ -70,12 +70,12 @@ const std::string& required_string(const nlohmann::json& row, const char* key, c
 // One output line for one input line; errors carry `where` ("FILE:LINE"). `custom` is the user's function
 // (empty: default_compute_score).
 std::string score_line(const std::string& line, const std::string& where, const reward::ComputeScoreFn& custom) {
+  check_json_limits(line, where);
   nlohmann::json row;
   try {
     row = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond double
     VERL_FAIL("score", where, ": not valid JSON (", e.what(), ")");
-  check_json_limits(line, where);
   }
   VERL_CHECK(row.is_object(), "score", where, ": expected a JSON object, got ", row.type_name());
   const std::string& data_source = required_string(row, "data_source", where);

@@ -682,6 +682,10 @@ PPOConfig parse_ppo_config(const Node& resolved) {
              "config key 'custom_reward_function.reward_kwargs' expects map, got ",
              kind_name(c.custom_reward_function.reward_kwargs.kind()));
   c.custom_reward_function.on_error = in.get_choice("custom_reward_function.on_error", {"raise", "zero"});
+  c.custom_reward_function.timeout = in.get_double("custom_reward_function.timeout");
+  VERL_CHECK(std::isfinite(c.custom_reward_function.timeout) && c.custom_reward_function.timeout >= 0, "config",
+             "custom_reward_function.timeout must be a number of seconds >= 0 (0: no limit), got ",
+             c.custom_reward_function.timeout);
   c.algorithm = read_algorithm(in);
   c.trainer = read_trainer(in);
   c.rollout.nnodes = in.get_int("rollout.nnodes");
@@ -720,7 +724,3 @@ PPOConfig parse_ppo_config(const Node& resolved) {
 }
 
 }  // namespace verl::config
-  c.custom_reward_function.timeout = in.get_double("custom_reward_function.timeout");
-  VERL_CHECK(std::isfinite(c.custom_reward_function.timeout) && c.custom_reward_function.timeout >= 0, "config",
-             "custom_reward_function.timeout must be a number of seconds >= 0 (0: no limit), got ",
-             c.custom_reward_function.timeout);

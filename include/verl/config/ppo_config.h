@@ -257,12 +257,12 @@ struct CustomRewardFunctionConfig {
   std::string name;
   Node reward_kwargs;                // free-form map: extra keyword arguments of the function
   std::string on_error = "raise";    // verl.cpp extension: raise | zero
+  double timeout = 300;              // verl.cpp extension: seconds per call of the function; 0: no limit
 };
 
 struct KLControlConfig {
   std::string type;
   double kl_coef = 0.001;
-  double timeout = 300;              // verl.cpp extension: seconds per call of the function; 0: no limit
   int64_t horizon = 10000;
   double target_kl = 0.1;
 };
