@@ -75,15 +75,11 @@ Node compose_hydra_file(const std::filesystem::path& dir, const std::string& nam
   Node defaults = own.find("defaults") ? *own.find("defaults") : Node::list();
   own.erase("defaults");
   VERL_CHECK(defaults.is_list(), "config", "'", file.string(), "': `defaults` must be a list");
-  std::optional<Node> root;
+  // Every entry merges over what the earlier ones made, in the key set of the built-in defaults (the trees of
+  // ppo_trainer and of the folder's files all hold it), so _self_ may come first.
+  Node root = default_config_tree();
   bool self_merged = false;
-  auto merge = [&](const Node& tree, const std::string& source) {
-    if (!root) {
-      root = tree;
-    } else {
-      merge_config_file(*root, tree, source);
-    }
-  };
+  auto merge = [&](const Node& tree, const std::string& source) { merge_config_file(root, tree, source); };
   for (const Node& entry : defaults.items()) {
     VERL_CHECK(entry.kind() == Kind::String, "config", "'", file.string(), "': defaults entry '", entry.to_text(),
                "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer and _self_)");
@@ -100,8 +96,7 @@ Node compose_hydra_file(const std::filesystem::path& dir, const std::string& nam
     }
   }
   if (!self_merged) merge(own, file.string());  // Hydra puts _self_ last when the list does not name it
-  VERL_CHECK(root.has_value() && !root->fields().empty(), "config", "'", file.string(), "' holds no config");
-  return *root;
+  return root;
 }
 
 }  // namespace

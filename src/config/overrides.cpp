@@ -47,6 +47,10 @@ void merge_map(const Node& root, const std::string& path, Node& target, const No
     VERL_CHECK(existing != nullptr, "config", unknown_key_message(root, child_path, source));
     if (existing->is_map() && child.is_map()) {
       merge_map(root, child_path, *existing, child, source);
+    } else if (existing->has_interpolation() && child.is_map()) {
+      // A map in place of a reference to one (rollout.mtp: ${oc.select:actor_rollout_ref.model.mtp, null}), as
+      // `config show` writes it resolved: taken whole; the typed sections and the key rules check its keys.
+      *existing = child;
     } else {
       *existing = fit_to_default(root, child_path, *existing, child, "", source);
     }
