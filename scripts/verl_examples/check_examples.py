@@ -79,7 +79,7 @@ def has_key(cfg, key):
 
 def is_vlm(name, args):
     """Scripts for vision-language models (multimodal inputs: excepted from the count, as the issue says)."""
-    if re.search(r"(_vl|vl-|geo3k|glm41v|minicpmo)", name.lower()):
+    if re.search(r"(qwen2_5_vl|qwen3_vl|_vl-|glm41v|minicpmo|geo3k)", name.lower()):
         return True
     return any(a.startswith(("data.image_key=", "actor_rollout_ref.actor.freeze_vision_tower=")) for a in args)
 
