@@ -31,7 +31,7 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
                "tokenizer", where, ": added_tokens[", i, "] needs an integer \"id\" and a string \"content\"");
     const int64_t id = entry["id"].get<int64_t>();
     VERL_CHECK(id >= 0 && id < kMaxVocabSize, "tokenizer", where, ": added_tokens[", i, "].id is ", id,
-               " (ids must lie in [0, ", kMaxVocabSize, "), limit ", kMaxVocabSize, ")");
+               " (ids must be a non-negative integer below ", kMaxVocabSize, ", limit ", kMaxVocabSize, ")");
     AddedToken token;
     token.id = static_cast<int32_t>(id);
     token.content = entry["content"].get<std::string>();
@@ -164,8 +164,8 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
       VERL_CHECK(id.is_number_integer(), "tokenizer", where_, " model: vocab id of '", pending_key_,
                  "' must be a non-negative integer, got ", json_excerpt(id));
       VERL_CHECK(id.get<int64_t>() >= 0 && id.get<int64_t>() < kMaxVocabSize, "tokenizer", where_,
-                 " model.vocab: id of '", pending_key_, "' is ", id.dump(), " (ids must lie in [0, ", kMaxVocabSize,
-                 "), limit ", kMaxVocabSize, ")");
+                 " model.vocab: id of '", pending_key_, "' is ", id.dump(), " (ids must be a non-negative integer ",
+                 "below ", kMaxVocabSize, ", limit ", kMaxVocabSize, ")");
       bpe.vocab.emplace_back(std::move(pending_key_), static_cast<int32_t>(id.get<int64_t>()));
       return true;
     }
@@ -231,11 +231,12 @@ TokenizerPipeline parse_tokenizer_json(const std::string& text, const std::strin
     pipeline.post_processor =
         make_post_processor(member_or_null(root, "post_processor"), where + " post_processor");
     pipeline.decoder = make_decoder(member_or_null(root, "decoder"), where + " decoder");
+    // Inside the try: a flag of the wrong type ("single_word": 5) is nlohmann's type_error (found by fuzzing).
+    pipeline.added_tokens =
+        std::make_unique<AddedVocabulary>(parse_added_tokens(root, where), pipeline.normalizer.get());
   } catch (const json::exception& e) {  // a field of the wrong JSON type
     VERL_FAIL("tokenizer", where, ": unexpected value: ", e.what());
   }
-  pipeline.added_tokens =
-      std::make_unique<AddedVocabulary>(parse_added_tokens(root, where), pipeline.normalizer.get());
   return pipeline;
 }
 

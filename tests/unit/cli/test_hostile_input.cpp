@@ -27,11 +27,11 @@ std::string nested(int depth) { return std::string(depth, '[') + std::string(dep
 
 // Runs `args` (shell syntax) under a 4 GiB address-space limit and expects exit code 1 with exactly one
 // `error:` line on stderr containing each of `expected`.
-// `stdin_file`: piped in (run_command itself redirects stdin from /dev/null).
+// `stdin_file`: piped in (run_command redirects the whole command's stdin from /dev/null).
 void expect_one_error_line(const std::string& args, const std::vector<std::string>& expected,
                            const std::string& stdin_file = "") {
   const std::string pipe = stdin_file.empty() ? "" : "cat '" + stdin_file + "' | ";
-  CommandResult r = run_command("ulimit -v 4194304; " + pipe + binary() + " " + args);
+  CommandResult r = run_command("(ulimit -v 4194304; " + pipe + binary() + " " + args + ")");
   EXPECT_EQ(r.exit_code, 1) << args << "\nstderr: " << r.err.substr(0, 500);
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err.substr(0, 500);
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err.substr(0, 500);
@@ -65,7 +65,8 @@ TEST(HostileInput, DeeplyNestedJsonlRowInScore) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/rows.jsonl", R"({"data_source": "openai/gsm8k", "solution_str": "#### 1", "ground_truth": "1",)"
                                   R"( "extra_info": )" + nested(100000) + "}\n");
-  expect_one_error_line("score --input " + dir + "/rows.jsonl", {"rows.jsonl:1", "nested deeper than 256", "(limit 256)"});
+  expect_one_error_line("score --input " + dir + "/rows.jsonl",
+                        {"rows.jsonl:1", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedIdsOnStdinOfDetokenize) {
@@ -131,6 +132,17 @@ TEST(HostileInput, NumberBeyondDoubleInTokenizerConfig) {
   write_file(dir + "/a/tokenizer_config.json", R"({"model_max_length": 7e1026})");
   expect_one_error_line("tokenize --tokenizer " + dir + "/a",
                         {"tokenizer_config.json: not valid JSON", "number overflow"});
+}
+
+TEST(HostileInput, AddedTokenFlagOfTheWrongType) {
+  // Found by fuzz_tokenizer_json: nlohmann's type_error escaped the added_tokens reader.
+  const std::string dir = make_temp_dir("hostile");
+  write_char_tokenizer(dir + "/a");
+  auto tokenizer = nlohmann::json::parse(read_file(dir + "/a/tokenizer.json"));
+  tokenizer["added_tokens"][0]["normalized"] = 5;
+  write_file(dir + "/a/tokenizer.json", tokenizer.dump());
+  expect_one_error_line("tokenize --tokenizer " + dir + "/a",
+                        {"tokenizer.json: unexpected value", "type must be boolean, but is number"});
 }
 
 TEST(HostileInput, TokenIdsInTheHundredsOfMillions) {

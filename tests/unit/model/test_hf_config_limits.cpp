@@ -16,7 +16,7 @@ namespace {
 std::string config_error(const nlohmann::json& overrides = nlohmann::json::object()) {
   nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 40},         {"hidden_size", 32},
                       {"intermediate_size", 48},                {"num_hidden_layers", 2},  {"num_attention_heads", 4},
-                      {"num_key_value_heads", 2}};
+                      {"num_key_value_heads", 2},                {"head_dim", 8}};
   j.update(overrides);
   try {
     parse_hf_config_text(j.dump(), "m/config.json");
@@ -35,18 +35,20 @@ TEST(HFConfigLimits, EachSizeHasAnUpperBound) {
                {"num_hidden_layers", 1024},   {"num_attention_heads", 1024}, {"num_key_value_heads", 1024},
                {"head_dim", 4096},            {"max_position_embeddings", 33554432}};
   for (const auto& c : cases) {
-    const std::string e = config_error({{c.field, c.limit + 1}});
+    const std::string e = config_error(nlohmann::json::object({{c.field, c.limit + 1}}));
     EXPECT_NE(e.find(std::string("m/config.json: ") + c.field + "=" + std::to_string(c.limit + 1) +
                      " is beyond any real model (limit " + std::to_string(c.limit) + ")"),
               std::string::npos)
         << e;
   }
-  EXPECT_NE(config_error({{"num_hidden_layers", 400000000000LL}}).find("num_hidden_layers=400000000000"),
+  EXPECT_NE(config_error(nlohmann::json::object({{"num_hidden_layers", 400000000000LL}}))
+                .find("num_hidden_layers=400000000000"),
             std::string::npos);
 }
 
 TEST(HFConfigLimits, HiddenSizeMustDivideIntoHeads) {
-  EXPECT_NE(config_error({{"hidden_size", 30}}).find("hidden_size (30) must be a multiple of num_attention_heads (4)"),
+  EXPECT_NE(config_error(nlohmann::json::object({{"hidden_size", 30}, {"head_dim", nullptr}}))
+                .find("hidden_size (30) must be a multiple of num_attention_heads (4)"),
             std::string::npos);
 }
 

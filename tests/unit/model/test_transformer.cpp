@@ -147,12 +147,19 @@ TEST(Transformer, MissingUnexpectedAndMismatchedWeightsAreErrorsNamingThem) {
   wrong.intermediate_size = 64;
   save_hf_config(wrong, dir);
   err = error_of([&] { load_model(dir); });
-  EXPECT_NE(err.find("'model.layers.0.mlp.gate_proj.weight' has shape [48, 32]"), std::string::npos) << err;
+  // Checked against the checkpoint's headers before the model is allocated, naming the config.json field.
+  EXPECT_NE(err.find("intermediate_size=64, hidden_size=32 imply [64, 32] for 'model.layers.0.mlp.gate_proj.weight' "
+                     "but the checkpoint has [48, 32]"),
+            std::string::npos)
+      << err;
   wrong = m->config;
   wrong.num_hidden_layers = 3;
   save_hf_config(wrong, dir);
   err = error_of([&] { load_model(dir); });
-  EXPECT_NE(err.find("missing tensor 'model.layers.2."), std::string::npos) << err;
+  EXPECT_NE(err.find("num_hidden_layers=3 but the checkpoint has 2 layers ('model.layers.2.self_attn.q_proj.weight' "
+                     "is missing)"),
+            std::string::npos)
+      << err;
 }
 
 TEST(Transformer, KVCacheDecodeEqualsFullForwardAtEveryStep) {
