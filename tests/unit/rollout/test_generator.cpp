@@ -155,6 +155,30 @@ TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
   }
 }
 
+// rollout.max_num_seqs (vLLM's concurrent sequences): at most that many rows (prompts x n) decode at once. With n = 2
+// and max_num_seqs = 3, generate() runs passes of one prompt: greedy tokens equal the one-pass batch, and sampled
+// tokens equal generate_in_passes with one prompt per pass (its own draw order).
+TEST(Generator, MaxNumSeqsBoundsTheRowsOfAPass) {
+  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  SamplingParams p;
+  p.n = 2;
+  p.max_response_length = 6;
+  p.pad_token_id = kPad;
+  p.seed = 7;
+  p.do_sample = false;
+  const GenerationOutput greedy_whole = generate(m, prompts, mask, p);
+  SamplingParams capped = p;
+  capped.max_num_seqs = 3;
+  EXPECT_TRUE(torch::equal(generate(m, prompts, mask, capped).responses, greedy_whole.responses));
+  p.do_sample = true;
+  capped.do_sample = true;
+  const GenerationOutput sampled = generate(m, prompts, mask, capped);
+  EXPECT_TRUE(torch::equal(sampled.responses, generate_in_passes(m, prompts, mask, p, 1).responses));
+  capped.max_num_seqs = 1000;  // all rows fit: one pass
+  EXPECT_TRUE(torch::equal(generate(m, prompts, mask, capped).responses, generate(m, prompts, mask, p).responses));
+}
+
 TEST(Generator, SampledTokensWithLogProbsMatchFullForward) {
   CausalLM m = tiny_model(model::Arch::Llama, 8);
   auto [prompts, mask] = left_pad(kPrompts, kPad);
