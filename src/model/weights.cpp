@@ -5,8 +5,8 @@
 #include <set>
 
 #include "verl/common/error.h"
-#include "verl/model/tensor_parallel_model.h"
 #include "verl/model/model_size.h"
+#include "verl/model/tensor_parallel_model.h"
 
 namespace verl::model {
 namespace {
@@ -132,7 +132,6 @@ void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const Lo
   if (fresh_score) init_value_head(model, options.value_head_seed);
 }
 
-CausalLM load_model(const std::string& dir, const LoadOptions& options) {
 namespace {
 
 // config.json's sizes against the checkpoint's tensor shapes (read from the safetensors headers), before any
@@ -172,11 +171,12 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
 
 }  // namespace
 
+CausalLM load_model(const std::string& dir, const LoadOptions& options) {
   HFConfig config = load_hf_config(dir);
   io::SafetensorsCheckpoint ckpt(dir);
-  CausalLM model(config, options.head);
   check_config_against_checkpoint(config, ckpt, dir);
   check_model_fits_in_memory(config, (std::filesystem::path(dir) / "config.json").string());
+  CausalLM model(config, options.head);
   model->to(options.dtype);
   load_state(model, ckpt, options);
   model->eval();
