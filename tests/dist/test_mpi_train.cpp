@@ -219,7 +219,10 @@ TEST(MpiTrain, KilledWorkerEndsTheJobAndThePreviousCheckpointResumes) {
   EXPECT_NE(text.find("rank 2"), std::string::npos) << text;
   // The controller's line names the phase it was in (mpirun's message names the rank).
   EXPECT_NE(text.find("error: [distributed] the job was stopped (SIGTERM from mpirun"), std::string::npos) << text;
-  EXPECT_NE(text.find("while the controller waited for worker group 'global_pool' to answer '"), std::string::npos)
+  // The kill can fall inside a worker call (the line names it) or between two (controller-side work).
+  EXPECT_TRUE(text.find("while the controller waited for worker group 'global_pool' to answer '") !=
+                  std::string::npos ||
+              text.find("while the controller waited for no worker call") != std::string::npos)
       << text;
   std::printf("[ killed rank ] job ended %.1f s after kill -9 of rank 2\n", seconds);
 

@@ -151,13 +151,19 @@ TEST(CrashConsistencyE2E, RandomKillsOverRestartsEndBitIdentical) {
   ASSERT_EQ(straight.result.exit_code, 0) << straight.result.err;
   const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  const std::string dir = make_temp_dir("e2e_crash_random_killed");
-  const std::string log = dir + "/log";
   std::mt19937 random(25);
-  // Kill moments spread over half a run (start-up, steps, saves), so most starts are cut short.
-  std::uniform_real_distribution<double> delay(0.1, std::max(0.5, run_seconds / 2));
+  const int max_kills = 8, min_kills = 3;
+  std::string dir, log;
   int kills = 0, kills_with_write_in_flight = 0, starts = 0, exit_code = -1;
-  const int max_kills = 8;
+  // A run that finishes before min_kills kills (a resumed run is shorter than the kill window, more so when the
+  // machine is loaded) starts the sequence over in a fresh folder with a narrower window.
+  for (int attempt = 0; attempt < 3 && kills < min_kills; ++attempt) {
+  dir = make_temp_dir("e2e_crash_random_killed_" + std::to_string(attempt));
+  log = dir + "/log";
+  // Kill moments spread over part of a run (start-up, steps, saves), so most starts are cut short.
+  std::uniform_real_distribution<double> delay(0.1, std::max(0.3, run_seconds / (2 << attempt)));
+  kills = kills_with_write_in_flight = starts = 0;
+  exit_code = -1;
   while (exit_code != 0) {
     ASSERT_LT(starts, max_kills + 2) << read_file(log);
     const pid_t pid = spawn_train(overrides(dir, run), log);
@@ -184,6 +190,7 @@ TEST(CrashConsistencyE2E, RandomKillsOverRestartsEndBitIdentical) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ++kills;
     kills_with_write_in_flight += has_temporary(dir);
+  }
   }
   const int resumes = starts - 1;
   EXPECT_FALSE(has_temporary(dir));  // the next start removed what the kills left
@@ -233,7 +240,7 @@ TEST(CrashConsistencyE2E, RandomKillsOverRestartsEndBitIdentical) {
               "checkpoint's, and the models one step later) and %d metric values compared: %s\n",
               kills, kills_with_write_in_flight, resumes, identical_files, compared,
               identical ? "bit-identical" : "DIFFERENT");
-  EXPECT_GE(kills, 3);
+  EXPECT_GE(kills, min_kills);
 }
 
 }  // namespace
