@@ -66,8 +66,9 @@ class Runner:
         return stdout, usage.ru_maxrss * 1024, time.time() - start  # ru_maxrss is KiB on Linux
 
 
-def best_median(values):
-    return {"best": min(values), "median": statistics.median(values), "n": len(values)}
+def best_median(values, higher=False):
+    """The best (the highest rate, or the shortest time) and the median of the repeats."""
+    return {"best": max(values) if higher else min(values), "median": statistics.median(values), "n": len(values)}
 
 
 def read_jsonl(path):
@@ -167,7 +168,14 @@ def main():
     parser.add_argument("--grpo-response-length", type=int, default=128)
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: tiny model, short sequences, 2 repeats (for the test suite)")
+    parser.add_argument("--render", metavar="FILE", help="print the table of the last record of a compare.jsonl")
     args = parser.parse_args()
+    if args.render:
+        record = read_jsonl(args.render)[-1]
+        roofline = dict(record["roofline"], machine=record["machine"])
+        print(render(record["rows"], roofline, record["versions"], record["model"], record["repeats"],
+                     record["threads"], record.get("model_dir", "")))
+        return
     if args.quick:
         args.shape, args.repeats, args.batches = "tiny", 2, "1,4"
         args.prompt_length, args.response_length = 8, 8
@@ -293,20 +301,33 @@ def main():
                                "DeepSpeed and vLLM on CUDA"))
 
     # The table: ratio = how many times faster (or more tokens/s) verl.cpp is, on the best and the median.
+    print(render(table, roofline, versions, args.shape, args.repeats, args.threads, model_dir))
+    record = {"bench": "compare", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "machine": roofline["machine"], "platform": platform.platform(), "threads": args.threads,
+              "roofline": {k: roofline[k] for k in ("gemm_peak_flops", "bandwidth_bytes_per_s")},
+              "versions": versions, "model": args.shape, "model_dir": model_dir, "repeats": args.repeats,
+              "rows": table}
+    with open(os.path.join(args.out, "compare.jsonl"), "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def render(table, roofline, versions, shape, repeats, threads, model_dir):
+    """The table of one comparison (also `compare.py --render OUT/compare.jsonl` for a saved record)."""
     def ratio(row, key):
-        v, p = best_median(row["verl"])[key], best_median(row["peer_values"])[key]
+        v = best_median(row["verl"], row["higher"])[key]
+        p = best_median(row["peer_values"], row["higher"])[key]
         return v / p if row["higher"] else p / v
 
     lines = [f"machine: {roofline['machine']['cpu_model']} ({roofline['machine']['cores']} cores, "
-             f"{roofline['machine']['cpu_kernels']}), {args.threads} threads; GEMM peak fp32 "
+             f"{roofline['machine']['cpu_kernels']}), {threads} threads; GEMM peak fp32 "
              f"{roofline['gemm_peak_flops'] / 1e9:.1f} GFLOP/s, bandwidth {roofline['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s",
-             f"versions: {versions}", f"model: {args.shape} ({model_dir}), fp32, best / median of {args.repeats}",
+             f"versions: {versions}", f"model: {shape} ({model_dir}), fp32, best / median of {repeats}",
              ""]
     header = ["work", "metric", "verl.cpp best", "median", "% roofline", "peer", "peer best", "median",
               "ratio best", "ratio median", "RSS verl.cpp", "RSS peer"]
     body = []
     for r in table:
-        v = best_median(r["verl"])
+        v = best_median(r["verl"], r["higher"])
         roof = ""
         if r.get("bound"):
             roof = f"{100 * v['best'] / r['bound']:.1f}"
@@ -314,7 +335,7 @@ def main():
             roof = f"{100 * r['flops'] / v['best'] / roofline['gemm_peak_flops']:.1f}"
         fmt = (lambda x: f"{x:.1f}") if r["higher"] else (lambda x: f"{x:.3f}")
         if r["peer"]:
-            p = best_median(r["peer_values"])
+            p = best_median(r["peer_values"], r["higher"])
             body.append([r["work"], r["metric"], fmt(v["best"]), fmt(v["median"]), roof, r["peer"], fmt(p["best"]),
                          fmt(p["median"]), f"{ratio(r, 'best'):.2f}x", f"{ratio(r, 'median'):.2f}x",
                          f"{r['verl_rss'] / 2**30:.2f} GiB", f"{r['peer_rss'] / 2**30:.2f} GiB"])
@@ -332,14 +353,7 @@ def main():
     for r in table:
         if r.get("note"):
             lines.append(f"{r['work']}: {r['note']}")
-    print("\n".join(lines))
-
-    record = {"bench": "compare", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "machine": roofline["machine"], "platform": platform.platform(), "threads": args.threads,
-              "roofline": {k: roofline[k] for k in ("gemm_peak_flops", "bandwidth_bytes_per_s")},
-              "versions": versions, "model": args.shape, "repeats": args.repeats, "rows": table}
-    with open(os.path.join(args.out, "compare.jsonl"), "a") as f:
-        f.write(json.dumps(record) + "\n")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
