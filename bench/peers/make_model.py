@@ -12,16 +12,18 @@ usage: make_model.py --shape compare-512x8 --out DIR --corpus test.jsonl [--seed
 import argparse
 import json
 import os
+import sys
 
-# Shapes (Qwen2 architecture). compare-512x8: issue 24's "hidden 512 / 8 layers / vocab 32k";
-# qwen2.5-0.5b: Qwen2.5-0.5B's shape; tiny: the smoke run's.
+# Shapes (Qwen2 architecture). compare-512x8: issue 24's "hidden 512 / 8 layers / vocab 32k"; qwen2.5-0.5b and
+# tiny: `verl bench`'s presets (bench/hf_generate.py), tiny with a vocabulary large enough to train a tokenizer.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from hf_generate import PRESETS  # noqa: E402
+
 SHAPES = {
     "compare-512x8": dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
                           intermediate_size=1408, vocab_size=32000, tie_word_embeddings=False, rope_theta=10000.0),
-    "qwen2.5-0.5b": dict(hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
-                         intermediate_size=4864, vocab_size=151936, tie_word_embeddings=True, rope_theta=1000000.0),
-    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                 intermediate_size=128, vocab_size=1024, tie_word_embeddings=False, rope_theta=10000.0),
+    "qwen2.5-0.5b": PRESETS["qwen2.5-0.5b"],
+    "tiny": dict(PRESETS["tiny"], vocab_size=1024),
 }
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHATML = ("{%- for message in messages %}"
