@@ -290,6 +290,39 @@ ActorConfig read_actor(ConfigReader& in) {
   return a;
 }
 
+// verl's MultiTurnConfig; the tool agent loop also runs when agent.default_agent_loop=tool_agent, as in verl.
+MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
+  const std::string p = rollout + ".multi_turn";
+  MultiTurnConfig m;
+  m.enable = in.get_bool(p + ".enable");
+  const std::string agent_loop = in.get_choice(rollout + ".agent.default_agent_loop", {"single_turn_agent", "tool_agent"});
+  m.enable = m.enable || agent_loop == "tool_agent";
+  m.max_assistant_turns = in.get_optional_int(p + ".max_assistant_turns");
+  check_optional_positive(m.max_assistant_turns, p + ".max_assistant_turns");
+  m.max_user_turns = in.get_optional_int(p + ".max_user_turns");
+  VERL_CHECK(!m.max_user_turns || *m.max_user_turns >= 0, "config", p, ".max_user_turns must be >= 0 or null, got ",
+             m.max_user_turns.value_or(0));
+  m.max_parallel_calls = in.get_int(p + ".max_parallel_calls");
+  check_positive(m.max_parallel_calls, p + ".max_parallel_calls");
+  m.max_tool_response_length = in.get_int(p + ".max_tool_response_length");
+  check_positive(m.max_tool_response_length, p + ".max_tool_response_length");
+  m.tool_response_truncate_side = in.get_choice(p + ".tool_response_truncate_side", {"left", "middle", "right"});
+  m.tool_config_path = in.get_optional_string(p + ".tool_config_path");
+  m.interaction_config_path = in.get_optional_string(p + ".interaction_config_path");
+  m.use_inference_chat_template = in.get_bool(p + ".use_inference_chat_template");
+  VERL_CHECK(!m.use_inference_chat_template, "config", p, ".use_inference_chat_template=true (re-rendering each turn "
+             "with the inference template) is not implemented; verl.cpp trains on the token ids it generated (false)");
+  m.tokenization_sanity_check_mode =
+      in.get_choice(p + ".tokenization_sanity_check_mode", {"strict", "ignore_strippable", "disable"});
+  m.format = in.get_choice(p + ".format", {"hermes"});
+  m.tool_timeout = in.get_double(p + ".tool_timeout");
+  if (m.enable) {
+    VERL_CHECK(in.get_bool("data.return_raw_chat"), "config", "data.return_raw_chat=false: the multi-turn rollout (",
+               p, ".enable) starts from the dataset's messages; set data.return_raw_chat=true");
+  }
+  return m;
+}
+
 RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
@@ -333,6 +366,7 @@ RolloutConfig read_rollout(ConfigReader& in) {
              r.prompt_length, " + ", r.response_length, "); vLLM would refuse these sequences too");
   r.enforce_eager = in.get_bool(p + ".enforce_eager");
   r.free_cache_engine = in.get_bool(p + ".free_cache_engine");
+  r.multi_turn = read_multi_turn(in, p);
   return r;
 }
 

@@ -24,8 +24,8 @@ constexpr const char* kVLM = "multimodal (VLM) inputs";
 constexpr const char* kUlysses = "Ulysses sequence parallelism (verl.cpp splits no sequence across ranks; use 1)";
 constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
-constexpr const char* kMultiTurn = "multi-turn rollout with tools and interactions";
-constexpr const char* kAgentLoop = "agent loops (verl.cpp's rollout is the single-turn generation)";
+constexpr const char* kFunctionTools = "@function_tool tools (use a tool class in multi_turn.tool_config_path)";
+constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
 constexpr const char* kRewardLoop = "verl's reward loop (custom reward-loop managers and served reward models)";
 constexpr const char* kSandbox = "sandbox fusion code execution";
 
@@ -43,8 +43,8 @@ const std::vector<Entry>& table() {
       {"data.return_multi_modal_inputs", N, "VLM processor (no multimodal inputs here)"},
       {"data.mm_processor_kwargs", F, kVLM},
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
-      {"data.tool_config_path", F, kMultiTurn},
-      {"data.function_tool_path", F, kMultiTurn},
+      {"data.tool_config_path", H, "actor_rollout_ref.rollout.multi_turn.tool_config_path"},
+      {"data.function_tool_path", F, kFunctionTools},
 
       // models (actor / ref / critic)
       {"*.model.hf_config_path", F, "a model config apart from the model path"},
@@ -126,8 +126,8 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.mtp", F, kMTP},
       {"actor_rollout_ref.rollout.qat", F, kQAT},
       {"actor_rollout_ref.rollout.disaggregation.enabled", F, "prefill / decode disaggregation"},
-      {"actor_rollout_ref.rollout.multi_turn", F, kMultiTurn},
-      {"actor_rollout_ref.rollout.agent.default_agent_loop", F, kAgentLoop},
+      {"actor_rollout_ref.rollout.multi_turn.function_tool_path", F, kFunctionTools},
+      {"actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", F, "repeated multi-turn rollouts"},
       {"actor_rollout_ref.rollout.agent.agent_loop_config_path", F, kAgentLoop},
       {"actor_rollout_ref.rollout.agent.custom_async_server", F, kAgentLoop},
       {"actor_rollout_ref.rollout.trace.backend", F, "rollout tracing (weave / mlflow traces)"},

@@ -12,6 +12,7 @@
 #include "verl/data/numpy_random.h"
 #include "verl/io/jsonl.h"
 #include "verl/io/parquet/reader.h"
+#include "verl/config/node_json.h"
 #include "verl/tokenizer/chat_template.h"
 
 namespace verl::data {
@@ -55,28 +56,6 @@ Json value_as(const io::Value& value) {
 nlohmann::ordered_json value_to_ordered_json(const io::Value& value) { return value_as<nlohmann::ordered_json>(value); }
 
 nlohmann::json value_to_json(const io::Value& value) { return value_as<nlohmann::json>(value); }
-
-nlohmann::ordered_json node_to_json(const config::Node& node) {
-  using config::Kind;
-  switch (node.kind()) {
-    case Kind::Null: return nullptr;
-    case Kind::Bool: return node.as_bool();
-    case Kind::Int: return node.as_int();
-    case Kind::Float: return node.as_double();
-    case Kind::String: return node.as_string();
-    case Kind::List: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& item : node.items()) out.push_back(node_to_json(item));
-      return out;
-    }
-    case Kind::Map: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::object();
-      for (const auto& [key, item] : node.fields()) out[key] = node_to_json(item);
-      return out;
-    }
-  }
-  return nullptr;
-}
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -182,7 +161,7 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
              kComponent, "data.truncation is '", config_.truncation, "'; expected error, left, right or middle");
   VERL_CHECK(!config_.prompt_key.empty(), kComponent, "data.prompt_key is empty");
   if (config_.apply_chat_template_kwargs.is_map()) {
-    chat_template_kwargs_ = node_to_json(config_.apply_chat_template_kwargs);
+    chat_template_kwargs_ = config::node_to_json(config_.apply_chat_template_kwargs);
   } else {
     VERL_CHECK(config_.apply_chat_template_kwargs.is_null(), kComponent,
                "data.apply_chat_template_kwargs must be a map");

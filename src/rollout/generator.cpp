@@ -65,7 +65,6 @@ torch::Tensor sampling_probs(const torch::Tensor& logits_in, double temperature,
   return probs;
 }
 
-namespace {
 // The decode step's LM head [rows, hidden] x [vocab, hidden]^T on the skinny kernel (model/decode_kernels.h)
 // when it applies: a BLAS GEMM packs the whole vocabulary matrix for a few dozen rows each step.
 torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hidden) {
@@ -88,6 +87,7 @@ std::vector<torch::Tensor> decode_projection_weights(model::CausalLM& model) {
   return weights;
 }
 
+namespace {
 // sample_from_probs on the CPU without materializing the fp64 cdf: per row, the same sequential fp64 running
 // sum as cumsum, stopped at the first index whose cdf exceeds the target, so the same token comes out.
 torch::Tensor sample_rows_cpu(const torch::Tensor& probs_in, const torch::Tensor& u_in) {

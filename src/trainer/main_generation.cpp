@@ -18,6 +18,7 @@
 #include "verl/data/rl_dataset.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
+#include "verl/workers/multi_turn_rollout.h"
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::trainer {
@@ -109,6 +110,10 @@ GenerationSummary run_generation(const GenerationOptions& o) {
   model::CausalLM model = model::load_model(model_dir);
   model->eval();
 
+  // Multi-turn (rollout.multi_turn.enable): the tool agent loop, each line with its whole conversation.
+  std::unique_ptr<workers::MultiTurnRollout> multi_turn;
+  if (rollout.multi_turn.enable) multi_turn = std::make_unique<workers::MultiTurnRollout>(cfg);
+
   // One seed per engine call from a stream seeded by rollout.seed, as the rollout worker draws them.
   auto seeds = at::detail::createCPUGenerator(static_cast<uint64_t>(rollout.seed));
   const int64_t n = rollout.sampling.n;
@@ -127,8 +132,18 @@ GenerationSummary run_generation(const GenerationOptions& o) {
       seed = at::check_generator<at::CPUGeneratorImpl>(seeds)->random64();
     }
     rollout::SamplingParams params = rollout::sampling_params_from_config(rollout, /*validate=*/false, eos, pad, seed);
-    rollout::GenerationOutput out =
-        rollout::generate(model, batch.tensor("input_ids"), batch.tensor("attention_mask"), params);
+    rollout::GenerationOutput out;
+    agent::AgentLoopOutput conversations;
+    if (multi_turn) {
+      params.n = 1;
+      conversations = multi_turn->run(model, batch.repeat(n, /*interleave=*/true), params);
+      out.responses = conversations.responses;
+      out.rollout_log_probs = conversations.rollout_log_probs;
+      const auto lengths = conversations.attention_mask.narrow(1, conversations.prompts.size(1), rollout.response_length).sum(1);
+      for (int64_t j = 0; j < lengths.size(0); ++j) out.response_lengths.push_back(lengths[j].item<int64_t>());
+    } else {
+      out = rollout::generate(model, batch.tensor("input_ids"), batch.tensor("attention_mask"), params);
+    }
     auto responses = out.responses.to(torch::kCPU);
     torch::Tensor log_probs;
     if (params.calculate_log_probs) log_probs = out.rollout_log_probs.to(torch::kCPU).contiguous();
@@ -160,6 +175,12 @@ GenerationSummary run_generation(const GenerationOptions& o) {
         if (params.calculate_log_probs) {
           const float* lp = log_probs[j].data_ptr<float>();
           line["response_log_probs"] = std::vector<float>(lp, lp + length);
+        }
+        if (multi_turn) {
+          line["messages"] = conversations.messages[static_cast<size_t>(j)];
+          line["num_turns"] = conversations.num_turns[static_cast<size_t>(j)];
+          line["tool_call_counts"] = conversations.tool_call_counts[static_cast<size_t>(j)];
+          line["reward_scores"] = conversations.reward_scores[static_cast<size_t>(j)];
         }
         line["data"] = data;
         text += line.dump() + "\n";

@@ -498,6 +498,23 @@ void PPOTrainer::add_step_metrics(MetricMap& metrics, const DataProto& batch, co
                                                             resource_pool_manager_.total_slots())}) {
     metrics.insert(part.begin(), part.end());
   }
+  // Multi-turn rollouts: verl's num_turns/* and tool_call_counts/*, and verl.cpp's tool_errors/* (calls that
+  // raised, timed out, named no tool or were not valid JSON).
+  for (const auto& [column, prefix] : {std::pair{"__num_turns__", "num_turns"}, std::pair{"tool_call_counts", "tool_call_counts"},
+                                       std::pair{"tool_errors", "tool_errors"}}) {
+    auto it = batch.non_tensor_batch.find(column);
+    if (it == batch.non_tensor_batch.end() || it->second.empty()) continue;
+    double lo = it->second.front().get<double>(), hi = lo, sum = 0;
+    for (const auto& v : it->second) {
+      const double x = v.get<double>();
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      sum += x;
+    }
+    metrics[std::string(prefix) + "/min"] = lo;
+    metrics[std::string(prefix) + "/max"] = hi;
+    metrics[std::string(prefix) + "/mean"] = sum / static_cast<double>(it->second.size());
+  }
 }
 
 void PPOTrainer::fit() {

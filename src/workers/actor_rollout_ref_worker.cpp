@@ -340,6 +340,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   if (is_ref_) ref_offload_.rest(ref_state(), nullptr);
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
+  // Tools and interactions load here, so that a bad tool config fails before training starts.
+  if (is_rollout_ && arr.rollout.multi_turn.enable) multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
   initialised_ = true;
   return DataProto();
 }
@@ -380,12 +382,27 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
              kComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
              " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
+  DataProto multi_turn_out;
   {
     torch::NoGradGuard no_grad;
     // LoRA: W + s B A in the weights for this generation (the decode kernels keep their speed), put back after.
     model::MergedAdapter merged(actor_module_);
     model::ScopedParameterCast cast(*actor_module_, rollout_dtype);
-    out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+    if (multi_turn_) {
+      multi_turn_out = multi_turn_->generate(actor_module_, prompts, params);
+    } else {
+      out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+    }
+  }
+  Json out_meta = Json::object();
+  // Timing from rank 0 only: per-rank values differ and DataProto::concat requires equal meta values.
+  if (rank() == 0) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out_meta["timing"] = {{"generate_sequences", secs}};
+  }
+  if (multi_turn_) {
+    multi_turn_out.meta_info = out_meta;
+    return multi_turn_out;
   }
   protocol::TensorMap batch = {{"prompts", out.prompts.to(torch::kCPU)},
                                {"responses", out.responses.to(torch::kCPU)},
@@ -394,12 +411,6 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
                                {"position_ids", out.position_ids.to(torch::kCPU)},
                                {"response_mask", out.response_mask.to(torch::kCPU)}};
   if (params.calculate_log_probs) batch["rollout_log_probs"] = out.rollout_log_probs.to(torch::kCPU);
-  Json out_meta = Json::object();
-  // Timing from rank 0 only: per-rank values differ and DataProto::concat requires equal meta values.
-  if (rank() == 0) {
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    out_meta["timing"] = {{"generate_sequences", secs}};
-  }
   return DataProto::from_dict(std::move(batch), {}, out_meta);
 }
 

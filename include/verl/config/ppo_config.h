@@ -175,6 +175,23 @@ struct SamplingConfig {
   bool do_sample = true;
 };
 
+// actor_rollout_ref.rollout.multi_turn (verl's MultiTurnConfig) and the agent-loop keys that apply to it
+// (agent/tool_agent_loop.h).
+struct MultiTurnConfig {
+  bool enable = false;
+  std::optional<int64_t> max_assistant_turns;  // null: no limit but the response length
+  std::optional<int64_t> max_user_turns;
+  int64_t max_parallel_calls = 1;
+  int64_t max_tool_response_length = 256;        // characters of the tool's text
+  std::string tool_response_truncate_side = "middle";  // left | middle | right
+  std::optional<std::string> tool_config_path;
+  std::optional<std::string> interaction_config_path;  // verl <= 0.6's key (interactions), kept here
+  bool use_inference_chat_template = false;
+  std::string tokenization_sanity_check_mode = "strict";  // strict | ignore_strippable | disable
+  std::string format = "hermes";
+  double tool_timeout = 60;  // verl.cpp's own: seconds one tool call may take (<= 0: no limit)
+};
+
 struct RolloutConfig {
   std::string name;
   // The share of a CUDA device's memory the rollout may fill (weights, activations and KV cache, as vLLM's);
@@ -200,6 +217,7 @@ struct RolloutConfig {
   std::optional<int64_t> max_model_len;    // prompt_length + response_length must fit (and the model's positions)
   bool enforce_eager = false;              // true: no CUDA graphs for the decode step
   bool free_cache_engine = true;           // the KV cache lives only inside a generate call (false: no effect)
+  MultiTurnConfig multi_turn;
 };
 
 struct ActorRolloutRefConfig {

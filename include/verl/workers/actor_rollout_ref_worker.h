@@ -45,6 +45,7 @@
 #include "verl/single_controller/worker.h"
 #include "verl/workers/state_offload.h"
 #include "verl/workers/dp_actor.h"
+#include "verl/workers/multi_turn_rollout.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::workers {
@@ -106,6 +107,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::unique_ptr<DataParallelPPOActor> actor_;
   std::unique_ptr<DataParallelPPOActor> ref_policy_;
   std::optional<at::Generator> rollout_generator_;
+  std::unique_ptr<MultiTurnRollout> multi_turn_;  // rollout.multi_turn.enable: the tool agent loop
 };
 
 // role: "actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"

@@ -106,7 +106,7 @@ TEST(VerlKeyRules, FeaturesAcceptTheirDefaultAndNameThemselvesOtherwise) {
       {"critic.ulysses_sequence_parallel_size=2", "Ulysses sequence parallelism"},
       {"actor_rollout_ref.ref.ulysses_sequence_parallel_size=4", "Ulysses sequence parallelism"},
       {"data.image_key=image", "multimodal (VLM) inputs"},
-      {"actor_rollout_ref.rollout.multi_turn.enable=True", "multi-turn rollout"},
+      {"actor_rollout_ref.rollout.multi_turn.function_tool_path=tools.py", "@function_tool tools"},
       {"actor_rollout_ref.actor.fsdp_config.qat.enable=true", "quantization-aware training"},
       {"actor_rollout_ref.model.mtp.enable=true", "multi-token prediction"},
       {"reward_model.reward_loop_source=importlib", "reward loop"},

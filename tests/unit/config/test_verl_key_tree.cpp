@@ -82,7 +82,9 @@ const std::vector<std::string> kExtraSubtrees = {
     // verl.cpp extensions
     "custom_reward_function.reward_kwargs", "custom_reward_function.on_error",
     "algorithm.gdpo_reward_keys", "algorithm.gdpo_reward_weights", "trainer.split_placement",
-    "trainer.num_cpu_threads",
+    "trainer.num_cpu_threads", "actor_rollout_ref.rollout.multi_turn.tool_timeout",
+    // verl <= 0.6's interactions key (issue 27)
+    "actor_rollout_ref.rollout.multi_turn.interaction_config_path",
     // verl's one_step_off_policy recipe
     "rollout.nnodes", "rollout.n_gpus_per_node",
 };
@@ -175,7 +177,8 @@ TEST(VerlKeyTree, DefaultsLoadAndEveryKeyHasAnOwner) {
 TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   auto kind = [](const std::string& path) { return verl_key_rule(path).value().kind; };
   EXPECT_EQ(kind("actor_rollout_ref.rollout.enable_chunked_prefill"), KeyRuleKind::NoEffect);
-  EXPECT_EQ(kind("actor_rollout_ref.rollout.multi_turn.enable"), KeyRuleKind::Feature);
+  EXPECT_EQ(kind("actor_rollout_ref.rollout.multi_turn.function_tool_path"), KeyRuleKind::Feature);
+  EXPECT_FALSE(verl_key_rule("actor_rollout_ref.rollout.multi_turn.enable").has_value());  // read: honoured
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.forward_prefetch"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"), KeyRuleKind::Feature);
   EXPECT_EQ(kind("critic.fsdp.param_offload"), KeyRuleKind::Honoured);

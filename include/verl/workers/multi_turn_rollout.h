@@ -1,0 +1,45 @@
+// The rollout worker's multi-turn generation (actor_rollout_ref.rollout.multi_turn.enable, or
+// agent.default_agent_loop=tool_agent): the tokenizer, tools and interactions loaded once when the worker
+// builds its model (a bad tool config fails there), and each generate_sequences call run through
+// agent/tool_agent_loop.h. Reads the batch's raw_prompt, tools_kwargs and interaction_kwargs columns
+// (data.return_raw_chat=true); returns verl's tensors plus the non-tensor columns the trainer's metrics and the
+// reward manager read (__num_turns__, tool_call_counts, tool_errors, turn_scores, tool_rewards, reward_scores).
+#pragma once
+
+#include <memory>
+
+#include "verl/agent/tool_agent_loop.h"
+#include "verl/config/ppo_config.h"
+#include "verl/model/transformer.h"
+#include "verl/protocol/data_proto.h"
+#include "verl/rollout/generator.h"
+
+namespace verl::tokenizer {
+class Tokenizer;
+}
+namespace verl::agent {
+class ToolSet;
+class InteractionSet;
+}  // namespace verl::agent
+
+namespace verl::workers {
+
+class MultiTurnRollout {
+ public:
+  explicit MultiTurnRollout(const config::PPOConfig& config);
+  ~MultiTurnRollout();
+
+  protocol::DataProto generate(model::CausalLM& model, const protocol::DataProto& prompts,
+                               const rollout::SamplingParams& params);
+  // The loop's own output (the conversations included), for `verl generate`.
+  agent::AgentLoopOutput run(model::CausalLM& model, const protocol::DataProto& prompts,
+                             const rollout::SamplingParams& params);
+
+ private:
+  const config::PPOConfig& config_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  std::shared_ptr<agent::ToolSet> tools_;
+  std::shared_ptr<agent::InteractionSet> interactions_;
+};
+
+}  // namespace verl::workers

@@ -1,0 +1,264 @@
+#include "verl/agent/tool_agent_loop.h"
+
+#include <algorithm>
+
+#include "verl/agent/continuation_engine.h"
+#include "verl/agent/conversation_tokens.h"
+#include "verl/agent/tool_parser.h"
+#include "verl/agent/tools.h"
+#include "verl/common/error.h"
+#include "verl/common/logging.h"
+#include "verl/tokenizer/tokenizer.h"
+
+namespace verl::agent {
+
+namespace {
+
+constexpr const char* kComponent = "multi_turn";
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+// Byte offsets of the code points of `text` (plus its size): Python slices strings by code points.
+std::vector<size_t> code_point_offsets(const std::string& text) {
+  std::vector<size_t> offsets;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(i);
+  }
+  offsets.push_back(text.size());
+  return offsets;
+}
+
+// verl's ToolAgentLoop._call_tool truncation of a long tool response (max_tool_response_length characters).
+std::string truncate_tool_response(const std::string& text, int64_t limit, const std::string& side) {
+  const auto offsets = code_point_offsets(text);
+  const int64_t chars = static_cast<int64_t>(offsets.size()) - 1;
+  if (chars <= limit) return text;
+  auto head = [&](int64_t n) { return text.substr(0, offsets[n]); };
+  auto tail = [&](int64_t n) { return text.substr(offsets[chars - n]); };
+  if (side == "left") return "(truncated)..." + tail(limit);
+  if (side == "right") return head(limit) + "...(truncated)";
+  const int64_t half = limit / 2;
+  return head(half) + "...(truncated)..." + tail(half);
+}
+
+struct Conversation {
+  OJson messages;
+  std::vector<int64_t> ids;  // prompt, then everything after it
+  int64_t prompt_length = 0;
+  std::vector<int64_t> mask;
+  std::vector<float> log_probs;
+  SequenceCache cache;
+  int64_t assistant_turns = 0, user_turns = 0, tool_calls = 0, tool_errors = 0;
+  Json turn_scores = Json::array(), tool_rewards = Json::array();
+  std::unique_ptr<ToolSession> tool_session;
+  std::unique_ptr<InteractionSession> interaction;
+  bool last_turn_complete = false;  // the last policy turn ended with an eos id (a whole conversation)
+  bool done = false;
+};
+
+std::vector<int32_t> to_int32(const std::vector<int64_t>& ids, size_t begin, size_t end) {
+  return std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+}  // namespace
+
+AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tokenizer& tokenizer,
+                                    const std::shared_ptr<ToolSet>& tools,
+                                    const std::shared_ptr<InteractionSet>& interactions,
+                                    const AgentLoopOptions& options, const AgentLoopInputs& inputs) {
+  ContinuationEngine engine(model, options.sampling);
+  AgentLoopOutput out = run_scripted_agent_loop(
+      [&](std::vector<ContinueRequest>& requests) { return engine.continue_batch(requests); }, tokenizer, tools,
+      interactions, options, inputs);
+  out.prefill_tokens = engine.prefill_tokens();
+  return out;
+}
+
+AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, const tokenizer::Tokenizer& tokenizer,
+                                    const std::shared_ptr<ToolSet>& tools,
+                                    const std::shared_ptr<InteractionSet>& interactions,
+                                    const AgentLoopOptions& options, const AgentLoopInputs& inputs) {
+  const auto& mt = options.multi_turn;
+  const size_t batch = inputs.raw_prompt.size();
+  VERL_CHECK(inputs.tools_kwargs.size() == batch && inputs.interaction_kwargs.size() == batch, kComponent,
+             "raw_prompt, tools_kwargs and interaction_kwargs must have one entry per sample");
+  VERL_CHECK(options.prompt_length >= 1 && options.response_length >= 1, kComponent,
+             "prompt_length and response_length must be positive");
+  const ConversationTokens tokens(tokenizer, tools ? OJson(tools->schemas()) : OJson(), options.chat_template_kwargs,
+                                  options.model_type);
+  const auto parser = ToolParser::create(mt.format);
+  const int64_t R = options.response_length;
+
+  std::vector<Conversation> convs(batch);
+  int64_t truncated_prompts = 0;
+  for (size_t i = 0; i < batch; ++i) {
+    Conversation& c = convs[i];
+    VERL_CHECK(inputs.raw_prompt[i].is_array() && !inputs.raw_prompt[i].empty(), kComponent, "sample ", i,
+               ": raw_prompt must be a non-empty list of messages (data.return_raw_chat=true), got ",
+               inputs.raw_prompt[i].dump().substr(0, 120));
+    c.messages = inputs.raw_prompt[i];
+    c.ids = tokens.initial_tokens(c.messages);
+    if (static_cast<int64_t>(c.ids.size()) > options.prompt_length) {  // verl: left-truncated, with a warning
+      c.ids.erase(c.ids.begin(), c.ids.end() - options.prompt_length);
+      ++truncated_prompts;
+    }
+    c.prompt_length = static_cast<int64_t>(c.ids.size());
+    if (tools) c.tool_session = tools->start_session(inputs.tools_kwargs[i]);
+    if (interactions) c.interaction = interactions->start_session(inputs.interaction_kwargs[i]);
+  }
+  if (truncated_prompts > 0) {
+    VERL_LOG(Warn, kComponent) << truncated_prompts << " prompt(s) with the tools rendered exceed rollout.prompt_length="
+                               << options.prompt_length << "; left-truncated";
+  }
+
+  while (true) {
+    std::vector<size_t> waiting;
+    std::vector<ContinueRequest> requests;
+    for (size_t i = 0; i < batch; ++i) {
+      Conversation& c = convs[i];
+      if (c.done) continue;
+      waiting.push_back(i);
+      ContinueRequest r;
+      r.cache = &c.cache;
+      r.new_tokens.assign(c.ids.begin() + c.cache.length, c.ids.end());
+      r.max_new_tokens = R - static_cast<int64_t>(c.mask.size());
+      requests.push_back(std::move(r));
+    }
+    if (waiting.empty()) break;
+    std::vector<ContinueResult> results = generate_turns(requests);
+    VERL_CHECK(results.size() == requests.size(), kComponent, "the turn generator returned ", results.size(),
+               " turns for ", requests.size(), " conversations");
+
+    for (size_t w = 0; w < waiting.size(); ++w) {
+      Conversation& c = convs[waiting[w]];
+      const ContinueResult& turn = results[w];
+      c.ids.insert(c.ids.end(), turn.tokens.begin(), turn.tokens.end());
+      c.mask.insert(c.mask.end(), turn.tokens.size(), 1);
+      if (options.sampling.calculate_log_probs) c.log_probs.insert(c.log_probs.end(), turn.log_probs.begin(), turn.log_probs.end());
+      c.assistant_turns += 1;
+      c.last_turn_complete = turn.ended_with_eos;
+      // The turn's text without its closing eos (verl's content keeps it; the message is re-rendered without).
+      const size_t text_end = c.ids.size() - (turn.ended_with_eos ? 1 : 0);
+      const std::string text = tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), text_end), false);
+
+      const bool out_of_budget = static_cast<int64_t>(c.mask.size()) >= R;
+      const bool turn_limit = (mt.max_assistant_turns && c.assistant_turns >= *mt.max_assistant_turns) ||
+                              (mt.max_user_turns && c.user_turns >= *mt.max_user_turns);
+      ParsedTurn parsed = out_of_budget || turn_limit ? ParsedTurn{text, {}, 0} : parser->parse(text);
+      OJson assistant = {{"role", "assistant"}, {"content", parsed.content}};
+      const size_t n_calls = std::min<size_t>(parsed.calls.size(), static_cast<size_t>(mt.max_parallel_calls));
+      if (n_calls > 0 && c.tool_session) {
+        OJson calls = OJson::array();
+        for (size_t k = 0; k < n_calls; ++k) {
+          calls.push_back({{"type", "function"},
+                           {"function", {{"name", parsed.calls[k].name}, {"arguments", parsed.calls[k].arguments}}}});
+        }
+        assistant["tool_calls"] = calls;
+      }
+      c.messages.push_back(assistant);
+      c.tool_errors += parsed.malformed;
+      if (out_of_budget || turn_limit) {
+        c.done = true;
+        continue;
+      }
+
+      OJson appended = OJson::array();
+      bool terminate_after = false;
+      if (n_calls > 0 && c.tool_session) {
+        std::vector<ToolCallRequest> calls;
+        for (size_t k = 0; k < n_calls; ++k) calls.push_back({parsed.calls[k].name, parsed.calls[k].arguments});
+        const std::vector<ToolCallResult> done_calls = c.tool_session->execute(calls);
+        for (const ToolCallResult& result : done_calls) {
+          appended.push_back({{"role", "tool"},
+                              {"content", truncate_tool_response(result.text, mt.max_tool_response_length,
+                                                                 mt.tool_response_truncate_side)}});
+          c.tool_rewards.push_back(result.reward);
+          c.tool_errors += result.error ? 1 : 0;
+        }
+        c.tool_calls += static_cast<int64_t>(done_calls.size());
+      } else if (c.interaction) {
+        const InteractionTurn reply = c.interaction->respond(c.messages);
+        appended.push_back({{"role", "user"}, {"content", reply.content}});
+        c.turn_scores.push_back(reply.score);
+        c.user_turns += 1;  // verl counts the interaction's turn before the length check
+        terminate_after = reply.should_terminate;
+      } else {
+        c.done = true;
+        continue;
+      }
+      for (const auto& m : appended) c.messages.push_back(m);
+      const std::vector<int64_t> context = tokens.context_tokens(c.ids, appended);
+      if (static_cast<int64_t>(c.mask.size() + context.size()) >= R) {  // verl: ends without the context
+        c.done = true;
+        continue;
+      }
+      c.ids.insert(c.ids.end(), context.begin(), context.end());
+      c.mask.insert(c.mask.end(), context.size(), 0);
+      if (options.sampling.calculate_log_probs) c.log_probs.insert(c.log_probs.end(), context.size(), 0.0f);
+      if (appended[0]["role"] == "tool") c.user_turns += 1;  // verl 0.9.1 counts a tool round as a user turn
+      c.last_turn_complete = false;
+      c.done = terminate_after;
+    }
+  }
+
+  // Rewards from the tools (calc_reward) and the interaction, then release; the sanity check.
+  AgentLoopOutput out;
+  const int64_t P = options.prompt_length;
+  const int64_t pad = options.sampling.pad_token_id;
+  out.prompts = torch::full({static_cast<int64_t>(batch), P}, pad, torch::kInt64);
+  out.responses = torch::full({static_cast<int64_t>(batch), R}, pad, torch::kInt64);
+  auto prompt_attention = torch::zeros({static_cast<int64_t>(batch), P}, torch::kInt64);
+  auto response_attention = torch::zeros({static_cast<int64_t>(batch), R}, torch::kInt64);
+  out.response_mask = torch::zeros({static_cast<int64_t>(batch), R}, torch::kInt64);
+  if (options.sampling.calculate_log_probs) out.rollout_log_probs = torch::zeros({static_cast<int64_t>(batch), R}, torch::kFloat32);
+  std::string first_mismatch;
+  for (size_t i = 0; i < batch; ++i) {
+    Conversation& c = convs[i];
+    Json reward_scores = Json::object();
+    if (c.tool_session) {
+      for (const auto& [name, reward] : c.tool_session->finish()) reward_scores[name] = reward;
+    }
+    if (c.interaction) {
+      reward_scores["user_turn_rewards"] = c.turn_scores;
+      c.interaction->finish();
+    }
+    // Only a conversation that ended on the policy's eos is whole; a cut one cannot match the template.
+    if (c.last_turn_complete && static_cast<int64_t>(c.mask.size()) <= R) {
+      const auto check = tokens.check(mt.tokenization_sanity_check_mode, c.ids, c.messages);
+      if (!check.ok) {
+        if (out.sanity_check_failures++ == 0) first_mismatch = check.detail;
+      }
+    }
+    const int64_t p = c.prompt_length;
+    const int64_t r = std::min<int64_t>(R, static_cast<int64_t>(c.ids.size()) - p);
+    out.prompts[i].narrow(0, P - p, p).copy_(torch::tensor(std::vector<int64_t>(c.ids.begin(), c.ids.begin() + p), torch::kInt64));
+    prompt_attention[i].narrow(0, P - p, p).fill_(1);
+    if (r > 0) {
+      out.responses[i].narrow(0, 0, r).copy_(torch::tensor(std::vector<int64_t>(c.ids.begin() + p, c.ids.begin() + p + r), torch::kInt64));
+      response_attention[i].narrow(0, 0, r).fill_(1);
+      out.response_mask[i].narrow(0, 0, r).copy_(torch::tensor(std::vector<int64_t>(c.mask.begin(), c.mask.begin() + r), torch::kInt64));
+      if (out.rollout_log_probs.defined()) {
+        out.rollout_log_probs[i].narrow(0, 0, r).copy_(torch::tensor(std::vector<float>(c.log_probs.begin(), c.log_probs.begin() + r)));
+      }
+    }
+    out.num_turns.push_back(c.user_turns + c.assistant_turns + 1);
+    out.tool_call_counts.push_back(c.tool_calls);
+    out.tool_errors.push_back(c.tool_errors);
+    out.turn_scores.push_back(c.turn_scores);
+    out.tool_rewards.push_back(c.tool_rewards);
+    out.reward_scores.push_back(reward_scores);
+    out.messages.push_back(c.messages);
+  }
+  if (out.sanity_check_failures > 0) {
+    VERL_LOG(Warn, kComponent) << out.sanity_check_failures << " of " << batch << " conversation(s) differ from the "
+                               << "chat template applied to the whole conversation (multi_turn.tokenization_sanity_"
+                               << "check_mode=" << mt.tokenization_sanity_check_mode << "); first: " << first_mismatch;
+  }
+  out.input_ids = torch::cat({out.prompts, out.responses}, 1);
+  out.attention_mask = torch::cat({prompt_attention, response_attention}, 1);
+  // verl's compute_position_id_with_mask: cumsum(mask) - 1, clipped at 0.
+  out.position_ids = (out.attention_mask.cumsum(1) - 1).clamp_min(0);
+  return out;
+}
+
+}  // namespace verl::agent

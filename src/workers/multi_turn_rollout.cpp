@@ -1,0 +1,96 @@
+#include "verl/workers/multi_turn_rollout.h"
+
+#include "verl/agent/tools.h"
+#include "verl/common/error.h"
+#include "verl/config/node_json.h"
+#include "verl/data/rl_dataset.h"
+#include "verl/model/hf_config.h"
+#include "verl/tokenizer/tokenizer.h"
+
+namespace verl::workers {
+
+namespace {
+constexpr const char* kComponent = "multi_turn";
+using protocol::Json;
+
+const std::vector<Json>& column(const protocol::DataProto& data, const std::string& key, const char* why) {
+  auto it = data.non_tensor_batch.find(key);
+  VERL_CHECK(it != data.non_tensor_batch.end(), kComponent, "the multi-turn rollout needs the batch column '", key,
+             "' (", why, ")");
+  return it->second;
+}
+}  // namespace
+
+MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(config) {
+  const auto& mt = config.actor_rollout_ref.rollout.multi_turn;
+  tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(
+      tokenizer::Tokenizer::from_folder(data::expand_user(config.actor_rollout_ref.model.path)));
+  if (mt.tool_config_path) tools_ = agent::ToolSet::from_config_file(data::expand_user(*mt.tool_config_path), mt.tool_timeout);
+  if (mt.interaction_config_path) {
+    interactions_ = agent::InteractionSet::from_config_file(data::expand_user(*mt.interaction_config_path), mt.tool_timeout);
+  }
+}
+
+MultiTurnRollout::~MultiTurnRollout() = default;
+
+agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const protocol::DataProto& prompts,
+                                             const rollout::SamplingParams& params) {
+  const auto& rollout = config_.actor_rollout_ref.rollout;
+  agent::AgentLoopOptions options;
+  options.multi_turn = rollout.multi_turn;
+  options.prompt_length = rollout.prompt_length;
+  options.response_length = rollout.response_length;
+  options.sampling = params;
+  options.model_type = model::arch_model_type(model->config.arch);
+  if (config_.data.apply_chat_template_kwargs.is_map()) {
+    options.chat_template_kwargs = config::node_to_json(config_.data.apply_chat_template_kwargs);
+  }
+  agent::AgentLoopInputs inputs;
+  const auto& raw = column(prompts, "raw_prompt", "set data.return_raw_chat=true");
+  const size_t n = raw.size();
+  auto optional_column = [&](const char* key) {
+    auto it = prompts.non_tensor_batch.find(key);
+    if (it == prompts.non_tensor_batch.end()) return std::vector<Json>(n, Json::object());
+    std::vector<Json> values = it->second;
+    for (auto& v : values) {
+      if (v.is_null()) v = Json::object();
+    }
+    return values;
+  };
+  for (const auto& messages : raw) inputs.raw_prompt.push_back(nlohmann::ordered_json(messages));
+  inputs.tools_kwargs = optional_column("tools_kwargs");
+  inputs.interaction_kwargs = optional_column("interaction_kwargs");
+  if (auto it = prompts.non_tensor_batch.find("agent_name"); it != prompts.non_tensor_batch.end()) {
+    for (const auto& name : it->second) {
+      VERL_CHECK(name.is_string() && (name == "tool_agent" || name == "single_turn_agent"), kComponent,
+                 "agent_name '", name.dump(), "': verl.cpp runs the agent loops tool_agent and single_turn_agent");
+    }
+  }
+
+  return agent::run_tool_agent_loop(model, *tokenizer_, tools_, interactions_, options, inputs);
+}
+
+protocol::DataProto MultiTurnRollout::generate(model::CausalLM& model, const protocol::DataProto& prompts,
+                                               const rollout::SamplingParams& params) {
+  agent::AgentLoopOutput out = run(model, prompts, params);
+  const size_t n = out.num_turns.size();
+  protocol::TensorMap batch = {{"prompts", out.prompts},
+                               {"responses", out.responses},
+                               {"input_ids", out.input_ids},
+                               {"attention_mask", out.attention_mask},
+                               {"position_ids", out.position_ids},
+                               {"response_mask", out.response_mask}};
+  if (out.rollout_log_probs.defined()) batch["rollout_log_probs"] = out.rollout_log_probs;
+  protocol::NonTensorMap columns;
+  for (size_t i = 0; i < n; ++i) {
+    columns["__num_turns__"].push_back(out.num_turns[i]);
+    columns["tool_call_counts"].push_back(out.tool_call_counts[i]);
+    columns["tool_errors"].push_back(out.tool_errors[i]);
+    columns["turn_scores"].push_back(out.turn_scores[i]);
+    columns["tool_rewards"].push_back(out.tool_rewards[i]);
+    columns["reward_scores"].push_back(out.reward_scores[i]);
+  }
+  return protocol::DataProto::from_dict(std::move(batch), std::move(columns));
+}
+
+}  // namespace verl::workers

@@ -1,0 +1,257 @@
+// The tool agent loop with scripted policy turns (so the conversation is known): the ids it builds equal the chat
+// template applied to the final conversation (verl's tokenization sanity check), response_mask is 1 on exactly
+// the policy's tokens, tools run through a verl-style tool file (a raising tool gives the model an error text and
+// the rollout goes on), and the turn limits and the response budget end conversations where verl ends them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/run_command.h"
+#include "verl/agent/tool_agent_loop.h"
+#include "verl/agent/tools.h"
+#include "verl/common/error.h"
+#include "verl/tokenizer/chat_template.h"
+#include "verl/tokenizer/tokenizer.h"
+#include "verl/tokenizer/tokenizer_builder.h"
+
+namespace verl::agent {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+struct Fixture {
+  std::string dir;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::shared_ptr<ToolSet> tools;
+  int64_t eos = 0, pad = 0;
+};
+
+Fixture& fixture() {
+  static Fixture f = [] {
+    Fixture x;
+    x.dir = test::make_temp_dir("tool_agent_loop");
+    tokenizer::ByteLevelBPESpec spec;
+    spec.alphabet = tokenizer::printable_ascii_alphabet();
+    spec.words = {"user", "assistant", "system", "####"};
+    spec.added_tokens = {"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"};
+    spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
+    spec.eos_token = "<|im_end|>";
+    spec.pad_token = "<|endoftext|>";
+    spec.chat_template = tokenizer::chatml_tools_template();
+    tokenizer::write_byte_level_bpe_folder(x.dir + "/tok", spec);
+    x.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(x.dir + "/tok"));
+    x.eos = x.tok->eos_token_ids().at(0);
+    x.pad = x.tok->pad_token_id().value();
+    std::ofstream(x.dir + "/calc_tool.py") << R"PY(
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+
+class CalcTool(BaseTool):
+    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema):
+        super().__init__(config, tool_schema)
+        self._answers = {}
+
+    async def create(self, instance_id=None, **kwargs):
+        instance_id = instance_id or "calc-1"
+        self._answers[instance_id] = []
+        return instance_id, ToolResponse()
+
+    async def execute(self, instance_id, parameters, **kwargs):
+        expression = parameters["expression"]
+        if "boom" in expression:
+            raise ValueError("cannot evaluate " + expression)
+        value = eval(expression, {"__builtins__": {}})
+        self._answers[instance_id].append(value)
+        return ToolResponse(text=str(value)), 0.5, {}
+
+    async def calc_reward(self, instance_id, **kwargs):
+        return float(len(self._answers[instance_id]))
+
+    async def release(self, instance_id, **kwargs):
+        del self._answers[instance_id]
+)PY";
+    std::ofstream(x.dir + "/tools.yaml") << R"Y(tools:
+  - class_name: calc_tool.CalcTool
+    config:
+      type: native
+    tool_schema:
+      type: function
+      function:
+        name: calc
+        description: Evaluates an arithmetic expression
+        parameters:
+          type: object
+          properties:
+            expression:
+              type: string
+              description: the expression
+          required: [expression]
+)Y";
+    x.tools = ToolSet::from_config_file(x.dir + "/tools.yaml", 10);
+    return x;
+  }();
+  return f;
+}
+
+std::vector<int64_t> encode(const std::string& text) {
+  auto ids = fixture().tok->encode(text, false);
+  return std::vector<int64_t>(ids.begin(), ids.end());
+}
+
+std::string call_text(const std::string& expression) {
+  return "<tool_call>\n{\"name\": \"calc\", \"arguments\": {\"expression\": \"" + expression + "\"}}\n</tool_call>";
+}
+
+// One conversation at a time keeps the scripting simple: the generator serves the single request.
+TurnGenerator script(std::vector<std::string> turns, std::vector<std::vector<int64_t>>* fed, bool eos_at_end = true,
+                     int64_t* budget_seen = nullptr) {
+  auto state = std::make_shared<size_t>(0);
+  return [=](std::vector<ContinueRequest>& requests) {
+    EXPECT_EQ(requests.size(), 1u);
+    ContinueRequest& r = requests.at(0);
+    if (fed) fed->push_back(r.new_tokens);
+    if (budget_seen) *budget_seen = r.max_new_tokens;
+    ContinueResult result;
+    const std::string text = turns.at(std::min(*state, turns.size() - 1));
+    ++*state;
+    result.tokens = encode(text);
+    if (eos_at_end) result.tokens.push_back(fixture().eos);
+    if (static_cast<int64_t>(result.tokens.size()) > r.max_new_tokens) {
+      result.tokens.resize(static_cast<size_t>(r.max_new_tokens));
+    }
+    result.ended_with_eos = eos_at_end && result.tokens.back() == fixture().eos;
+    r.cache->length += static_cast<int64_t>(r.new_tokens.size() + result.tokens.size()) - 1;
+    return std::vector<ContinueResult>{result};
+  };
+}
+
+AgentLoopOptions options(int64_t response_length = 200) {
+  AgentLoopOptions o;
+  o.prompt_length = 256;
+  o.response_length = response_length;
+  o.model_type = "qwen2";
+  o.sampling.eos_token_ids = {fixture().eos};
+  o.sampling.pad_token_id = fixture().pad;
+  o.multi_turn.enable = true;
+  o.multi_turn.max_assistant_turns = 5;
+  return o;
+}
+
+AgentLoopInputs one_sample() {
+  AgentLoopInputs in;
+  in.raw_prompt = {ordered_json::array({{{"role", "system"}, {"content", "Use the tools."}},
+                                        {{"role", "user"}, {"content", "What is 2+3?"}}})};
+  in.tools_kwargs = {json::object()};
+  in.interaction_kwargs = {json::object()};
+  return in;
+}
+
+std::vector<int64_t> row(const torch::Tensor& t, int64_t i, const torch::Tensor& mask) {
+  std::vector<int64_t> out;
+  for (int64_t j = 0; j < t.size(1); ++j) {
+    if (mask[i][j].item<int64_t>() != 0) out.push_back(t[i][j].item<int64_t>());
+  }
+  return out;
+}
+
+TEST(ToolAgentLoop, IdsEqualTheTemplateOfTheFinalConversationAndTheMaskCoversThePolicyTokens) {
+  auto& f = fixture();
+  std::vector<std::vector<int64_t>> fed;
+  const auto in = one_sample();
+  const AgentLoopOutput out =
+      run_scripted_agent_loop(script({call_text("2+3"), "#### 5"}, &fed), *f.tok, f.tools, nullptr, options(), in);
+
+  // The conversation: the call, the tool's result, the answer.
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 5u) << messages.dump();
+  EXPECT_EQ(messages[2]["tool_calls"][0]["function"]["name"], "calc");
+  EXPECT_EQ(messages[3], (ordered_json{{"role", "tool"}, {"content", "5"}}));
+  EXPECT_EQ(messages[4]["content"], "#### 5");
+
+  // Prompt: the template with the tools and the generation prompt.
+  tokenizer::ChatTemplateInputs prompt_inputs;
+  prompt_inputs.messages = in.raw_prompt[0];
+  prompt_inputs.tools = f.tools->schemas();
+  prompt_inputs.add_generation_prompt = true;
+  const auto prompt = encode(tokenizer::apply_chat_template(*f.tok, prompt_inputs));
+  const auto attention = out.attention_mask;
+  const int64_t P = out.prompts.size(1);
+  EXPECT_EQ(row(out.prompts, 0, attention.narrow(1, 0, P)), prompt);
+
+  // Whole conversation: prompt + response ids equal the template over the final messages.
+  tokenizer::ChatTemplateInputs all_inputs;
+  all_inputs.messages = messages;
+  all_inputs.tools = f.tools->schemas();
+  const auto whole = encode(tokenizer::apply_chat_template(*f.tok, all_inputs));
+  EXPECT_EQ(row(out.input_ids, 0, attention), whole);
+  EXPECT_EQ(out.sanity_check_failures, 0);
+
+  // The mask: 1 on the two policy turns (each through its eos), 0 on the tool turn and the template's tokens.
+  std::vector<int64_t> expected_mask;
+  const auto turn1 = encode(call_text("2+3"));
+  expected_mask.insert(expected_mask.end(), turn1.size() + 1, 1);
+  const int64_t response_tokens = static_cast<int64_t>(whole.size() - prompt.size());
+  const auto turn2 = encode("#### 5");
+  expected_mask.insert(expected_mask.end(), response_tokens - expected_mask.size() - turn2.size() - 1, 0);
+  expected_mask.insert(expected_mask.end(), turn2.size() + 1, 1);
+  std::vector<int64_t> mask;
+  for (int64_t j = 0; j < response_tokens; ++j) mask.push_back(out.response_mask[0][j].item<int64_t>());
+  EXPECT_EQ(mask, expected_mask);
+  for (int64_t j = response_tokens; j < out.response_mask.size(1); ++j) EXPECT_EQ(out.response_mask[0][j].item<int64_t>(), 0);
+
+  // The second turn was fed only the unfed eos and the appended context, not the history.
+  ASSERT_EQ(fed.size(), 2u);
+  EXPECT_EQ(fed[0], prompt);
+  EXPECT_EQ(fed[1].front(), f.eos);
+  EXPECT_EQ(static_cast<int64_t>(fed[1].size()), response_tokens - static_cast<int64_t>(turn1.size() + turn2.size() + 1));
+
+  EXPECT_EQ(out.num_turns.at(0), 4);  // 2 assistant turns + 1 tool round + 1, as verl counts
+  EXPECT_EQ(out.tool_call_counts.at(0), 1);
+  EXPECT_EQ(out.tool_errors.at(0), 0);
+  EXPECT_EQ(out.tool_rewards.at(0), json::array({0.5}));
+  EXPECT_EQ(out.reward_scores.at(0), (json{{"calc", 1.0}}));
+}
+
+TEST(ToolAgentLoop, ARaisingToolGivesTheModelAnErrorAndTheRolloutGoesOn) {
+  auto& f = fixture();
+  const AgentLoopOutput out =
+      run_scripted_agent_loop(script({call_text("boom"), "#### 0"}, nullptr), *f.tok, f.tools, nullptr, options(), one_sample());
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 5u) << messages.dump();
+  EXPECT_NE(messages[3]["content"].get<std::string>().find("Error executing tool 'calc'"), std::string::npos)
+      << messages[3].dump();
+  EXPECT_EQ(out.tool_errors.at(0), 1);
+  EXPECT_EQ(messages[4]["content"], "#### 0");
+}
+
+TEST(ToolAgentLoop, TurnLimitsAndTheResponseBudgetEndTheConversation) {
+  auto& f = fixture();
+  auto opts = options();
+  opts.multi_turn.max_assistant_turns = 1;  // verl: ends after the turn, before its tool calls run
+  AgentLoopOutput out =
+      run_scripted_agent_loop(script({call_text("2+3")}, nullptr), *f.tok, f.tools, nullptr, opts, one_sample());
+  EXPECT_EQ(out.tool_call_counts.at(0), 0);
+  EXPECT_EQ(out.num_turns.at(0), 2);
+
+  // A budget smaller than the first turn: the turn is cut at the budget, nothing else runs.
+  const int64_t budget = 7;
+  int64_t seen = 0;
+  out = run_scripted_agent_loop(script({call_text("2+3")}, nullptr, true, &seen), *f.tok, f.tools, nullptr,
+                            options(budget), one_sample());
+  EXPECT_EQ(seen, budget);
+  EXPECT_EQ(out.response_mask.sum().item<int64_t>(), budget);
+  EXPECT_EQ(out.tool_call_counts.at(0), 0);
+
+  // A budget that the tool's context would pass: the conversation ends without the context (verl).
+  const int64_t first_turn = static_cast<int64_t>(encode(call_text("2+3")).size()) + 1;
+  out = run_scripted_agent_loop(script({call_text("2+3"), "#### 5"}, nullptr), *f.tok, f.tools, nullptr,
+                            options(first_turn + 3), one_sample());
+  EXPECT_EQ(out.tool_call_counts.at(0), 1);
+  EXPECT_EQ(out.attention_mask.narrow(1, out.prompts.size(1), first_turn + 3).sum().item<int64_t>(), first_turn);
+}
+
+}  // namespace
+}  // namespace verl::agent
