@@ -520,13 +520,15 @@ struct LoopRunner {
   double timeout_s = 0;
   py::object loop;
   py::object driver;
+  py::object objects;  // dict name -> tool / interaction object
 
   LoopRunner() = default;
   LoopRunner(const LoopRunner&) = delete;
   LoopRunner& operator=(const LoopRunner&) = delete;
   ~LoopRunner() {
-    if (!loop && !driver) return;
+    if (!loop && !driver && !objects) return;
     py::gil_scoped_acquire gil;
+    objects = py::object();
     loop = py::object();
     driver = py::object();
   }
@@ -564,26 +566,19 @@ std::shared_ptr<LoopRunner> make_runner(double timeout_s) {
 // ------------------------------------------------------------------------------------------------------- tools
 
 struct ToolSet::Impl {
-  std::shared_ptr<LoopRunner> runner;
-  py::object tools;  // dict name -> tool object (released with the runner's GIL handling below)
+  std::shared_ptr<LoopRunner> runner;  // its objects: the tools by name
   nlohmann::ordered_json schemas = nlohmann::ordered_json::array();
   std::vector<std::string> names;
   std::string path;
-
-  ~Impl() {
-    if (!tools) return;
-    py::gil_scoped_acquire gil;
-    tools = py::object();
-  }
 };
 
 namespace {
 
 class PythonToolSession final : public ToolSession {
  public:
-  PythonToolSession(std::shared_ptr<LoopRunner> runner, py::object tools, const nlohmann::json& tools_kwargs)
+  PythonToolSession(std::shared_ptr<LoopRunner> runner, const nlohmann::json& tools_kwargs)
       : runner_(std::move(runner)) {
-    session_ = runner_->driver.attr("ToolSession")(tools, py::str(tools_kwargs.is_object() ? json_text(tools_kwargs)
+    session_ = runner_->driver.attr("ToolSession")(runner_->objects, py::str(tools_kwargs.is_object() ? json_text(tools_kwargs)
                                                                                           : std::string("{}")));
   }
 
@@ -623,7 +618,9 @@ class PythonToolSession final : public ToolSession {
       result.reward = item.at("reward").get<double>();
       result.metrics = item.at("metrics");
       result.error = item.at("error").get<bool>();
-      if (result.error) VERL_LOG(Warn, "tools") << result.text;
+      if (result.error) {
+        VERL_LOG(Warn, "tools") << result.text;
+      }
       if (item.value("media", false)) {
         VERL_LOG(Warn, "tools") << "tool '" << calls[i].name
                                 << "' returned images or videos; only the text reaches the model";
@@ -642,7 +639,9 @@ class PythonToolSession final : public ToolSession {
       if (py::len(session_.attr("instances")) == 0) return std::string("[]");
       py::tuple started = session_.attr("start_finish")(runner_->timeout_s);
       const std::string backstop = runner_->run(started[1], runner_->backstop(2), "tool calc_reward / release");
-      if (!backstop.empty() && log_errors) VERL_LOG(Warn, "tools") << backstop;
+      if (!backstop.empty() && log_errors) {
+        VERL_LOG(Warn, "tools") << backstop;
+      }
       return bytes_text(runner_->driver.attr("dump")(started[0]));
     });
     std::map<std::string, double> rewards;
@@ -650,7 +649,9 @@ class PythonToolSession final : public ToolSession {
       const std::string name = item.at(0).get<std::string>();
       rewards[name] = item.at(1).get<double>();
       if (!log_errors) continue;
-      for (const auto& error : item.at(2)) VERL_LOG(Warn, "tools") << error.get<std::string>();
+      for (const auto& error : item.at(2)) {
+        VERL_LOG(Warn, "tools") << error.get<std::string>();
+      }
     }
     return rewards;
   }
@@ -705,7 +706,7 @@ std::shared_ptr<ToolSet> ToolSet::from_config_file(const std::string& path, doub
       impl.names.push_back(name);
       impl.schemas.push_back(nlohmann::ordered_json::parse(bytes_text(built[2])));
     }
-    impl.tools = std::move(tools);
+    impl.runner->objects = std::move(tools);
   });
   return set;
 }
@@ -718,23 +719,16 @@ std::vector<std::string> ToolSet::names() const { return impl_->names; }
 
 std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_kwargs) {
   return python::with_gil("tools", [&]() -> std::unique_ptr<ToolSession> {
-    return std::make_unique<PythonToolSession>(impl_->runner, impl_->tools, tools_kwargs);
+    return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs);
   });
 }
 
 // ------------------------------------------------------------------------------------------------ interactions
 
 struct InteractionSet::Impl {
-  std::shared_ptr<LoopRunner> runner;
-  py::object interactions;  // dict name -> interaction object
+  std::shared_ptr<LoopRunner> runner;  // its objects: the interactions by name
   std::vector<std::string> names;
   std::string path;
-
-  ~Impl() {
-    if (!interactions) return;
-    py::gil_scoped_acquire gil;
-    interactions = py::object();
-  }
 };
 
 namespace {
@@ -767,7 +761,9 @@ class PythonInteractionSession final : public InteractionSession {
     turn.score = parsed.at("score").get<double>();
     turn.metrics = parsed.at("metrics");
     turn.error = parsed.at("error").get<bool>();
-    if (turn.error) VERL_LOG(Warn, "tools") << turn.content;
+    if (turn.error) {
+      VERL_LOG(Warn, "tools") << turn.content;
+    }
     return turn;
   }
 
@@ -839,7 +835,7 @@ std::shared_ptr<InteractionSet> InteractionSet::from_config_file(const std::stri
       interactions[py::str(name)] = built;
       impl.names.push_back(name);
     }
-    impl.interactions = std::move(interactions);
+    impl.runner->objects = std::move(interactions);
   });
   return set;
 }
@@ -860,7 +856,7 @@ std::unique_ptr<InteractionSession> InteractionSet::start_session(const nlohmann
   std::lock_guard<std::mutex> lock(impl_->runner->mutex);
   return python::with_gil("interaction", [&]() -> std::unique_ptr<InteractionSession> {
     py::object session = impl_->runner->driver.attr("InteractionSession")(
-        impl_->interactions[py::str(name)], py::str(name), py::str(json_text(interaction_kwargs)));
+        impl_->runner->objects[py::str(name)], py::str(name), py::str(json_text(interaction_kwargs)));
     py::tuple started = session.attr("start")(impl_->runner->timeout_s);
     const std::string backstop =
         impl_->runner->run(started[1], impl_->runner->backstop(1), "interaction '" + name + "'");
