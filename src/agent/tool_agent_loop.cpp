@@ -53,6 +53,7 @@ struct Conversation {
   std::unique_ptr<ToolSession> tool_session;
   std::unique_ptr<InteractionSession> interaction;
   bool last_turn_complete = false;  // the last policy turn ended with an eos id (a whole conversation)
+  bool prompt_truncated = false;
   bool done = false;
 };
 
@@ -100,6 +101,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     c.ids = tokens.initial_tokens(c.messages);
     if (static_cast<int64_t>(c.ids.size()) > options.prompt_length) {  // verl: left-truncated, with a warning
       c.ids.erase(c.ids.begin(), c.ids.end() - options.prompt_length);
+      c.prompt_truncated = true;
       ++truncated_prompts;
     }
     c.prompt_length = static_cast<int64_t>(c.ids.size());
@@ -190,6 +192,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const std::vector<int64_t> context = tokens.context_tokens(c.ids, appended);
       if (static_cast<int64_t>(c.mask.size() + context.size()) >= R) {  // verl: ends without the context
         c.done = true;
+        c.last_turn_complete = false;  // the messages hold a turn the ids do not: no sanity check
         continue;
       }
       c.ids.insert(c.ids.end(), context.begin(), context.end());
@@ -223,7 +226,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       c.interaction->finish();
     }
     // Only a conversation that ended on the policy's eos is whole; a cut one cannot match the template.
-    if (c.last_turn_complete && static_cast<int64_t>(c.mask.size()) <= R) {
+    if (c.last_turn_complete && !c.prompt_truncated && static_cast<int64_t>(c.mask.size()) <= R) {
       const auto check = tokens.check(mt.tokenization_sanity_check_mode, c.ids, c.messages);
       if (!check.ok) {
         if (out.sanity_check_failures++ == 0) first_mismatch = check.detail;

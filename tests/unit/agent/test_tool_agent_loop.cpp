@@ -130,7 +130,7 @@ TurnGenerator script(std::vector<std::string> turns, std::vector<std::vector<int
 
 AgentLoopOptions options(int64_t response_length = 200) {
   AgentLoopOptions o;
-  o.prompt_length = 256;
+  o.prompt_length = 1024;
   o.response_length = response_length;
   o.model_type = "qwen2";
   o.sampling.eos_token_ids = {fixture().eos};
@@ -185,7 +185,10 @@ TEST(ToolAgentLoop, IdsEqualTheTemplateOfTheFinalConversationAndTheMaskCoversThe
   tokenizer::ChatTemplateInputs all_inputs;
   all_inputs.messages = messages;
   all_inputs.tools = f.tools->schemas();
-  const auto whole = encode(tokenizer::apply_chat_template(*f.tok, all_inputs));
+  auto whole = encode(tokenizer::apply_chat_template(*f.tok, all_inputs));
+  // The template closes the last turn with "<|im_end|>\n"; generation stops at the eos.
+  ASSERT_EQ(whole.size() >= 2 ? whole[whole.size() - 2] : -1, f.eos);
+  whole.pop_back();
   EXPECT_EQ(row(out.input_ids, 0, attention), whole);
   EXPECT_EQ(out.sanity_check_failures, 0);
 

@@ -178,7 +178,6 @@ TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   auto kind = [](const std::string& path) { return verl_key_rule(path).value().kind; };
   EXPECT_EQ(kind("actor_rollout_ref.rollout.enable_chunked_prefill"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.rollout.multi_turn.function_tool_path"), KeyRuleKind::Feature);
-  EXPECT_FALSE(verl_key_rule("actor_rollout_ref.rollout.multi_turn.enable").has_value());  // read: honoured
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.forward_prefetch"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"), KeyRuleKind::Feature);
   EXPECT_EQ(kind("critic.fsdp.param_offload"), KeyRuleKind::Honoured);
