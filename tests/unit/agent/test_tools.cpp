@@ -21,6 +21,14 @@ namespace py = pybind11;
 using test::make_temp_dir;
 using test::write_file;
 
+// Drops a test module imported by an earlier run in this process (--gtest_repeat), so its lists start empty.
+void forget_module(const std::string& module) {
+  python::with_gil("test", [&] {
+    py::module_::import("sys").attr("modules").attr("pop")(py::str(module), py::none());
+    py::module_::import("importlib").attr("invalidate_caches")();
+  });
+}
+
 // A tool written as for verl: execute adds a and b, logs its start and end to a shared list, rewards 0.5.
 const char* const kCalcTools = R"PY(
 import asyncio
@@ -150,6 +158,7 @@ std::string tool_entry(const std::string& class_name, const std::string& name) {
 
 std::string bad_tools_config(const std::string& dir) {
   write_file(dir + "/bad_tools_b.py", kBadTools);
+  forget_module("bad_tools_b");
   std::string yaml = "tools:\n";
   for (const char* cls : {"Raises", "Hangs", "BlocksLoop", "Garbage", "BadReward", "Sync", "Exits"}) {
     std::string name = cls;
@@ -171,6 +180,7 @@ std::string events_text(const std::string& module, const std::string& name) {
 TEST(Tools, VerlStyleToolFromItsYaml) {
   const std::string dir = make_temp_dir("tools_calc");
   write_file(dir + "/calc_tools_a.py", kCalcTools);
+  forget_module("calc_tools_a");
   write_file(dir + "/tools.yaml", kCalcConfig);
   auto tools = ToolSet::from_config_file(dir + "/tools.yaml", 30);
   EXPECT_EQ(tools->names(), std::vector<std::string>{"add"});
@@ -208,6 +218,7 @@ TEST(Tools, CallsOfOneExecuteRunConcurrently) {
   const std::string dir = make_temp_dir("tools_parallel");
   std::string source = kCalcTools;
   write_file(dir + "/calc_tools_c.py", source);
+  forget_module("calc_tools_c");
   std::string yaml = kCalcConfig;
   yaml.replace(yaml.find("calc_tools_a"), 12, "calc_tools_c");
   write_file(dir + "/tools.yaml", yaml);
@@ -302,6 +313,7 @@ TEST(Tools, FailuresBecomeErrorTextsForTheModel) {
 TEST(Tools, CodeBlockingTheEventLoopIsStoppedByTheBackstop) {
   const std::string dir = make_temp_dir("tools_block");
   write_file(dir + "/block_tools_d.py", kBadTools);
+  forget_module("block_tools_d");
   write_file(dir + "/tools.yaml", "tools:\n" + tool_entry("block_tools_d.BlocksLoop", "blocksloop") +
                                       tool_entry("block_tools_d.Garbage", "garbage"));
   auto tools = ToolSet::from_config_file(dir + "/tools.yaml", 1.0);
@@ -328,6 +340,7 @@ TEST(Tools, CodeBlockingTheEventLoopIsStoppedByTheBackstop) {
 TEST(Tools, SyncMethodsAndOlderCreateSignatures) {
   const std::string dir = make_temp_dir("tools_sync");
   write_file(dir + "/sync_tools_e.py", kBadTools);
+  forget_module("sync_tools_e");
   write_file(dir + "/tools.yaml", "tools:\n" + tool_entry("sync_tools_e.Sync", "sync"));
   auto tools = ToolSet::from_config_file(dir + "/tools.yaml", 5.0);
   {
@@ -475,6 +488,7 @@ interaction:
 TEST(Interactions, UserInteractionClassAndErrors) {
   const std::string dir = make_temp_dir("interaction_user");
   write_file(dir + "/user_interactions_g.py", kUserInteraction);
+  forget_module("user_interactions_g");
   write_file(dir + "/interactions.yaml", R"YAML(
 interaction:
   - class_name: user_interactions_g.CountingUser
