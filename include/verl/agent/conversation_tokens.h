@@ -6,8 +6,14 @@
 // generation prompt. Boundary tokens follow verl's builder for the model family: for Qwen models (ChatML), a
 // "\n" is inserted when the policy's turn ended at <|im_end|>. Only the policy's tokens get response mask 1.
 //
+// The builder family follows verl's continuous_token_wiring.py on config.json's model_type: qwen2 (Qwen2 and
+// Qwen2.5 checkpoints), qwen3, qwen3_moe, qwen3_5, qwen3_5_moe pick the Qwen builder; every other type (llama
+// included) the base builder. Text only: verl's VL builders and its other families (GLM, MiniMax, DeepSeek, GPT-OSS,
+// Gemma 4) are not ported; verl's retry with a dummy user turn for templates that need one (Qwen3.5) neither.
+//
 // The sanity check (multi_turn.tokenization_sanity_check_mode) compares the ids built this way with the chat
-// template applied to the whole final conversation.
+// template applied to the whole final conversation, as verl's sglang rollout did (AsyncRolloutRequest.finalize;
+// verl 0.9.1's agent loop reads the key but checks nothing).
 #pragma once
 
 #include <cstdint>
@@ -43,9 +49,14 @@ class ConversationTokens {
     bool ok = true;
     std::string detail;  // where the ids first differ (decoded), when !ok
   };
-  // `mode`: "strict" (ids equal), "ignore_strippable" (equal after removing whitespace-only differences in the
-  // decoded text), "disable" (always ok). `ids`: prompt + response ids of the conversation (untruncated);
-  // `messages`: the final conversation (assistant messages with their tool_calls).
+  // `mode`: "strict" (ids equal), "ignore_strippable" (the decoded texts differ in whitespace only), "disable"
+  // (always ok); any other mode is an error naming the key. `ids`: prompt + response ids of the conversation
+  // (untruncated); `messages`: the final conversation (assistant messages with their tool_calls). As verl does, a
+  // trailing generation prompt in `ids` (the conversation stopped after a tool / user turn) is left out; for the
+  // Qwen family a last turn ending at <|im_end|> is closed with the "\n" the builder would insert next.
+  // Differences from verl's check, which diffs decoded texts: strict compares ids (verl passes two tokenizations
+  // of one text), and ignore_strippable judges the differing spans alone (verl strips each span together with 10
+  // characters of context around it, so a whitespace difference next to text warns there).
   SanityCheck check(const std::string& mode, const std::vector<int64_t>& ids,
                     const nlohmann::ordered_json& messages) const;
 

@@ -161,6 +161,25 @@ TEST_F(ConversationTokensCheck, StrictCatchesAMissingTurnSeparator) {
             std::vector<int64_t>(context.begin() + 1, context.end()));
 }
 
+TEST_F(ConversationTokensCheck, FeedbackAfterAThinkingTurnIsReportedAsQwen3DropsOldThinking) {
+  // Qwen3's template keeps <think> only after the last user query: once an interaction's user turn follows, the
+  // earlier turn renders without its thinking, while the built ids keep what the policy wrote. Not whitespace.
+  std::vector<int64_t> ids = builder_->initial_tokens(messages_);
+  ordered_json history = messages_;
+  append(ids, encode(assistant_text(history, kCall)));
+  history.push_back(kCall);
+  const ordered_json feedback = {{"role", "user"}, {"content", "Check again."}};
+  append(ids, builder_->context_tokens(ids, ordered_json::array({kToolResult, feedback})));
+  history.push_back(kToolResult);
+  history.push_back(feedback);
+  append(ids, encode(assistant_text(history, kFinal)));
+  history.push_back(kFinal);
+  const auto strict = builder_->check("strict", ids, history);
+  EXPECT_FALSE(strict.ok);
+  EXPECT_NE(strict.detail.find("think"), std::string::npos) << strict.detail;
+  EXPECT_FALSE(builder_->check("ignore_strippable", ids, history).ok);
+}
+
 TEST_F(ConversationTokensCheck, UnknownModeIsAnError) {
   try {
     builder_->check("lenient", {}, messages_);
