@@ -256,5 +256,32 @@ TEST(ToolAgentLoop, TurnLimitsAndTheResponseBudgetEndTheConversation) {
   EXPECT_EQ(out.attention_mask.narrow(1, out.prompts.size(1), first_turn + 3).sum().item<int64_t>(), first_turn);
 }
 
+// verl's GSM8K interaction as the user: a wrong answer gets "incorrect" and another turn, the right one ends the
+// conversation; the scores go to turn_scores and reward_scores["user_turn_rewards"].
+TEST(ToolAgentLoop, AnInteractionAnswersAsTheUserUntilItEndsTheConversation) {
+  auto& f = fixture();
+  std::ofstream(f.dir + "/interactions.yaml") << R"Y(interaction:
+  - name: gsm8k
+    class_name: verl.interactions.gsm8k_interaction.Gsm8kInteraction
+    config: {}
+)Y";
+  auto interactions = InteractionSet::from_config_file(f.dir + "/interactions.yaml", 10);
+  auto in = one_sample();
+  in.interaction_kwargs = {json{{"name", "gsm8k"}, {"query", "What is 2+3?"}, {"ground_truth", "5"}}};
+  const AgentLoopOutput out =
+      run_scripted_agent_loop(script({"#### 4", "#### 5", "#### 6"}, nullptr), *f.tok, nullptr, interactions, options(), in);
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 6u) << messages.dump();
+  EXPECT_EQ(messages[3]["role"], "user");
+  EXPECT_NE(messages[3]["content"].get<std::string>().find("incorrect"), std::string::npos);
+  EXPECT_EQ(messages[5]["content"], "Your response is correct!");
+  EXPECT_EQ(out.turn_scores.at(0), json::array({0.0, 1.0}));
+  EXPECT_EQ(out.reward_scores.at(0), (json{{"user_turn_rewards", {0.0, 1.0}}}));
+  EXPECT_EQ(out.num_turns.at(0), 5);  // 2 assistant + 2 user + 1
+  // The policy's two turns are the only mask-1 tokens.
+  const int64_t policy = static_cast<int64_t>(2 * (encode("#### 4").size() + 1));
+  EXPECT_EQ(out.response_mask.sum().item<int64_t>(), policy);
+}
+
 }  // namespace
 }  // namespace verl::agent
