@@ -16,6 +16,7 @@
 #include "verl/agent/verl_python_shim.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/config/node_json.h"
 #include "verl/config/yaml_io.h"
 #include "verl/python/interpreter.h"
 #include "verl/python/user_code.h"
@@ -478,33 +479,11 @@ std::string json_text(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-nlohmann::ordered_json node_to_json(const config::Node& node) {
-  using config::Kind;
-  switch (node.kind()) {
-    case Kind::Null: return nullptr;
-    case Kind::Bool: return node.as_bool();
-    case Kind::Int: return node.as_int();
-    case Kind::Float: return node.as_double();
-    case Kind::String: return node.as_string();
-    case Kind::List: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& item : node.items()) out.push_back(node_to_json(item));
-      return out;
-    }
-    case Kind::Map: {
-      nlohmann::ordered_json out = nlohmann::ordered_json::object();
-      for (const auto& [key, item] : node.fields()) out[key] = node_to_json(item);
-      return out;
-    }
-  }
-  return nullptr;
-}
-
 // The YAML file as JSON; errors name the file.
 nlohmann::ordered_json read_yaml(const std::string& path, const std::string& what) {
   VERL_CHECK(std::filesystem::is_regular_file(path), "tools", what, " '", path, "' does not exist or is not a file");
   try {
-    return node_to_json(config::load_yaml_file(path));
+    return config::node_to_json(config::load_yaml_file(path));
   } catch (const Error& e) {
     VERL_FAIL("tools", what, " '", path, "': ", e.message());
   }

@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <thread>
 
 #include "support/run_command.h"
 #include "verl/agent/tools.h"
@@ -335,6 +336,31 @@ TEST(Tools, CodeBlockingTheEventLoopIsStoppedByTheBackstop) {
   // The interpreter and the loop are usable afterwards.
   EXPECT_NE(session->execute({{"garbage", nlohmann::ordered_json::object()}}).at(0).text.find("malformed"),
             std::string::npos);
+}
+
+// The rollout may call from a thread other than the interpreter's main one: asyncio's own timeout still applies.
+TEST(Tools, SessionsRunFromAnotherThread) {
+  const std::string dir = make_temp_dir("tools_thread");
+  write_file(dir + "/thread_tools_h.py", kBadTools);
+  forget_module("thread_tools_h");
+  write_file(dir + "/tools.yaml", "tools:\n" + tool_entry("thread_tools_h.Hangs", "hangs") +
+                                      tool_entry("thread_tools_h.Sync", "sync"));
+  auto tools = ToolSet::from_config_file(dir + "/tools.yaml", 1.0);
+  std::vector<ToolCallResult> results;
+  std::map<std::string, double> rewards;
+  std::thread worker([&] {
+    auto session = tools->start_session({{"sync", {{"create_kwargs", {{"ground_truth", "t"}}}}}});
+    results = session->execute({{"hangs", nlohmann::ordered_json::object()}, {"sync", {{"x", 3}}}});
+    rewards = session->finish();
+  });
+  worker.join();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].text,
+            "Error executing tool 'hangs': did not return within 1 s "
+            "(actor_rollout_ref.rollout.multi_turn.tool_timeout)");
+  EXPECT_EQ(results[1].text, "sync-1 got 3 for t");
+  EXPECT_EQ(rewards, (std::map<std::string, double>{{"hangs", 0.0}, {"sync", 0.25}}));
+  EXPECT_EQ(events_text("thread_tools_h", "RELEASED"), "['hangs', 'sync']");
 }
 
 TEST(Tools, SyncMethodsAndOlderCreateSignatures) {
