@@ -147,6 +147,13 @@ class Sync(BaseTool):
         RELEASED.append(self.name)
 
 
+class OtherForms(BaseTool):
+    async def execute(self, instance_id, parameters, **kwargs):
+        if parameters.get("media"):
+            return ToolResponse(text="with a picture", image=["png bytes"]), 1, {"m": float("nan")}
+        return {"text": "from a dict"}, 0.5, None
+
+
 class Exits(BaseTool):
     async def execute(self, instance_id, parameters, **kwargs):
         raise SystemExit(3)
@@ -367,8 +374,23 @@ TEST(Tools, SyncMethodsAndOlderCreateSignatures) {
   const std::string dir = make_temp_dir("tools_sync");
   write_file(dir + "/sync_tools_e.py", kBadTools);
   forget_module("sync_tools_e");
-  write_file(dir + "/tools.yaml", "tools:\n" + tool_entry("sync_tools_e.Sync", "sync"));
+  write_file(dir + "/tools.yaml",
+             "tools:\n" + tool_entry("sync_tools_e.Sync", "sync") + tool_entry("sync_tools_e.OtherForms", "forms"));
   auto tools = ToolSet::from_config_file(dir + "/tools.yaml", 5.0);
+  {
+    // A dict with "text" and metrics None; a ToolResponse with an image (only the text is used), an int reward and
+    // a NaN metric (as text: JSON has no NaN).
+    auto session = tools->start_session(nlohmann::json::object());
+    auto results = session->execute({{"forms", nlohmann::ordered_json::object()}, {"forms", {{"media", true}}}});
+    EXPECT_FALSE(results.at(0).error);
+    EXPECT_EQ(results[0].text, "from a dict");
+    EXPECT_EQ(results[0].reward, 0.5);
+    EXPECT_EQ(results[0].metrics, nlohmann::json::object());
+    EXPECT_FALSE(results.at(1).error);
+    EXPECT_EQ(results[1].text, "with a picture");
+    EXPECT_EQ(results[1].reward, 1.0);
+    EXPECT_EQ(results[1].metrics, (nlohmann::json{{"m", "nan"}}));
+  }
   {
     // create(instance_id=None, ground_truth=None): the create_kwargs entry that names a parameter is passed.
     auto session = tools->start_session({{"sync", {{"create_kwargs", {{"ground_truth", "9"}, {"other", 1}}}}}});
