@@ -474,6 +474,8 @@ TEST(Tools, ShimServesVerlWhenNoVerlIsInstalled) {
 // ------------------------------------------------------------------------------------------------ interactions
 
 const char* const kUserInteraction = R"PY(
+import asyncio
+
 from verl.interactions.base import BaseInteraction
 
 LOG = []
@@ -499,6 +501,11 @@ class CountingUser(BaseInteraction):
 
     async def finalize_interaction(self):  # the older signature: no instance id
         LOG.append(("finalize",))
+
+
+class Slow(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.sleep(60)
 
 
 class Broken(BaseInteraction):
@@ -575,6 +582,16 @@ interaction:
     EXPECT_NE(std::string(e.what()).find("[\"countinguser\",\"broken\"]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(interactions->start_session(nlohmann::json::object()), Error);
+
+  // A reply that does not come within the time limit ends the conversation with an error text.
+  write_file(dir + "/slow.yaml", "interaction:\n  - name: slow\n    class_name: user_interactions_g.Slow\n");
+  auto slow = InteractionSet::from_config_file(dir + "/slow.yaml", 1.0)->start_session({{"name", "slow"}});
+  turn = slow->respond(nlohmann::ordered_json::array());
+  EXPECT_TRUE(turn.error);
+  EXPECT_TRUE(turn.should_terminate);
+  EXPECT_EQ(turn.content,
+            "Error in interaction 'slow': did not return within 1 s "
+            "(actor_rollout_ref.rollout.multi_turn.tool_timeout)");
 
   write_file(dir + "/bad.yaml", "interaction:\n  - name: x\n    class_name: user_interactions_g.Nope\n");
   try {
