@@ -1,5 +1,5 @@
 // `verl data show|convert|preprocess`: look at parquet / JSONL files, convert between them, and build verl's
-// example datasets (gsm8k, math) from their JSONL sources.
+// example datasets (gsm8k, its multi-turn variants, math) from their JSONL sources.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -29,10 +29,13 @@ const char* const kDataUsage =
     "         parquet to JSONL, by the file extensions (.parquet, .jsonl/.json). Parquet to JSONL streams\n"
     "         one row group at a time; JSONL input is read whole (the schema is inferred from every row).\n"
     "\n"
-    "usage: verl data preprocess gsm8k|math --input FILE.jsonl --split NAME --output FILE.parquet\n"
+    "usage: verl data preprocess gsm8k|gsm8k_multiturn_w_tool|gsm8k_multiturn_w_interaction|math\n"
+    "                            --input FILE.jsonl --split NAME --output FILE.parquet\n"
     "\n"
-    "preprocess  builds verl's example datasets (examples/data_preprocess/gsm8k.py, math_dataset.py) from\n"
-    "         their JSONL sources: gsm8k rows {question, answer}, MATH rows {problem, solution, ...}.\n"
+    "preprocess  builds verl's example datasets (examples/data_preprocess/gsm8k.py, gsm8k_multiturn_w_tool.py,\n"
+    "         gsm8k_multiturn_w_interaction.py, math_dataset.py) from their JSONL sources: gsm8k rows\n"
+    "         {question, answer}, MATH rows {problem, solution, ...}. The multi-turn ones write verl's system and\n"
+    "         user messages with extra_info.tools_kwargs (calc_gsm8k_reward) and interaction_kwargs.\n"
     "\n"
     "usage: verl data preprocess digit_completion --output-dir DIR [--seed S] [--reward-columns]\n"
     "\n"
@@ -48,7 +51,16 @@ const char* const kDataUsage =
     "         (data_source \"arithmetic\", scored by the GSM8K rule). Writes DIR/train.parquet (--size rows,\n"
     "         default 10000) and DIR/test.parquet (--test-size distinct held-out problems, default 500) in verl's\n"
     "         schema, and DIR/sft_train.parquet (--sft-size, default 40000) / DIR/sft_val.parquet (--sft-val-size,\n"
-    "         default 500) with prompt / response columns. Test and SFT-val problems appear in no other split.\n";
+    "         default 500) with prompt / response columns. Test and SFT-val problems appear in no other split.\n"
+    "\n"
+    "usage: verl data preprocess arithmetic_tool --output-dir DIR [--seed S] [--size N] [--test-size N]\n"
+    "                                            [--sft-size N] [--sft-val-size N] [--tool-fraction X]\n"
+    "\n"
+    "         `verl demo --tools`'s task: \"12*34+5=\" with a calculator tool (examples/multi_turn/\n"
+    "         calculator_tool_config.yaml). The same four files and sizes as arithmetic (--sft-size default\n"
+    "         20000): train/test in verl's multi-turn layout (system + user messages, extra_info.tools_kwargs.\n"
+    "         calculator.create_kwargs), sft_train/sft_val with the tool listing in the system message and, for\n"
+    "         a share X of rows (default 0.4), the tool-call transcript as the response.\n";
 
 namespace {
 
@@ -247,18 +259,38 @@ int run_arithmetic(const ParsedArgs& p) {
   return 0;
 }
 
+int run_arithmetic_tool(const ParsedArgs& p) {
+  VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic_tool needs --output-dir");
+  data::ArithmeticToolOptions options;
+  if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count_option("--seed", p.get("--seed")));
+  if (p.has("--size")) options.train_size = parse_count_option("--size", p.get("--size"));
+  if (p.has("--test-size")) options.test_size = parse_count_option("--test-size", p.get("--test-size"));
+  if (p.has("--sft-size")) options.sft_train_size = parse_count_option("--sft-size", p.get("--sft-size"));
+  if (p.has("--sft-val-size")) options.sft_val_size = parse_count_option("--sft-val-size", p.get("--sft-val-size"));
+  if (p.has("--tool-fraction")) {
+    options.tool_fraction = parse_number_option("--tool-fraction", p.get("--tool-fraction"));
+  }
+  data::write_arithmetic_tool_dataset(p.get("--output-dir"), options);
+  std::cerr << "wrote " << options.train_size << " train, " << options.test_size << " test, " << options.sft_train_size
+            << " sft_train and " << options.sft_val_size << " sft_val rows to " << p.get("--output-dir") << "\n";
+  return 0;
+}
+
 int run_preprocess(const Args& args) {
   ParsedArgs p = parse_args(args, {"--reward-columns"}, {"--input", "--split", "--output", "--output-dir", "--seed", "--size",
-                                       "--test-size", "--sft-size", "--sft-val-size"});
+                                       "--test-size", "--sft-size", "--sft-val-size", "--tool-fraction"});
   VERL_CHECK(p.positional.size() == 1, "data",
              "expected 'verl data preprocess gsm8k|math --input ... --split ... --output ...' or "
-             "'verl data preprocess digit_completion|arithmetic --output-dir DIR [--seed S]'");
+             "'verl data preprocess digit_completion|arithmetic|arithmetic_tool --output-dir DIR [--seed S]'");
   const std::string& dataset = p.positional[0];
   data::check_preprocess_dataset(dataset);
   VERL_CHECK(!p.has("--reward-columns") || dataset == "digit_completion", "data",
              "--reward-columns is an option of digit_completion only (", dataset, " rows carry their reward columns)");
+  VERL_CHECK(!p.has("--tool-fraction") || dataset == "arithmetic_tool", "data",
+             "--tool-fraction is an option of arithmetic_tool only");
   if (dataset == "digit_completion") return run_digit_completion(p);
   if (dataset == "arithmetic") return run_arithmetic(p);
+  if (dataset == "arithmetic_tool") return run_arithmetic_tool(p);
   for (const char* option : {"--input", "--split", "--output"}) {
     VERL_CHECK(p.has(option), "data", "verl data preprocess ", dataset, " needs ", option);
   }

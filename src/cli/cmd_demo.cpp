@@ -12,9 +12,10 @@
 namespace verl::cli {
 
 const char* const kDemoUsage =
-    "usage: verl demo [--algo grpo|ppo] [--out DIR] [--seed S] [--threads N] [--target-accuracy X]\n"
+    "usage: verl demo [--algo grpo|ppo] [--tools] [--out DIR] [--seed S] [--threads N] [--target-accuracy X]\n"
     "                 [--max-sft-steps N] [--lora-rank R] [key.path=value ...]\n"
-    "       verl demo --prepare-only [--out DIR] [--seed S] [--threads N] [--target-accuracy X] [--max-sft-steps N]\n"
+    "       verl demo --prepare-only [--tools] [--out DIR] [--seed S] [--threads N] [--target-accuracy X]\n"
+    "                 [--max-sft-steps N]\n"
     "\n"
     "The embedded default, made locally and run end to end on this machine's CPU:\n"
     "  1. the `arithmetic` task (\"12+35=\" answered \"#### 47\", scored by the GSM8K rule) as parquet in DIR/data;\n"
@@ -33,7 +34,16 @@ const char* const kDemoUsage =
     "--threads: LibTorch threads for SFT and RL (default 1, see docs/architecture.md: one thread is as fast as\n"
     "two for this model size and never loses time to OpenMP spin-waiting on a busy machine).\n"
     "--lora-rank R: RL trains LoRA adapters of rank R on every projection instead of the whole model\n"
-    "(actor_rollout_ref.model.lora_rank=R, lora_alpha=2R, actor.optim.lr=3e-3; the overrides given here win).\n";
+    "(actor_rollout_ref.model.lora_rank=R, lora_alpha=2R, actor.optim.lr=3e-3; the overrides given here win).\n"
+    "\n"
+    "--tools: the multi-turn variant. The task is arithmetic_tool (\"12*34+5=\", too hard for the tiny model's\n"
+    "head) with a calculator tool in verl's tool interface (DIR/tools/calculator_tool.py and its tool config, the\n"
+    "same as examples/multi_turn/); the tokenizer renders tools in the hermes style. SFT mixes tool transcripts\n"
+    "(40%) with direct answers and runs until conversations that call the tool reach accuracy X (default 0.9);\n"
+    "GRPO then runs with the multi-turn rollout (rollout.multi_turn.enable=true, format hermes,\n"
+    "max_assistant_turns=2, data.return_raw_chat=true; DIR/runs/arithmetic_tool_grpo, the composed config in\n"
+    "DIR/arithmetic_tool_grpo.yaml). The last line adds tool_calls_first=<a> tool_calls_last=<b> (verl's\n"
+    "tool_call_counts/mean at the first and last step).\n";
 
 namespace {
 
@@ -50,6 +60,7 @@ int run_demo_command(const Args& args) {
   trainer::DemoOptions options;
   options.prepare.out_dir = "verl_demo";
   bool prepare_only = false;
+  bool target_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -65,8 +76,11 @@ int run_demo_command(const Args& args) {
     } else if (a == "--threads") {
       options.prepare.num_threads = parse_count_option("--threads", value());
       VERL_CHECK(*options.prepare.num_threads > 0, "demo", "--threads must be > 0");
+    } else if (a == "--tools") {
+      options.prepare.tools = true;
     } else if (a == "--target-accuracy") {
       options.prepare.target_accuracy = parse_number_option("--target-accuracy", value());
+      target_given = true;
     } else if (a == "--max-sft-steps") {
       options.prepare.max_sft_steps = parse_count_option("--max-sft-steps", value());
     } else if (a == "--algo") {
@@ -85,14 +99,20 @@ int run_demo_command(const Args& args) {
       return 2;
     }
   }
+  // With tools the target is the accuracy of tool-calling conversations (copying the expression and the result).
+  if (options.prepare.tools && !target_given) options.prepare.target_accuracy = 0.9;
   if (prepare_only) {
     VERL_CHECK(options.overrides.empty(), "demo", "--prepare-only runs no RL: drop the overrides (",
                options.overrides.front(), ")");
     trainer::DemoPrepareResult r = trainer::prepare_demo(options.prepare);
     std::cout << std::fixed << std::setprecision(3) << "demo: prepared sft_steps=" << r.sft_steps
               << " sft_seconds=" << std::setprecision(1) << r.sft_seconds << std::setprecision(3)
-              << " sft_val_accuracy=" << r.sft_val_accuracy << " test_accuracy=" << r.test_accuracy
-              << " model=" << r.model_dir << " data=" << r.data_dir << "\n";
+              << " sft_val_accuracy=" << r.sft_val_accuracy << " test_accuracy=" << r.test_accuracy;
+    if (options.prepare.tools) {
+      std::cout << " test_tool_call_rate=" << r.test_tool_call_rate
+                << " test_tool_path_accuracy=" << r.test_tool_path_accuracy;
+    }
+    std::cout << " model=" << r.model_dir << " data=" << r.data_dir << "\n";
     return 0;
   }
   trainer::DemoResult r = trainer::run_demo(options);
@@ -102,7 +122,12 @@ int run_demo_command(const Args& args) {
             << " s\n"
             << "demo: report " << r.run_dir << "/report.html, metrics " << r.run_dir << "/metrics.jsonl\n";
   std::cout << std::fixed << std::setprecision(3) << "demo: val_accuracy_before=" << r.val_accuracy_before
-            << " val_accuracy_after=" << r.val_accuracy_after << " run_dir=" << r.run_dir << std::endl;
+            << " val_accuracy_after=" << r.val_accuracy_after << " run_dir=" << r.run_dir;
+  if (options.prepare.tools) {
+    std::cout << " tool_calls_first=" << r.tool_calls_first.value_or(-1)
+              << " tool_calls_last=" << r.tool_calls_last.value_or(-1);
+  }
+  std::cout << std::endl;
   return 0;
 }
 

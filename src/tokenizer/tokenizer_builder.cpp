@@ -1,5 +1,6 @@
 #include "verl/tokenizer/tokenizer_builder.h"
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -60,6 +61,117 @@ const std::string& chatml_template() {
   return text;
 }
 
+namespace {
+
+const char* const kToolsHeader = "Tools you can call:\n<tools>";
+const char* const kToolsFooter =
+    "\n</tools>\nTo call one, reply with:\n<tool_call>\n{\"name\": <name>, \"arguments\": <args-json>}\n</tool_call>";
+
+// `text` as a single-quoted Jinja string literal.
+std::string jinja_literal(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+void append_json_string(const std::string& text, std::string& out) {
+  // nlohmann escapes as json.dumps(ensure_ascii=False) does: \" \\ \b \f \n \r \t, other controls \u00XX,
+  // UTF-8 kept.
+  out += nlohmann::ordered_json(text).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::strict);
+}
+
+void append_python_json(const nlohmann::ordered_json& value, std::string& out) {
+  if (value.is_object()) {
+    out += '{';
+    bool first = true;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      append_json_string(it.key(), out);
+      out += ": ";
+      append_python_json(it.value(), out);
+    }
+    out += '}';
+  } else if (value.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (i > 0) out += ", ";
+      append_python_json(value[i], out);
+    }
+    out += ']';
+  } else if (value.is_string()) {
+    append_json_string(value.get<std::string>(), out);
+  } else {
+    VERL_CHECK(!value.is_number_float() || std::isfinite(value.get<double>()), "tokenizer",
+               "python_json_dumps: a non-finite number has no JSON text");
+    out += value.dump();  // null, true / false, integers; floats in shortest round-trip form as Python's repr
+  }
+}
+
+}  // namespace
+
+std::string python_json_dumps(const nlohmann::ordered_json& value) {
+  std::string out;
+  append_python_json(value, out);
+  return out;
+}
+
+std::string chatml_tools_listing(const nlohmann::ordered_json& tools) {
+  VERL_CHECK(tools.is_array(), "tokenizer", "tools must be a list of schemas, got ", tools.dump());
+  std::string out = kToolsHeader;
+  for (const auto& tool : tools) out += "\n" + python_json_dumps(tool);
+  return out + kToolsFooter;
+}
+
+const std::string& chatml_tools_template() {
+  static const std::string text =
+      // The system turn with the tool listing.
+      "{%- if tools %}"
+      "{{- '<|im_start|>system\\n' }}"
+      "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] + '\\n\\n' }}{%- endif %}"
+      "{{- " + jinja_literal(kToolsHeader) + " }}"
+      "{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}"
+      "{{- " + jinja_literal(kToolsFooter) + " + '<|im_end|>\\n' }}"
+      "{%- endif %}"
+      "{%- for message in messages %}"
+      // The system message went into the tools' system turn.
+      "{%- if message['role'] == 'system' and loop.first and tools %}"
+      // Consecutive tool results: one user turn.
+      "{%- elif message['role'] == 'tool' %}"
+      "{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+      "{{- '\\n<tool_response>\\n' + message['content'] + '\\n</tool_response>' }}"
+      "{%- if loop.last or messages[loop.index0 + 1]['role'] != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+      // Assistant turns: content, then the calls.
+      "{%- elif message['role'] == 'assistant' %}"
+      "{{- '<|im_start|>assistant\\n' }}"
+      "{%- if message['content'] %}{{- message['content'] }}{%- endif %}"
+      "{%- if message['tool_calls'] %}"
+      "{%- for call in message['tool_calls'] %}"
+      "{%- set fn = call['function'] if call['function'] is defined else call %}"
+      "{%- if not loop.first or message['content'] %}{{- '\\n' }}{%- endif %}"
+      "{{- '<tool_call>\\n{\"name\": ' + (fn['name'] | tojson) + ', \"arguments\": ' }}"
+      "{%- if fn['arguments'] is string %}{{- fn['arguments'] }}{%- else %}{{- fn['arguments'] | tojson }}{%- endif %}"
+      "{{- '}\\n</tool_call>' }}"
+      "{%- endfor %}"
+      "{%- endif %}"
+      "{{- '<|im_end|>\\n' }}"
+      "{%- else %}"
+      "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+      "{%- endif %}"
+      "{%- endfor %}"
+      "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+  return text;
+}
+
 BuiltVocab build_byte_level_vocab(const ByteLevelBPESpec& spec) {
   BuiltVocab vocab;
   std::set<std::string> known;
@@ -106,10 +218,16 @@ int64_t write_byte_level_bpe_folder(const std::string& dir, const ByteLevelBPESp
   nlohmann::ordered_json added = nlohmann::ordered_json::array();
   nlohmann::ordered_json added_decoder = nlohmann::ordered_json::object();
   int64_t next_id = static_cast<int64_t>(vocab.tokens.size());
-  for (const auto& token : spec.special_tokens) {
+  std::vector<std::pair<std::string, bool>> added_tokens;  // (content, special): non-special first
+  for (const auto& token : spec.added_tokens) {
+    VERL_CHECK(!is_special(token), "tokenizer", "token '", token, "' is both an added and a special token");
+    added_tokens.emplace_back(token, false);
+  }
+  for (const auto& token : spec.special_tokens) added_tokens.emplace_back(token, true);
+  for (const auto& [token, special] : added_tokens) {
     nlohmann::ordered_json entry = {{"id", next_id},         {"content", token}, {"single_word", false},
                                     {"lstrip", false},       {"rstrip", false},  {"normalized", false},
-                                    {"special", true}};
+                                    {"special", special}};
     added.push_back(entry);
     nlohmann::ordered_json decoder_entry = entry;
     decoder_entry.erase("id");

@@ -1,10 +1,14 @@
-// `verl demo --prepare-only`: the embedded default's data, tokenizer, tiny model and SFT warm start.
+// `verl demo --prepare-only`: the embedded default's data, tokenizer, tiny model and SFT warm start (the
+// arithmetic task, or arithmetic_tool with --tools).
 #include "verl/trainer/demo.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
@@ -16,6 +20,7 @@
 #include "verl/io/parquet/reader.h"
 #include "verl/model/model_tools.h"
 #include "verl/tokenizer/tokenizer_builder.h"
+#include "verl/trainer/demo_tools.h"
 #include "verl/trainer/greedy_eval.h"
 #include "verl/trainer/sft_trainer.h"
 
@@ -51,6 +56,30 @@ void load_eval_set(const std::string& path, const tokenizer::Tokenizer& tok, std
   }
 }
 
+// The arithmetic task's tokenizer.
+tokenizer::ByteLevelBPESpec arithmetic_tokenizer_spec() {
+  tokenizer::ByteLevelBPESpec spec;
+  spec.alphabet = tokenizer::printable_ascii_alphabet();
+  spec.words = demo_tokenizer_words();
+  // Order matters: `verl model init` puts bos / eos / pad at V-3 / V-2 / V-1 in config.json and
+  // generation_config.json, so eos is <|im_end|> and pad <|endoftext|>, as in Qwen2 instruct models.
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
+  spec.eos_token = "<|im_end|>";
+  spec.pad_token = "<|endoftext|>";
+  spec.chat_template = tokenizer::chatml_template();
+  return spec;
+}
+
+// The longest prompt + response of an SFT split, in tokens (the SFT max_length: rows are padded to it).
+int64_t longest_sft_row(const std::string& path, const tokenizer::Tokenizer& tok) {
+  size_t longest = 0;
+  for (const auto& row : io::parquet::read_parquet(path, {"prompt", "response"})) {
+    longest = std::max(longest, data::sft_prompt_ids(tok, *row.find("prompt")).size() +
+                                    data::sft_response_ids(tok, row.find("response")->as_string()).size());
+  }
+  return static_cast<int64_t>(longest);
+}
+
 void copy_folder_atomic(const std::string& from, const std::string& to) {
   StagedDirectory staged(to);
   for (const auto& entry : fs::directory_iterator(from)) {
@@ -80,26 +109,38 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   fs::create_directories(out, ec);
   VERL_CHECK(!ec, "demo", "cannot create '", out, "': ", ec.message());
 
-  // 1. Data.
-  data::ArithmeticOptions data_options;
-  data_options.seed = options.seed;
-  data::write_arithmetic_dataset(result.data_dir, data_options);
-  std::cerr << "demo: data in " << result.data_dir << " (" << data_options.train_size << " train, "
-            << data_options.test_size << " test, " << data_options.sft_train_size << " sft_train, "
-            << data_options.sft_val_size << " sft_val)\n";
+  // 1. Data (and, with tools, the calculator tool next to its config: the tool runtime imports from there).
+  int64_t train_size = 0, test_size = 0, sft_train_size = 0, sft_val_size = 0;
+  if (options.tools) {
+    data::ArithmeticToolOptions data_options;
+    data_options.seed = options.seed;
+    data_options.test_size = data_options.sft_val_size = 200;  // two-turn validations: kept short
+    data::write_arithmetic_tool_dataset(result.data_dir, data_options);
+    train_size = data_options.train_size, test_size = data_options.test_size;
+    sft_train_size = data_options.sft_train_size, sft_val_size = data_options.sft_val_size;
+    StagedDirectory tools(out + "/tools");
+    write_file_atomic(tools.path() + "/calculator_tool.py", demo_calculator_tool_py());
+    write_file_atomic(tools.path() + "/calculator_tool_config.yaml", demo_calculator_tool_yaml());
+    tools.commit();
+    result.tool_config_path = out + "/tools/calculator_tool_config.yaml";
+  } else {
+    data::ArithmeticOptions data_options;
+    data_options.seed = options.seed;
+    data::write_arithmetic_dataset(result.data_dir, data_options);
+    train_size = data_options.train_size, test_size = data_options.test_size;
+    sft_train_size = data_options.sft_train_size, sft_val_size = data_options.sft_val_size;
+  }
+  std::cerr << "demo: data in " << result.data_dir << " (" << train_size << " train, " << test_size << " test, "
+            << sft_train_size << " sft_train, " << sft_val_size << " sft_val)\n";
 
   // 2. Tokenizer: byte-level BPE over printable ASCII with merges for the template's words.
-  tokenizer::ByteLevelBPESpec spec;
-  spec.alphabet = tokenizer::printable_ascii_alphabet();
-  spec.words = demo_tokenizer_words();
-  // Order matters: `verl model init` puts bos / eos / pad at V-3 / V-2 / V-1 in config.json and
-  // generation_config.json, so eos is <|im_end|> and pad <|endoftext|>, as in Qwen2 instruct models.
-  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
-  spec.eos_token = "<|im_end|>";
-  spec.pad_token = "<|endoftext|>";
-  spec.chat_template = tokenizer::chatml_template();
   const std::string tokenizer_dir = out + "/tokenizer";
-  result.vocab_size = tokenizer::write_byte_level_bpe_folder(tokenizer_dir, spec);
+  result.vocab_size = tokenizer::write_byte_level_bpe_folder(
+      tokenizer_dir, options.tools ? demo_tools_tokenizer_spec() : arithmetic_tokenizer_spec());
+  // The longest SFT row (prompt with the tool listing + tool transcript) with tools; 64 covers arithmetic's.
+  const int64_t sft_max_length =
+      options.tools ? longest_sft_row(result.data_dir + "/sft_train.parquet", tokenizer::Tokenizer::from_folder(tokenizer_dir))
+                    : 64;
 
   // 3. Tiny Qwen2 (design.md: hidden 128, 2 layers, 4 heads).
   model::InitOptions init;
@@ -122,7 +163,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "data.val_files", config::Node::string(result.data_dir + "/sft_val.parquet"));
   set_key(root, "data.prompt_key", config::Node::string("prompt"));
   set_key(root, "data.response_key", config::Node::string("response"));
-  set_key(root, "data.max_length", config::Node::integer(64));
+  set_key(root, "data.max_length", config::Node::integer(sft_max_length));
   set_key(root, "data.train_batch_size", config::Node::integer(options.sft_batch_size));
   set_key(root, "data.micro_batch_size_per_gpu", config::Node::integer(options.sft_batch_size));
   set_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
@@ -131,7 +172,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "optim.warmup_steps_ratio", config::Node::floating(0.02));
   set_key(root, "optim.lr_scheduler", config::Node::string("constant"));
   set_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
-  set_key(root, "trainer.project_name", config::Node::string("arithmetic-demo"));
+  set_key(root, "trainer.project_name", config::Node::string(options.tools ? "arithmetic-tool-demo" : "arithmetic-demo"));
   set_key(root, "trainer.experiment_name", config::Node::string("sft"));
   set_key(root, "trainer.total_epochs", config::Node::integer(1000));
   set_key(root, "trainer.total_training_steps", config::Node::integer(options.max_sft_steps));
@@ -147,37 +188,60 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   for (const auto& p : trainer.model()->parameters()) result.num_parameters += p.numel();
   std::cerr << "demo: tokenizer (" << result.vocab_size << " tokens) and Qwen2 model (" << result.num_parameters
             << " parameters) in " << result.init_model_dir << "\n";
-  std::vector<std::vector<int32_t>> val_prompts;
-  std::vector<std::string> val_truths;
-  load_eval_set(result.data_dir + "/sft_val.parquet", trainer.tokenizer(), val_prompts, val_truths);
+  // Greedy evaluation of a split: accuracy, and with tools the tool-call rate and tool-path accuracy.
+  struct Eval {
+    double accuracy = 0, tool_call_rate = 0, tool_path_accuracy = 0;
+  };
   const int64_t max_response_length = 8;  // "####", " ", up to 3 digits or a sign, eos
-  double accuracy = 0;
+  const int64_t max_turn_tokens = 40;     // a tool call is about 25 tokens
+  auto evaluator = [&](const std::string& split) -> std::function<Eval()> {
+    const std::string path = result.data_dir + "/" + split + ".parquet";
+    if (options.tools) {
+      auto texts = std::make_shared<std::vector<std::string>>();
+      auto truths = std::make_shared<std::vector<std::string>>();
+      load_tool_eval_set(path, trainer.tokenizer(), *texts, *truths);
+      return [&trainer, texts, truths, max_turn_tokens] {
+        ToolEvalResult r = tool_greedy_eval(trainer.model(), trainer.tokenizer(), *texts, *truths, max_turn_tokens);
+        return Eval{r.accuracy, r.tool_call_rate, r.tool_path_accuracy};
+      };
+    }
+    auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
+    auto truths = std::make_shared<std::vector<std::string>>();
+    load_eval_set(path, trainer.tokenizer(), *prompts, *truths);
+    return [&trainer, prompts, truths, max_response_length] {
+      return Eval{greedy_accuracy(trainer.model(), trainer.tokenizer(), *prompts, *truths, "arithmetic",
+                                  max_response_length)
+                      .accuracy};
+    };
+  };
+  std::function<Eval()> evaluate_sft_val = evaluator("sft_val");
+  Eval val;
   double train_loss = 0;
   SFTFitResult fit = trainer.fit([&](int64_t step, const std::map<std::string, double>& metrics) {
     train_loss = metrics.at("train/loss");
     if (step % options.eval_every != 0 && step != options.max_sft_steps) return true;
-    accuracy = greedy_accuracy(trainer.model(), trainer.tokenizer(), val_prompts, val_truths, "arithmetic",
-                               max_response_length)
-                   .accuracy;
+    val = evaluate_sft_val();
     std::cerr << "demo: sft step " << step << " loss " << std::fixed << std::setprecision(4) << train_loss
-              << " sft_val greedy accuracy " << std::setprecision(3) << accuracy << " (" << std::setprecision(1)
-              << seconds_since(sft_start) << " s)\n"
-              << std::defaultfloat;
-    return accuracy < options.target_accuracy;
+              << " sft_val greedy accuracy " << std::setprecision(3) << val.accuracy;
+    if (options.tools) {
+      std::cerr << " tool-call rate " << val.tool_call_rate << " tool-path accuracy " << val.tool_path_accuracy;
+    }
+    std::cerr << " (" << std::setprecision(1) << seconds_since(sft_start) << " s)\n" << std::defaultfloat;
+    return (options.tools ? val.tool_path_accuracy : val.accuracy) < options.target_accuracy;
   });
   result.sft_steps = fit.global_steps;
   result.sft_seconds = seconds_since(sft_start);
-  result.sft_val_accuracy = accuracy;
+  result.sft_val_accuracy = val.accuracy;
+  result.sft_val_tool_call_rate = val.tool_call_rate;
+  result.sft_val_tool_path_accuracy = val.tool_path_accuracy;
   VERL_CHECK(!fit.last_checkpoint.empty(), "demo", "the SFT run wrote no checkpoint");
   copy_folder_atomic(fit.last_checkpoint, result.model_dir);
 
   // 5. Held-out accuracy of the warm-started model (the RL validation set).
-  std::vector<std::vector<int32_t>> test_prompts;
-  std::vector<std::string> test_truths;
-  load_eval_set(result.data_dir + "/test.parquet", trainer.tokenizer(), test_prompts, test_truths);
-  result.test_accuracy = greedy_accuracy(trainer.model(), trainer.tokenizer(), test_prompts, test_truths,
-                                         "arithmetic", max_response_length)
-                             .accuracy;
+  const Eval test = evaluator("test")();
+  result.test_accuracy = test.accuracy;
+  result.test_tool_call_rate = test.tool_call_rate;
+  result.test_tool_path_accuracy = test.tool_path_accuracy;
   result.total_seconds = seconds_since(start);
   return result;
 }

@@ -52,6 +52,20 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
+std::vector<std::string> demo_tools_rl_overrides(const std::string& tool_config_path) {
+  return {
+      "data.return_raw_chat=true",
+      "data.max_prompt_length=160",   // the tool listing makes the prompt about 120 tokens
+      "data.max_response_length=64",  // tool call (~25), tool turn (~12), answer (~6), slack for a longer first turn
+      "actor_rollout_ref.rollout.multi_turn.enable=true",
+      "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + tool_config_path,
+      "actor_rollout_ref.rollout.multi_turn.format=hermes",
+      "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=2",
+      "trainer.project_name=verl_demo",
+      "trainer.experiment_name=arithmetic_tool_grpo",
+  };
+}
+
 std::string demo_rl_config_yaml(const std::string& algo) {
   if (algo == "grpo") return verl_embedded_arithmetic_grpo_yaml;
   if (algo == "ppo") return verl_embedded_arithmetic_ppo_yaml;
@@ -72,11 +86,20 @@ DemoResult run_demo(const DemoOptions& options) {
 
   // The RL config first, so a bad override fails before any work: the example file, the demo's paths, then
   // the user's overrides.
+  VERL_CHECK(!options.prepare.tools || options.algo == "grpo", "demo", "--tools runs GRPO; drop --algo ",
+             options.algo);
   const std::string example = "examples/arithmetic_" + options.algo + ".yaml";
   const std::string rl_yaml = demo_rl_config_yaml(options.algo);
   config::Node root = config::default_config_tree();
   config::merge_config_file(root, config::parse_yaml(rl_yaml, example + " (built in)"), example);
-  const std::string default_run_dir = out + "/runs/arithmetic_" + options.algo;
+  const std::string run_name = (options.prepare.tools ? "arithmetic_tool_" : "arithmetic_") + options.algo;
+  const std::string default_run_dir = out + "/runs/" + run_name;
+  const std::string tool_config_path = out + "/tools/calculator_tool_config.yaml";  // what prepare_demo writes
+  if (options.prepare.tools) {
+    for (const auto& text : demo_tools_rl_overrides(tool_config_path)) {
+      config::apply_override(root, config::parse_override(text));
+    }
+  }
   const auto seed = static_cast<int64_t>(options.prepare.seed);
   set_key(root, "data.train_files", path_list(data_dir + "/train.parquet"));
   set_key(root, "data.val_files", path_list(data_dir + "/test.parquet"));
@@ -102,11 +125,13 @@ DemoResult run_demo(const DemoOptions& options) {
   DemoResult result;
   result.prepared = prepare_demo(options.prepare);
   const DemoPrepareResult& prepared = result.prepared;
-  VERL_ASSERT(prepared.data_dir == data_dir && prepared.model_dir == model_dir, "demo",
-              "prepare_demo wrote to unexpected folders");
-  // The example as run, next to the data, for `verl train --config` (its paths are relative to the cwd).
-  result.config_file = out + "/arithmetic_" + options.algo + ".yaml";
-  write_file_atomic(result.config_file, rl_yaml);
+  VERL_ASSERT(prepared.data_dir == data_dir && prepared.model_dir == model_dir &&
+                  (!options.prepare.tools || prepared.tool_config_path == tool_config_path),
+              "demo", "prepare_demo wrote to unexpected folders");
+  // The example as run, next to the data, for `verl train --config` (its paths are relative to the cwd); with
+  // tools the config as composed (absolute paths), as the example alone does not set the multi-turn keys.
+  result.config_file = out + "/" + run_name + ".yaml";
+  write_file_atomic(result.config_file, options.prepare.tools ? config::to_yaml(resolved) : rl_yaml);
   // A fresh run folder: metrics.jsonl appends and resume_mode=auto would continue an old run.
   if (ppo.trainer.default_local_dir == default_run_dir) fs::remove_all(default_run_dir);
 
@@ -132,6 +157,12 @@ DemoResult run_demo(const DemoOptions& options) {
     if (planned_steps > 0) line << "/" << planned_steps;
     if (auto score = find_prefixed(metrics, "critic/score/mean")) line << "  score " << fixed(*score, 3);
     if (auto entropy = find_prefixed(metrics, "actor/entropy")) line << "  entropy " << fixed(*entropy, 3);
+    if (auto calls = find_prefixed(metrics, "tool_call_counts/mean")) {
+      if (!result.tool_calls_first) result.tool_calls_first = calls;
+      result.tool_calls_last = calls;
+      line << "  tool calls " << fixed(*calls, 2);
+    }
+    if (auto turns = find_prefixed(metrics, "num_turns/mean")) line << "  turns " << fixed(*turns, 2);
     if (accuracy) line << "  val accuracy " << fixed(*accuracy, 3);
     line << "  (" << fixed(seconds_since(rl_start), 1) << " s)";
     std::cerr << line.str() << "\n";

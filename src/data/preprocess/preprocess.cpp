@@ -8,7 +8,9 @@
 namespace verl::data {
 
 const std::vector<std::string>& preprocess_dataset_names() {
-  static const std::vector<std::string> names = {"gsm8k", "math", "digit_completion", "arithmetic"};
+  static const std::vector<std::string> names = {
+      "gsm8k", "math", "digit_completion", "arithmetic", "gsm8k_multiturn_w_tool", "gsm8k_multiturn_w_interaction",
+      "arithmetic_tool"};
   return names;
 }
 
@@ -21,6 +23,8 @@ void check_preprocess_dataset(const std::string& dataset) {
 PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::vector<io::Value>& source,
                                        const std::string& split, const std::string& where) {
   if (dataset == "gsm8k") return preprocess_gsm8k(source, split, where);
+  if (dataset == "gsm8k_multiturn_w_tool") return preprocess_gsm8k_multiturn_w_tool(source, split, where);
+  if (dataset == "gsm8k_multiturn_w_interaction") return preprocess_gsm8k_multiturn_w_interaction(source, split, where);
   if (dataset == "math") return preprocess_math(source, split, where);
   check_preprocess_dataset(dataset);
   VERL_FAIL("data", "dataset '", dataset, "' is generated, not read from --input: use --output-dir");

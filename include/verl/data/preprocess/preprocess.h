@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "verl/io/parquet/writer.h"
 #include "verl/io/value.h"
 
@@ -21,7 +23,8 @@ const std::vector<std::string>& preprocess_dataset_names();
 // Fails (listing the valid names) unless `dataset` is one of them.
 void check_preprocess_dataset(const std::string& dataset);
 
-// `dataset`: "gsm8k" or "math" (an unknown name is an error listing both). `where` names the input in errors.
+// `dataset`: "gsm8k", "gsm8k_multiturn_w_tool", "gsm8k_multiturn_w_interaction" or "math" (an unknown name is an
+// error listing the valid ones). `where` names the input in errors.
 PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::vector<io::Value>& source,
                                        const std::string& split, const std::string& where);
 
@@ -29,6 +32,16 @@ PreprocessedDataset preprocess_dataset(const std::string& dataset, const std::ve
 std::string gsm8k_extract_solution(const std::string& answer);
 PreprocessedDataset preprocess_gsm8k(const std::vector<io::Value>& source, const std::string& split,
                                      const std::string& where);
+
+// verl's multi-turn GSM8K (examples/data_preprocess/gsm8k_multiturn_w_tool.py): prompt = [verl's system message
+// asking for the calc_gsm8k_reward tool, user = question + " " + instruction], extra_info adds need_tools_kwargs,
+// tools_kwargs.calc_gsm8k_reward.create_kwargs.ground_truth and interaction_kwargs {query, ground_truth}.
+PreprocessedDataset preprocess_gsm8k_multiturn_w_tool(const std::vector<io::Value>& source, const std::string& split,
+                                                      const std::string& where);
+// gsm8k_multiturn_w_interaction.py: its own system message; extra_info.interaction_kwargs {name: "gsm8k", query,
+// ground_truth}, no tools.
+PreprocessedDataset preprocess_gsm8k_multiturn_w_interaction(const std::vector<io::Value>& source,
+                                                             const std::string& split, const std::string& where);
 
 // MATH: verl's last_boxed_only_string (empty optional when none) and remove_boxed.
 bool math_last_boxed_only_string(const std::string& text, std::string& boxed);
@@ -80,5 +93,45 @@ std::string arithmetic_prompt_text(const ArithmeticProblem& problem);
 ArithmeticSplits arithmetic_splits(const ArithmeticOptions& options);
 // Writes DIR/{train,test,sft_train,sft_val}.parquet (DIR is created).
 void write_arithmetic_dataset(const std::string& dir, const ArithmeticOptions& options);
+
+// The `arithmetic_tool` synthetic task (`verl demo --tools`): "a*b+c=" with a, b in 10..99 and c in 10..999,
+// beyond the tiny model's mental arithmetic but one call of a calculator tool away. Scored like `arithmetic`
+// (data_source "arithmetic", "#### N", the GSM8K rule). Seeded, platform-independent.
+//   train / test    verl's multi-turn layout: prompt [system arithmetic_tool_system_prompt(), user question +
+//                   "\n" + arithmetic_instruction()], extra_info.need_tools_kwargs = true and
+//                   tools_kwargs.calculator.create_kwargs.ground_truth; test problems are distinct and held out
+//   sft_train / sft_val   prompt [system: the same system prompt + "\n\n" + the tool listing of
+//                   tokenizer::chatml_tools_template(), user], so the template renders it without `tools` exactly
+//                   as the RL prompt with tools = [calculator_tool_schema()]; response: for a `tool_fraction`
+//                   share (extra_info.uses_tool) arithmetic_tool_transcript(), otherwise "#### N"
+struct ArithmeticToolOptions {
+  uint64_t seed = 0;
+  int64_t train_size = 10000;
+  int64_t test_size = 500;
+  int64_t sft_train_size = 20000;
+  int64_t sft_val_size = 500;
+  double tool_fraction = 0.4;
+};
+struct ArithmeticToolProblem {
+  int64_t a = 0, b = 0, c = 0;
+  std::string expression() const;  // "12*34+5"
+  std::string question() const;    // "12*34+5="
+  int64_t answer() const;
+};
+struct ArithmeticToolSplits {
+  PreprocessedDataset train, test, sft_train, sft_val;
+};
+// The calculator's OpenAI function schema, as examples/multi_turn/calculator_tool_config.yaml declares it.
+const nlohmann::ordered_json& calculator_tool_schema();
+const std::string& arithmetic_tool_system_prompt();
+std::string arithmetic_tool_user_text(const ArithmeticToolProblem& problem);
+// The response of a tool-using answer, as chatml_tools_template() and verl's token building lay the turns out
+// (policy turn, tool turn, policy turn; the final <|im_end|> is SFT's eos):
+//   <tool_call>\n{"name": "calculator", "arguments": {"expression": "12*34+5"}}\n</tool_call><|im_end|>\n
+//   <|im_start|>user\n<tool_response>\n413\n</tool_response><|im_end|>\n<|im_start|>assistant\n#### 413
+std::string arithmetic_tool_transcript(const ArithmeticToolProblem& problem);
+ArithmeticToolSplits arithmetic_tool_splits(const ArithmeticToolOptions& options);
+// Writes DIR/{train,test,sft_train,sft_val}.parquet (DIR is created).
+void write_arithmetic_tool_dataset(const std::string& dir, const ArithmeticToolOptions& options);
 
 }  // namespace verl::data
