@@ -508,6 +508,12 @@ struct LoopRunner {
     if (!loop && !driver && !objects) return;
     py::gil_scoped_acquire gil;
     objects = py::object();
+    if (loop) {
+      try {
+        loop.attr("close")();  // its selector and self-pipe
+      } catch (py::error_already_set&) {
+      }
+    }
     loop = py::object();
     driver = py::object();
   }
