@@ -13,13 +13,15 @@
 // The modules tool files import from verl (verl.tools.base_tool, verl.tools.schemas, verl.interactions.base,
 // verl.utils.reward_score.gsm8k, verl.utils.rollout_trace) and verl's GSM8K tool and interaction
 // (verl.tools.gsm8k_tool.Gsm8kTool, verl.interactions.gsm8k_interaction.Gsm8kInteraction) are built in: served
-// to the embedded interpreter when no verl package is importable there.
+// to the embedded interpreter for the names its import system does not find otherwise, i.e. all of them when no
+// verl is installed there (agent/verl_python_shim.h).
 //
 // A call that raises, does not finish within the time limit (multi_turn.tool_timeout), or returns something that
 // is not verl's (ToolResponse | str, reward, metrics) becomes an error text for the model, `error` set and a
 // warning logged; the rollout goes on. Code that blocks the event loop (time.sleep in an async def) is stopped by
 // python::UserCallLimit 2 s after the time limit (the process ends if it still does not return, as for reward
-// functions). Error texts: "Unknown function 'x'. Available tools: ['a', 'b']",
+// functions; off the interpreter's main thread a TimeoutError cannot cut a time.sleep short, so there such code
+// ends the process). Error texts: "Unknown function 'x'. Available tools: ['a', 'b']",
 // "Error executing tool 'a': ValueError: ...", "Error executing tool 'a': did not return within 60 s (...)",
 // "Error executing tool 'a': malformed return ...".
 //
