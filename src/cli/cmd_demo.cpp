@@ -101,6 +101,11 @@ int run_demo_command(const Args& args) {
   }
   // With tools the target is the accuracy of tool-calling conversations (copying the expression and the result).
   if (options.prepare.tools && !target_given) options.prepare.target_accuracy = 0.9;
+  // Longer sequences (the tool listing): smaller SFT batches, more updates for the same time.
+  if (options.prepare.tools) {
+    options.prepare.sft_batch_size = 32;
+    options.prepare.eval_every = 100;
+  }
   if (prepare_only) {
     VERL_CHECK(options.overrides.empty(), "demo", "--prepare-only runs no RL: drop the overrides (",
                options.overrides.front(), ")");

@@ -191,6 +191,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   // Greedy evaluation of a split: accuracy, and with tools the tool-call rate and tool-path accuracy.
   struct Eval {
     double accuracy = 0, tool_call_rate = 0, tool_path_accuracy = 0;
+    std::string sample;
   };
   const int64_t max_response_length = 8;  // "####", " ", up to 3 digits or a sign, eos
   const int64_t max_turn_tokens = 40;     // a tool call is about 25 tokens
@@ -202,7 +203,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
       load_tool_eval_set(path, trainer.tokenizer(), *texts, *truths);
       return [&trainer, texts, truths, max_turn_tokens] {
         ToolEvalResult r = tool_greedy_eval(trainer.model(), trainer.tokenizer(), *texts, *truths, max_turn_tokens);
-        return Eval{r.accuracy, r.tool_call_rate, r.tool_path_accuracy};
+        return Eval{r.accuracy, r.tool_call_rate, r.tool_path_accuracy, r.tool_path_sample};
       };
     }
     auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
@@ -227,6 +228,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
       std::cerr << " tool-call rate " << val.tool_call_rate << " tool-path accuracy " << val.tool_path_accuracy;
     }
     std::cerr << " (" << std::setprecision(1) << seconds_since(sft_start) << " s)\n" << std::defaultfloat;
+    if (options.tools) std::cerr << "demo:   e.g. " << val.sample << "\n";
     return (options.tools ? val.tool_path_accuracy : val.accuracy) < options.target_accuracy;
   });
   result.sft_steps = fit.global_steps;

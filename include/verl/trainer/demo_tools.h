@@ -19,7 +19,8 @@ namespace verl::trainer {
 
 // The demo tokenizer (printable ASCII, demo_tokenizer_words()) plus: the non-special added tokens <tool_call>,
 // </tool_call>, <tool_response>, </tool_response>; every non-numeric pre-tokenizer chunk of the tool listing and of
-// a tool call as a word (one token each); chatml_tools_template().
+// a tool call as a word (one token each); every number below 1000 as a word, bare and after a space (the task's
+// numbers are then single tokens); chatml_tools_template().
 tokenizer::ByteLevelBPESpec demo_tools_tokenizer_spec();
 
 // The built-in copies of examples/multi_turn/calculator_tool.py and calculator_tool_config.yaml.
@@ -36,6 +37,7 @@ struct ToolEvalResult {
   double tool_call_rate = 0;      // share of first turns with a <tool_call>
   double tool_path_accuracy = 0;  // accuracy when the first turn is made to start with <tool_call>
   std::vector<std::string> first_turns;  // decoded first turns, in prompt order
+  std::string tool_path_sample;          // the first prompt's tool-path conversation: call -> tool text -> answer
 };
 
 // Greedy conversations: turn 1 from each prompt text (chat template with tools and the generation prompt); a turn

@@ -1,5 +1,5 @@
 // The `arithmetic_tool` synthetic task: "a*b+c" problems a tiny model cannot compute in its head but can with a
-// calculator tool. RL splits in verl's multi-turn layout (gsm8k_multiturn_w_tool's columns), SFT splits mixing
+// calculator tool (every number and answer below 1000: one token each for the demo tokenizer). RL splits in verl's multi-turn layout (gsm8k_multiturn_w_tool's columns), SFT splits mixing
 // tool transcripts with direct answers.
 #include <filesystem>
 #include <set>
@@ -67,9 +67,9 @@ class Lcg {
 
 ArithmeticToolProblem draw_problem(Lcg& rng) {
   ArithmeticToolProblem p;
-  p.a = 10 + rng.below(90);
-  p.b = 10 + rng.below(90);
-  p.c = 10 + rng.below(990);
+  p.a = 10 + rng.below(20);
+  p.b = 10 + rng.below(20);
+  p.c = 10 + rng.below(90);
   return p;
 }
 
@@ -182,8 +182,9 @@ std::string arithmetic_tool_transcript(const ArithmeticToolProblem& problem) {
 }
 
 ArithmeticToolSplits arithmetic_tool_splits(const ArithmeticToolOptions& options) {
-  VERL_CHECK(options.test_size >= 0 && options.sft_val_size >= 0 && options.test_size + options.sft_val_size <= 100000,
-             "data", "arithmetic_tool: test size + SFT validation size must be between 0 and 100000, got ",
+  // 36000 distinct problems exist (20 x 20 x 90): the held-out sets must leave most of them for training.
+  VERL_CHECK(options.test_size >= 0 && options.sft_val_size >= 0 && options.test_size + options.sft_val_size <= 10000,
+             "data", "arithmetic_tool: test size + SFT validation size must be between 0 and 10000, got ",
              options.test_size, " + ", options.sft_val_size);
   VERL_CHECK(options.train_size >= 0 && options.sft_train_size >= 0, "data",
              "arithmetic_tool: --size and the SFT train size must be non-negative");

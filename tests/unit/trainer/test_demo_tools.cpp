@@ -1,5 +1,5 @@
 // `verl demo --tools` pieces: the built-in calculator files are examples/multi_turn's, the C++ calculator gives the
-// tool's values, the demo tokenizer makes the hermes tags and the tool listing compact (digits stay single), and
+// tool's values, the demo tokenizer makes the hermes tags, the tool listing and numbers below 1000 compact, and
 // the RL keys the demo sets resolve through verl's config.
 #include <gtest/gtest.h>
 
@@ -54,13 +54,15 @@ TEST(DemoTools, TokenizerMakesToolTextCompact) {
                           "expression", "\":", " {\"", "Answer"}) {
     EXPECT_EQ(tok.encode(tag, false).size(), 1u) << tag;
   }
-  EXPECT_EQ(tok.encode("9801+10800", false).size(), 10u);  // digits stay single characters
+  EXPECT_EQ(tok.encode("29*29+99", false).size(), 5u);  // numbers below 1000 are single tokens
+  EXPECT_EQ(tok.encode("#### 940", false).size(), 2u);
+  EXPECT_EQ(tok.encode("1000", false).size(), 2u);
   // The longest problem: prompt and the whole tool transcript fit the demo's RL lengths (160 / 64), the listing's
   // words merged (one token per pre-tokenizer chunk, about 3.5 characters, instead of one per character).
   data::ArithmeticToolProblem p;
-  p.a = 99;
-  p.b = 99;
-  p.c = 999;
+  p.a = 29;
+  p.b = 29;
+  p.c = 99;
   io::Value prompt(io::List{
       io::Value(io::Struct{{"role", io::Value("system")},
                            {"content", io::Value(data::arithmetic_tool_system_prompt() + "\n\n" +

@@ -94,8 +94,8 @@ ArithmeticSplits arithmetic_splits(const ArithmeticOptions& options);
 // Writes DIR/{train,test,sft_train,sft_val}.parquet (DIR is created).
 void write_arithmetic_dataset(const std::string& dir, const ArithmeticOptions& options);
 
-// The `arithmetic_tool` synthetic task (`verl demo --tools`): "a*b+c=" with a, b in 10..99 and c in 10..999,
-// beyond the tiny model's mental arithmetic but one call of a calculator tool away. Scored like `arithmetic`
+// The `arithmetic_tool` synthetic task (`verl demo --tools`): "a*b+c=" with a, b in 10..29 and c in 10..99 (answers
+// 110..940), beyond the tiny model's mental arithmetic but one call of a calculator tool away. Scored like `arithmetic`
 // (data_source "arithmetic", "#### N", the GSM8K rule). Seeded, platform-independent.
 //   train / test    verl's multi-turn layout: prompt [system arithmetic_tool_system_prompt(), user question +
 //                   "\n" + arithmetic_instruction()], extra_info.need_tools_kwargs = true and
