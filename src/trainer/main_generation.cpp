@@ -36,12 +36,15 @@ std::string override_key(const std::string& override_text) {
   return text.substr(0, text.find('='));
 }
 
+constexpr const char* kMultiTurn = "actor_rollout_ref.rollout.multi_turn.";
+
 void check_override_keys(const std::vector<std::string>& overrides) {
   const auto& keys = generation_override_keys();
   for (const auto& o : overrides) {
     const std::string key = override_key(o);
     const bool chat_kwarg = key == kChatKwargs || key.rfind(kChatKwargs + ".", 0) == 0;
-    VERL_CHECK(chat_kwarg || std::find(keys.begin(), keys.end(), key) != keys.end(), kComponent, "'", o,
+    const bool multi_turn = key.rfind(kMultiTurn, 0) == 0;  // every multi_turn.* key (docs/multi_turn.md)
+    VERL_CHECK(chat_kwarg || multi_turn || std::find(keys.begin(), keys.end(), key) != keys.end(), kComponent, "'", o,
                "': verl generate does not use '", key, "'; it reads ", join(keys, ", "));
   }
 }
@@ -69,7 +72,11 @@ const std::vector<std::string>& generation_override_keys() {
       "actor_rollout_ref.rollout.response_length",
       "actor_rollout_ref.rollout.ignore_eos",
       "actor_rollout_ref.rollout.calculate_log_probs",
-      "actor_rollout_ref.rollout.seed"};
+      "actor_rollout_ref.rollout.seed",
+      "actor_rollout_ref.rollout.max_num_seqs",
+      "actor_rollout_ref.rollout.agent.default_agent_loop",
+      "data.return_raw_chat",
+      std::string(kMultiTurn) + "*"};
   return keys;
 }
 
@@ -149,9 +156,16 @@ GenerationSummary run_generation(const GenerationOptions& o) {
     if (params.calculate_log_probs) log_probs = out.rollout_log_probs.to(torch::kCPU).contiguous();
     int64_t batch_tokens = 0;
     for (int64_t i = 0; i < count; ++i) {
-      const auto& prompt_ids = batch.column("raw_prompt_ids")[static_cast<size_t>(i)];
       std::vector<int32_t> prompt32;
-      for (const auto& id : prompt_ids) prompt32.push_back(id.get<int32_t>());
+      if (multi_turn) {  // the prompt the loop built: the template with the tools rendered
+        const auto row = conversations.prompts[i * n];
+        const auto real = conversations.attention_mask[i * n].narrow(0, 0, row.size(0));
+        for (int64_t p = 0; p < row.size(0); ++p) {
+          if (real[p].item<int64_t>() != 0) prompt32.push_back(static_cast<int32_t>(row[p].item<int64_t>()));
+        }
+      } else {
+        for (const auto& id : batch.column("raw_prompt_ids")[static_cast<size_t>(i)]) prompt32.push_back(id.get<int32_t>());
+      }
       const std::string prompt_text = tokenizer->decode(prompt32, /*skip_special_tokens=*/false);
       nlohmann::ordered_json data = nlohmann::ordered_json::object();
       for (const auto& column : dataset.columns()) {
