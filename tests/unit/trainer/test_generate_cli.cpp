@@ -159,6 +159,45 @@ TEST(GenerateCli, SamplingIsSeededAndLogProbsAreReported) {
   }
 }
 
+// multi_turn.enable runs verl's tool agent loop: with no tool call in the turn (this character tokenizer cannot
+// write one) each conversation is one policy turn, so greedy responses equal the single-turn engine's, and each
+// line carries the conversation.
+TEST(GenerateCli, MultiTurnGreedyTurnEqualsTheSingleTurnEngineAndLinesCarryTheConversation) {
+  const std::string dir = make_temp_dir("generate_cli_multi_turn");
+  write_file(dir + "/tools.yaml", R"Y(tools:
+  - class_name: verl.tools.gsm8k_tool.Gsm8kTool
+    config: {type: native}
+    tool_schema:
+      type: function
+      function:
+        name: calc_gsm8k_reward
+        description: scores an answer
+        parameters: {type: object, properties: {answer: {type: string}}, required: [answer]}
+)Y");
+  const auto greedy = with({"actor_rollout_ref.rollout.do_sample=false"});
+  auto single = generate(dir + "/single.jsonl", greedy);
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  auto multi_overrides = greedy;
+  multi_overrides.push_back("actor_rollout_ref.rollout.multi_turn.enable=true");
+  multi_overrides.push_back("actor_rollout_ref.rollout.multi_turn.tool_config_path=" + dir + "/tools.yaml");
+  auto multi = generate(dir + "/multi.jsonl", multi_overrides);
+  ASSERT_EQ(multi.exit_code, 0) << multi.err;
+  const auto a = read_json_lines(dir + "/single.jsonl");
+  const auto b = read_json_lines(dir + "/multi.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); ++j) {
+    EXPECT_EQ(a[j]["prompt_ids"], b[j]["prompt_ids"]) << j;
+    EXPECT_EQ(a[j]["response_ids"], b[j]["response_ids"]) << j;
+    EXPECT_EQ(b[j]["num_turns"], 2) << j;  // one policy turn + 1, as verl counts
+    EXPECT_EQ(b[j]["tool_call_counts"], 0) << j;
+    ASSERT_EQ(b[j]["messages"].size(), 2u) << b[j].dump();
+    EXPECT_EQ(b[j]["messages"][1]["role"], "assistant");
+  }
+  // A tool config that does not load is a one-line error naming the file.
+  multi_overrides.back() = "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + dir + "/missing.yaml";
+  expect_one_line_error(generate(dir + "/bad.jsonl", multi_overrides), "missing.yaml");
+}
+
 TEST(GenerateCli, BadInputsAreOneLineErrors) {
   const std::string dir = make_temp_dir("generate_cli_errors");
   const std::string out = dir + "/out.jsonl";
