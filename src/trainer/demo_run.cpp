@@ -56,7 +56,14 @@ std::vector<std::string> demo_tools_rl_overrides(const std::string& tool_config_
   return {
       "data.return_raw_chat=true",
       "data.max_prompt_length=160",   // the tool listing makes the prompt about 120 tokens
-      "data.max_response_length=64",  // tool call (~25), tool turn (~12), answer (~6), slack for a longer first turn
+      "data.max_response_length=64",  // tool call (~25), tool turn (~10), answer (~4), slack for a longer first turn
+      // Sequences ~5x the arithmetic demo's: 32 prompts x 8 per step, one optimizer step, one pass.
+      "data.train_batch_size=32",
+      "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=256",
+      "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=256",
+      "trainer.total_training_steps=40",
+      "trainer.test_freq=10",
       "actor_rollout_ref.rollout.multi_turn.enable=true",
       "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + tool_config_path,
       "actor_rollout_ref.rollout.multi_turn.format=hermes",

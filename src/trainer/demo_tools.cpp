@@ -221,12 +221,11 @@ tokenizer::ByteLevelBPESpec demo_tools_tokenizer_spec() {
     if (chunk.size() < 2 || numeric || !seen.insert(chunk).second) continue;  // numbers: below
     spec.words.push_back(chunk);
   }
-  // Every number below 1000, bare and after a space (" 413" after "####"), is one token: the task's numbers are
-  // copied (question -> tool call, tool response -> answer) as single tokens, which the tiny model learns quickly.
+  // Every number below 1000 is one token: the task's numbers are copied (question -> tool call, tool response ->
+  // answer) as the same single tokens, which the tiny model (tied embeddings) learns quickly. No " 413" word: the
+  // answer after "####" is " " + "413", the tool response's token.
   for (int n = 0; n < 1000; ++n) {
-    for (const std::string& word : {std::to_string(n), " " + std::to_string(n)}) {
-      if (seen.insert(word).second) spec.words.push_back(word);
-    }
+    if (seen.insert(std::to_string(n)).second) spec.words.push_back(std::to_string(n));
   }
   spec.added_tokens.assign(std::begin(kToolTags), std::end(kToolTags));
   spec.special_tokens.assign(std::begin(kSpecialTokens), std::end(kSpecialTokens));  // bos / eos / pad at the top

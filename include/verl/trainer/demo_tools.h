@@ -19,8 +19,8 @@ namespace verl::trainer {
 
 // The demo tokenizer (printable ASCII, demo_tokenizer_words()) plus: the non-special added tokens <tool_call>,
 // </tool_call>, <tool_response>, </tool_response>; every non-numeric pre-tokenizer chunk of the tool listing and of
-// a tool call as a word (one token each); every number below 1000 as a word, bare and after a space (the task's
-// numbers are then single tokens); chatml_tools_template().
+// a tool call as a word (one token each); every number below 1000 as a word (the task's numbers are single tokens,
+// the same wherever they appear); chatml_tools_template().
 tokenizer::ByteLevelBPESpec demo_tools_tokenizer_spec();
 
 // The built-in copies of examples/multi_turn/calculator_tool.py and calculator_tool_config.yaml.
