@@ -1,6 +1,7 @@
 #include "verl/agent/tool_agent_loop.h"
 
 #include <algorithm>
+#include <map>
 
 #include "verl/agent/continuation_engine.h"
 #include "verl/agent/conversation_tokens.h"
@@ -131,6 +132,10 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     VERL_CHECK(results.size() == requests.size(), kComponent, "the turn generator returned ", results.size(),
                " turns for ", requests.size(), " conversations");
 
+    // 1. Each policy turn: appended, parsed; the tool calls of every conversation are gathered.
+    std::vector<size_t> calling;                       // conversations with tool calls this round
+    std::vector<ToolSet::SessionCalls> work;           // their calls
+    std::vector<size_t> answering;                     // conversations the interaction answers
     for (size_t w = 0; w < waiting.size(); ++w) {
       Conversation& c = convs[waiting[w]];
       const ContinueResult& turn = results[w];
@@ -151,45 +156,59 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const size_t n_calls = std::min<size_t>(parsed.calls.size(), static_cast<size_t>(mt.max_parallel_calls));
       if (n_calls > 0 && c.tool_session) {
         OJson calls = OJson::array();
+        std::vector<ToolCallRequest> requests_of_turn;
         for (size_t k = 0; k < n_calls; ++k) {
           calls.push_back({{"type", "function"},
                            {"function", {{"name", parsed.calls[k].name}, {"arguments", parsed.calls[k].arguments}}}});
+          requests_of_turn.push_back({parsed.calls[k].name, parsed.calls[k].arguments});
         }
         assistant["tool_calls"] = calls;
+        if (!out_of_budget && !turn_limit) {
+          calling.push_back(waiting[w]);
+          work.emplace_back(c.tool_session.get(), std::move(requests_of_turn));
+        }
+      } else if (!out_of_budget && !turn_limit && c.interaction) {
+        answering.push_back(waiting[w]);
       }
       c.messages.push_back(assistant);
       c.tool_errors += parsed.malformed;
-      if (out_of_budget || turn_limit) {
-        c.done = true;
-        continue;
-      }
+      const bool continues = !out_of_budget && !turn_limit && ((n_calls > 0 && c.tool_session) || c.interaction);
+      if (!continues) c.done = true;
+    }
 
-      OJson appended = OJson::array();
-      bool terminate_after = false;
-      if (n_calls > 0 && c.tool_session) {
-        std::vector<ToolCallRequest> calls;
-        for (size_t k = 0; k < n_calls; ++k) calls.push_back({parsed.calls[k].name, parsed.calls[k].arguments});
-        const std::vector<ToolCallResult> done_calls = c.tool_session->execute(calls);
-        for (const ToolCallResult& result : done_calls) {
-          appended.push_back({{"role", "tool"},
+    // 2. All the round's tool calls at once (verl runs every trajectory's calls concurrently); the interaction's
+    //    replies one conversation after another.
+    std::map<size_t, OJson> appended;
+    std::map<size_t, bool> terminate_after;
+    if (!work.empty()) {
+      const auto outcomes = tools->execute_concurrently(work);
+      for (size_t k = 0; k < calling.size(); ++k) {
+        Conversation& c = convs[calling[k]];
+        OJson& messages = appended[calling[k]] = OJson::array();
+        for (const ToolCallResult& result : outcomes[k]) {
+          messages.push_back({{"role", "tool"},
                               {"content", truncate_tool_response(result.text, mt.max_tool_response_length,
                                                                  mt.tool_response_truncate_side)}});
           c.tool_rewards.push_back(result.reward);
           c.tool_errors += result.error ? 1 : 0;
         }
-        c.tool_calls += static_cast<int64_t>(done_calls.size());
-      } else if (c.interaction) {
-        const InteractionTurn reply = c.interaction->respond(c.messages);
-        appended.push_back({{"role", "user"}, {"content", reply.content}});
-        c.turn_scores.push_back(reply.score);
-        c.user_turns += 1;  // verl counts the interaction's turn before the length check
-        terminate_after = reply.should_terminate;
-      } else {
-        c.done = true;
-        continue;
+        c.tool_calls += static_cast<int64_t>(outcomes[k].size());
       }
-      for (const auto& m : appended) c.messages.push_back(m);
-      const std::vector<int64_t> context = tokens.context_tokens(c.ids, appended);
+    }
+    for (size_t i : answering) {
+      Conversation& c = convs[i];
+      const InteractionTurn reply = c.interaction->respond(c.messages);
+      appended[i] = OJson::array({{{"role", "user"}, {"content", reply.content}}});
+      c.turn_scores.push_back(reply.score);
+      c.user_turns += 1;  // verl counts the interaction's turn before the length check
+      terminate_after[i] = reply.should_terminate;
+    }
+
+    // 3. The appended messages as context tokens (mask 0), unless they pass the response budget.
+    for (auto& [i, messages] : appended) {
+      Conversation& c = convs[i];
+      for (const auto& m : messages) c.messages.push_back(m);
+      const std::vector<int64_t> context = tokens.context_tokens(c.ids, messages);
       if (static_cast<int64_t>(c.mask.size() + context.size()) >= R) {  // verl: ends without the context
         c.done = true;
         c.last_turn_complete = false;  // the messages hold a turn the ids do not: no sanity check
@@ -198,9 +217,9 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       c.ids.insert(c.ids.end(), context.begin(), context.end());
       c.mask.insert(c.mask.end(), context.size(), 0);
       if (options.sampling.calculate_log_probs) c.log_probs.insert(c.log_probs.end(), context.size(), 0.0f);
-      if (appended[0]["role"] == "tool") c.user_turns += 1;  // verl 0.9.1 counts a tool round as a user turn
+      if (messages[0]["role"] == "tool") c.user_turns += 1;  // verl 0.9.1 counts a tool round as a user turn
       c.last_turn_complete = false;
-      c.done = terminate_after;
+      c.done = terminate_after.count(i) > 0 && terminate_after[i];
     }
   }
 

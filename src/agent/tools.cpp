@@ -41,6 +41,11 @@ import sys
 import uuid
 
 
+async def run_all(coroutines):
+    """Every coroutine concurrently (the calls of several trajectories at once)."""
+    await asyncio.gather(*coroutines)
+
+
 class CallTimeout(Exception):
     """A call did not finish within the time limit (kept apart from a TimeoutError the user code raises)."""
 
@@ -578,22 +583,31 @@ class PythonToolSession final : public ToolSession {
 
   std::vector<ToolCallResult> execute(const std::vector<ToolCallRequest>& calls) override {
     if (calls.empty()) return {};
-    nlohmann::json call_list = nlohmann::json::array();
-    std::vector<std::string> names;
-    for (const auto& call : calls) {
-      call_list.push_back({{"name", call.name}, {"arguments", json_text(call.arguments)}});
-      names.push_back(call.name);
-    }
     std::lock_guard<std::mutex> lock(runner_->mutex);
     const std::string text = python::with_gil("tools", [&] {
-      py::tuple started = session_.attr("start_execute")(py::str(json_text(call_list)), runner_->timeout_s);
-      py::object results = started[0];
+      py::tuple started = start(calls);
       const std::string backstop = runner_->run(started[1], runner_->backstop(1), "tool calls");
-      py::list py_names;
-      for (const auto& name : names) py_names.append(py::str(name));
-      return bytes_text(runner_->driver.attr("collect_execute")(results, py_names, runner_->timeout_s,
-                                                                  py::str(backstop)));
+      return collect(started[0], calls, backstop);
     });
+    return parse(text, calls);
+  }
+
+  // With the runner's mutex and the GIL held: (results list, coroutine running the calls).
+  py::tuple start(const std::vector<ToolCallRequest>& calls) {
+    nlohmann::json call_list = nlohmann::json::array();
+    for (const auto& call : calls) call_list.push_back({{"name", call.name}, {"arguments", json_text(call.arguments)}});
+    return session_.attr("start_execute")(py::str(json_text(call_list)), runner_->timeout_s);
+  }
+
+  std::string collect(py::handle results, const std::vector<ToolCallRequest>& calls, const std::string& backstop) {
+    py::list py_names;
+    for (const auto& call : calls) py_names.append(py::str(call.name));
+    return bytes_text(runner_->driver.attr("collect_execute")(results, py_names, runner_->timeout_s, py::str(backstop)));
+  }
+
+  LoopRunner& runner() { return *runner_; }
+
+  std::vector<ToolCallResult> parse(const std::string& text, const std::vector<ToolCallRequest>& calls) const {
     const nlohmann::json parsed = nlohmann::json::parse(text);
     std::vector<ToolCallResult> out;
     for (size_t i = 0; i < parsed.size(); ++i) {
@@ -706,6 +720,42 @@ std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_
   return python::with_gil("tools", [&]() -> std::unique_ptr<ToolSession> {
     return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs);
   });
+}
+
+std::vector<std::vector<ToolCallResult>> ToolSet::execute_concurrently(const std::vector<SessionCalls>& work) {
+  std::vector<PythonToolSession*> sessions;
+  for (const auto& [session, calls] : work) {
+    auto* python_session = dynamic_cast<PythonToolSession*>(session);
+    VERL_CHECK(python_session != nullptr && &python_session->runner() == impl_->runner.get(), "tools",
+               "execute_concurrently needs sessions started by this tool set");
+    sessions.push_back(python_session);
+  }
+  std::vector<std::string> texts(work.size());
+  {
+    std::lock_guard<std::mutex> lock(impl_->runner->mutex);
+    python::with_gil("tools", [&] {
+      std::vector<py::object> results(work.size());
+      py::list coroutines;
+      for (size_t i = 0; i < work.size(); ++i) {
+        if (work[i].second.empty()) continue;
+        py::tuple started = sessions[i]->start(work[i].second);
+        results[i] = started[0];
+        coroutines.append(started[1]);
+      }
+      if (py::len(coroutines) == 0) return 0;
+      const std::string backstop =
+          impl_->runner->run(impl_->runner->driver.attr("run_all")(coroutines), impl_->runner->backstop(1), "tool calls");
+      for (size_t i = 0; i < work.size(); ++i) {
+        if (!work[i].second.empty()) texts[i] = sessions[i]->collect(results[i], work[i].second, backstop);
+      }
+      return 0;
+    });
+  }
+  std::vector<std::vector<ToolCallResult>> out(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (!work[i].second.empty()) out[i] = sessions[i]->parse(texts[i], work[i].second);
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------------------------------------ interactions

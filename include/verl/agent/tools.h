@@ -73,6 +73,11 @@ class ToolSet {
   // A session per trajectory; `tools_kwargs`: the sample's extra_info.tools_kwargs ({} when absent).
   std::unique_ptr<ToolSession> start_session(const nlohmann::json& tools_kwargs);
 
+  // The calls of several sessions of this set at once, all concurrently on the set's event loop (verl runs every
+  // trajectory's calls at the same time): results per entry, in order. An empty call list gives no results.
+  using SessionCalls = std::pair<ToolSession*, std::vector<ToolCallRequest>>;
+  std::vector<std::vector<ToolCallResult>> execute_concurrently(const std::vector<SessionCalls>& work);
+
   struct Impl;
  private:
   std::unique_ptr<Impl> impl_;

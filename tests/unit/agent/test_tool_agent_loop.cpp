@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "support/run_command.h"
 #include "verl/agent/tool_agent_loop.h"
@@ -281,6 +282,68 @@ TEST(ToolAgentLoop, AnInteractionAnswersAsTheUserUntilItEndsTheConversation) {
   // The policy's two turns are the only mask-1 tokens.
   const int64_t policy = static_cast<int64_t>(2 * (encode("#### 4").size() + 1));
   EXPECT_EQ(out.response_mask.sum().item<int64_t>(), policy);
+}
+
+// Several conversations' policies, each with its own turns: requests are matched to conversations by their cache
+// (the first call lists them in order).
+TurnGenerator script_each(std::vector<std::vector<std::string>> turns) {
+  auto which = std::make_shared<std::map<const SequenceCache*, size_t>>();
+  auto next = std::make_shared<std::vector<size_t>>(turns.size(), 0);
+  return [=](std::vector<ContinueRequest>& requests) {
+    std::vector<ContinueResult> out;
+    for (auto& r : requests) {
+      if (!which->count(r.cache)) which->emplace(r.cache, which->size());
+      const size_t conv = which->at(r.cache);
+      ContinueResult result;
+      result.tokens = encode(turns.at(conv).at((*next)[conv]++));
+      result.tokens.push_back(fixture().eos);
+      result.ended_with_eos = true;
+      r.cache->length += static_cast<int64_t>(r.new_tokens.size() + result.tokens.size()) - 1;
+      out.push_back(result);
+    }
+    return out;
+  };
+}
+
+// The tool calls of different conversations in one round run at the same time (each call sees the other start
+// before it ends), as verl runs every trajectory's calls concurrently.
+TEST(ToolAgentLoop, ToolCallsOfDifferentConversationsRunConcurrently) {
+  auto& f = fixture();
+  std::ofstream(f.dir + "/slow_tool.py") << R"PY(
+import asyncio
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import ToolResponse
+
+EVENTS = []
+
+
+class SlowTool(BaseTool):
+    async def execute(self, instance_id, parameters, **kwargs):
+        EVENTS.append("start")
+        await asyncio.sleep(0.2)
+        EVENTS.append("end")
+        return ToolResponse(text=",".join(EVENTS)), 0.0, {}
+)PY";
+  std::ofstream(f.dir + "/slow.yaml") << R"Y(tools:
+  - class_name: slow_tool.SlowTool
+    config: {type: native}
+    tool_schema:
+      type: function
+      function:
+        name: calc
+        description: slow
+        parameters: {type: object, properties: {expression: {type: string}}, required: [expression]}
+)Y";
+  auto slow = ToolSet::from_config_file(f.dir + "/slow.yaml", 10);
+  AgentLoopInputs in = one_sample();
+  in.raw_prompt.push_back(in.raw_prompt[0]);
+  in.tools_kwargs.push_back(json::object());
+  in.interaction_kwargs.push_back(json::object());
+  const AgentLoopOutput out = run_scripted_agent_loop(
+      script_each({{call_text("1"), "#### 1"}, {call_text("2"), "#### 2"}}), *f.tok, slow, nullptr, options(), in);
+  ASSERT_EQ(out.messages.size(), 2u);
+  EXPECT_EQ(out.messages[0][3]["content"], "start,start,end");
+  EXPECT_EQ(out.messages[1][3]["content"], "start,start,end,end");
 }
 
 }  // namespace
