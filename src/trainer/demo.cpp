@@ -80,6 +80,13 @@ int64_t longest_sft_row(const std::string& path, const tokenizer::Tokenizer& tok
   return static_cast<int64_t>(longest);
 }
 
+// `text` with its newlines written as \n, for a log line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out;
+}
+
 void copy_folder_atomic(const std::string& from, const std::string& to) {
   StagedDirectory staged(to);
   for (const auto& entry : fs::directory_iterator(from)) {
@@ -139,8 +146,9 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
       tokenizer_dir, options.tools ? demo_tools_tokenizer_spec() : arithmetic_tokenizer_spec());
   // The longest SFT row (prompt with the tool listing + tool transcript) with tools; 64 covers arithmetic's.
   const int64_t sft_max_length =
-      options.tools ? longest_sft_row(result.data_dir + "/sft_train.parquet", tokenizer::Tokenizer::from_folder(tokenizer_dir))
-                    : 64;
+      options.tools
+          ? longest_sft_row(result.data_dir + "/sft_train.parquet", tokenizer::Tokenizer::from_folder(tokenizer_dir))
+          : 64;
 
   // 3. Tiny Qwen2 (design.md: hidden 128, 2 layers, 4 heads).
   model::InitOptions init;
@@ -172,7 +180,8 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "optim.warmup_steps_ratio", config::Node::floating(0.02));
   set_key(root, "optim.lr_scheduler", config::Node::string("constant"));
   set_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
-  set_key(root, "trainer.project_name", config::Node::string(options.tools ? "arithmetic-tool-demo" : "arithmetic-demo"));
+  set_key(root, "trainer.project_name",
+          config::Node::string(options.tools ? "arithmetic-tool-demo" : "arithmetic-demo"));
   set_key(root, "trainer.experiment_name", config::Node::string("sft"));
   set_key(root, "trainer.total_epochs", config::Node::integer(1000));
   set_key(root, "trainer.total_training_steps", config::Node::integer(options.max_sft_steps));
@@ -210,9 +219,11 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
     auto truths = std::make_shared<std::vector<std::string>>();
     load_eval_set(path, trainer.tokenizer(), *prompts, *truths);
     return [&trainer, prompts, truths, max_response_length] {
-      return Eval{greedy_accuracy(trainer.model(), trainer.tokenizer(), *prompts, *truths, "arithmetic",
-                                  max_response_length)
-                      .accuracy};
+      Eval eval;
+      eval.accuracy =
+          greedy_accuracy(trainer.model(), trainer.tokenizer(), *prompts, *truths, "arithmetic", max_response_length)
+              .accuracy;
+      return eval;
     };
   };
   std::function<Eval()> evaluate_sft_val = evaluator("sft_val");
@@ -228,7 +239,7 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
       std::cerr << " tool-call rate " << val.tool_call_rate << " tool-path accuracy " << val.tool_path_accuracy;
     }
     std::cerr << " (" << std::setprecision(1) << seconds_since(sft_start) << " s)\n" << std::defaultfloat;
-    if (options.tools) std::cerr << "demo:   e.g. " << val.sample << "\n";
+    if (options.tools) std::cerr << "demo:   e.g. " << one_line(val.sample) << "\n";
     return (options.tools ? val.tool_path_accuracy : val.accuracy) < options.target_accuracy;
   });
   result.sft_steps = fit.global_steps;

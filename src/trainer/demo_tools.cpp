@@ -212,8 +212,8 @@ tokenizer::ByteLevelBPESpec demo_tools_tokenizer_spec() {
   sample.a = 12;
   sample.b = 34;
   sample.c = 5;
-  const std::string text = data::arithmetic_tool_system_prompt() + "\n\n" +
-                           tokenizer::chatml_tools_listing(nlohmann::ordered_json::array({data::calculator_tool_schema()})) +
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::array({data::calculator_tool_schema()});
+  const std::string text = data::arithmetic_tool_system_prompt() + "\n\n" + tokenizer::chatml_tools_listing(tools) +
                            "\n" + data::arithmetic_tool_transcript(sample);
   for (const std::string& chunk : pre_tokenized_chunks(text)) {
     bool numeric = false;

@@ -1,6 +1,6 @@
 // The `arithmetic_tool` synthetic task: "a*b+c" problems a tiny model cannot compute in its head but can with a
-// calculator tool (every number and answer below 1000: one token each for the demo tokenizer). RL splits in verl's multi-turn layout (gsm8k_multiturn_w_tool's columns), SFT splits mixing
-// tool transcripts with direct answers.
+// calculator tool (every number and answer below 1000: one token each for the demo tokenizer). RL splits in verl's
+// multi-turn layout (gsm8k_multiturn_w_tool's columns), SFT splits mixing tool transcripts with direct answers.
 #include <filesystem>
 #include <set>
 #include <tuple>
@@ -28,7 +28,9 @@ WriteField messages_field(const std::string& name) {
                     {struct_field("element", {string_field("role"), string_field("content")})}};
 }
 
-WriteField reward_model_field() { return struct_field("reward_model", {string_field("style"), string_field("ground_truth")}); }
+WriteField reward_model_field() {
+  return struct_field("reward_model", {string_field("style"), string_field("ground_truth")});
+}
 
 std::vector<WriteField> extra_info_fields() {
   return {string_field("split"), WriteField{"index", FieldKind::kInt64, true, 0, {}}, string_field("answer"),
@@ -200,7 +202,9 @@ ArithmeticToolSplits arithmetic_tool_splits(const ArithmeticToolOptions& options
   ArithmeticToolSplits splits;
   splits.train.schema = splits.test.schema = rl_schema();
   splits.sft_train.schema = splits.sft_val.schema = sft_schema();
-  for (size_t i = 0; i < train.size(); ++i) splits.train.rows.push_back(rl_row(train[i], static_cast<int64_t>(i), "train"));
+  for (size_t i = 0; i < train.size(); ++i) {
+    splits.train.rows.push_back(rl_row(train[i], static_cast<int64_t>(i), "train"));
+  }
   for (size_t i = 0; i < test.size(); ++i) splits.test.rows.push_back(rl_row(test[i], static_cast<int64_t>(i), "test"));
   // Which SFT rows show the tool: a fixed share, drawn with the same generator (1e6 buckets).
   const auto threshold = static_cast<int64_t>(options.tool_fraction * 1e6 + 0.5);
