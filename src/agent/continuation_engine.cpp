@@ -113,16 +113,21 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
                                   : rollout::sample_from_probs(rollout::sampling_probs(logits, params_.temperature,
                                                                                        params_.top_k, params_.top_p),
                                                                generator_);
+    // One copy to the host per step (the eos and budget checks need the tokens there), read through pointers.
     torch::Tensor lps;
-    if (params_.calculate_log_probs) lps = model::token_log_probs(logits, tokens, temperature).to(torch::kCPU);
-    auto tokens_cpu = tokens.to(torch::kCPU);
+    if (params_.calculate_log_probs) {
+      lps = model::token_log_probs(logits, tokens, temperature).to(torch::kCPU, torch::kFloat32).contiguous();
+    }
+    const auto tokens_cpu = tokens.to(torch::kCPU).contiguous();
+    const int64_t* token_at = tokens_cpu.data_ptr<int64_t>();
+    const float* log_prob_at = lps.defined() ? lps.data_ptr<float>() : nullptr;
     std::vector<int64_t> keep;
     for (int64_t row = 0; row < static_cast<int64_t>(active.size()); ++row) {
       const int64_t req = active[row];
-      const int64_t token = tokens_cpu[row].item<int64_t>();
+      const int64_t token = token_at[row];
       ContinueResult& out = results[req];
       out.tokens.push_back(token);
-      if (lps.defined()) out.log_probs.push_back(lps[row].item<float>());
+      if (log_prob_at) out.log_probs.push_back(log_prob_at[row]);
       const bool at_eos = !params_.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end();
       out.ended_with_eos = at_eos;
       if (at_eos || static_cast<int64_t>(out.tokens.size()) >= budgets[req]) {
