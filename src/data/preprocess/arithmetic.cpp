@@ -6,6 +6,7 @@
 
 #include "verl/common/error.h"
 #include "verl/data/preprocess/preprocess.h"
+#include "seeded_draws.h"
 
 namespace verl::data {
 
@@ -42,19 +43,7 @@ std::vector<WriteField> sft_schema() {
           extra_info_field()};
 }
 
-// A 64-bit LCG (Knuth's MMIX constants), the high bits used: the same draws on every platform.
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed * 6364136223846793005ULL + 1442695040888963407ULL) {}
-  uint64_t next() {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return state_ >> 33;
-  }
-  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-
- private:
-  uint64_t state_;
-};
+using seeded::Lcg;
 
 ArithmeticProblem draw_problem(Lcg& rng) {
   static const char kOps[3] = {'+', '-', '*'};
@@ -96,25 +85,7 @@ io::Value sft_row(const ArithmeticProblem& p, int64_t index, const std::string& 
                               {"extra_info", extra_info(p, index, split)}});
 }
 
-// Distinct problems not in `exclude` (added to it).
-std::vector<ArithmeticProblem> draw_distinct(Lcg& rng, int64_t count, std::set<Key>& exclude) {
-  std::vector<ArithmeticProblem> out;
-  while (static_cast<int64_t>(out.size()) < count) {
-    ArithmeticProblem p = draw_problem(rng);
-    if (exclude.insert(key_of(p)).second) out.push_back(p);
-  }
-  return out;
-}
 
-// Problems drawn with replacement, skipping those in `exclude`.
-std::vector<ArithmeticProblem> draw_outside(Lcg& rng, int64_t count, const std::set<Key>& exclude) {
-  std::vector<ArithmeticProblem> out;
-  while (static_cast<int64_t>(out.size()) < count) {
-    ArithmeticProblem p = draw_problem(rng);
-    if (exclude.count(key_of(p)) == 0) out.push_back(p);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -150,10 +121,10 @@ ArithmeticSplits arithmetic_splits(const ArithmeticOptions& options) {
              "arithmetic: --size and the SFT train size must be non-negative");
   Lcg rng(options.seed);
   std::set<Key> held_out;
-  std::vector<ArithmeticProblem> test = draw_distinct(rng, options.test_size, held_out);
-  std::vector<ArithmeticProblem> sft_val = draw_distinct(rng, options.sft_val_size, held_out);
-  std::vector<ArithmeticProblem> train = draw_outside(rng, options.train_size, held_out);
-  std::vector<ArithmeticProblem> sft_train = draw_outside(rng, options.sft_train_size, held_out);
+  std::vector<ArithmeticProblem> test = seeded::draw_distinct(rng, options.test_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticProblem> sft_val = seeded::draw_distinct(rng, options.sft_val_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticProblem> train = seeded::draw_outside(rng, options.train_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticProblem> sft_train = seeded::draw_outside(rng, options.sft_train_size, held_out, draw_problem, key_of);
 
   ArithmeticSplits splits;
   splits.train.schema = rl_schema();

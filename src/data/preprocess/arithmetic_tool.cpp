@@ -7,6 +7,7 @@
 
 #include "verl/common/error.h"
 #include "verl/data/preprocess/preprocess.h"
+#include "seeded_draws.h"
 #include "verl/tokenizer/tokenizer_builder.h"
 
 namespace verl::data {
@@ -53,19 +54,7 @@ std::vector<WriteField> sft_schema() {
           struct_field("extra_info", std::move(extra))};
 }
 
-// The same 64-bit LCG as the `arithmetic` task (Knuth's MMIX constants, high bits): platform-independent draws.
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed * 6364136223846793005ULL + 1442695040888963407ULL) {}
-  uint64_t next() {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return state_ >> 33;
-  }
-  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-
- private:
-  uint64_t state_;
-};
+using seeded::Lcg;
 
 ArithmeticToolProblem draw_problem(Lcg& rng) {
   ArithmeticToolProblem p;
@@ -78,23 +67,7 @@ ArithmeticToolProblem draw_problem(Lcg& rng) {
 using Key = std::tuple<int64_t, int64_t, int64_t>;
 Key key_of(const ArithmeticToolProblem& p) { return Key{p.a, p.b, p.c}; }
 
-std::vector<ArithmeticToolProblem> draw_distinct(Lcg& rng, int64_t count, std::set<Key>& exclude) {
-  std::vector<ArithmeticToolProblem> out;
-  while (static_cast<int64_t>(out.size()) < count) {
-    ArithmeticToolProblem p = draw_problem(rng);
-    if (exclude.insert(key_of(p)).second) out.push_back(p);
-  }
-  return out;
-}
 
-std::vector<ArithmeticToolProblem> draw_outside(Lcg& rng, int64_t count, const std::set<Key>& exclude) {
-  std::vector<ArithmeticToolProblem> out;
-  while (static_cast<int64_t>(out.size()) < count) {
-    ArithmeticToolProblem p = draw_problem(rng);
-    if (exclude.count(key_of(p)) == 0) out.push_back(p);
-  }
-  return out;
-}
 
 io::Value message(const std::string& role, const std::string& content) {
   return io::Value(io::Struct{{"role", io::Value(role)}, {"content", io::Value(content)}});
@@ -194,10 +167,10 @@ ArithmeticToolSplits arithmetic_tool_splits(const ArithmeticToolOptions& options
              "arithmetic_tool: the tool fraction must be in [0, 1], got ", options.tool_fraction);
   Lcg rng(options.seed);
   std::set<Key> held_out;
-  std::vector<ArithmeticToolProblem> test = draw_distinct(rng, options.test_size, held_out);
-  std::vector<ArithmeticToolProblem> sft_val = draw_distinct(rng, options.sft_val_size, held_out);
-  std::vector<ArithmeticToolProblem> train = draw_outside(rng, options.train_size, held_out);
-  std::vector<ArithmeticToolProblem> sft_train = draw_outside(rng, options.sft_train_size, held_out);
+  std::vector<ArithmeticToolProblem> test = seeded::draw_distinct(rng, options.test_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticToolProblem> sft_val = seeded::draw_distinct(rng, options.sft_val_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticToolProblem> train = seeded::draw_outside(rng, options.train_size, held_out, draw_problem, key_of);
+  std::vector<ArithmeticToolProblem> sft_train = seeded::draw_outside(rng, options.sft_train_size, held_out, draw_problem, key_of);
 
   ArithmeticToolSplits splits;
   splits.train.schema = splits.test.schema = rl_schema();
