@@ -11,6 +11,7 @@
 #include "verl/config/config_loader.h"
 #include "verl/config/config_reader.h"
 #include "verl/config/verl_key_rules.h"
+#include "verl/config/node_json.h"
 #include "verl/model/mixed_precision.h"
 
 namespace verl::config {
@@ -175,6 +176,13 @@ DataConfig read_data(ConfigReader& in) {
   return d;
 }
 
+// verl's model.override_config: the fields checked here, their values against config.json when the model loads.
+model::HFConfigOverrides read_override_config(ConfigReader& in, const std::string& key) {
+  model::HFConfigOverrides o{key, node_to_json(in.get_node(key)).dump()};
+  model::check_hf_config_override_fields(o);
+  return o;
+}
+
 // verl's fsdp_config under `p`. What verl.cpp does not implement is an error naming the key, never ignored:
 // non-fp32 master weights.
 FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
@@ -205,6 +213,19 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
                ".forward_only=false: the reference policy is never trained");
   }
   return f;
+}
+
+// verl's Ulysses size: the engine's fsdp_config key, unless the deprecated role-level key is > 1 (verl's
+// FSDPActorConfig.__post_init__ copies it over). With strategy=megatron, only 1.
+int64_t read_ulysses_size(ConfigReader& in, const std::string& role_key, const std::string& engine_key,
+                          const std::string& strategy) {
+  const int64_t role = in.get_int(role_key), engine = in.get_int(engine_key);
+  check_positive(role, role_key);
+  check_positive(engine, engine_key);
+  const int64_t size = role > 1 ? role : engine;
+  VERL_CHECK(size == 1 || strategy == "fsdp", "config", role > 1 ? role_key : engine_key, "=", size,
+             " with strategy=", strategy, ": Ulysses sequence parallelism is implemented for strategy=fsdp only");
+  return size;
 }
 
 // verl's megatron config under `p`. Only tensor parallelism is implemented: the other parallelisms accept their
@@ -287,6 +308,8 @@ ActorConfig read_actor(ConfigReader& in) {
   a.fsdp_config = read_fsdp(in, p + ".fsdp_config", /*trains=*/true);
   a.megatron = read_megatron(in, p + ".megatron", /*trains=*/true);
   a.checkpoint = read_checkpoint(in, p + ".checkpoint");
+  a.ulysses_sequence_parallel_size = read_ulysses_size(in, p + ".ulysses_sequence_parallel_size",
+                                                       p + ".fsdp_config.ulysses_sequence_parallel_size", a.strategy);
   return a;
 }
 
@@ -415,6 +438,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.model.custom_chat_template = in.get_optional_string("actor_rollout_ref.model.custom_chat_template");
   c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "actor_rollout_ref.model", /*with_adapter_path=*/true);
+  c.model.override_config = read_override_config(in, "actor_rollout_ref.model.override_config");
   in.get_bool("actor_rollout_ref.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.actor = read_actor(in);
   c.ref.log_prob_micro_batch_size_per_gpu = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
@@ -423,6 +447,9 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.ref.log_prob_max_token_len_per_gpu = in.get_int("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu");
   c.ref.fsdp_config = read_fsdp(in, "actor_rollout_ref.ref.fsdp_config", /*trains=*/false);
   c.ref.megatron = read_megatron(in, "actor_rollout_ref.ref.megatron", /*trains=*/false);
+  c.ref.ulysses_sequence_parallel_size = read_ulysses_size(
+      in, "actor_rollout_ref.ref.ulysses_sequence_parallel_size",
+      "actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size", c.actor.strategy);
   c.rollout = read_rollout(in);
   if (c.model.lora.enabled()) {
     VERL_CHECK(c.actor.tensor_parallel_size() == 1, "config", "actor_rollout_ref.model.lora_rank > 0 with megatron "
@@ -430,6 +457,9 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
     VERL_CHECK(!c.actor.fsdp_config.reshard_after_forward, "config", "actor_rollout_ref.model.lora_rank > 0 with ZeRO-3 "
                "(actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; use false "
                "(ZeRO-1/2 shard the adapters' optimizer state)");
+    VERL_CHECK(c.actor.ulysses_sequence_parallel_size == 1 && c.ref.ulysses_sequence_parallel_size == 1, "config",
+               "actor_rollout_ref.model.lora_rank > 0 with Ulysses sequence parallelism (actor_rollout_ref.actor / "
+               "ref ulysses_sequence_parallel_size > 1) is not implemented; use ulysses_sequence_parallel_size=1");
   }
   return c;
 }
@@ -443,11 +473,14 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "critic.model", /*with_adapter_path=*/true);
+  c.model.override_config = read_override_config(in, "critic.model.override_config");
   VERL_CHECK(!c.model.lora.enabled(), "config", "critic.model.lora_rank > 0 (LoRA on the critic) is not implemented; "
              "the actor's is (actor_rollout_ref.model.lora_rank): set critic.model.lora_rank=0");
   in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
+  c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",
+                                                       "critic.fsdp.ulysses_sequence_parallel_size", c.strategy);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");
   check_positive(c.ppo_mini_batch_size, "critic.ppo_mini_batch_size");
   c.ppo_micro_batch_size_per_gpu = in.get_optional_int("critic.ppo_micro_batch_size_per_gpu");
@@ -649,15 +682,16 @@ void apply_deprecated_micro_batch_keys(const DeprecatedMicroBatchKeys& k, const 
     if (actor.use_dynamic_bsz) {
       warn_no_effect(a, *k.actor_ppo, "use_dynamic_bsz=true");
     } else {
-      // verl's ActorConfig.__post_init__, then ActorConfig.validate (ulysses_sequence_parallel_size is 1 here).
+      // verl's ActorConfig.__post_init__, then ActorConfig.validate.
       VERL_CHECK(!actor.ppo_micro_batch_size_per_gpu, "config", a, ": [actor] You have set both ",
                  "'actor.ppo_micro_batch_size' AND 'actor.ppo_micro_batch_size_per_gpu'. Please remove ",
                  "'actor.ppo_micro_batch_size' because only '*_ppo_micro_batch_size_per_gpu' is supported (the former ",
                  "is deprecated).");
       VERL_CHECK(actor.ppo_mini_batch_size % *k.actor_ppo == 0, "config", a, ": ppo_mini_batch_size (",
                  actor.ppo_mini_batch_size, ") must be divisible by ppo_micro_batch_size (", *k.actor_ppo, ")");
-      VERL_CHECK(*k.actor_ppo >= n_gpus, "config", a, ": ppo_micro_batch_size (", *k.actor_ppo,
-                 ") * ulysses_sequence_parallel_size (1) must be >= n_gpus (", n_gpus, ")");
+      const int64_t sp = actor.ulysses_sequence_parallel_size;
+      VERL_CHECK(*k.actor_ppo * sp >= n_gpus, "config", a, ": ppo_micro_batch_size (", *k.actor_ppo,
+                 ") * ulysses_sequence_parallel_size (", sp, ") must be >= n_gpus (", n_gpus, ")");
       fail_unconverted(a, *k.actor_ppo);
     }
   }

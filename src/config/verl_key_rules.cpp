@@ -21,7 +21,6 @@ constexpr KeyRuleKind F = KeyRuleKind::Feature;
 
 // Feature names, shared by several keys.
 constexpr const char* kVLM = "multimodal (VLM) inputs";
-constexpr const char* kUlysses = "Ulysses sequence parallelism (verl.cpp splits no sequence across ranks; use 1)";
 constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
 constexpr const char* kFunctionTools = "@function_tool tools (use a tool class in multi_turn.tool_config_path)";
@@ -52,7 +51,6 @@ const std::vector<Entry>& table() {
       {"*.model.use_shm", N, "verl's shared-memory model copy"},
       {"*.model.trust_remote_code", N, "transformers remote code (native model classes)"},
       {"*.model.external_lib", F, "external model libraries"},
-      {"*.model.override_config", F, "model config overrides"},
       {"*.model.enable_activation_offload", N, "FSDP activation offload"},
       {"*.model.use_liger", N, "Liger kernels"},
       {"*.model.use_fused_kernels", N, "verl's fused kernels (verl.cpp always fuses log-probs and entropy)"},
@@ -81,16 +79,12 @@ const std::vector<Entry>& table() {
       {"critic.fsdp.reshard_after_forward", H, "critic.model.fsdp_config.reshard_after_forward"},
       {"critic.fsdp.fsdp_size", H, "critic.model.fsdp_config.fsdp_size"},
       {"critic.fsdp.model_dtype", H, "critic.model.fsdp_config.model_dtype"},
-      {"*.*.fsdp_config.ulysses_sequence_parallel_size", F, kUlysses},
-      {"critic.fsdp.ulysses_sequence_parallel_size", F, kUlysses},
       {"*.*.fsdp_config.qat", F, kQAT},
       {"critic.fsdp.qat", F, kQAT},
       {"*.*.fsdp_config.turbo_config", N, "fsdp_turbo"},
       {"critic.fsdp.turbo_config", N, "fsdp_turbo"},
 
       // actor / ref / critic
-      {"*.*.ulysses_sequence_parallel_size", F, kUlysses},
-      {"critic.ulysses_sequence_parallel_size", F, kUlysses},
       {"*.*.use_torch_compile", N, "torch.compile"},
       {"*.*.entropy_from_logits_with_chunking", N, "verl's chunked entropy (verl.cpp always chunks)"},
       {"*.*.entropy_from_logits_chunk_size", N, "verl's chunked entropy (verl.cpp always chunks)"},

@@ -1,7 +1,9 @@
 #include "verl/model/hf_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -220,6 +222,152 @@ HFConfig load_hf_config(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_hf_config_text(text.str(), file);
+}
+
+namespace {
+
+enum class OverrideRule { Honoured, Shape, Validated, NoEffect };
+
+std::optional<OverrideRule> override_rule(const std::string& field) {
+  static const std::map<std::string, OverrideRule> rules = {
+      {"max_position_embeddings", OverrideRule::Honoured}, {"rope_theta", OverrideRule::Honoured},
+      {"rope_scaling", OverrideRule::Honoured},            {"rope_parameters", OverrideRule::Honoured},
+      {"rms_norm_eps", OverrideRule::Honoured},            {"bos_token_id", OverrideRule::Honoured},
+      {"eos_token_id", OverrideRule::Honoured},            {"pad_token_id", OverrideRule::Honoured},
+      {"initializer_range", OverrideRule::Honoured},
+      {"vocab_size", OverrideRule::Shape},                 {"hidden_size", OverrideRule::Shape},
+      {"intermediate_size", OverrideRule::Shape},          {"num_hidden_layers", OverrideRule::Shape},
+      {"num_attention_heads", OverrideRule::Shape},        {"num_key_value_heads", OverrideRule::Shape},
+      {"head_dim", OverrideRule::Shape},                   {"attention_bias", OverrideRule::Shape},
+      {"mlp_bias", OverrideRule::Shape},                   {"tie_word_embeddings", OverrideRule::Shape},
+      {"architectures", OverrideRule::Shape},              {"model_type", OverrideRule::Shape},
+      {"hidden_act", OverrideRule::Validated},             {"use_sliding_window", OverrideRule::Validated},
+      {"attention_dropout", OverrideRule::Validated},
+      {"attn_implementation", OverrideRule::NoEffect},     {"use_cache", OverrideRule::NoEffect},
+  };
+  const auto it = rules.find(field);
+  return it == rules.end() ? std::nullopt : std::optional<OverrideRule>(it->second);
+}
+
+// The override object (verl's HFModelConfig: a "model_config" object stands for the whole override).
+json override_object(const HFConfigOverrides& o) {
+  json j;
+  try {
+    j = json::parse(o.json.empty() ? std::string("{}") : o.json);
+  } catch (const json::exception& e) {
+    VERL_FAIL(kComponent, o.key, " is not valid JSON (", e.what(), ")");
+  }
+  VERL_CHECK(j.is_object() || j.is_null(), kComponent, "config key '", o.key, "' must be a map, got ", json_excerpt(j));
+  if (j.is_null()) return json::object();
+  if (j.contains("model_config")) {
+    VERL_CHECK(j.size() == 1 && j["model_config"].is_object(), kComponent, "config key '", o.key,
+               ".model_config' must be a map and the only field (verl reads the override from it)");
+    return j["model_config"];
+  }
+  return j;
+}
+
+std::string field_key(const HFConfigOverrides& o, const std::string& field) { return o.key + "." + field; }
+
+}  // namespace
+
+bool HFConfigOverrides::empty() const { return override_object(*this).empty(); }
+
+void check_hf_config_override_fields(const HFConfigOverrides& o) {
+  const json overrides = override_object(o);
+  for (const auto& [field, value] : overrides.items()) {
+    const auto rule = override_rule(field);
+    VERL_CHECK(rule.has_value(), kComponent, "config key '", field_key(o, field), "': verl.cpp's models (Llama, "
+               "Qwen2, Qwen3) do not use the HF config field '", field, "'; override_config takes "
+               "max_position_embeddings, rope_theta, rope_scaling, rms_norm_eps, token ids, attn_implementation "
+               "(docs/config.md)");
+    if (field == "attn_implementation") {
+      static const std::vector<std::string> kinds = {"eager", "sdpa", "flash_attention_2", "flash_attention_3",
+                                                     "flex_attention"};
+      VERL_CHECK(value.is_string() && std::find(kinds.begin(), kinds.end(), value.get<std::string>()) != kinds.end(),
+                 kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+                 "; expected one of eager, sdpa, flash_attention_2, flash_attention_3, flex_attention");
+    } else if (field == "attention_dropout") {
+      VERL_CHECK(value.is_number() && value.get<double>() == 0.0, kComponent, "config key '", field_key(o, field),
+                 "' is ", json_excerpt(value), ": attention dropout is not implemented in verl.cpp (only 0)");
+    } else if (field == "use_cache") {
+      VERL_CHECK(value.is_boolean(), kComponent, "config key '", field_key(o, field), "' must be true or false");
+    } else if (field == "use_sliding_window") {
+      VERL_CHECK(value == false, kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+                 ": sliding-window attention is not implemented in verl.cpp (only false)");
+    } else if (field == "hidden_act") {
+      VERL_CHECK(value == "silu", kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+                 ": verl.cpp's MLP is SwiGLU (only silu)");
+    }
+  }
+}
+
+std::string apply_hf_config_overrides(const std::string& text, const HFConfigOverrides& o, const std::string& src) {
+  check_hf_config_override_fields(o);
+  const json overrides = override_object(o);
+  const HFConfig before = parse_hf_config_text(text, src);
+  json j = json::parse(text);
+  for (const auto& [field, value] : overrides.items()) {
+    if (field == "rope_parameters") {
+      VERL_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), kComponent, "config key '",
+                 field_key(o, field), "': ", src, " gives rope_scaling, which wins over rope_parameters (as in "
+                 "transformers); override rope_scaling instead");
+    }
+    // verl sets attributes one level down into nested configs; the rope dicts are merged key by key likewise.
+    if ((field == "rope_scaling" || field == "rope_parameters") && value.is_object() && j.contains(field) &&
+        j[field].is_object()) {
+      for (const auto& [k, v] : value.items()) {
+        // "type" and "rope_type" name the same thing (transformers reads rope_type first): setting one replaces both.
+        if (k == "type") j[field].erase("rope_type");
+        if (k == "rope_type") j[field].erase("type");
+        j[field][k] = v;
+      }
+    } else {
+      j[field] = value;
+    }
+  }
+  const std::string merged = j.dump();
+  const HFConfig after = parse_hf_config_text(merged, src + " with " + o.key);
+  const struct {
+    const char* field;
+    std::string was, now;
+  } shape[] = {
+      {"architectures", arch_class_name(before.arch), arch_class_name(after.arch)},
+      {"vocab_size", std::to_string(before.vocab_size), std::to_string(after.vocab_size)},
+      {"hidden_size", std::to_string(before.hidden_size), std::to_string(after.hidden_size)},
+      {"intermediate_size", std::to_string(before.intermediate_size), std::to_string(after.intermediate_size)},
+      {"num_hidden_layers", std::to_string(before.num_hidden_layers), std::to_string(after.num_hidden_layers)},
+      {"num_attention_heads", std::to_string(before.num_attention_heads), std::to_string(after.num_attention_heads)},
+      {"num_key_value_heads", std::to_string(before.num_key_value_heads), std::to_string(after.num_key_value_heads)},
+      {"head_dim", std::to_string(before.head_dim), std::to_string(after.head_dim)},
+      {"attention_bias", std::to_string(before.attention_bias), std::to_string(after.attention_bias)},
+      {"mlp_bias", std::to_string(before.mlp_bias), std::to_string(after.mlp_bias)},
+      {"tie_word_embeddings", std::to_string(before.tie_word_embeddings), std::to_string(after.tie_word_embeddings)},
+      {"token_classification", std::to_string(before.token_classification),
+       std::to_string(after.token_classification)},
+  };
+  for (const auto& s : shape) {
+    if (s.was == s.now) continue;
+    std::string named;
+    for (const auto& [field, value] : overrides.items()) {
+      if (override_rule(field) == OverrideRule::Shape) named += (named.empty() ? "" : ", ") + field_key(o, field) + "=" + value.dump();
+    }
+    VERL_FAIL(kComponent, "config key ", named.empty() ? std::string("'") + o.key + "'" : named, " changes ", s.field,
+              " from ", s.was, " (", src, ", the checkpoint's shapes) to ", s.now,
+              ": override_config may change no field that shapes the weights");
+  }
+  return merged;
+}
+
+HFConfig load_hf_config(const std::string& path, const HFConfigOverrides& overrides) {
+  if (overrides.empty()) return load_hf_config(path);
+  namespace fs = std::filesystem;
+  const std::string file = fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
+  std::ifstream in(file);
+  VERL_CHECK(in.good(), kComponent, "cannot read '", file, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hf_config_text(apply_hf_config_overrides(text.str(), overrides, file), file + " with " + overrides.key);
 }
 
 std::string hf_config_to_json(const HFConfig& c) {

@@ -12,6 +12,7 @@
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/model/lora.h"
 #include "verl/parallel/tensor_parallel.h"
+#include "verl/parallel/ulysses.h"
 #include "verl/model/mixed_precision.h"
 
 namespace verl::model {
@@ -80,12 +81,11 @@ torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, 
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
-  const int64_t B = x.size(0), T = x.size(1);
-  const int64_t groups = num_heads / num_kv_heads;
+  const int64_t B = x.size(0), T_local = x.size(1);
   const auto xin = column_input(x, tp);
-  auto q = lora_linear(q_proj, xin, lora.get()).view({B, T, num_heads, head_dim});
-  auto k = lora_linear(k_proj, xin, lora.get()).view({B, T, num_kv_heads, head_dim});
-  auto v = lora_linear(v_proj, xin, lora.get()).view({B, T, num_kv_heads, head_dim}).transpose(1, 2);
+  auto q = lora_linear(q_proj, xin, lora.get()).view({B, T_local, num_heads, head_dim});
+  auto k = lora_linear(k_proj, xin, lora.get()).view({B, T_local, num_kv_heads, head_dim});
+  auto v = lora_linear(v_proj, xin, lora.get()).view({B, T_local, num_kv_heads, head_dim}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -95,6 +95,33 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
   q = q * c + rotate_half(q) * s;
   k = k * c + rotate_half(k) * s;
+  // Ulysses: rotary applied on this rank's positions, then the whole sequence for 1/sp of the heads.
+  const bool ulysses = sequence_parallel.active() && cache == nullptr;
+  int64_t heads = num_heads, kv_heads = num_kv_heads;
+  if (ulysses) {
+    const int64_t sp = sequence_parallel.size();
+    if (kv_heads % sp != 0) {
+      // Fewer KV heads than ranks (set_sequence_parallel checked sp % kv_heads == 0): each rank needs the KV head
+      // of its query heads, so every KV head is repeated sp / kv_heads times (verl's repeat_kv); its gradient sums.
+      k = k.repeat_interleave(sp / kv_heads, 1);
+      v = v.repeat_interleave(sp / kv_heads, 1);
+      kv_heads = sp;
+    }
+    q = parallel::gather_seq_scatter_heads(q, /*seq_dim=*/2, /*head_dim=*/1, sequence_parallel.comm);
+    k = parallel::gather_seq_scatter_heads(k, 2, 1, sequence_parallel.comm);
+    v = parallel::gather_seq_scatter_heads(v, 2, 1, sequence_parallel.comm);
+    heads /= sp;
+    kv_heads /= sp;
+  }
+  const int64_t T = q.size(2);
+  const int64_t groups = heads / kv_heads;
+  // attended [B, heads, T, D] back to this rank's positions of every head, then o_proj.
+  auto output = [&](const torch::Tensor& attended) {
+    auto out = ulysses ? parallel::gather_heads_scatter_seq(attended, /*head_dim=*/1, /*seq_dim=*/2,
+                                                            sequence_parallel.comm)
+                       : attended;
+    return row_output(o_proj, out.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
+  };
   torch::Tensor keys = k, vals = v;
   if (cache != nullptr && cache->write_index.defined()) {
     // The static decode step: write at a position held on the device, attend over the whole (masked) cache.
@@ -112,7 +139,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   }
   const int64_t S = keys.size(2);
   // Grouped heads without repeating K/V: head h uses kv head h / groups.
-  auto qg = q.reshape({B, num_kv_heads, groups * T, head_dim});
+  auto qg = q.reshape({B, kv_heads, groups * T, head_dim});
   if (T == 1 && cache != nullptr && !cache->write_index.defined() && decode_attention_applies(qg, keys)) {
     // The decode step: one fused pass per (row, kv head) instead of LibTorch's serial loop of tiny GEMMs.
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
@@ -122,19 +149,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // only to ~3e-8 relative (measured on Qwen3 head size 16), fp32's precision, not fp64's.
   if (kernel == AttentionKernel::Sdpa && q.scalar_type() != torch::kFloat64) {
     // The same additive mask as the eager path, so fully masked rows (left padding) come out the same.
-    auto out = at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
-                                                /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1);
-    return row_output(o_proj, out.transpose(1, 2).reshape({B, T, num_heads * head_dim}), tp, lora.get());
+    return output(at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
+                                                   /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1));
   }
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
-  scores = scores.view({B, num_kv_heads, groups, T, S}) + mask_bias;
+  scores = scores.view({B, kv_heads, groups, T, S}) + mask_bias;
   // Softmax in at least fp32 (HF upcasts half precision); fp64 stays fp64, where the fp64 mask minimum would
   // become -inf in fp32 and a fully masked (left-padding) row NaN.
   const auto softmax_dtype = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto probs = torch::softmax(scores, -1, softmax_dtype).to(q.scalar_type());
-  auto out = torch::matmul(probs.view({B, num_kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
-  out = out.view({B, num_heads, T, head_dim}).transpose(1, 2).reshape({B, T, num_heads * head_dim});
-  return row_output(o_proj, out, tp, lora.get());
+  auto out = torch::matmul(probs.view({B, kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
+  return output(out.view({B, heads, T, head_dim}));
 }
 
 MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
@@ -259,12 +284,16 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   if (cache) VERL_CHECK(cache->batch() == B, kComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
   auto device = embed_tokens->weight.device();
   auto dtype = embed_tokens->weight.scalar_type();
-  auto h = tp.active() ? parallel::vocab_parallel_embedding(input_ids.to(device), embed_tokens->weight, tp.comm)
-                       : embed_tokens->forward(input_ids.to(device));
+  // Ulysses: this rank embeds its part of the sequence with the global positions; the mask below stays whole.
+  const bool ulysses = sequence_parallel.active() && cache == nullptr;
+  const auto ids = ulysses ? parallel::slice_sequence(input_ids, 1, *sequence_parallel.comm) : input_ids;
+  const auto positions = ulysses ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
+  auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
+                       : embed_tokens->forward(ids.to(device));
 
   // Rotary embeddings in fp32, then cast (HF computes them with autocast disabled).
   if (inv_freq.device() != device) inv_freq = inv_freq.to(device);
-  auto freqs = position_ids.to(device).to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
+  auto freqs = positions.to(device).to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
   auto emb = torch::cat({freqs, freqs}, -1);
   auto cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
 
@@ -357,6 +386,21 @@ KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
   return cache;
 }
 
+void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key) {
+  const SequenceParallelGroup sp{std::move(group)};
+  if (sp.active()) {
+    const auto& c = model->config;
+    const int64_t n = sp.size();
+    VERL_CHECK(!model->tp.active(), kComponent, key, "=", n, " with tensor parallelism is not implemented");
+    VERL_CHECK(c.num_attention_heads % n == 0, kComponent, key, "=", n, " must divide config.json's "
+               "num_attention_heads (", c.num_attention_heads, "): each rank attends with 1/", n, " of the heads");
+    VERL_CHECK(c.num_key_value_heads % n == 0 || n % c.num_key_value_heads == 0, kComponent, key, "=", n,
+               " and config.json's num_key_value_heads (", c.num_key_value_heads, ") must divide one another");
+  }
+  model->model->sequence_parallel = sp;
+  for (auto& layer : model->model->layer_list) layer->self_attn->sequence_parallel = sp;
+}
+
 void set_attention_kernel(CausalLM& model, AttentionKernel kernel) {
   for (auto& layer : model->model->layer_list) layer->self_attn->kernel = kernel;
 }
@@ -388,18 +432,18 @@ torch::Tensor response_hidden(CausalLM& model, const torch::Tensor& input_ids, c
 }
 }  // namespace
 
-ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
-                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                    const torch::Tensor& responses, double temperature, bool with_entropy,
-                                    bool with_sum_pi_squared) {
-  auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
+namespace {
+
+// log p(labels) (and entropy, sum_v pi_v^2) at every position of `hidden` [B,n,H]; labels [B,n].
+ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, const torch::Tensor& labels,
+                              double temperature, bool with_entropy, bool with_sum_pi_squared) {
   ResponseLogProbs out;
   if (model->tp.active()) {
     VERL_CHECK(!with_sum_pi_squared, kComponent, "actor.calculate_sum_pi_squared is not implemented with tensor "
                "parallelism (megatron.tensor_model_parallel_size > 1); use tensor_model_parallel_size=1");
     // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
     auto shard = model->logits_shard(hidden).to(torch::kFloat32) / temperature;
-    auto parallel_out = parallel::vocab_parallel_log_probs(shard, responses.to(shard.device()).to(torch::kInt64),
+    auto parallel_out = parallel::vocab_parallel_log_probs(shard, labels.to(shard.device()).to(torch::kInt64),
                                                            model->tp.comm);
     out.log_probs = parallel_out.log_probs;
     if (with_entropy) out.entropy = parallel_out.entropy;
@@ -408,7 +452,7 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   // One autograd node over the logits in their own dtype (model/fused_log_probs.h): no fp32 vocabulary-wide
   // copies kept for backward.
   const torch::Tensor raw_logits = model->logits(hidden);
-  auto fused = fused_log_probs(raw_logits, responses.to(raw_logits.device()), temperature, with_entropy);
+  auto fused = fused_log_probs(raw_logits, labels.to(raw_logits.device()), temperature, with_entropy);
   out.log_probs = fused.log_probs;
   if (with_entropy) out.entropy = fused.entropy;
   if (with_sum_pi_squared) {
@@ -419,8 +463,62 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   return out;
 }
 
+// Ulysses: the sequence padded on the right to a multiple of the group size (padding masked, after every real
+// token, so no real position sees it), this rank's hidden states [B, Lp/sp, H] and the next token of each of its
+// positions (the label its log-prob is of, as verl's rolled input ids).
+struct SequenceShard {
+  torch::Tensor hidden;
+  torch::Tensor next_tokens;
+};
+SequenceShard sequence_shard(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                             const torch::Tensor& position_ids) {
+  const auto& group = model->model->sequence_parallel;
+  const int64_t L = input_ids.size(1);
+  const int64_t pad = (group.size() - L % group.size()) % group.size();
+  auto padded = [&](const torch::Tensor& t) { return torch::constant_pad_nd(t, {0, pad}, 0); };
+  const auto ids = padded(input_ids);
+  SequenceShard shard;
+  shard.hidden = model->hidden_states(ids, padded(attention_mask), padded(position_ids));
+  shard.next_tokens = parallel::slice_sequence(ids.roll(-1, 1), 1, *group.comm);
+  return shard;
+}
+// Every rank's per-position values [B, Lp/sp] gathered, then the response window [L-R-1, L-1) of [B, Lp].
+torch::Tensor response_window(const torch::Tensor& local, const CausalLM& model, int64_t L, int64_t R) {
+  return parallel::gather_sequence(local, 1, model->model->sequence_parallel.comm).narrow(1, L - R - 1, R);
+}
+
+}  // namespace
+
+ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                    const torch::Tensor& responses, double temperature, bool with_entropy,
+                                    bool with_sum_pi_squared) {
+  if (!model->model->sequence_parallel.active()) {
+    auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
+    return log_probs_at(model, hidden, responses, temperature, with_entropy, with_sum_pi_squared);
+  }
+  // Ulysses: log-probs at every position of this rank's part (labels: the next tokens), gathered along the
+  // sequence; the response window's labels are the responses.
+  const int64_t L = input_ids.size(1), R = responses.size(1);
+  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  const auto shard = sequence_shard(model, input_ids, attention_mask, position_ids);
+  auto local = log_probs_at(model, shard.hidden, shard.next_tokens, temperature, with_entropy, with_sum_pi_squared);
+  ResponseLogProbs out;
+  out.log_probs = response_window(local.log_probs, model, L, R);
+  if (local.entropy.defined()) out.entropy = response_window(local.entropy, model, L, R);
+  if (local.sum_pi_squared.defined()) out.sum_pi_squared = response_window(local.sum_pi_squared, model, L, R);
+  return out;
+}
+
 torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, int64_t response_length) {
+  if (model->model->sequence_parallel.active()) {
+    const int64_t L = input_ids.size(1);
+    VERL_CHECK(response_length >= 1 && response_length < L, kComponent, "response length ", response_length,
+               " must be in [1, ", L, ")");
+    const auto shard = sequence_shard(model, input_ids, attention_mask, position_ids);
+    return response_window(model->values(shard.hidden).to(torch::kFloat32), model, L, response_length);
+  }
   auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, response_length);
   return model->values(hidden).to(torch::kFloat32);
 }

@@ -172,7 +172,7 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
 }  // namespace
 
 CausalLM load_model(const std::string& dir, const LoadOptions& options) {
-  HFConfig config = load_hf_config(dir);
+  HFConfig config = load_hf_config(dir, options.config_overrides);
   io::SafetensorsCheckpoint ckpt(dir);
   check_config_against_checkpoint(config, ckpt, dir);
   check_model_fits_in_memory(config, (std::filesystem::path(dir) / "config.json").string());

@@ -48,6 +48,16 @@ torch::Tensor reduce_in_rank_order(const std::vector<torch::Tensor>& parts, Redu
   return acc;
 }
 
+torch::Tensor Comm::all_to_all(const torch::Tensor& tensor) {
+  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size() == 0, "comm", "all_to_all needs dim 0 (",
+             tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size());
+  if (size() == 1) return tensor.clone();
+  // Every rank's whole tensor, [size (from), size (chunk), rows / size, ...]: keep the chunks addressed to us.
+  std::vector<int64_t> shape = {size(), size(), tensor.size(0) / size()};
+  for (int64_t d = 1; d < tensor.dim(); ++d) shape.push_back(tensor.size(d));
+  return all_gather(tensor.contiguous()).view(shape).select(1, rank()).reshape(tensor.sizes()).contiguous();
+}
+
 std::shared_ptr<Comm> single_process_comm() { return std::make_shared<SingleProcessComm>(); }
 
 namespace {

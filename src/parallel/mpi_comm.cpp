@@ -154,6 +154,17 @@ torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) 
   return mine.view(chunk_shape).to(tensor.device());
 }
 
+torch::Tensor MpiComm::all_to_all(const torch::Tensor& tensor) {
+  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "all_to_all needs dim 0 (",
+             tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
+  torch::Tensor send = host_contiguous(tensor);
+  torch::Tensor received = torch::empty(send.sizes(), send.options());
+  ElementType type(send.element_size());
+  const int count = mpi_count(send.numel() / size_, "all_to_all");
+  VERL_MPI(MPI_Alltoall(send.data_ptr(), count, type.get(), received.data_ptr(), count, type.get(), comm_));
+  return received.to(tensor.device());
+}
+
 void MpiComm::broadcast(torch::Tensor& tensor, int root) {
   VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
   torch::Tensor buffer = host_contiguous(tensor);

@@ -120,7 +120,10 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
   check_data_files("data.train_files", config.data.train_files);
   check_data_files("data.val_files", config.data.val_files);
   check_model_folder("actor_rollout_ref.model.path", config.actor_rollout_ref.model.path);
-  const model::HFConfig actor = model::load_hf_config(data::expand_user(config.actor_rollout_ref.model.path));
+  // With model.override_config applied, as the workers will build the model: a field that would not fit the
+  // checkpoint's shapes is an error here, before any weights load.
+  const model::HFConfig actor = model::load_hf_config(data::expand_user(config.actor_rollout_ref.model.path),
+                                                      config.actor_rollout_ref.model.override_config);
   VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= actor.vocab_size, "config", "the tokenizer of '",
              config.actor_rollout_ref.model.path, "' has ", tokenizer.vocab_size(),
              " tokens but the model's vocab_size is ", actor.vocab_size,
@@ -138,7 +141,8 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
              "/config.json)");
   if (need_critic(config)) {
     check_model_folder("critic.model.path", config.critic.model.path);
-    const model::HFConfig critic = model::load_hf_config(data::expand_user(config.critic.model.path));
+    const model::HFConfig critic =
+        model::load_hf_config(data::expand_user(config.critic.model.path), config.critic.model.override_config);
     VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= critic.vocab_size, "config", "the tokenizer has ",
                tokenizer.vocab_size(), " tokens but critic.model.path '", config.critic.model.path,
                "' has vocab_size ", critic.vocab_size);

@@ -2,6 +2,8 @@
 // (ActorConfig/CriticConfig.validate, fsdp_workers.__init__): checked on the controller before any weights
 // load, each failure one line naming the keys.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
@@ -68,6 +70,25 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
              "model)");
 }
 
+// Ulysses sequence parallelism (fsdp only, ppo_config.cpp checks): each size divides the role's devices; the
+// multi-turn rollout is not combined with it.
+void check_ulysses(const config::PPOConfig& config, int64_t role_gpus, const std::string& devices) {
+  const auto& arr = config.actor_rollout_ref;
+  std::vector<std::pair<std::string, int64_t>> sizes = {
+      {"actor_rollout_ref.actor.ulysses_sequence_parallel_size", arr.actor.ulysses_sequence_parallel_size}};
+  if (need_reference_policy(config)) {
+    sizes.push_back({"actor_rollout_ref.ref.ulysses_sequence_parallel_size", arr.ref.ulysses_sequence_parallel_size});
+  }
+  if (need_critic(config)) sizes.push_back({"critic.ulysses_sequence_parallel_size", config.critic.ulysses_sequence_parallel_size});
+  for (const auto& [key, sp] : sizes) {
+    if (sp == 1) continue;
+    VERL_CHECK(role_gpus % sp == 0, "config", key, "=", sp, " must divide the role's ", role_gpus, " devices (", devices,
+               ")");
+    VERL_CHECK(!arr.rollout.multi_turn.enable, "config", key, "=", sp, " with actor_rollout_ref.rollout.multi_turn "
+               "(or agent.default_agent_loop=tool_agent) is not implemented; use ulysses_sequence_parallel_size=1");
+  }
+}
+
 }  // namespace
 
 void check_split_placement(const config::PPOConfig& config) {
@@ -100,12 +121,15 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   const std::string devices = split ? "half of trainer.n_gpus_per_node x trainer.nnodes: trainer.split_placement=true"
                                     : "trainer.n_gpus_per_node x trainer.nnodes";
   check_tensor_parallel(config, role_gpus, devices);
-  // Batches split over data-parallel ranks: the role's devices / its tensor-parallel size.
+  check_ulysses(config, role_gpus, devices);
+  // Batches split over data-parallel ranks: the role's devices / its tensor- or sequence-parallel size.
   const int64_t actor_tp = actor.tensor_parallel_size();
+  const int64_t actor_sp = actor.ulysses_sequence_parallel_size;
   const std::string tp_note = actor_tp > 1 ? " / actor megatron.tensor_model_parallel_size " + std::to_string(actor_tp)
-                                           : std::string();
+                              : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
+                                             : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
-                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus / actor_tp,
+                   actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus / (actor_tp * actor_sp),
                    devices + tp_note);
   auto check_fsdp_size = [&](const std::string& key, int64_t fsdp_size) {
     VERL_CHECK(fsdp_size == -1 || (fsdp_size >= 1 && role_gpus % fsdp_size == 0), "config", key, "=", fsdp_size,
@@ -118,10 +142,12 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   if (need_critic(config)) {
     const auto& critic = config.critic;
     const int64_t critic_tp = critic.tensor_parallel_size();
+    const int64_t critic_sp = critic.ulysses_sequence_parallel_size;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
-                     critic.use_dynamic_bsz, n, role_gpus / critic_tp,
-                     critic_tp > 1 ? devices + " / critic megatron.tensor_model_parallel_size " + std::to_string(critic_tp)
-                                   : devices);
+                     critic.use_dynamic_bsz, n, role_gpus / (critic_tp * critic_sp),
+                     critic_tp > 1   ? devices + " / critic megatron.tensor_model_parallel_size " + std::to_string(critic_tp)
+                     : critic_sp > 1 ? devices + " / critic.ulysses_sequence_parallel_size " + std::to_string(critic_sp)
+                                     : devices);
   }
   // verl's check_mutually_exclusive: without dynamic batch sizes the log-prob passes need a micro-batch size.
   if (!actor.use_dynamic_bsz) {

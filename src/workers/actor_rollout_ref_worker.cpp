@@ -17,6 +17,7 @@
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
+#include "verl/parallel/ulysses.h"
 #include "verl/parallel/nccl_comm.h"
 #include "verl/workers/weight_sync.h"
 #include "verl/workers/worker_device.h"
@@ -159,8 +160,12 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   const auto& arr = config_->actor_rollout_ref;
   actor_cfg_ = arr.actor;
   tp_size_ = arr.actor.tensor_parallel_size();
-  // Batches split over the data-parallel ranks (all ranks under fsdp).
-  const int64_t W = data_parallel_size(world_size(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+  sp_size_ = arr.actor.ulysses_sequence_parallel_size;
+  ref_sp_size_ = arr.ref.ulysses_sequence_parallel_size;
+  // Batches split over the data-parallel ranks (all ranks under fsdp, less the tensor- or sequence-parallel ones).
+  const int64_t W = data_parallel_size(world_size(), tp_size_ * sp_size_,
+                                       sp_size_ > 1 ? "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+                                                    : "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
   const int64_t n = arr.rollout.sampling.n;
   const std::string a = "actor_rollout_ref.actor.";
   if (is_actor_) {
@@ -200,20 +205,29 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
 
-  // Under megatron the T ranks of a DP rank compute together: nd dispatch over mesh "actor".
+  // Under megatron the T ranks of a DP rank compute together: nd dispatch over mesh "actor". Under Ulysses the S
+  // ranks of a DP rank do, for the log-prob and update passes only (mesh "actor", and "ref" for the ref's S); the
+  // ranks are laid out the same way (consecutive), so the TP mesh's placement serves both.
   const Dispatch compute = tp_size_ > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = tp_size_ > 1 ? "actor" : "";
   const auto mesh_place = tensor_parallel_mesh_info(rank(), tp_size_);
   if (tp_size_ > 1) set_mesh_info(mesh, mesh_place);
+  if (sp_size_ > 1) set_mesh_info("actor", tensor_parallel_mesh_info(rank(), sp_size_));
+  if (ref_sp_size_ > 1) set_mesh_info("ref", tensor_parallel_mesh_info(rank(), ref_sp_size_));
+  const Dispatch actor_compute = sp_size_ > 1 ? Dispatch::NdComputeProto : compute;
+  const std::string actor_mesh = sp_size_ > 1 ? "actor" : mesh;
+  const Dispatch ref_compute = ref_sp_size_ > 1 ? Dispatch::NdComputeProto : compute;
+  const std::string ref_mesh = ref_sp_size_ > 1 ? "ref" : mesh;
   dp_rank_ = mesh_place.dp_rank;
   register_method({"init_model", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return init_model(in); });
   register_method({"generate_sequences", compute, single_controller::Execute::All, mesh},
                   [this](const DataProto& in) { return generate_sequences(in); });
-  register_method({"compute_log_prob", compute, single_controller::Execute::All, mesh},
+  register_method({"compute_log_prob", actor_compute, single_controller::Execute::All, actor_mesh},
                   [this](const DataProto& in) { return compute_log_prob(in); });
-  register_method({"compute_ref_log_prob", compute, single_controller::Execute::All, mesh},
+  register_method({"compute_ref_log_prob", ref_compute, single_controller::Execute::All, ref_mesh},
                   [this](const DataProto& in) { return compute_ref_log_prob(in); });
-  register_method({"update_actor", compute, single_controller::Execute::All, mesh}, [this](const DataProto& in) { return update_actor(in); });
+  register_method({"update_actor", actor_compute, single_controller::Execute::All, actor_mesh},
+                  [this](const DataProto& in) { return update_actor(in); });
   register_method({"save_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return save_checkpoint(in); });
   register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
   register_method({"sync_rollout_weights", Dispatch::OneToAll, single_controller::Execute::All, ""},
@@ -272,8 +286,23 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   }
   const ParallelLayout layout =
       make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", device_);
+  // Ulysses groups (collective splits of the whole group; the same on every rank: one config).
+  auto ulysses_group = [&](int64_t sp, const std::string& key) -> std::shared_ptr<parallel::Comm> {
+    if (sp == 1) return nullptr;
+    VERL_CHECK(context().comm != nullptr, kComponent, key, "=", sp, " needs a communicator between the worker group's ",
+               world_size(), " ranks, which the in-process transport does not provide; launch with mpirun "
+               "(docs/distributed.md)");
+    return parallel::ulysses_mesh(layout.dp, sp, key).sp;
+  };
+  const std::string actor_sp_key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size";
+  const std::string ref_sp_key = "actor_rollout_ref.ref.ulysses_sequence_parallel_size";
+  const auto actor_sp_group = is_actor_ ? ulysses_group(sp_size_, actor_sp_key) : nullptr;
+  const auto ref_sp_group = !is_ref_                     ? nullptr
+                            : ref_sp_size_ == sp_size_ && is_actor_ ? actor_sp_group
+                                                                    : ulysses_group(ref_sp_size_, ref_sp_key);
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
+  load_options.config_overrides = arr.model.override_config;  // verl: the same overridden config for all three
   const auto& lora = arr.model.lora;
   if (lora.enabled()) {
     VERL_CHECK(tp_size_ == 1, kComponent, "actor_rollout_ref.model.lora_rank > 0 with megatron tensor parallelism is "
@@ -295,6 +324,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       }
     }
     if (is_actor_) {
+      model::set_sequence_parallel(actor_module_, actor_sp_group, actor_sp_key);
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       const auto& fsdp = actor_cfg_.fsdp_config;
       const std::string fsdp_size_key = "actor_rollout_ref.actor.fsdp_config.fsdp_size";
@@ -328,6 +358,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     ref_module_ = model::load_model(path, load_options);
     ref_module_->to(device_);
     freeze(ref_module_);
+    model::set_sequence_parallel(ref_module_, ref_sp_group, ref_sp_key);
     if (tp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {
       ref_sharded_ = fully_shard(ref_module_, layout.dp, -1, "actor_rollout_ref.ref.fsdp_config", "ref");
     }

@@ -9,6 +9,7 @@
 #include "verl/common/logging.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
+#include "verl/parallel/ulysses.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
@@ -85,12 +86,17 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
   VERL_ASSERT(config_ != nullptr, kComponent, "CriticWorker needs a config");
   // Under megatron the batch splits over the data-parallel ranks, and the T ranks of each compute together (nd
   // dispatch over mesh "critic", TP rank 0 answering).
+  // Under Ulysses the S ranks of a DP rank likewise get the same rows and split each sequence (SP rank 0 answering).
   tp_size_ = config_->critic.tensor_parallel_size();
+  sp_size_ = config_->critic.ulysses_sequence_parallel_size;
   critic_config_ = normalize_critic_config(
-      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_, "critic.megatron.tensor_model_parallel_size")));
-  const Dispatch compute = tp_size_ > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
-  const std::string mesh = tp_size_ > 1 ? "critic" : "";
-  if (tp_size_ > 1) set_mesh_info(mesh, tensor_parallel_mesh_info(rank(), tp_size_));
+      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * sp_size_,
+                                                    sp_size_ > 1 ? "critic.ulysses_sequence_parallel_size"
+                                                                 : "critic.megatron.tensor_model_parallel_size")));
+  const bool nd = tp_size_ > 1 || sp_size_ > 1;
+  const Dispatch compute = nd ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
+  const std::string mesh = nd ? "critic" : "";
+  if (nd) set_mesh_info(mesh, tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_));
   model_path_ = expand_user(config_->critic.model.path);
   tokenizer_path_ = expand_user(config_->critic.model.tokenizer_path);
   register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
@@ -133,10 +139,18 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.head = model::HeadKind::Value;
   options.dtype = torch::kFloat32;
   options.value_head_seed = value_head_seed();
+  options.config_overrides = config_->critic.model.override_config;
   const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size", device);
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
+  if (sp_size_ > 1) {
+    const std::string key = "critic.ulysses_sequence_parallel_size";
+    VERL_CHECK(context().comm != nullptr, kComponent, key, "=", sp_size_, " needs a communicator between the critic's ",
+               world_size(), " ranks, which the in-process transport does not provide; launch with mpirun "
+               "(docs/distributed.md)");
+    model::set_sequence_parallel(*module_, parallel::ulysses_mesh(layout.dp, sp_size_, key).sp, key);
+  }
   (*module_)->train();
   const auto& fsdp = config_->critic.model.fsdp_config;
   if (tp_size_ == 1 && fsdp.reshard_after_forward) {

@@ -84,7 +84,9 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
   std::vector<protocol::DataProto> micro_batches;
   MicroBatchPlan plan;
   if (use_dynamic_bsz) {
-    const int64_t max_token_len = static_cast<int64_t>(meta_double(data_in, "max_token_len"));
+    // Per rank; under Ulysses a rank holds 1/sp of each sequence, so a micro-batch holds sp times the tokens (verl).
+    const int64_t max_token_len =
+        static_cast<int64_t>(meta_double(data_in, "max_token_len")) * model_->model->sequence_parallel.size();
     plan = micro_batch_plan(data.tensor("attention_mask"), max_token_len, fully_sharded.get());
     for (const auto& rows : plan.micro_batches) micro_batches.push_back(data.index(rows));
   } else {
@@ -164,7 +166,8 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
       std::vector<protocol::DataProto> micro_batches;
       int64_t grad_accum = 1;
       if (config_.use_dynamic_bsz) {
-        auto plan = micro_batch_plan(mini.tensor("attention_mask"), config_.ppo_max_token_len_per_gpu,
+        auto plan = micro_batch_plan(mini.tensor("attention_mask"),
+                                     config_.ppo_max_token_len_per_gpu * model_->model->sequence_parallel.size(),
                                      fully_sharded.get());
         for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
       } else {

@@ -64,6 +64,9 @@ DataParallelPPOCritic::DataParallelPPOCritic(model::CausalLM module, torch::opti
   }
 }
 
+// Per rank; under Ulysses a rank holds 1/sp of each sequence, so a micro-batch holds sp times the tokens (verl).
+int64_t DataParallelPPOCritic::sequence_parallel_size() const { return module_->model->sequence_parallel.size(); }
+
 torch::Tensor DataParallelPPOCritic::forward_micro_batch(const protocol::DataProto& micro) {
   const int64_t R = micro.tensor("responses").size(1);
   // Batches arrive in host memory; the micro-batch moves to the model's device (a no-op on the CPU).
@@ -83,7 +86,8 @@ torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& d
   torch::NoGradGuard no_grad;
   MicroBatches micro =
       config_.use_dynamic_bsz
-          ? dynamic_micro_batches(selected, config_.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu",
+          ? dynamic_micro_batches(selected, config_.forward_max_token_len_per_gpu * sequence_parallel_size(),
+                                  "critic.forward_max_token_len_per_gpu",
                                   fully_sharded.get())
           : fixed_micro_batches(selected, config_.forward_micro_batch_size_per_gpu.value_or(0),
                                 "critic.forward_micro_batch_size_per_gpu");
@@ -101,7 +105,8 @@ std::vector<std::pair<protocol::DataProto, double>> DataParallelPPOCritic::updat
   const double mini_size = static_cast<double>(config_.ppo_mini_batch_size);
   if (config_.use_dynamic_bsz) {
     // verl: loss scale = rows of the micro-batch / ppo_mini_batch_size.
-    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu",
+    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu * sequence_parallel_size(),
+                                               "critic.ppo_max_token_len_per_gpu",
                                                fully_sharded.get());
     for (auto& part : micro.parts) {
       const double scale = static_cast<double>(part.size()) / mini_size;

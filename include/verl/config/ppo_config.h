@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "verl/config/config_node.h"
+#include "verl/model/hf_config.h"
 
 namespace verl::config {
 
@@ -60,6 +61,8 @@ struct ModelConfig {
   std::optional<std::string> custom_chat_template;
   bool enable_gradient_checkpointing = true;
   LoraConfig lora;
+  // model.override_config: applied to config.json for the actor, the reference and the rollout (model/hf_config.h).
+  model::HFConfigOverrides override_config;
 };
 
 struct OptimConfig {
@@ -155,11 +158,15 @@ struct ActorConfig {
   FSDPConfig fsdp_config;
   MegatronConfig megatron;
   CheckpointContentsConfig checkpoint;
+  // Ulysses sequence-parallel ranks per data-parallel rank (verl's fsdp_config.ulysses_sequence_parallel_size,
+  // or the deprecated actor-level key when > 1): the sequence is split across them (parallel/ulysses.h).
+  int64_t ulysses_sequence_parallel_size = 1;
   // Tensor-parallel ranks per model copy: megatron's tensor_model_parallel_size, 1 under fsdp.
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
 };
 
 struct RefConfig {
+  int64_t ulysses_sequence_parallel_size = 1;  // as the actor's, for the reference's log-prob pass
   FSDPConfig fsdp_config;
   MegatronConfig megatron;
   std::optional<int64_t> log_prob_micro_batch_size_per_gpu;
@@ -232,6 +239,7 @@ struct CriticModelConfig {
   std::string path;
   std::string tokenizer_path;
   bool enable_gradient_checkpointing = true;
+  model::HFConfigOverrides override_config;  // critic.model.override_config
   LoraConfig lora;
   FSDPConfig fsdp_config;
 };
@@ -254,6 +262,7 @@ struct CriticConfig {
   double cliprange_value = 0.5;
   std::string loss_agg_mode;
   CheckpointContentsConfig checkpoint;
+  int64_t ulysses_sequence_parallel_size = 1;  // as the actor's (critic.fsdp.* or the deprecated critic-level key)
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
 };
 

@@ -60,6 +60,32 @@ struct HFConfig {
 HFConfig parse_hf_config_text(const std::string& json_text, const std::string& source = "config.json");
 // `path` is a model folder or a config.json file.
 HFConfig load_hf_config(const std::string& path);
+
+// verl's model.override_config: fields set on the HF config before the model is built (verl's
+// update_model_config), for the actor, the reference and the rollout alike (critic: critic.model.override_config).
+// A JSON object; `key` names the config key it comes from, for errors. As verl's HFModelConfig, a "model_config"
+// object stands for the whole override. The fields, by what verl.cpp does with them:
+//   honoured        max_position_embeddings, rope_theta, rope_scaling / rope_parameters (merged key by key into
+//                   config.json's), rms_norm_eps, bos_token_id, eos_token_id, pad_token_id, initializer_range
+//   as config.json  the fields that shape the weights (vocab_size, hidden_size, intermediate_size,
+//                   num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, attention_bias,
+//                   mlp_bias, tie_word_embeddings, architectures, model_type): accepted only at the checkpoint's
+//                   value, any other an error before anything is allocated
+//   validated       hidden_act (silu), use_sliding_window (false), attention_dropout (0: no dropout here)
+//   no effect       attn_implementation (eager, sdpa, flash_attention_2/3, flex_attention: one attention here,
+//                   the same numbers), use_cache
+// Any other field is a one-line error naming `key`.<field>.
+struct HFConfigOverrides {
+  std::string key;           // e.g. "actor_rollout_ref.model.override_config"
+  std::string json = "{}";   // a JSON object
+  bool empty() const;
+};
+// The field names alone (no config.json needed): throws naming the first field verl.cpp cannot honour.
+void check_hf_config_override_fields(const HFConfigOverrides& overrides);
+// config.json's text with the overrides applied (checked against config.json as above).
+std::string apply_hf_config_overrides(const std::string& config_json_text, const HFConfigOverrides& overrides,
+                                      const std::string& source = "config.json");
+HFConfig load_hf_config(const std::string& path, const HFConfigOverrides& overrides);
 std::string hf_config_to_json(const HFConfig& config);
 void save_hf_config(const HFConfig& config, const std::string& dir);
 // generation_config.json: bos/eos/pad ids.

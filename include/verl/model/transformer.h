@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "verl/model/hf_config.h"
@@ -35,6 +36,15 @@ struct TensorParallelGroup {
   bool active() const { return comm != nullptr && comm->size() > 1; }
   int64_t size() const { return active() ? comm->size() : 1; }
   int64_t rank() const { return active() ? comm->rank() : 0; }
+};
+
+// This rank's Ulysses sequence-parallel group (parallel/ulysses.h; set_sequence_parallel); none (or one rank):
+// whole sequences. Only forwards without a KV cache (log-probs, values, training) split the sequence;
+// generation always runs whole.
+struct SequenceParallelGroup {
+  std::shared_ptr<parallel::Comm> comm;
+  bool active() const { return comm != nullptr && comm->size() > 1; }
+  int64_t size() const { return active() ? comm->size() : 1; }
 };
 
 // Which head sits on the trunk: the LM head (lm_head, or the tied embedding), or verl's critic value head
@@ -86,6 +96,10 @@ struct AttentionImpl : torch::nn::Module {
   TensorParallelGroup tp;
   AttentionKernel kernel = AttentionKernel::Sdpa;
   std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on q/k/v/o_proj; null: none
+  // Active: without a cache, x holds this rank's 1/sp of the sequence; q/k/v are exchanged for the whole
+  // sequence of num_heads / sp heads around the attention (KV heads repeated first when fewer than sp), mask_bias
+  // covers the whole sequence.
+  SequenceParallelGroup sequence_parallel;
 };
 TORCH_MODULE(Attention);
 
@@ -136,6 +150,10 @@ struct DecoderImpl : torch::nn::Module {
   std::function<torch::Tensor(size_t layer, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
                               const torch::Tensor& mask_bias)>
       layer_runner;
+  // Active: a forward without a cache takes the whole sequence (its length a multiple of the group size), runs
+  // this rank's 1/sp of it (global position ids, so rotary embeddings are those of the whole sequence) and returns
+  // this rank's part of the hidden states [B, T/sp, hidden].
+  SequenceParallelGroup sequence_parallel;
 };
 TORCH_MODULE(Decoder);
 
@@ -170,6 +188,13 @@ struct CausalLMImpl : torch::nn::Module {
   TensorParallelGroup tp;
 };
 TORCH_MODULE(CausalLM);
+
+// Ulysses sequence parallelism over `group` for the forwards without a cache (parallel/ulysses.h): the decoder
+// and every attention layer. response_log_probs / response_values then pad the sequence to a multiple of the
+// group size and gather their outputs, so every rank of the group returns the whole [B,R]. Errors, naming `key`,
+// when num_attention_heads is not divisible by the group size, when num_key_value_heads neither divides nor is
+// divisible by it, or with tensor parallelism.
+void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key);
 
 // Sets the attention kernel of every layer (AttentionKernel::Sdpa unless a test asks for the reference).
 void set_attention_kernel(CausalLM& model, AttentionKernel kernel);

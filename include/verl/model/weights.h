@@ -35,11 +35,13 @@ struct LoadOptions {
   uint64_t value_head_seed = 0;
   // Active: the folder is read whole and this rank keeps its slices (model/tensor_parallel_model.h).
   TensorParallelGroup tensor_parallel;
+  // verl's model.override_config, applied to config.json before the model is built (model/hf_config.h).
+  HFConfigOverrides config_overrides;
 };
 
 // Copies checkpoint tensors into the model's parameters by name with dtype conversion.
 void load_state(CausalLM& model, const io::SafetensorsCheckpoint& checkpoint, const LoadOptions& options);
-// Reads config.json and the weights of an HF folder.
+// Reads config.json (with options.config_overrides) and the weights of an HF folder.
 CausalLM load_model(const std::string& dir, const LoadOptions& options = {});
 
 struct SaveOptions {

@@ -11,6 +11,7 @@
 //   comm.all_gather(t)                  [size * n, ...] = cat(t_0, ..., t_{size-1}) along dim 0
 //   comm.reduce_scatter(t)              dim 0 divisible by size: rank r gets sum_q chunk_r(t_q)
 //   comm.broadcast(t, root)             in place; t becomes root's t
+//   comm.all_to_all(t)                  dim 0 divisible by size: chunk q of rank r's result is chunk r of rank q's t
 //   comm.split(color, key)              the ranks with the same color, ordered by key (MPI_Comm_split)
 #pragma once
 
@@ -36,6 +37,9 @@ class Comm {
   virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
   virtual torch::Tensor reduce_scatter(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
   virtual void broadcast(torch::Tensor& tensor, int root) = 0;
+  // Ulysses sequence parallelism's exchange (parallel/ulysses.h). The base class's is built on all_gather
+  // (size times the traffic of a true all-to-all, but right on every backend); MPI has its own.
+  virtual torch::Tensor all_to_all(const torch::Tensor& tensor);
   virtual void barrier() = 0;
   virtual std::shared_ptr<Comm> split(int color, int key) = 0;
   // Raw bytes, for small control payloads (serialized DataProto, strings); `bytes` is resized on receivers.

@@ -59,6 +59,7 @@ class MpiComm : public Comm {
   torch::Tensor all_gather(const torch::Tensor& tensor) override;
   torch::Tensor reduce_scatter(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum) override;
   void broadcast(torch::Tensor& tensor, int root) override;
+  torch::Tensor all_to_all(const torch::Tensor& tensor) override;
   void barrier() override;
   std::shared_ptr<Comm> split(int color, int key) override;
   void broadcast_bytes(std::string& bytes, int root) override;

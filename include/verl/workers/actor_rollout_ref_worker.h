@@ -18,6 +18,12 @@
 // over mesh "actor": the T ranks of a DP rank get the same chunk and TP rank 0 answers. Each rank's model file
 // holds its slices; huggingface/ (hf_model) and export_hf_model put them back together.
 //
+// Ulysses (actor / ref ulysses_sequence_parallel_size = S > 1, fsdp): the W ranks are W/S data-parallel ranks of S
+// sequence-parallel ranks each (parallel/ulysses.h), consecutive. compute_log_prob and update_actor dispatch
+// ND_COMPUTE_PROTO over mesh "actor" (compute_ref_log_prob over mesh "ref", with the ref's S): the S ranks get the
+// same rows and split each sequence; SP rank 0 answers. Gradients are averaged over all W ranks, as without it.
+// Generation does not split sequences: generate_sequences stays DP_COMPUTE_PROTO over all W ranks.
+//
 // fsdp_config.reshard_after_forward=true (ZeRO-3, model/fully_sharded_model.h): each rank keeps 1/N of the actor's
 // (and the ref's) parameters; generation, weight broadcast and HF saves gather them whole for their duration.
 //
@@ -89,6 +95,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   bool is_actor_ = false, is_rollout_ = false, is_ref_ = false;
   config::ActorConfig actor_cfg_;
   int64_t tp_size_ = 1;  // tensor-parallel ranks per model copy (megatron), 1 under fsdp
+  int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;

@@ -52,6 +52,7 @@ class CriticWorker : public single_controller::Worker {
   std::shared_ptr<const config::PPOConfig> config_;
   DPCriticConfig critic_config_;
   int64_t tp_size_ = 1;  // tensor-parallel ranks per model copy (megatron), 1 under fsdp
+  int64_t sp_size_ = 1;  // Ulysses sequence-parallel ranks per data-parallel rank (critic.ulysses_sequence_parallel_size)
   std::string model_path_;
   std::string tokenizer_path_;
   std::unique_ptr<model::CausalLM> module_;

@@ -75,6 +75,7 @@ class DataParallelPPOCritic {
  private:
   // Value-head outputs for the rows of one micro-batch: [b, R] fp32.
   torch::Tensor forward_micro_batch(const protocol::DataProto& micro);
+  int64_t sequence_parallel_size() const;  // the module's Ulysses group (1: whole sequences)
   // Row groups of one mini-batch (fixed micro-batches or the token-budget plan) with their loss scales.
   std::vector<std::pair<protocol::DataProto, double>> update_micro_batches(const protocol::DataProto& mini);
 

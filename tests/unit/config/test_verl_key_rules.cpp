@@ -96,15 +96,34 @@ TEST(VerlKeyRules, VllmKnobsWithANativeMeaningAreHonoured) {
   EXPECT_EQ(config_error_of({"actor_rollout_ref.rollout.max_model_len=1024"}), "");
 }
 
+// Ulysses sequence parallelism (fsdp): the engine key, or verl's deprecated role-level key when it is > 1; the ref's
+// role-level key follows the actor's (verl's oc.select). Under megatron only 1, an error naming the key.
+TEST(VerlKeyRules, UlyssesSizesAreReadAsVerlReadsThem) {
+  auto sizes = [](const std::vector<std::string>& overrides) {
+    const auto c = load_with_overrides(overrides).ppo;
+    return std::vector<int64_t>{c.actor_rollout_ref.actor.ulysses_sequence_parallel_size,
+                                c.actor_rollout_ref.ref.ulysses_sequence_parallel_size,
+                                c.critic.ulysses_sequence_parallel_size};
+  };
+  EXPECT_EQ(sizes({}), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(sizes({"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "critic.ulysses_sequence_parallel_size=4"}),
+            (std::vector<int64_t>{2, 2, 4}));
+  EXPECT_EQ(sizes({"actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=2",
+                   "actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size=4",
+                   "critic.fsdp.ulysses_sequence_parallel_size=2"}),
+            (std::vector<int64_t>{2, 4, 2}));
+  EXPECT_TRUE(contains(config_error_of({"critic.strategy=megatron", "critic.ulysses_sequence_parallel_size=2"}),
+                       "critic.ulysses_sequence_parallel_size=2 with strategy=megatron"));
+  EXPECT_TRUE(contains(config_error_of({"actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=0"}),
+                       "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size' must be > 0"));
+}
+
 // Features verl.cpp does not have: the default is fine, anything else names the feature.
 TEST(VerlKeyRules, FeaturesAcceptTheirDefaultAndNameThemselvesOtherwise) {
   EXPECT_EQ(config_error_of({"data.image_key=images", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
                              "actor_rollout_ref.rollout.multi_turn.enable=False", "transfer_queue.enable=false"}),
             "");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "Ulysses sequence parallelism"},
-      {"critic.ulysses_sequence_parallel_size=2", "Ulysses sequence parallelism"},
-      {"actor_rollout_ref.ref.ulysses_sequence_parallel_size=4", "Ulysses sequence parallelism"},
       {"data.image_key=image", "multimodal (VLM) inputs"},
       {"actor_rollout_ref.rollout.multi_turn.function_tool_path=tools.py", "@function_tool tools"},
       {"actor_rollout_ref.actor.fsdp_config.qat.enable=true", "quantization-aware training"},

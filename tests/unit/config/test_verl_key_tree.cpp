@@ -179,7 +179,7 @@ TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   EXPECT_EQ(kind("actor_rollout_ref.rollout.enable_chunked_prefill"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.rollout.multi_turn.function_tool_path"), KeyRuleKind::Feature);
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.forward_prefetch"), KeyRuleKind::NoEffect);
-  EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"), KeyRuleKind::Feature);
+  EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.qat.enable"), KeyRuleKind::Feature);
   EXPECT_EQ(kind("critic.fsdp.param_offload"), KeyRuleKind::Honoured);
   EXPECT_EQ(kind("critic.fsdp.use_orig_params"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("reward.reward_model.rollout.max_num_seqs"), KeyRuleKind::NoEffect);
