@@ -183,6 +183,17 @@ model::HFConfigOverrides read_override_config(ConfigReader& in, const std::strin
   return o;
 }
 
+// A dtype key of verl's mixed_precision map, absent or null: nullopt. verl's PrecisionType takes the names
+// bf16 / bfloat16, fp16 / float16 / 16, fp32 / float32 / 32 (ints included).
+std::optional<torch::ScalarType> read_precision(ConfigReader& in, const std::string& path) {
+  if (!in.contains(path)) return std::nullopt;
+  const Node node = in.get_node(path);
+  if (node.kind() == Kind::Null) return std::nullopt;
+  if (node.kind() == Kind::Int) return model::parse_precision(std::to_string(node.as_int()), path);
+  VERL_CHECK(node.kind() == Kind::String, "config", "config key '", path, "' expects a dtype name (bf16, fp16, fp32)");
+  return model::parse_precision(node.as_string(), path);
+}
+
 // verl's fsdp_config under `p`. What verl.cpp does not implement is an error naming the key, never ignored:
 // non-fp32 master weights.
 FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
@@ -190,18 +201,15 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   f.param_offload = in.get_bool(p + ".param_offload");
   f.reshard_after_forward = in.get_bool(p + ".reshard_after_forward");
   f.model_dtype = in.get_choice(p + ".model_dtype", {"fp32", "float32"});
-  // verl's optional mixed_precision map ('+' overrides add it): param_dtype is the compute dtype; gradients
-  // and buffers stay fp32, so reduce_dtype / buffer_dtype must say so.
+  // verl's optional mixed_precision map ('+' overrides add it), each dtype as verl's PrecisionType names it:
+  // param_dtype the compute dtype, reduce_dtype the gradients' reduction dtype; buffers stay fp32.
   const std::string mp = p + ".mixed_precision";
-  if (auto v = in.contains(mp + ".param_dtype") ? in.get_optional_string(mp + ".param_dtype") : std::nullopt) {
-    f.param_dtype = model::precision_name(model::parse_precision(*v, mp + ".param_dtype"));
-  }
-  for (const char* key : {"reduce_dtype", "buffer_dtype"}) {
-    const std::string path = p + ".mixed_precision." + key;
-    if (auto v = in.contains(path) ? in.get_optional_string(path) : std::nullopt) {
-      VERL_CHECK(model::parse_precision(*v, path) == torch::kFloat32, "config", path, "=", *v,
-                 ": verl.cpp keeps gradients and buffers in fp32 (fp32 master weights); only fp32 is supported");
-    }
+  if (auto v = read_precision(in, mp + ".param_dtype")) f.param_dtype = model::precision_name(*v);
+  if (auto v = read_precision(in, mp + ".reduce_dtype")) f.reduce_dtype = model::precision_name(*v);
+  if (auto v = read_precision(in, mp + ".buffer_dtype")) {
+    VERL_CHECK(*v == torch::kFloat32, "config", mp, ".buffer_dtype=", model::precision_name(*v),
+               ": verl.cpp's models hold no buffers in another dtype (the rotary tables are computed in fp32); only "
+               "fp32 is supported");
   }
   if (trains) {
     f.optimizer_offload = in.get_bool(p + ".optimizer_offload");

@@ -91,8 +91,9 @@ struct FullyShardedModel::LayerFunction : public torch::autograd::Function<Layer
 };
 
 FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::Comm> shard_group,
-                                     std::shared_ptr<parallel::Comm> replicas)
-    : module_(std::move(module)), group_(std::move(shard_group)), replicas_(std::move(replicas)) {
+                                     std::shared_ptr<parallel::Comm> replicas, torch::ScalarType reduce_dtype)
+    : module_(std::move(module)), group_(std::move(shard_group)), replicas_(std::move(replicas)),
+      reduce_dtype_(reduce_dtype) {
   VERL_ASSERT(group_ != nullptr && group_->size() > 1, kComponent, "ZeRO-3 needs a shard group of two or more ranks");
   VERL_CHECK(!module_->tp.active(), kComponent,
              "parameter sharding (fsdp_config.reshard_after_forward) cannot be combined with tensor parallelism");
@@ -172,10 +173,14 @@ torch::Tensor FullyShardedModel::reduce_gradients(size_t u, const std::vector<to
     if (!grads[k].defined()) continue;  // a parameter no loss reached: zeros
     flat.narrow(0, unit.offsets[k], grads[k].numel()).copy_(grads[k].reshape({-1}));
   }
+  // In reduce_dtype on the wire and in the sums (FSDP's MixedPrecision.reduce_dtype), then back in the shard's dtype.
   // A tensor of its own: the gradient must not be a view (optimizer.zero_grad() detaches it in place).
-  torch::Tensor mine = group_->reduce_scatter(flat, parallel::ReduceOp::Average).clone();
+  // fp32 (the default) leaves the gradients in their own dtype.
+  const auto dtype = flat.scalar_type();
+  const auto wire = reduce_dtype_ == torch::kFloat32 ? dtype : reduce_dtype_;
+  torch::Tensor mine = group_->reduce_scatter(flat.to(wire), parallel::ReduceOp::Average).clone();
   if (replicas_ && replicas_->size() > 1) replicas_->all_reduce(mine, parallel::ReduceOp::Average);
-  return mine;
+  return mine.to(dtype);
 }
 
 torch::Tensor FullyShardedModel::run_layer(size_t layer, const torch::Tensor& h, const torch::Tensor& cos,

@@ -9,10 +9,11 @@
 namespace verl::model {
 
 torch::ScalarType parse_precision(const std::string& text, const std::string& key) {
+  // verl's PrecisionType names (HALF_LIST, FLOAT_LIST, BFLOAT_LIST).
   if (text == "bf16" || text == "bfloat16") return torch::kBFloat16;
-  if (text == "fp32" || text == "float32") return torch::kFloat32;
-  if (text == "fp16" || text == "float16") return torch::kFloat16;
-  VERL_FAIL("config", key, ": expected bf16, fp16 or fp32 (or bfloat16, float16, float32), got '", text, "'");
+  if (text == "fp32" || text == "float32" || text == "32") return torch::kFloat32;
+  if (text == "fp16" || text == "float16" || text == "16") return torch::kFloat16;
+  VERL_FAIL("config", key, ": expected bf16, fp16 or fp32 (or bfloat16, float16, float32, 16, 32), got '", text, "'");
 }
 
 std::string precision_name(torch::ScalarType dtype) {

@@ -328,8 +328,13 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       const auto& fsdp = actor_cfg_.fsdp_config;
       const std::string fsdp_size_key = "actor_rollout_ref.actor.fsdp_config.fsdp_size";
+      // fsdp_config.mixed_precision.reduce_dtype: the dtype of the gradients' data-parallel reduction (fsdp only).
+      const torch::ScalarType reduce_dtype = actor_cfg_.strategy == "megatron"
+                                                 ? torch::kFloat32
+                                                 : model::parse_precision(fsdp.reduce_dtype, fsdp_size_key);
       if (tp_size_ == 1 && fsdp.reshard_after_forward) {
-        actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent);
+        actor_sharded_ =
+            fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent, reduce_dtype);
       }
       std::vector<torch::Tensor> params = actor_sharded_        ? actor_sharded_->shards()
                                          : lora.enabled() ? model::lora_parameters(actor_module_)
@@ -340,10 +345,10 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
       if (actor_sharded_) {
         actor_->fully_sharded = actor_sharded_;  // averages gradients into the shards itself
       } else {
-        actor_->gradient_all_reduce = gradient_averager(layout.dp);
+        actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
         auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
                                                     fsdp.fsdp_size, fsdp_size_key);
-        actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp);
+        actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp, reduce_dtype);
       }
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
     } else {

@@ -10,6 +10,7 @@
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
 #include "verl/parallel/ulysses.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
@@ -153,8 +154,13 @@ DataProto CriticWorker::init_model(const DataProto&) {
   }
   (*module_)->train();
   const auto& fsdp = config_->critic.model.fsdp_config;
+  // fsdp_config.mixed_precision.reduce_dtype: the dtype of the gradients' data-parallel reduction (fsdp only).
+  const torch::ScalarType reduce_dtype =
+      config_->critic.strategy == "megatron" ? torch::kFloat32
+                                             : model::parse_precision(fsdp.reduce_dtype, "critic.model.fsdp_config");
   if (tp_size_ == 1 && fsdp.reshard_after_forward) {
-    fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent);
+    fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent,
+                                 reduce_dtype);
   }
   optimizer_ = build_optimizer(fully_sharded_ ? fully_sharded_->shards() : (*module_)->parameters(), config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
@@ -166,9 +172,9 @@ DataProto CriticWorker::init_model(const DataProto&) {
   } else {
     auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
                                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
-    critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_, gradient_averager(layout.dp),
-                                                      optimizer_shard(shard_group, (*module_)->parameters(), kComponent,
-                                                                      layout.dp));
+    critic_ = std::make_unique<DataParallelPPOCritic>(
+        *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),
+        optimizer_shard(shard_group, (*module_)->parameters(), kComponent, layout.dp, reduce_dtype));
   }
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   offload_.rest(state(), optimizer_.get());

@@ -10,27 +10,34 @@
 
 namespace verl::workers {
 
-GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm) {
+GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm, torch::ScalarType reduce_dtype) {
   if (!comm || comm->size() == 1) return nullptr;
-  return [comm](const std::vector<torch::Tensor>& parameters) {
-    std::vector<torch::Tensor> grads;
+  return [comm, reduce_dtype](const std::vector<torch::Tensor>& parameters) {
+    std::vector<torch::Tensor> grads, reduced;
     for (const auto& p : parameters) {
       if (!p.requires_grad()) continue;
       // A parameter no loss reached on this rank still joins the collective (as zeros), so every rank
       // passes the same tensors in the same order.
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       grads.push_back(p.grad());
+      // fp32 (the default) leaves the gradients in their own dtype.
+      reduced.push_back(reduce_dtype == torch::kFloat32 ? p.grad() : p.grad().to(reduce_dtype));
     }
-    parallel::all_reduce_coalesced(*comm, grads, parallel::ReduceOp::Average);
+    parallel::all_reduce_coalesced(*comm, reduced, parallel::ReduceOp::Average);
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!reduced[i].is_same(grads[i])) grads[i].copy_(reduced[i]);
+    }
   };
 }
 
 OptimizerShard::OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters,
-                               bool reduces_gradients)
+                               bool reduces_gradients, torch::ScalarType reduce_dtype)
     : comm_(std::move(comm)),
       parameters_(std::move(parameters)),
       owner_(parameters_.size(), 0),
-      reduces_gradients_(reduces_gradients) {
+      reduces_gradients_(reduces_gradients),
+      reduce_dtype_(reduce_dtype) {
   VERL_ASSERT(comm_ != nullptr, "optimizer_shard", "an optimizer shard needs a communicator");
   std::vector<size_t> order(parameters_.size());
   std::iota(order.begin(), order.end(), 0);
@@ -80,7 +87,8 @@ void OptimizerShard::reduce_gradients() {
         }
         offset[static_cast<size_t>(owner)] += p.numel();
       }
-      torch::Tensor mine = comm_->reduce_scatter(buffer, parallel::ReduceOp::Average);
+      const auto wire = reduce_dtype_ == torch::kFloat32 ? buffer.scalar_type() : reduce_dtype_;
+      torch::Tensor mine = comm_->reduce_scatter(buffer.to(wire), parallel::ReduceOp::Average).to(buffer.scalar_type());
       int64_t at = 0;
       for (size_t k = begin; k < end; ++k) {
         auto& p = parameters_[trainable[k]];
@@ -160,12 +168,13 @@ std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> c
 
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
                                                 const std::vector<torch::Tensor>& parameters, const char* component,
-                                                const std::shared_ptr<parallel::Comm>& data_parallel) {
+                                                const std::shared_ptr<parallel::Comm>& data_parallel,
+                                                torch::ScalarType reduce_dtype) {
   if (!comm || comm->size() == 1) return nullptr;
   int64_t total = 0;
   for (const auto& p : parameters) total += p.numel();
   const bool zero2 = data_parallel == comm;
-  auto shard = std::make_shared<OptimizerShard>(comm, parameters, zero2);
+  auto shard = std::make_shared<OptimizerShard>(comm, parameters, zero2, reduce_dtype);
   VERL_LOG(Info, component) << (zero2 ? "ZeRO-2" : "ZeRO-1") << " over " << comm->size()
                             << " ranks: this rank's optimizer holds " << shard->owned_numel() << " of " << total
                             << " parameters" << (zero2 ? " and keeps only their gradients after each reduction" : "");
@@ -175,7 +184,7 @@ std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> 
 std::shared_ptr<model::FullyShardedModel> fully_shard(model::CausalLM module,
                                                       const std::shared_ptr<parallel::Comm>& data_parallel,
                                                       int64_t fsdp_size, const std::string& fsdp_size_key,
-                                                      const char* component) {
+                                                      const char* component, torch::ScalarType reduce_dtype) {
   if (!data_parallel || data_parallel->size() == 1) return nullptr;
   auto group = sharding_group(data_parallel, fsdp_size, fsdp_size_key);
   std::shared_ptr<parallel::Comm> replicas;
@@ -184,7 +193,7 @@ std::shared_ptr<model::FullyShardedModel> fully_shard(model::CausalLM module,
     replicas = data_parallel->split(data_parallel->rank() % group->size(), data_parallel->rank());
   }
   if (group->size() == 1) return nullptr;  // fsdp_size=1: whole replicas, gradients all-reduced
-  auto sharded = std::make_shared<model::FullyShardedModel>(std::move(module), group, replicas);
+  auto sharded = std::make_shared<model::FullyShardedModel>(std::move(module), group, replicas, reduce_dtype);
   VERL_LOG(Info, component) << "ZeRO-3 over " << group->size() << " ranks"
                             << (replicas ? " (" + std::to_string(replicas->size()) + " replicas)" : std::string())
                             << ": this rank holds " << sharded->shard_numel() << " of " << sharded->model_numel()

@@ -94,8 +94,11 @@ struct FSDPConfig {
   std::string model_dtype = "fp32";
   // mixed_precision.param_dtype (verl: bf16 by default under FSDP): the dtype forwards compute in, by autocast
   // over fp32 master weights (model/mixed_precision.h). Unset: bf16 on a CUDA device, fp32 on the CPU.
-  // reduce_dtype and buffer_dtype accept fp32 only (gradients and buffers stay fp32).
   std::optional<std::string> param_dtype;
+  // mixed_precision.reduce_dtype (verl: fp32): the dtype gradients are all-reduced / reduce-scattered in across the
+  // data-parallel ranks (FSDP's MixedPrecision.reduce_dtype), cast back to fp32 after; "bf16", "fp16" or "fp32".
+  // buffer_dtype accepts fp32 only (verl.cpp's models hold no buffers: the rotary tables are computed in fp32).
+  std::string reduce_dtype = "fp32";
 };
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for

@@ -38,8 +38,11 @@ class FullyShardedModel {
  public:
   // Takes `module`'s parameters as they are (the same on every rank), keeps this rank's shards and empties the
   // module's parameters; installs the module's layer_runner. The shard group must have at least two ranks.
+  // `reduce_dtype` (fsdp_config.mixed_precision.reduce_dtype, FSDP's MixedPrecision): the dtype gradients are
+  // reduce-scattered (and averaged over the replicas) in; the shards' gradients are then fp32 again.
   FullyShardedModel(CausalLM module, std::shared_ptr<parallel::Comm> shard_group,
-                    std::shared_ptr<parallel::Comm> replicas = nullptr);
+                    std::shared_ptr<parallel::Comm> replicas = nullptr,
+                    torch::ScalarType reduce_dtype = torch::kFloat32);
   ~FullyShardedModel();  // removes the layer_runner; the module's parameters stay empty
   FullyShardedModel(const FullyShardedModel&) = delete;
   FullyShardedModel& operator=(const FullyShardedModel&) = delete;
@@ -100,6 +103,7 @@ class FullyShardedModel {
 
   CausalLM module_;
   std::shared_ptr<parallel::Comm> group_, replicas_;
+  torch::ScalarType reduce_dtype_ = torch::kFloat32;
   std::vector<Unit> units_;
   std::vector<torch::Tensor> shards_;
   int64_t model_numel_ = 0;

@@ -30,21 +30,25 @@ namespace verl::workers {
 
 using GradientAverager = std::function<void(const std::vector<torch::Tensor>& parameters)>;
 
-// nullptr when the group has one rank (nothing to average) or no communicator.
-GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm);
+// nullptr when the group has one rank (nothing to average) or no communicator. `reduce_dtype`
+// (fsdp_config.mixed_precision.reduce_dtype, FSDP's MixedPrecision): the gradients are cast to it for the
+// all-reduce (on the wire and in the sums) and back to their own dtype after; fp32 (the default) leaves them
+// in their own dtype.
+GradientAverager gradient_averager(std::shared_ptr<parallel::Comm> comm,
+                                   torch::ScalarType reduce_dtype = torch::kFloat32);
 
 class OptimizerShard {
  public:
   // Parameters are dealt whole, largest first, each to the rank owning the fewest elements so far (ties:
   // the lower rank); every rank computes the same assignment from the same list.
   OptimizerShard(std::shared_ptr<parallel::Comm> comm, std::vector<torch::Tensor> parameters,
-                 bool reduces_gradients = false);
+                 bool reduces_gradients = false, torch::ScalarType reduce_dtype = torch::kFloat32);
 
   // ZeRO-2: whether this shard averages the gradients itself (reduce_gradients) in place of the all-reduce.
   bool reduces_gradients() const { return reduces_gradients_; }
   // Collective: the mean over the group of each gradient lands on the parameter's owner (bucketed
-  // reduce-scatter, 25 MiB per collective, rank-order sums: the all-reduce's bits); other ranks' gradients are
-  // released. A parameter no loss reached counts as zeros. Trainable parameters only.
+  // reduce-scatter, 25 MiB per collective, rank-order sums: the all-reduce's bits, in reduce_dtype as well);
+  // other ranks' gradients are released. A parameter no loss reached counts as zeros. Trainable parameters only.
   void reduce_gradients();
   parallel::Comm& comm() const { return *comm_; }
 
@@ -62,6 +66,7 @@ class OptimizerShard {
   std::vector<int> owner_;
   int64_t owned_numel_ = 0;
   bool reduces_gradients_ = false;
+  torch::ScalarType reduce_dtype_ = torch::kFloat32;
 };
 
 // One optimizer step's averaging over the data-parallel ranks: ZeRO-2's reduce-scatter when `shard` shards
@@ -88,7 +93,8 @@ std::shared_ptr<parallel::Comm> sharding_group(std::shared_ptr<parallel::Comm> c
 // the gradients are averaged over: when it is `comm` itself the shard also shards gradients (ZeRO-2).
 std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> comm,
                                                 const std::vector<torch::Tensor>& parameters, const char* component,
-                                                const std::shared_ptr<parallel::Comm>& data_parallel = nullptr);
+                                                const std::shared_ptr<parallel::Comm>& data_parallel = nullptr,
+                                                torch::ScalarType reduce_dtype = torch::kFloat32);
 
 // fsdp_config.reshard_after_forward=true: `module`'s parameters sharded over this rank's sharding group (fsdp_size
 // consecutive ranks of `data_parallel`), the groups replicating each other (HSDP), and the sharded model logged
@@ -97,7 +103,8 @@ std::shared_ptr<OptimizerShard> optimizer_shard(std::shared_ptr<parallel::Comm> 
 std::shared_ptr<model::FullyShardedModel> fully_shard(model::CausalLM module,
                                                       const std::shared_ptr<parallel::Comm>& data_parallel,
                                                       int64_t fsdp_size, const std::string& fsdp_size_key,
-                                                      const char* component);
+                                                      const char* component,
+                                                      torch::ScalarType reduce_dtype = torch::kFloat32);
 
 // ZeRO-3's optimizer step: the shards' gradients (already averaged by the sharded model) clipped by the whole
 // model's norm, then optimizer.step() on the shards, or a skipped step on a non-finite norm. Returns the norm.
