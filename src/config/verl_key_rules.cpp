@@ -113,7 +113,10 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.data_parallel_size", F, "rollout data parallelism inside one engine"},
       {"actor_rollout_ref.rollout.expert_parallel_size", F, "expert parallelism"},
       {"actor_rollout_ref.rollout.pipeline_model_parallel_size", F, "pipeline-parallel rollout"},
-      {"actor_rollout_ref.rollout.over_sample_rate", F, "over-sampling with aborted requests"},
+      // verl reads it nowhere: only its SGLang SPMD rollout did (cancel the requests left once (1 - rate) of them had
+      // finished, pad them as empty responses), and that rollout was retired (verl #4422); the agent loop, which
+      // verl.cpp's rollout follows, never aborts a request.
+      {"actor_rollout_ref.rollout.over_sample_rate", N, "over-sampling (verl's retired SGLang SPMD rollout)"},
       {"actor_rollout_ref.rollout.enable_rollout_routing_replay", F, "MoE router replay"},
       {"actor_rollout_ref.rollout.quantization", F, "quantized (FP8) rollout"},
       {"actor_rollout_ref.rollout.quantization_config_file", F, "quantized (FP8) rollout"},
