@@ -3,7 +3,8 @@
 //   - SP=2 (mpirun -np 3) and DP=2 x SP=2 (-np 5, with ZeRO-3): two GAE steps with a KL loss against the ref and
 //     greedy rollouts end with the actor's and the critic's weights within 1e-4 of the 1-rank run's, and the same
 //     losses, gradient norms, entropy, KL and values (so the log-probs, values and gradients agreed);
-//   - a size that does not divide the devices, Ulysses with megatron, with LoRA or without mpirun: one error line.
+//   - a size that does not divide the devices, Ulysses with megatron, with LoRA, with the multi-turn rollout or
+//     without mpirun: one error line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,6 +123,10 @@ TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
   std::vector<std::string> lora = gae_run(dir, 2, 2);
   lora.push_back("actor_rollout_ref.model.lora_rank=4");
   one_line(run_command(verl_train_command(lora)), "actor_rollout_ref.model.lora_rank > 0 with Ulysses");
+  std::vector<std::string> multi_turn = gae_run(dir, 2, 2);
+  multi_turn.push_back("actor_rollout_ref.rollout.multi_turn.enable=true");
+  one_line(run_command(verl_train_command(multi_turn)),
+           "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 with actor_rollout_ref.rollout.multi_turn");
   // Sequence parallelism needs collectives between the ranks: in one process there are none.
   CommandResult in_process = run_command(verl_train_command(gae_run(dir, 2, 2)));
   EXPECT_NE(in_process.exit_code, 0);
