@@ -56,10 +56,17 @@ struct Conversation {
   bool last_turn_complete = false;  // the last policy turn ended with an eos id (a whole conversation)
   bool prompt_truncated = false;
   bool done = false;
+  TraceSpan run;           // options.record_trace: verl's ToolAgentLoop.run span
+  std::string request_id;  // verl's uuid4().hex per trajectory
 };
 
 std::vector<int32_t> to_int32(const std::vector<int64_t>& ids, size_t begin, size_t end) {
   return std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+OJson int_list(const std::vector<int64_t>& ids, size_t begin, size_t end) {
+  return OJson(std::vector<int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    ids.begin() + static_cast<std::ptrdiff_t>(end)));
 }
 
 }  // namespace
@@ -109,6 +116,28 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     if (tools) c.tool_session = tools->start_session(inputs.tools_kwargs[i]);
     if (interactions) c.interaction = interactions->start_session(inputs.interaction_kwargs[i]);
   }
+  // verl's @rollout_trace_op spans: ToolAgentLoop.run per trajectory, its turns' spans inside.
+  const bool trace = options.record_trace;
+  OJson sampling_json;
+  if (trace) {
+    VERL_CHECK(inputs.trace_kwargs.empty() || inputs.trace_kwargs.size() == batch, kComponent,
+               "trace_kwargs must have one entry per sample");
+    sampling_json = {{"temperature", options.sampling.temperature}, {"top_p", options.sampling.top_p},
+                     {"top_k", options.sampling.top_k}, {"repetition_penalty", 1.0},
+                     {"logprobs", options.sampling.calculate_log_probs}};
+    const int64_t now = trace_clock_ns();
+    for (size_t i = 0; i < batch; ++i) {
+      Conversation& c = convs[i];
+      c.request_id = trace_request_id();
+      c.run.name = "ToolAgentLoop.run";
+      c.run.start_ns = now;
+      OJson kwargs = inputs.trace_kwargs.empty() ? OJson{{"raw_prompt", inputs.raw_prompt[i]},
+                                                         {"tools_kwargs", inputs.tools_kwargs[i]},
+                                                         {"interaction_kwargs", inputs.interaction_kwargs[i]}}
+                                                 : inputs.trace_kwargs[i];
+      c.run.inputs = {{"sampling_params", sampling_json}, {"kwargs", std::move(kwargs)}};
+    }
+  }
   if (truncated_prompts > 0) {
     VERL_LOG(Warn, kComponent) << truncated_prompts << " prompt(s) with the tools rendered exceed rollout.prompt_length="
                                << options.prompt_length << "; left-truncated";
@@ -128,7 +157,9 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       requests.push_back(std::move(r));
     }
     if (waiting.empty()) break;
+    const int64_t generate_start = trace ? trace_clock_ns() : 0;
     std::vector<ContinueResult> results = generate_turns(requests);
+    const int64_t generate_end = trace ? trace_clock_ns() : 0;
     VERL_CHECK(results.size() == requests.size(), kComponent, "the turn generator returned ", results.size(),
                " turns for ", requests.size(), " conversations");
 
@@ -139,6 +170,17 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     for (size_t w = 0; w < waiting.size(); ++w) {
       Conversation& c = convs[waiting[w]];
       const ContinueResult& turn = results[w];
+      if (trace) {
+        TraceSpan span{"AsyncLLMServerManager.generate"};
+        span.inputs = {{"request_id", c.request_id}, {"prompt_ids", int_list(c.ids, 0, c.ids.size())},
+                       {"sampling_params", sampling_json}, {"image_data", nullptr}, {"video_data", nullptr}};
+        span.outputs = {{"token_ids", turn.tokens},
+                        {"log_probs", options.sampling.calculate_log_probs ? OJson(turn.log_probs) : OJson()},
+                        {"routed_experts", nullptr}, {"stop_reason", "completed"}, {"num_preempted", nullptr}};
+        span.start_ns = generate_start;
+        span.end_ns = generate_end;
+        c.run.children.push_back(std::move(span));
+      }
       c.ids.insert(c.ids.end(), turn.tokens.begin(), turn.tokens.end());
       c.mask.insert(c.mask.end(), turn.tokens.size(), 1);
       if (options.sampling.calculate_log_probs) c.log_probs.insert(c.log_probs.end(), turn.log_probs.begin(), turn.log_probs.end());
@@ -151,7 +193,18 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const bool out_of_budget = static_cast<int64_t>(c.mask.size()) >= R;
       const bool turn_limit = (mt.max_assistant_turns && c.assistant_turns >= *mt.max_assistant_turns) ||
                               (mt.max_user_turns && c.user_turns >= *mt.max_user_turns);
+      const int64_t parse_start = trace ? trace_clock_ns() : 0;
       ParsedTurn parsed = out_of_budget || turn_limit ? ParsedTurn{text, {}, 0} : parser->parse(text);
+      if (trace && !out_of_budget && !turn_limit) {
+        TraceSpan span{"HermesToolParser.extract_tool_calls"};
+        OJson calls = OJson::array();
+        for (const auto& call : parsed.calls) calls.push_back({{"name", call.name}, {"arguments", call.arguments.dump()}});
+        span.inputs = {{"responses_ids", turn.tokens}};
+        span.outputs = OJson::array({parsed.content, calls});
+        span.start_ns = parse_start;
+        span.end_ns = trace_clock_ns();
+        c.run.children.push_back(std::move(span));
+      }
       OJson assistant = {{"role", "assistant"}, {"content", parsed.content}};
       const size_t n_calls = std::min<size_t>(parsed.calls.size(), static_cast<size_t>(mt.max_parallel_calls));
       if (n_calls > 0 && c.tool_session) {
@@ -181,7 +234,24 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     std::map<size_t, OJson> appended;
     std::map<size_t, bool> terminate_after;
     if (!work.empty()) {
+      const int64_t tools_start = trace ? trace_clock_ns() : 0;
       const auto outcomes = tools->execute_concurrently(work);
+      const int64_t tools_end = trace ? trace_clock_ns() : 0;
+      for (size_t k = 0; trace && k < calling.size(); ++k) {
+        for (size_t j = 0; j < outcomes[k].size() && j < work[k].second.size(); ++j) {
+          const ToolCallRequest& call = work[k].second[j];
+          const std::string cls = tools->class_name(call.name);
+          if (cls.empty()) continue;  // verl: an unknown tool is an error message, no execute call
+          const ToolCallResult& result = outcomes[k][j];
+          TraceSpan span{cls + ".execute"};
+          span.inputs = {{"instance_id", nullptr}, {"parameters", call.arguments}, {"kwargs", OJson::object()}};
+          span.outputs = OJson::array({OJson{{"text", result.text}, {"image", nullptr}, {"video", nullptr}},
+                                       result.reward, result.metrics});
+          span.start_ns = tools_start;
+          span.end_ns = tools_end;
+          convs[calling[k]].run.children.push_back(std::move(span));
+        }
+      }
       for (size_t k = 0; k < calling.size(); ++k) {
         Conversation& c = convs[calling[k]];
         OJson& messages = appended[calling[k]] = OJson::array();
@@ -262,6 +332,26 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       if (out.rollout_log_probs.defined()) {
         out.rollout_log_probs[i].narrow(0, 0, r).copy_(torch::tensor(std::vector<float>(c.log_probs.begin(), c.log_probs.begin() + r)));
       }
+    }
+    if (trace) {
+      // verl's AgentLoopOutput (model_dump), response fields cut at response_length.
+      c.run.end_ns = trace_clock_ns();
+      OJson o = {{"prompt_ids", int_list(c.ids, 0, static_cast<size_t>(p))},
+                 {"response_ids", int_list(c.ids, static_cast<size_t>(p), static_cast<size_t>(p + std::max<int64_t>(r, 0)))},
+                 {"response_mask", int_list(c.mask, 0, static_cast<size_t>(std::max<int64_t>(r, 0)))},
+                 {"response_logprobs", nullptr}, {"routed_experts", nullptr}, {"multi_modal_data", nullptr},
+                 {"reward_score", nullptr}, {"num_turns", c.user_turns + c.assistant_turns + 1},
+                 {"metrics", OJson::object()},
+                 {"extra_fields", {{"turn_scores", c.turn_scores}, {"tool_rewards", c.tool_rewards}}}};
+      if (options.sampling.calculate_log_probs) {
+        o["response_logprobs"] = std::vector<float>(c.log_probs.begin(), c.log_probs.begin() + std::max<int64_t>(r, 0));
+      }
+      if (options.trace_token2text) {
+        o["prompt_text"] = tokenizer.decode(to_int32(c.ids, 0, static_cast<size_t>(p)), false);
+        o["response_text"] = tokenizer.decode(to_int32(c.ids, static_cast<size_t>(p), static_cast<size_t>(p + std::max<int64_t>(r, 0))), false);
+      }
+      c.run.outputs = std::move(o);
+      out.traces.push_back(std::move(c.run));
     }
     out.num_turns.push_back(c.user_turns + c.assistant_turns + 1);
     out.tool_call_counts.push_back(c.tool_calls);

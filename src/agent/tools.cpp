@@ -559,6 +559,7 @@ struct ToolSet::Impl {
   std::shared_ptr<LoopRunner> runner;  // its objects: the tools by name
   nlohmann::ordered_json schemas = nlohmann::ordered_json::array();
   std::vector<std::string> names;
+  std::map<std::string, std::string> class_names;  // by tool name, without the module
   std::string path;
 };
 
@@ -703,6 +704,7 @@ std::shared_ptr<ToolSet> ToolSet::from_config_file(const std::string& path, doub
       VERL_CHECK(!tools.contains(py::str(name)), "tools", who, ": a second tool named '", name, "'");
       tools[py::str(name)] = built[0];
       impl.names.push_back(name);
+      impl.class_names[name] = class_name.substr(class_name.rfind('.') + 1);
       impl.schemas.push_back(nlohmann::ordered_json::parse(bytes_text(built[2])));
     }
     impl.runner->objects = std::move(tools);
@@ -715,6 +717,11 @@ ToolSet::~ToolSet() = default;
 const nlohmann::ordered_json& ToolSet::schemas() const { return impl_->schemas; }
 
 std::vector<std::string> ToolSet::names() const { return impl_->names; }
+
+std::string ToolSet::class_name(const std::string& name) const {
+  const auto it = impl_->class_names.find(name);
+  return it == impl_->class_names.end() ? std::string() : it->second;
+}
 
 std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_kwargs) {
   return python::with_gil("tools", [&]() -> std::unique_ptr<ToolSession> {

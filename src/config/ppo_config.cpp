@@ -354,6 +354,25 @@ MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
   return m;
 }
 
+// verl's trace keys; weave (its package is not available here) and other backends are one-line errors.
+RolloutTraceConfig read_rollout_trace(ConfigReader& in, const std::string& p) {
+  RolloutTraceConfig t;
+  t.backend = in.get_optional_string(p + ".backend");
+  VERL_CHECK(!t.backend || *t.backend == "mlflow", "config", "config key '", p, ".backend' is '", *t.backend,
+             "': verl.cpp writes rollout traces to mlflow only (weave is not implemented: its package is not "
+             "available); use mlflow or null");
+  t.project_name = in.get_optional_string(p + ".project_name").value_or("");
+  t.experiment_name = in.get_optional_string(p + ".experiment_name").value_or("");
+  VERL_CHECK(!t.backend || !t.project_name.empty(), "config", p, ".backend=", t.backend.value_or(""),
+             " needs a project name (", p, ".project_name, by default trainer.project_name): the mlflow experiment");
+  t.token2text = in.get_bool(p + ".token2text");
+  t.max_samples_per_step_per_worker = in.get_optional_int(p + ".max_samples_per_step_per_worker");
+  VERL_CHECK(!t.max_samples_per_step_per_worker || *t.max_samples_per_step_per_worker >= 0, "config", p,
+             ".max_samples_per_step_per_worker must be a non-negative integer or null, got ",
+             t.max_samples_per_step_per_worker.value_or(0));
+  return t;
+}
+
 RolloutConfig read_rollout(ConfigReader& in) {
   const std::string p = "actor_rollout_ref.rollout";
   RolloutConfig r;
@@ -398,6 +417,7 @@ RolloutConfig read_rollout(ConfigReader& in) {
   r.enforce_eager = in.get_bool(p + ".enforce_eager");
   r.free_cache_engine = in.get_bool(p + ".free_cache_engine");
   r.multi_turn = read_multi_turn(in, p);
+  r.trace = read_rollout_trace(in, p + ".trace");
   return r;
 }
 

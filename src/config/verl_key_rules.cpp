@@ -127,7 +127,6 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", F, "repeated multi-turn rollouts"},
       {"actor_rollout_ref.rollout.agent.agent_loop_config_path", F, kAgentLoop},
       {"actor_rollout_ref.rollout.agent.custom_async_server", F, kAgentLoop},
-      {"actor_rollout_ref.rollout.trace.backend", F, "rollout tracing (weave / mlflow traces)"},
       {"actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", F, "custom weight-sync backends"},
 
       // reward: the legacy section's engine keys, verl 0.9.1's reward section

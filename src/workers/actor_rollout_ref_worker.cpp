@@ -378,9 +378,71 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
   // Tools and interactions load here, so that a bad tool config fails before training starts.
   if (is_rollout_ && arr.rollout.multi_turn.enable) multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
+  if (is_rollout_ && arr.rollout.trace.backend) {
+    trace_writer_ = agent::make_rollout_trace_writer(*arr.rollout.trace.backend, arr.rollout.trace.project_name);
+  }
   initialised_ = true;
   return DataProto();
 }
+
+namespace {
+
+// verl's agent-loop traces of one generate_sequences call (agent/rollout_trace.h): a trace per traced row, its
+// root "agent_loop" holding the tool loop's ToolAgentLoop.run span, or for the single-turn rollout the row's
+// AsyncLLMServerManager.generate span (the prompt without padding in, the response through its eos out).
+void write_rollout_traces(agent::RolloutTraceWriter& writer, const config::RolloutTraceConfig& cfg,
+                          const DataProto& prompts, const rollout::SamplingParams& params, uint64_t seed,
+                          const rollout::GenerationOutput* single, std::vector<agent::TraceSpan> agent_runs,
+                          int64_t start_ns, int64_t end_ns) {
+  const Json& meta = prompts.meta_info;
+  const int64_t rows = prompts.tensor("input_ids").size(0);
+  std::vector<Json> index(static_cast<size_t>(rows));
+  if (auto it = prompts.non_tensor_batch.find("index"); it != prompts.non_tensor_batch.end()) index = it->second;
+  const auto tags = agent::trace_tags(index, meta.value("global_steps", int64_t{-1}), meta.value("validate", false),
+                                      cfg.experiment_name);
+  const std::vector<bool> traced = agent::traced_rows(index, cfg.max_samples_per_step_per_worker, seed);
+  const nlohmann::ordered_json sampling = {{"temperature", params.temperature}, {"top_p", params.top_p},
+                                           {"top_k", params.top_k}, {"repetition_penalty", 1.0},
+                                           {"logprobs", params.calculate_log_probs}};
+  std::vector<agent::SampleTrace> traces;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!traced[static_cast<size_t>(i)]) continue;
+    agent::SampleTrace t;
+    t.tags = tags[static_cast<size_t>(i)];
+    t.root.name = "agent_loop";
+    t.root.start_ns = start_ns;
+    t.root.end_ns = end_ns;
+    if (single == nullptr) {
+      t.root.children.push_back(std::move(agent_runs.at(static_cast<size_t>(i))));
+    } else {
+      const int64_t P = single->prompts.size(1);
+      const auto mask = single->attention_mask[i].to(torch::kCPU).to(torch::kBool);
+      const auto prompt_ids = single->prompts[i].to(torch::kCPU).masked_select(mask.narrow(0, 0, P));
+      const auto response_ids = single->responses[i].to(torch::kCPU).masked_select(mask.narrow(0, P, mask.size(0) - P));
+      agent::TraceSpan span{"AsyncLLMServerManager.generate"};
+      span.inputs = {{"request_id", agent::trace_request_id()},
+                     {"prompt_ids", std::vector<int64_t>(prompt_ids.data_ptr<int64_t>(),
+                                                         prompt_ids.data_ptr<int64_t>() + prompt_ids.numel())},
+                     {"sampling_params", sampling}, {"image_data", nullptr}, {"video_data", nullptr}};
+      nlohmann::ordered_json log_probs;
+      if (params.calculate_log_probs) {
+        const auto lp = single->rollout_log_probs[i].to(torch::kCPU).to(torch::kFloat32).narrow(0, 0, response_ids.numel()).contiguous();
+        log_probs = std::vector<float>(lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
+      }
+      span.outputs = {{"token_ids", std::vector<int64_t>(response_ids.data_ptr<int64_t>(),
+                                                         response_ids.data_ptr<int64_t>() + response_ids.numel())},
+                      {"log_probs", log_probs}, {"routed_experts", nullptr}, {"stop_reason", "completed"},
+                      {"num_preempted", nullptr}};
+      span.start_ns = start_ns;
+      span.end_ns = end_ns;
+      t.root.children.push_back(std::move(span));
+    }
+    traces.push_back(std::move(t));
+  }
+  writer.write(traces);
+}
+
+}  // namespace
 
 DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   require_initialised("generate_sequences");
@@ -419,16 +481,22 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
              " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
+  std::vector<agent::TraceSpan> agent_runs;  // rollout.trace with the tool agent loop: ToolAgentLoop.run per row
+  const int64_t trace_start = trace_writer_ ? agent::trace_clock_ns() : 0;
   {
     torch::NoGradGuard no_grad;
     // LoRA: W + s B A in the weights for this generation (the decode kernels keep their speed), put back after.
     model::MergedAdapter merged(actor_module_);
     model::ScopedParameterCast cast(*actor_module_, rollout_dtype);
     if (multi_turn_) {
-      multi_turn_out = multi_turn_->generate(actor_module_, prompts, params);
+      multi_turn_out = multi_turn_->generate(actor_module_, prompts, params, trace_writer_ ? &agent_runs : nullptr);
     } else {
       out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
     }
+  }
+  if (trace_writer_) {
+    write_rollout_traces(*trace_writer_, rollout_cfg.trace, prompts, params, seed, multi_turn_ ? nullptr : &out,
+                         std::move(agent_runs), trace_start, agent::trace_clock_ns());
   }
   Json out_meta = Json::object();
   // Timing from rank 0 only: per-rank values differ and DataProto::concat requires equal meta values.

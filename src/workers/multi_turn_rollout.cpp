@@ -34,7 +34,7 @@ MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(co
 MultiTurnRollout::~MultiTurnRollout() = default;
 
 agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const protocol::DataProto& prompts,
-                                             const rollout::SamplingParams& params) {
+                                             const rollout::SamplingParams& params, bool record_trace) {
   const auto& rollout = config_.actor_rollout_ref.rollout;
   agent::AgentLoopOptions options;
   options.multi_turn = rollout.multi_turn;
@@ -60,6 +60,15 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
   for (const auto& messages : raw) inputs.raw_prompt.push_back(nlohmann::ordered_json(messages));
   inputs.tools_kwargs = optional_column("tools_kwargs");
   inputs.interaction_kwargs = optional_column("interaction_kwargs");
+  options.record_trace = record_trace;
+  options.trace_token2text = rollout.trace.token2text;
+  if (record_trace) {
+    // verl's ToolAgentLoop.run(sampling_params, **kwargs): every column of the sample's row.
+    inputs.trace_kwargs.assign(n, nlohmann::ordered_json::object());
+    for (const auto& [key, values] : prompts.non_tensor_batch) {
+      for (size_t i = 0; i < n && i < values.size(); ++i) inputs.trace_kwargs[i][key] = values[i];
+    }
+  }
   if (auto it = prompts.non_tensor_batch.find("agent_name"); it != prompts.non_tensor_batch.end()) {
     for (const auto& name : it->second) {
       VERL_CHECK(name.is_string() && (name == "tool_agent" || name == "single_turn_agent"), kComponent,
@@ -71,8 +80,10 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
 }
 
 protocol::DataProto MultiTurnRollout::generate(model::CausalLM& model, const protocol::DataProto& prompts,
-                                               const rollout::SamplingParams& params) {
-  agent::AgentLoopOutput out = run(model, prompts, params);
+                                               const rollout::SamplingParams& params,
+                                               std::vector<agent::TraceSpan>* traces) {
+  agent::AgentLoopOutput out = run(model, prompts, params, traces != nullptr);
+  if (traces != nullptr) *traces = std::move(out.traces);
   const size_t n = out.num_turns.size();
   protocol::TensorMap batch = {{"prompts", out.prompts},
                                {"responses", out.responses},

@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include "verl/agent/continuation_engine.h"
+#include "verl/agent/rollout_trace.h"
 #include "verl/config/ppo_config.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/generator.h"
@@ -43,10 +44,15 @@ struct AgentLoopOptions {
   rollout::SamplingParams sampling;  // n is 1 here (the trainer repeats rows)
   std::string model_type;            // config.json's model_type (the token builder's family)
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  // rollout.trace: record each sample's ToolAgentLoop.run span (agent/rollout_trace.h), its outputs also as text
+  // with token2text.
+  bool record_trace = false;
+  bool trace_token2text = false;
 };
 
 struct AgentLoopInputs {
   std::vector<nlohmann::ordered_json> raw_prompt;   // messages per sample
+  std::vector<nlohmann::ordered_json> trace_kwargs; // record_trace: the sample's columns (ToolAgentLoop.run's kwargs)
   std::vector<nlohmann::json> tools_kwargs;         // per sample ({} when absent)
   std::vector<nlohmann::json> interaction_kwargs;   // per sample ({} when absent)
 };
@@ -58,6 +64,7 @@ struct AgentLoopOutput {
   std::vector<nlohmann::ordered_json> messages;
   int64_t sanity_check_failures = 0;
   int64_t prefill_tokens = 0;  // tokens prefilled over the whole rollout (the appended turns, never the history)
+  std::vector<TraceSpan> traces;  // record_trace: per sample, verl's ToolAgentLoop.run span with its children
 };
 
 AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tokenizer& tokenizer,

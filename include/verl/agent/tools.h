@@ -69,6 +69,8 @@ class ToolSet {
   // The tool schemas the chat template renders (verl's model_dump(exclude_unset=True, exclude_none=True)).
   const nlohmann::ordered_json& schemas() const;
   std::vector<std::string> names() const;
+  // The class of the tool named `name` without its module ("Gsm8kTool"); "" for a name the set does not have.
+  std::string class_name(const std::string& name) const;
 
   // A session per trajectory; `tools_kwargs`: the sample's extra_info.tools_kwargs ({} when absent).
   std::unique_ptr<ToolSession> start_session(const nlohmann::json& tools_kwargs);

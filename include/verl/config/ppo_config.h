@@ -202,6 +202,15 @@ struct MultiTurnConfig {
   double tool_timeout = 60;  // verl.cpp's own: seconds one tool call may take (<= 0: no limit)
 };
 
+// actor_rollout_ref.rollout.trace (verl's TraceConfig and RolloutTraceConfig; agent/rollout_trace.h).
+struct RolloutTraceConfig {
+  std::optional<std::string> backend;  // null (off) or "mlflow"
+  std::string project_name;            // the mlflow experiment (default: trainer.project_name)
+  std::string experiment_name;         // the experiment_name trace tag (default: trainer.experiment_name)
+  bool token2text = false;             // ToolAgentLoop.run's outputs also as text (prompt_text, response_text)
+  std::optional<int64_t> max_samples_per_step_per_worker;  // null: every sample; else that many distinct ones
+};
+
 struct RolloutConfig {
   std::string name;
   // The share of a CUDA device's memory the rollout may fill (weights, activations and KV cache, as vLLM's);
@@ -228,6 +237,7 @@ struct RolloutConfig {
   bool enforce_eager = false;              // true: no CUDA graphs for the decode step
   bool free_cache_engine = true;           // the KV cache lives only inside a generate call (false: no effect)
   MultiTurnConfig multi_turn;
+  RolloutTraceConfig trace;
 };
 
 struct ActorRolloutRefConfig {

@@ -46,6 +46,7 @@
 #include <optional>
 #include <string>
 
+#include "verl/agent/rollout_trace.h"
 #include "verl/config/ppo_config.h"
 #include "verl/model/transformer.h"
 #include "verl/single_controller/worker.h"
@@ -115,6 +116,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::unique_ptr<DataParallelPPOActor> ref_policy_;
   std::optional<at::Generator> rollout_generator_;
   std::unique_ptr<MultiTurnRollout> multi_turn_;  // rollout.multi_turn.enable: the tool agent loop
+  std::unique_ptr<agent::RolloutTraceWriter> trace_writer_;  // rollout.trace.backend: verl's rollout traces
 };
 
 // role: "actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"

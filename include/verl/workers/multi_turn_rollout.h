@@ -29,11 +29,12 @@ class MultiTurnRollout {
   explicit MultiTurnRollout(const config::PPOConfig& config);
   ~MultiTurnRollout();
 
+  // `traces` (rollout.trace): each sample's ToolAgentLoop.run span, recorded (agent/rollout_trace.h).
   protocol::DataProto generate(model::CausalLM& model, const protocol::DataProto& prompts,
-                               const rollout::SamplingParams& params);
+                               const rollout::SamplingParams& params, std::vector<agent::TraceSpan>* traces = nullptr);
   // The loop's own output (the conversations included), for `verl generate`.
   agent::AgentLoopOutput run(model::CausalLM& model, const protocol::DataProto& prompts,
-                             const rollout::SamplingParams& params);
+                             const rollout::SamplingParams& params, bool record_trace = false);
 
  private:
   const config::PPOConfig& config_;

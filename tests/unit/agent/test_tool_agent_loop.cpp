@@ -346,5 +346,64 @@ class SlowTool(BaseTool):
   EXPECT_EQ(out.messages[1][3]["content"], "start,start,end,end");
 }
 
+// rollout.trace: the spans verl's @rollout_trace_op records for one trajectory, with their inputs and outputs.
+TEST(ToolAgentLoop, TraceRecordsVerlsSpansOfATrajectory) {
+  auto& f = fixture();
+  auto o = options();
+  o.record_trace = true;
+  o.trace_token2text = true;
+  o.sampling.temperature = 0.7;
+  auto in = one_sample();
+  const AgentLoopOutput out = run_scripted_agent_loop(script({call_text("2+3"), "#### 5"}, nullptr), *f.tok, f.tools,
+                                                      nullptr, o, in);
+  ASSERT_EQ(out.traces.size(), 1u);
+  const TraceSpan& run = out.traces[0];
+  EXPECT_EQ(run.name, "ToolAgentLoop.run");
+  std::vector<std::string> names;
+  for (const auto& c : run.children) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"AsyncLLMServerManager.generate", "HermesToolParser.extract_tool_calls",
+                                             "CalcTool.execute", "AsyncLLMServerManager.generate",
+                                             "HermesToolParser.extract_tool_calls"}));
+  ASSERT_EQ(run.children.size(), 5u);
+  const auto& first = run.children[0];
+  const int64_t P = out.prompts.size(1);
+  const auto prompt = row(out.prompts, 0, out.attention_mask.narrow(1, 0, P));
+  EXPECT_EQ(first.inputs["prompt_ids"].get<std::vector<int64_t>>(), prompt);
+  EXPECT_EQ(first.inputs["sampling_params"]["temperature"], 0.7);
+  auto turn1 = encode(call_text("2+3"));
+  turn1.push_back(f.eos);
+  EXPECT_EQ(first.outputs["token_ids"].get<std::vector<int64_t>>(), turn1);
+  // The second generation is fed the whole conversation so far: prompt, turn 1, the tool's message.
+  const auto second_prompt = run.children[3].inputs["prompt_ids"].get<std::vector<int64_t>>();
+  EXPECT_GT(second_prompt.size(), prompt.size() + turn1.size());
+  EXPECT_EQ(first.inputs["request_id"], run.children[3].inputs["request_id"]) << "one request id per trajectory";
+  // The parser: the turn's ids in, [content, calls] out (arguments as a JSON string, as verl's FunctionCall).
+  EXPECT_EQ(run.children[1].inputs["responses_ids"].get<std::vector<int64_t>>(), turn1);
+  EXPECT_EQ(run.children[1].outputs[1][0]["name"], "calc");
+  EXPECT_EQ(json::parse(run.children[1].outputs[1][0]["arguments"].get<std::string>()), json({{"expression", "2+3"}}));
+  EXPECT_EQ(run.children[4].outputs[1], ordered_json::array());
+  // The tool: its parameters in, [ToolResponse, reward, metrics] out.
+  EXPECT_EQ(json(run.children[2].inputs["parameters"]), json({{"expression", "2+3"}}));
+  EXPECT_EQ(run.children[2].outputs[0]["text"], "5");
+  EXPECT_EQ(run.children[2].outputs[1], 0.5);
+  // ToolAgentLoop.run: the raw prompt in, the AgentLoopOutput out (with token2text its text too).
+  EXPECT_EQ(run.inputs["kwargs"]["raw_prompt"], in.raw_prompt[0]);
+  EXPECT_EQ(run.outputs["prompt_ids"].get<std::vector<int64_t>>(), prompt);
+  EXPECT_EQ(run.outputs["num_turns"], out.num_turns[0]);
+  const auto response = row(out.responses, 0, out.attention_mask.narrow(1, P, out.responses.size(1)));
+  EXPECT_EQ(run.outputs["response_ids"].get<std::vector<int64_t>>(), response);
+  EXPECT_EQ(run.outputs["response_text"],
+            f.tok->decode(std::vector<int32_t>(response.begin(), response.end()), false));
+  EXPECT_NE(run.outputs["response_text"].get<std::string>().find("#### 5"), std::string::npos);
+  // Spans lie inside their parent, in order.
+  for (const auto& c : run.children) {
+    EXPECT_GE(c.start_ns, run.start_ns);
+    EXPECT_LE(c.end_ns, run.end_ns);
+  }
+  // Without record_trace nothing is recorded.
+  EXPECT_TRUE(run_scripted_agent_loop(script({"#### 5"}, nullptr), *f.tok, f.tools, nullptr, options(), in)
+                  .traces.empty());
+}
+
 }  // namespace
 }  // namespace verl::agent
