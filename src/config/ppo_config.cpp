@@ -485,9 +485,12 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
     VERL_CHECK(!c.actor.fsdp_config.reshard_after_forward, "config", "actor_rollout_ref.model.lora_rank > 0 with ZeRO-3 "
                "(actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; use false "
                "(ZeRO-1/2 shard the adapters' optimizer state)");
-    VERL_CHECK(c.actor.ulysses_sequence_parallel_size == 1 && c.ref.ulysses_sequence_parallel_size == 1, "config",
-               "actor_rollout_ref.model.lora_rank > 0 with Ulysses sequence parallelism (actor_rollout_ref.actor / "
-               "ref ulysses_sequence_parallel_size > 1) is not implemented; use ulysses_sequence_parallel_size=1");
+    // The reference is the actor's base with the adapters off (one module), so it splits sequences as the actor
+    // does; verl's ref size defaults to the actor's.
+    VERL_CHECK(c.actor.ulysses_sequence_parallel_size == c.ref.ulysses_sequence_parallel_size, "config",
+               "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=",
+               c.ref.ulysses_sequence_parallel_size, " unlike the actor's ", c.actor.ulysses_sequence_parallel_size,
+               " is not implemented (the reference is the actor's base with the adapters off); use the same size");
   }
   return c;
 }

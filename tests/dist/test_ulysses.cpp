@@ -3,8 +3,11 @@
 //   - SP=2 (mpirun -np 3) and DP=2 x SP=2 (-np 5, with ZeRO-3): two GAE steps with a KL loss against the ref and
 //     greedy rollouts end with the actor's and the critic's weights within 1e-4 of the 1-rank run's, and the same
 //     losses, gradient norms, entropy, KL and values (so the log-probs, values and gradients agreed);
-//   - a size that does not divide the devices, Ulysses with megatron, with LoRA, with the multi-turn rollout or
-//     without mpirun: one error line.
+//   - LoRA (lora_rank 4, only the adapters train, the ref is the base with the adapters off) with SP=2 and with
+//     DP=2 x SP=2: the same two steps end with the 1-rank LoRA run's adapters (lora_adapter/) and critic, and the
+//     same metrics;
+//   - a size that does not divide the devices, Ulysses with megatron, with the multi-turn rollout, LoRA with a ref
+//     size unlike the actor's, or without mpirun: one error line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include "support/digit_completion_setup.h"
 #include "support/dist_run.h"
 #include "support/run_command.h"
+#include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::test {
@@ -29,7 +33,7 @@ const DigitCompletionSetup& setup() {
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false) {
+std::vector<std::string> gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false, bool lora = false) {
   std::vector<std::string> o = setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
@@ -54,21 +58,38 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, int sp, 
     o.push_back("actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true");
     o.push_back("critic.model.fsdp_config.reshard_after_forward=true");
   }
+  if (lora) {
+    o.push_back("actor_rollout_ref.model.lora_rank=4");
+    o.push_back("actor_rollout_ref.model.lora_alpha=8");
+  }
   return o;
 }
 
-void expect_same_run(const std::string& one_dir, const std::string& sp_dir) {
-  for (const std::string role : {"actor", "critic"}) {
-    const std::string hf = "/global_step_2/" + role + "/huggingface/model.safetensors";
-    ASSERT_TRUE(fs::exists(sp_dir + hf)) << role;
+// The actor's trained weights: the adapters under LoRA (PEFT's folder; huggingface/ holds the merged model).
+std::string actor_weights(bool lora) {
+  return lora ? "/global_step_2/actor/lora_adapter/adapter_model.safetensors"
+              : "/global_step_2/actor/huggingface/model.safetensors";
+}
+
+void expect_same_run(const std::string& one_dir, const std::string& sp_dir, bool lora = false) {
+  for (const std::string file : {actor_weights(lora), std::string("/global_step_2/critic/huggingface/model.safetensors")}) {
+    ASSERT_TRUE(fs::exists(sp_dir + file)) << file;
     // AdamW's first steps move every element by ~lr (1e-3 relative to weights ~1e-1..1): a wrong gradient scale or a
     // misplaced shard shows as ~1e-2; fp32 rounding of the split GEMMs as < 1e-5.
-    auto [diff, name] = max_relative_difference(sp_dir + hf, one_dir + hf);
-    EXPECT_LT(diff, 1e-4) << role << ": " << name;
+    auto [diff, name] = max_relative_difference(sp_dir + file, one_dir + file);
+    EXPECT_LT(diff, 1e-4) << file << ": " << name;
   }
-  auto [moved, name] = max_relative_difference(one_dir + "/global_step_2/actor/huggingface/model.safetensors",
-                                               setup().model_dir + "/model.safetensors");
-  EXPECT_GT(moved, 1e-2) << "the actor hardly changed in two steps";
+  if (lora) {
+    // lora_B starts at zero; two AdamW steps of lr 1e-3 move it by ~1e-3 per element.
+    double largest_b = 0;
+    for (const auto& [name, t] : model::load_tensors(one_dir + actor_weights(true))) {
+      if (name.find("lora_B") != std::string::npos) largest_b = std::max(largest_b, t.abs().max().item<double>());
+    }
+    EXPECT_GT(largest_b, 5e-4) << "the adapters hardly changed in two steps";
+  } else {
+    auto [moved, name] = max_relative_difference(one_dir + actor_weights(false), setup().model_dir + "/model.safetensors");
+    EXPECT_GT(moved, 1e-2) << "the actor hardly changed in two steps";
+  }
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(sp_dir + "/metrics.jsonl");
   for (const char* key : {"actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "actor/entropy", "actor/ppo_kl",
@@ -103,6 +124,21 @@ TEST(Ulysses, DataTimesSequenceParallelWithZero3EqualsOneRankForTwoPpoSteps) {
   expect_same_run(one_dir, mesh_dir);
 }
 
+TEST(Ulysses, LoraWithSequenceParallelTwoEqualsOneRankForTwoPpoSteps) {
+  const std::string one_dir = make_temp_dir("dist_ulysses_lora_sp1");
+  const std::string sp_dir = make_temp_dir("dist_ulysses_lora_sp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1, /*zero3=*/false, /*lora=*/true)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(sp_dir, 2, 2, /*zero3=*/false, /*lora=*/true)));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(one_dir, sp_dir, /*lora=*/true);
+  // DP=2 x SP=2: the adapters' gradients averaged over all 4 ranks (ZeRO-2 shards their optimizer state).
+  const std::string mesh_dir = make_temp_dir("dist_ulysses_lora_dp2sp2");
+  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
+  ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
+  expect_same_run(one_dir, mesh_dir, /*lora=*/true);
+}
+
 TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
   const std::string dir = make_temp_dir("dist_ulysses_bad");
   auto one_line = [](const CommandResult& r, const std::string& expected) {
@@ -120,9 +156,12 @@ TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
   megatron.push_back("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2");
   one_line(run_command(verl_train_command(megatron)),
            "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 with strategy=megatron");
-  std::vector<std::string> lora = gae_run(dir, 2, 2);
-  lora.push_back("actor_rollout_ref.model.lora_rank=4");
-  one_line(run_command(verl_train_command(lora)), "actor_rollout_ref.model.lora_rank > 0 with Ulysses");
+  // LoRA's reference is the actor's module with the adapters off: it splits sequences as the actor does.
+  std::vector<std::string> lora = gae_run(dir, 2, 1, /*zero3=*/false, /*lora=*/true);
+  lora.push_back("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2");
+  lora.push_back("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1");
+  one_line(run_command(verl_train_command(lora)),
+           "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=1 unlike");
   std::vector<std::string> multi_turn = gae_run(dir, 2, 2);
   multi_turn.push_back("actor_rollout_ref.rollout.multi_turn.enable=true");
   one_line(run_command(verl_train_command(multi_turn)),
