@@ -27,6 +27,17 @@ void ensure_interpreter() {
       config.isolated = 0;
       config.use_environment = 1;
       config.install_signal_handlers = 0;
+      // stdout / stderr in UTF-8, as the python command has them: it runs in UTF-8 mode under the C / POSIX
+      // locale (PEP 538 / 540), where this isolated configuration would leave them ASCII, and a package's
+      // non-ASCII output (swanlab's emoji banner, a reward function's print) would raise UnicodeEncodeError.
+      // PYTHONIOENCODING still decides when set.
+      if (std::getenv("PYTHONIOENCODING") == nullptr) {
+        const PyStatus status = PyConfig_SetString(&config, &config.stdio_encoding, L"utf-8");
+        if (PyStatus_Exception(status)) {
+          PyConfig_Clear(&config);
+          throw std::runtime_error(status.err_msg != nullptr ? status.err_msg : "cannot configure Python's stdio");
+        }
+      }
       for (auto [field, value] : {std::pair<wchar_t**, const char*>{&config.program_name, VERL_EMBEDDED_PYTHON_EXECUTABLE},
                                   {&config.home, VERL_EMBEDDED_PYTHON_HOME}}) {
         const PyStatus status = PyConfig_SetBytesString(&config, field, value);

@@ -1,7 +1,7 @@
-// verl's loggers on a two-step `verl train` (digit completion, tiny model, one CPU process): wandb offline and
-// mlflow's local store, read back with their own packages, hold verl's metric names for both steps; verl's file
-// logger writes its {"step", "data"} lines. The wandb / mlflow runs skip (with the reason) when .venv/test lacks
-// the package (scripts/requirements/test.txt installs both).
+// verl's loggers on a two-step `verl train` (digit completion, tiny model, one CPU process): wandb offline,
+// mlflow's local store and swanlab offline, read back with their own packages, hold verl's metric names for both
+// steps; verl's file logger writes its {"step", "data"} lines. The wandb / mlflow / swanlab runs skip (with the
+// reason) when .venv/test lacks the package (scripts/requirements/test.txt installs all three).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -113,6 +113,52 @@ print(json.dumps({"name": run.info.run_name, "params": run.data.params, "history
           << name << " step " << step;
     }
   }
+}
+
+TEST(LoggersE2E, SwanlabOfflineRunHoldsVerlsConfigAndMetricsForBothSteps) {
+  if (!test_python_has("swanlab")) GTEST_SKIP() << "swanlab is not installed in .venv/test (scripts/requirements/test.txt)";
+  const std::string run_dir = make_temp_dir("e2e_logger_swanlab");
+  // verl's variables: SWANLAB_MODE (verl's default cloud), SWANLAB_LOG_DIR (verl's default ./swanlog).
+  const std::string logdir = run_dir + "/swanlab_logs";
+  TrainRun run = train(run_dir,
+                       "SWANLAB_MODE=offline SWANLAB_LOG_DIR='" + logdir + "' VERL_PYTHON_SITE_PACKAGES='" +
+                           site_packages() + "'",
+                       "[console,jsonl,swanlab]");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("step:2 - "), std::string::npos) << "console logger: " << run.result.out;
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/swanlog")) << "SWANLAB_LOG_DIR ignored";
+  CommandResult read = run_command(test_python() + "'" + VERL_SOURCE_DIR_FOR_TESTS +
+                                   "/tests/e2e/trainer/read_swanlab_run.py' '" + logdir + "'");
+  ASSERT_EQ(read.exit_code, 0) << read.err << run.result.err;
+  const nlohmann::json swanlab_run = nlohmann::json::parse(read.out);
+  EXPECT_EQ(swanlab_run["project"], "verl_cpp_e2e");
+  EXPECT_EQ(swanlab_run["name"], "loggers");
+  EXPECT_EQ(swanlab_run["state"], "RUN_STATE_FINISHED");
+  // verl's config={"FRAMEWORK": "verl", **config}: the resolved config's nested sections.
+  const auto& config = swanlab_run["config"];
+  EXPECT_EQ(config["FRAMEWORK"], "verl");
+  for (const char* section : {"data", "actor_rollout_ref", "critic", "algorithm", "trainer"}) {
+    EXPECT_TRUE(config.contains(section)) << section;
+  }
+  EXPECT_EQ(config["data"]["train_batch_size"], 8);
+  EXPECT_EQ(config["trainer"]["project_name"], "verl_cpp_e2e");
+  EXPECT_EQ(config["trainer"]["logger"], nlohmann::json::array({"console", "jsonl", "swanlab"}));
+  // Each step's metrics, under verl's names, with metrics.jsonl's numbers.
+  for (const char* step : {"1", "2"}) {
+    ASSERT_TRUE(swanlab_run["history"].contains(step)) << read.out.substr(0, 2000);
+    const auto& logged = swanlab_run["history"][step];
+    for (const auto& name : kVerlMetrics) {
+      ASSERT_TRUE(logged.contains(name)) << "step " << step << " lacks " << name;
+      EXPECT_DOUBLE_EQ(logged[name].get<double>(), run.history.at(name).at(std::stoi(step))) << name;
+    }
+    // Every metric of the step, not only the sample above.
+    for (const auto& [name, values] : run.history) {
+      if (!values.count(std::stoi(step))) continue;
+      ASSERT_TRUE(logged.contains(name)) << "step " << step << " lacks " << name;
+      EXPECT_DOUBLE_EQ(logged[name].get<double>(), values.at(std::stoi(step))) << name;
+    }
+  }
+  EXPECT_FALSE(swanlab_run["history"].contains("3"));
 }
 
 TEST(LoggersE2E, FileLoggerWritesVerlsLines) {

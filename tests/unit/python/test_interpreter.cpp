@@ -1,8 +1,9 @@
 // The embedded interpreter: values come back, Python exceptions become verl::Error, several threads can
-// use it, and Debian's python3-jinja2 is importable from it.
+// use it, Debian's python3-jinja2 is importable from it, and its stdout takes non-ASCII text.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "verl/python/interpreter.h"
@@ -45,6 +46,17 @@ TEST(PythonInterpreter, FindsDebianJinja2) {
     return py::module_::import("jinja2").attr("__file__").cast<std::string>();
   });
   EXPECT_EQ(path.rfind("/usr/lib/python3/dist-packages/", 0), 0u) << path;
+}
+
+// As the python command (UTF-8 mode under the C / POSIX locale): a package printing an emoji (swanlab's banner)
+// must not raise UnicodeEncodeError, whatever the locale ctest runs under.
+TEST(PythonInterpreter, StdoutIsUtf8) {
+  if (std::getenv("PYTHONIOENCODING") != nullptr) GTEST_SKIP() << "PYTHONIOENCODING decides";
+  const std::string encoding = with_gil("test", [] {
+    py::exec("import sys\nsys.stdout.write('stdout: \\U0001f4be \\u4e2d\\n')\nsys.stdout.flush()");
+    return py::eval("__import__('sys').stdout.encoding").cast<std::string>();
+  });
+  EXPECT_EQ(encoding, "utf-8");
 }
 
 }  // namespace
