@@ -60,7 +60,7 @@ const char* const kDataUsage =
     "         calculator_tool_config.yaml). The same four files and sizes as arithmetic (--sft-size default\n"
     "         20000): train/test in verl's multi-turn layout (system + user messages, extra_info.tools_kwargs.\n"
     "         calculator.create_kwargs), sft_train/sft_val with the tool listing in the system message and, for\n"
-    "         a share X of rows (default 0.4), the tool-call transcript as the response.\n";
+    "         a share X of rows (default 0.85), the tool-call transcript as the response.\n";
 
 namespace {
 

@@ -177,7 +177,11 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
   set_key(root, "optim.lr", config::Node::floating(options.sft_lr));
   set_key(root, "optim.betas", config::Node::list({config::Node::floating(0.9), config::Node::floating(0.999)}));
-  set_key(root, "optim.warmup_steps_ratio", config::Node::floating(0.02));
+  // 40 warm-up steps whatever the step limit, so that the limit does not change the trajectory (the schedule is
+  // constant afterwards): a run stopped by the accuracy target is the same run under any larger limit. The
+  // optimizer truncates ratio x steps, hence 40.5.
+  set_key(root, "optim.warmup_steps_ratio",
+          config::Node::floating(std::min(1.0, 40.5 / static_cast<double>(options.max_sft_steps))));
   set_key(root, "optim.lr_scheduler", config::Node::string("constant"));
   set_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
   set_key(root, "trainer.project_name",

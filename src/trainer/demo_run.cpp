@@ -62,7 +62,12 @@ std::vector<std::string> demo_tools_rl_overrides(const std::string& tool_config_
       "actor_rollout_ref.actor.ppo_mini_batch_size=32",
       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=256",
       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=256",
-      "trainer.total_training_steps=40",
+      // After SFT the policy already calls the tool when greedy (70% of SFT answers do), so greedy validation
+      // would not see what RL changes: the share of sampled conversations that call the tool and copy the numbers
+      // right. Validation samples at temperature 1, as the rollouts do.
+      "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+      "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
+      "trainer.total_training_steps=30",
       "trainer.test_freq=10",
       "actor_rollout_ref.rollout.multi_turn.enable=true",
       "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + tool_config_path,

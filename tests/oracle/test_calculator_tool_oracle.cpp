@@ -67,6 +67,7 @@ TEST(CalculatorToolOracle, SftRowsAreVerlsContinuousTokens) {
   options.test_size = 8;
   options.sft_train_size = 24;
   options.sft_val_size = 4;
+  options.tool_fraction = 0.5;  // both kinds of response among 24 rows
   const data::ArithmeticToolSplits splits = data::arithmetic_tool_splits(options);
   const ordered_json tools = ordered_json::array({data::calculator_tool_schema()});
   std::string cases;

@@ -89,7 +89,8 @@ const std::vector<std::string>& demo_tokenizer_words();
 
 // The keys `verl demo --tools` sets on the grpo example for the multi-turn rollout (key=value, verl's names):
 // multi_turn.enable, tool_config_path = `tool_config_path`, format hermes, max_assistant_turns 2,
-// data.return_raw_chat, the longer prompt / response lengths, run names.
+// data.return_raw_chat, the longer prompt / response lengths, validation by sampling (val_kwargs), 30 steps,
+// run names.
 std::vector<std::string> demo_tools_rl_overrides(const std::string& tool_config_path);
 
 }  // namespace verl::trainer

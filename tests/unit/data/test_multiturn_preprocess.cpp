@@ -160,7 +160,7 @@ TEST(ArithmeticTool, SplitsAreSeededHeldOutAndCorrect) {
     }
     EXPECT_EQ(response.substr(response.size() - truth.size() - 5), "#### " + truth);
   }
-  EXPECT_NEAR(static_cast<double>(with_tool) / 4000.0, 0.4, 0.03);
+  EXPECT_NEAR(static_cast<double>(with_tool) / 4000.0, data::ArithmeticToolOptions{}.tool_fraction, 0.03);
 }
 
 TEST(ArithmeticTool, TranscriptLayout) {

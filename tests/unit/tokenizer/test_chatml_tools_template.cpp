@@ -116,6 +116,7 @@ TEST(ChatMLToolsTemplate, ArithmeticToolSftRowsAreTheTemplatesConversation) {
   options.test_size = 2;
   options.sft_train_size = 40;
   options.sft_val_size = 2;
+  options.tool_fraction = 0.5;  // both kinds of response among 40 rows
   data::ArithmeticToolSplits splits = data::arithmetic_tool_splits(options);
   const ordered_json schemas = ordered_json::array({data::calculator_tool_schema()});
   int with_tool = 0;

@@ -110,7 +110,10 @@ struct ArithmeticToolOptions {
   int64_t test_size = 500;
   int64_t sft_train_size = 20000;
   int64_t sft_val_size = 500;
-  double tool_fraction = 0.4;
+  // The share of SFT answers that call the tool. Copying the tool's result into the answer competes with guessing
+  // it in the direct answers; measured (seed 2, tiny demo model): tool-path accuracy 0.005 at SFT step 1500 with
+  // 0.7, 0.285 at step 700 with 0.85 (0.4 took 1000-1400 steps with seeds 0 and 1).
+  double tool_fraction = 0.85;
 };
 struct ArithmeticToolProblem {
   int64_t a = 0, b = 0, c = 0;
