@@ -13,7 +13,10 @@
 namespace verl::test {
 namespace {
 
-// Measured on the 2-core Intel Xeon development VM (AVX-512), seed 2, one thread (MEASURED_PLACEHOLDER).
+// Measured on the 2-core Intel Xeon development VM (AVX-512), seed 2, one thread, two other builds on the cores:
+// SFT stops at step 900 (tool-path accuracy 0.945), GRPO 30 steps (196 s), 522 s in all; tool calls per sample
+// 0.898 -> 0.997 and training score 0.598 -> 0.693 (first / last three steps), sampled val 0.63 -> 0.685. With the
+// actor's LR at 1e-12 (nothing learned): 0.879 -> 0.869 and 0.593 -> 0.602, both checks fail.
 // SFT is deterministic for a given machine, thread count and seed (its warm-up is 40 steps whatever the step
 // limit); another CPU's BLAS rounds differently and may stop SFT at another step: the demo trains until the
 // tool-path accuracy reaches 0.9 (up to 4000 steps), and the RL checks below leave room for that.
