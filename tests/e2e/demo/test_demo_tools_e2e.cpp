@@ -21,7 +21,9 @@ namespace {
 // limit); another CPU's BLAS rounds differently and may stop SFT at another step: the demo trains until the
 // tool-path accuracy reaches 0.9 (up to 4000 steps), and the RL checks below leave room for that.
 constexpr int kSteps = 30;                  // the demo's default
-constexpr double kMinToolCallGain = 0.04;   // mean of the last 3 steps over the first 3
+// Mean of the last 3 steps over the first 3. The start depends on the SFT trajectory (85% of its answers call the
+// tool; sampled 0.898 here), so the tool-call check leaves room for a start near 0.95.
+constexpr double kMinToolCallGain = 0.02;
 constexpr double kMinScoreGain = 0.02;      // the same for the training score (sampled accuracy)
 
 double first_value(const trainer::MetricHistory& history, const std::string& key) {
