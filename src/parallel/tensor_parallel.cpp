@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "autograd_comm.h"
 #include "verl/common/error.h"
 
 namespace verl::parallel {
@@ -13,14 +14,8 @@ constexpr const char* kComponent = "tensor_parallel";
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The communicator rides in the autograd context as an address: the caller's shared_ptr keeps it alive for as
-// long as the graph (the group outlives every forward and backward that uses it).
-void save_comm(AutogradContext* ctx, Comm* comm) {
-  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
-}
-Comm& saved_comm(AutogradContext* ctx) {
-  return *reinterpret_cast<Comm*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
-}
+using detail::save_comm;
+using detail::saved_comm;
 
 torch::Tensor all_reduced(const torch::Tensor& t, Comm& comm) {
   torch::Tensor out = t.contiguous().clone();

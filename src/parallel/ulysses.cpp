@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd_comm.h"
 #include "verl/common/error.h"
 
 namespace verl::parallel {
@@ -14,13 +15,8 @@ constexpr const char* kComponent = "ulysses";
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// As in tensor_parallel.cpp: the group outlives every graph that uses it, so its address rides in the context.
-void save_comm(AutogradContext* ctx, Comm* comm) {
-  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
-}
-Comm& saved_comm(AutogradContext* ctx) {
-  return *reinterpret_cast<Comm*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
-}
+using detail::save_comm;
+using detail::saved_comm;
 
 int64_t normalised_dim(int64_t dim, const torch::Tensor& x) { return dim < 0 ? dim + x.dim() : dim; }
 

@@ -1,0 +1,23 @@
+#pragma once
+// Private to src/parallel: how the custom autograd functions of tensor_parallel.cpp and ulysses.cpp keep their
+// communicator between forward and backward.
+
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "verl/parallel/comm.h"
+
+namespace verl::parallel::detail {
+
+// The communicator rides in the autograd context as an address: the caller's shared_ptr keeps it alive for as
+// long as the graph (the group outlives every forward and backward that uses it).
+inline void save_comm(torch::autograd::AutogradContext* ctx, Comm* comm) {
+  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
+}
+
+inline Comm& saved_comm(torch::autograd::AutogradContext* ctx) {
+  return *reinterpret_cast<Comm*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
+}
+
+}  // namespace verl::parallel::detail
