@@ -119,11 +119,13 @@ std::string first_difference(const tokenizer::Tokenizer& tok, const std::vector<
 }  // namespace
 
 ConversationTokens::ConversationTokens(const tokenizer::Tokenizer& tokenizer, ordered_json tools,
-                                       ordered_json template_kwargs, std::string model_type)
+                                       ordered_json template_kwargs, std::string model_type,
+                                       double template_timeout_s)
     : tokenizer_(tokenizer),
       tools_(std::move(tools)),
       template_kwargs_(std::move(template_kwargs)),
-      model_type_(std::move(model_type)) {
+      model_type_(std::move(model_type)),
+      template_timeout_s_(template_timeout_s) {
   if (template_kwargs_.is_null()) template_kwargs_ = ordered_json::object();
   VERL_CHECK(template_kwargs_.is_object(), kComponent, "chat template kwargs must be a map, got ",
              template_kwargs_.dump());
@@ -149,6 +151,7 @@ std::vector<int64_t> ConversationTokens::render(const ordered_json& messages, bo
   inputs.add_generation_prompt = add_generation_prompt;
   inputs.tools = tools_;
   inputs.extra_kwargs = template_kwargs_;
+  inputs.limits.timeout_s = template_timeout_s_;
   // transformers' apply_chat_template(tokenize=True) encodes the rendered text with add_special_tokens=False.
   const std::vector<int32_t> ids =
       tokenizer_.encode(tokenizer::apply_chat_template(tokenizer_, inputs), /*add_special_tokens=*/false);

@@ -94,7 +94,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   VERL_CHECK(options.prompt_length >= 1 && options.response_length >= 1, kComponent,
              "prompt_length and response_length must be positive");
   const ConversationTokens tokens(tokenizer, tools ? OJson(tools->schemas()) : OJson(), options.chat_template_kwargs,
-                                  options.model_type);
+                                  options.model_type, options.chat_template_timeout);
   const auto parser = ToolParser::create(mt.format);
   const int64_t R = options.response_length;
 

@@ -1,5 +1,7 @@
 // `verl chat-template`: render a model folder's chat template for a JSON list of messages.
+#include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <iostream>
 #include <sstream>
 
@@ -12,20 +14,33 @@
 namespace verl::cli {
 
 const char* const kChatTemplateUsage =
-    "usage: verl chat-template --tokenizer DIR --messages FILE.json [--add-generation-prompt]\n"
+    "usage: verl chat-template --tokenizer DIR --messages FILE.json [--add-generation-prompt] [--timeout S]\n"
     "\n"
     "Prints DIR's chat template rendered by Jinja2 (as transformers' apply_chat_template(tokenize=False)).\n"
     "FILE.json holds a list of {\"role\": ..., \"content\": ...} messages, or an object with \"messages\" and\n"
-    "optionally \"tools\", \"documents\" and \"kwargs\" (extra template variables such as enable_thinking).\n";
+    "optionally \"tools\", \"documents\" and \"kwargs\" (extra template variables such as enable_thinking).\n"
+    "--timeout S: seconds the rendering may take (default 60, as data.chat_template_timeout; 0: no limit).\n";
 
 int run_chat_template_command(const Args& args) {
   std::string dir, messages_path;
   bool add_generation_prompt = false;
+  tokenizer::ChatTemplateLimits limits;
+  limits.timeout_key = "--timeout";
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--tokenizer" && i + 1 < args.size()) {
       dir = args[++i];
     } else if (args[i] == "--messages" && i + 1 < args.size()) {
       messages_path = args[++i];
+    } else if (args[i] == "--timeout" && i + 1 < args.size()) {
+      const std::string text = args[++i];
+      try {
+        size_t used = 0;
+        limits.timeout_s = std::stod(text, &used);
+        if (used != text.size() || !std::isfinite(limits.timeout_s) || limits.timeout_s < 0) throw std::invalid_argument(text);
+      } catch (const std::exception&) {
+        std::cerr << "error: --timeout expects a number of seconds >= 0, got '" << text << "'\n";
+        return 2;
+      }
     } else if (args[i] == "--add-generation-prompt") {
       add_generation_prompt = true;
     } else {
@@ -50,6 +65,7 @@ int run_chat_template_command(const Args& args) {
   }
   tokenizer::ChatTemplateInputs inputs;
   inputs.add_generation_prompt = add_generation_prompt;
+  inputs.limits = limits;
   if (input.is_array()) {
     inputs.messages = input;
   } else {

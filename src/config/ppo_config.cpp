@@ -173,6 +173,10 @@ DataConfig read_data(ConfigReader& in) {
   VERL_CHECK(d.apply_chat_template_kwargs.is_map(), "config",
              "config key 'data.apply_chat_template_kwargs' expects map, got ",
              kind_name(d.apply_chat_template_kwargs.kind()));
+  d.chat_template_timeout = in.get_double("data.chat_template_timeout");
+  VERL_CHECK(std::isfinite(d.chat_template_timeout) && d.chat_template_timeout >= 0, "config",
+             "data.chat_template_timeout must be a number of seconds >= 0 (0: no limit), got ",
+             d.chat_template_timeout);
   return d;
 }
 

@@ -1,6 +1,7 @@
 #include "verl/config/sft_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "verl/common/error.h"
@@ -86,6 +87,10 @@ SFTConfig parse_sft_config(const Node& resolved) {
   d.truncation = in.get_choice("data.truncation", {"error", "left", "right"});
   d.train_max_samples = in.get_int("data.train_max_samples");
   d.val_max_samples = in.get_int("data.val_max_samples");
+  d.chat_template_timeout = in.get_double("data.chat_template_timeout");
+  VERL_CHECK(std::isfinite(d.chat_template_timeout) && d.chat_template_timeout >= 0, "config",
+             "data.chat_template_timeout must be a number of seconds >= 0 (0: no limit), got ",
+             d.chat_template_timeout);
 
   c.partial_pretrain = expand_user_path(in.get_string("model.partial_pretrain"));
   c.lora = read_lora_config(in, "model", /*with_adapter_path=*/false);

@@ -256,6 +256,7 @@ std::string RLHFDataset::prompt_text(int64_t row) const {
   inputs.messages = value_to_ordered_json(*r.value.find(config_.prompt_key));
   inputs.add_generation_prompt = true;
   inputs.extra_kwargs = chat_template_kwargs_;
+  inputs.limits.timeout_s = config_.chat_template_timeout;
   try {
     return tokenizer::apply_chat_template(*tokenizer_, inputs);
   } catch (const Error& e) {

@@ -61,8 +61,10 @@ SFTBatch SFTBatch::slice(int64_t begin, int64_t end) const {
                   position_ids.slice(0, begin, end), loss_mask.slice(0, begin, end)};
 }
 
-std::vector<int32_t> sft_prompt_ids(const tokenizer::Tokenizer& tokenizer, const io::Value& prompt) {
+std::vector<int32_t> sft_prompt_ids(const tokenizer::Tokenizer& tokenizer, const io::Value& prompt,
+                                    double template_timeout_s) {
   tokenizer::ChatTemplateInputs inputs;
+  inputs.limits.timeout_s = template_timeout_s;
   inputs.messages = to_message_list(prompt);
   inputs.add_generation_prompt = true;
   return tokenizer.encode(tokenizer::apply_chat_template(tokenizer, inputs), /*add_special_tokens=*/false);
@@ -111,7 +113,9 @@ SFTDataset::SFTDataset(const std::vector<std::string>& files, const tokenizer::T
                io::kind_name(response.kind()));
     std::string cache_key = io::to_json(prompt);
     auto it = prompt_cache.find(cache_key);
-    if (it == prompt_cache.end()) it = prompt_cache.emplace(cache_key, sft_prompt_ids(tokenizer, prompt)).first;
+    if (it == prompt_cache.end()) {
+      it = prompt_cache.emplace(cache_key, sft_prompt_ids(tokenizer, prompt, config.chat_template_timeout)).first;
+    }
     const std::vector<int32_t>& p_ids = it->second;
     std::vector<int32_t> r_ids = sft_response_ids(tokenizer, response.as_string());
     prompt_ids_.push_back(p_ids);

@@ -1,6 +1,8 @@
 #include "verl/tokenizer/chat_template.h"
 
 #include "verl/python/interpreter.h"
+#include "verl/python/memory_budget.h"
+#include "verl/python/user_code.h"
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::tokenizer {
@@ -85,7 +87,7 @@ py::object& renderer() {
 }  // namespace
 
 std::string render_chat_template(const std::string& chat_template, const ChatTemplateInputs& inputs,
-                                 const nlohmann::ordered_json& special_tokens) {
+                                 const nlohmann::ordered_json& special_tokens, const std::string& source) {
   VERL_CHECK(inputs.messages.is_array(), "chat_template", "messages must be a JSON list, got ",
              inputs.messages.dump().substr(0, 80));
   VERL_CHECK(inputs.extra_kwargs.is_object() && special_tokens.is_object(), "chat_template",
@@ -101,8 +103,30 @@ std::string render_chat_template(const std::string& chat_template, const ChatTem
   const std::string documents = dump(inputs.documents);
   const std::string vars = dump(variables);
   return python::with_gil("chat_template", [&] {
-    py::object result = renderer()(chat_template, messages, inputs.add_generation_prompt, tools, documents, vars);
-    return result.cast<std::string>();
+    py::object& render = renderer();
+    const std::string what = "chat template from " + source;
+    // Compiling is inside the limits too: Jinja folds constant expressions ({{ 'x' * 10**10 }}) at compile time.
+    python::UserCallLimit limit(inputs.limits.timeout_s, what, inputs.limits.timeout_key);
+    std::string text;
+    bool over_memory = false;
+    try {
+      python::MemoryBudget budget(kChatTemplateMemoryLimit);
+      try {
+        text = render(chat_template, messages, inputs.add_generation_prompt, tools, documents, vars)
+                   .cast<std::string>();
+      } catch (py::error_already_set&) {
+        over_memory = budget.exceeded();
+        if (!over_memory) throw;
+      }
+    } catch (py::error_already_set& error) {
+      if (limit.expired()) VERL_FAIL("chat_template", limit.timeout_message());
+      VERL_FAIL("chat_template", what, ": ", python::describe_python_error(error));
+    }
+    VERL_CHECK(!over_memory, "chat_template", what, " needed more than ", kChatTemplateMemoryLimit >> 20,
+               " MiB of memory while rendering (the limit of one rendering; MemoryError)");
+    // A template that caught the TimeoutError and returned anyway still ran past the limit.
+    VERL_CHECK(!limit.expired(), "chat_template", limit.timeout_message());
+    return text;
   });
 }
 
@@ -120,7 +144,10 @@ nlohmann::ordered_json special_tokens_map(const Tokenizer& tokenizer) {
 std::string apply_chat_template(const Tokenizer& tokenizer, const ChatTemplateInputs& inputs) {
   VERL_CHECK(!tokenizer.config().chat_template.empty(), "chat_template",
              "the tokenizer folder has no chat_template (tokenizer_config.json or chat_template.jinja)");
-  return render_chat_template(tokenizer.config().chat_template, inputs, special_tokens_map(tokenizer));
+  return render_chat_template(tokenizer.config().chat_template, inputs, special_tokens_map(tokenizer),
+                             tokenizer.config().chat_template_file.empty()
+                                 ? std::string("the tokenizer's chat template")
+                                 : "'" + tokenizer.config().chat_template_file + "'");
 }
 
 }  // namespace verl::tokenizer

@@ -88,6 +88,7 @@ TokenizerConfig load_tokenizer_config(const std::string& model_dir) {
       }
       if (root->contains("chat_template")) {
         const json& tmpl = (*root)["chat_template"];
+        config.chat_template_file = config_path;
         if (tmpl.is_string()) {
           config.chat_template = tmpl.get<std::string>();
         } else if (tmpl.is_array()) {
@@ -110,7 +111,10 @@ TokenizerConfig load_tokenizer_config(const std::string& model_dir) {
   }
   const std::string map_path = model_dir + "/special_tokens_map.json";
   if (auto root = read_json(map_path)) apply_special_tokens(*root, map_path, config);
-  if (auto jinja = read_text(model_dir + "/chat_template.jinja")) config.chat_template = *jinja;
+  if (auto jinja = read_text(model_dir + "/chat_template.jinja")) {
+    config.chat_template = *jinja;
+    config.chat_template_file = model_dir + "/chat_template.jinja";
+  }
 
   const std::string generation_path = model_dir + "/generation_config.json";
   if (auto root = read_json(generation_path)) {

@@ -64,6 +64,7 @@ const std::vector<std::string>& generation_override_keys() {
       "data.truncation",
       "data.filter_overlong_prompts",
       kChatKwargs,
+      "data.chat_template_timeout",
       "actor_rollout_ref.rollout.n",
       "actor_rollout_ref.rollout.temperature",
       "actor_rollout_ref.rollout.top_k",

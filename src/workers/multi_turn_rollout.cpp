@@ -45,6 +45,7 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
   if (config_.data.apply_chat_template_kwargs.is_map()) {
     options.chat_template_kwargs = config::node_to_json(config_.data.apply_chat_template_kwargs);
   }
+  options.chat_template_timeout = config_.data.chat_template_timeout;
   agent::AgentLoopInputs inputs;
   const auto& raw = column(prompts, "raw_prompt", "set data.return_raw_chat=true");
   const size_t n = raw.size();

@@ -117,6 +117,7 @@ DataProto RewardModelWorker::switch_chat_template(const DataProto& data) const {
     for (const auto& message : raw_prompts[i]) chat.messages.push_back(nlohmann::ordered_json(message));
     chat.messages.push_back({{"role", "assistant"}, {"content", response}});
     chat.add_generation_prompt = false;
+    chat.limits.timeout_s = config_->data.chat_template_timeout;
     const std::string text = tokenizer::apply_chat_template(*rm_tokenizer_, chat);
     std::vector<int32_t> encoded = rm_tokenizer_->encode(text, /*add_special_tokens=*/false);
     // verl's postprocess_data(left_pad=False, truncation="right"): keep the first max_length tokens.

@@ -31,9 +31,10 @@ namespace verl::agent {
 class ConversationTokens {
  public:
   // `tools`: null or the list of OpenAI function schemas rendered by the template; `template_kwargs`:
-  // data.apply_chat_template_kwargs; `model_type`: config.json's model_type (picks verl's builder family).
+  // data.apply_chat_template_kwargs; `model_type`: config.json's model_type (picks verl's builder family);
+  // `template_timeout_s`: data.chat_template_timeout (60 s is its default).
   ConversationTokens(const tokenizer::Tokenizer& tokenizer, nlohmann::ordered_json tools,
-                     nlohmann::ordered_json template_kwargs, std::string model_type);
+                     nlohmann::ordered_json template_kwargs, std::string model_type, double template_timeout_s = 60);
 
   // The first prompt: template(messages, tools, add_generation_prompt=True), encoded without special tokens.
   std::vector<int64_t> initial_tokens(const nlohmann::ordered_json& messages) const;
@@ -64,6 +65,7 @@ class ConversationTokens {
   const tokenizer::Tokenizer& tokenizer_;
   nlohmann::ordered_json tools_, template_kwargs_;
   std::string model_type_;
+  double template_timeout_s_ = 60;
   // verl's QwenContinuousTokenBuilder (model_type qwen2, qwen3, qwen3_moe, qwen3_5, qwen3_5_moe): "\n" is
   // inserted after a runtime prefix ending at <|im_end|>. Every other model type: the base builder.
   bool qwen_ = false;

@@ -44,6 +44,7 @@ struct AgentLoopOptions {
   rollout::SamplingParams sampling;  // n is 1 here (the trainer repeats rows)
   std::string model_type;            // config.json's model_type (the token builder's family)
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  double chat_template_timeout = 60;  // data.chat_template_timeout
   // rollout.trace: record each sample's ToolAgentLoop.run span (agent/rollout_trace.h), its outputs also as text
   // with token2text.
   bool record_trace = false;

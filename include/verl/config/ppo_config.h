@@ -36,6 +36,7 @@ struct DataConfig {
   int64_t train_max_samples = -1;
   int64_t val_max_samples = -1;
   Node apply_chat_template_kwargs;  // free-form map passed to the chat template
+  double chat_template_timeout = 60;  // verl.cpp's own: seconds one chat-template rendering may take (0: none)
 };
 
 // LoRA (model/lora.h), verl's model keys: lora_rank 0 = off; scale lora_alpha / lora_rank.

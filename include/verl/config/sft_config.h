@@ -24,6 +24,7 @@ struct SFTDataConfig {
   std::string truncation;  // error | left | right
   int64_t train_max_samples = -1;
   int64_t val_max_samples = -1;
+  double chat_template_timeout = 60;  // verl.cpp's own: seconds one chat-template rendering may take (0: none)
 };
 
 struct SFTOptimConfig {

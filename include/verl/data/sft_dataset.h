@@ -57,7 +57,9 @@ class SFTDataset {
 
 // verl's SFT tokenization for one example, exposed for tests and the demo: prompt ids from the chat template
 // (messages: a string -> one user message, or a chat list), response ids of response + eos_token.
-std::vector<int32_t> sft_prompt_ids(const tokenizer::Tokenizer& tokenizer, const io::Value& prompt);
+// `template_timeout_s`: data.chat_template_timeout.
+std::vector<int32_t> sft_prompt_ids(const tokenizer::Tokenizer& tokenizer, const io::Value& prompt,
+                                    double template_timeout_s = 60);
 std::vector<int32_t> sft_response_ids(const tokenizer::Tokenizer& tokenizer, const std::string& response);
 
 }  // namespace verl::data

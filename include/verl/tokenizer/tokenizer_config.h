@@ -20,6 +20,7 @@ struct TokenizerConfig {
   std::string tokenizer_class;
   // The default chat template ("" when the folder has none) and named ones (list form of chat_template).
   std::string chat_template;
+  std::string chat_template_file;  // the file it was read from (named in rendering errors)
   std::map<std::string, std::string> named_chat_templates;
   // eos_token_id of generation_config.json (one id or a list), empty when absent.
   std::vector<int32_t> generation_eos_token_ids;
