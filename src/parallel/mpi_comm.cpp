@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
+#include "verl/common/activity.h"
 #include "verl/common/error.h"
 
 namespace verl::parallel {
@@ -44,6 +46,24 @@ class ElementType {
 
  private:
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// Marks a collective for the rank's status report (common/activity.h): a rank that does not answer the
+// controller is then reported as waiting in it, not as the one that hangs. Collectives built of others
+// (all_reduce: reduce_scatter + all_gather) keep the outer mark.
+thread_local int t_collective_depth = 0;
+
+class InCollective {
+ public:
+  InCollective(const char* name, int size) {
+    if (t_collective_depth++ == 0) scope_.emplace(str_cat("waiting in collective ", name, " of ", size, " ranks"));
+  }
+  ~InCollective() { --t_collective_depth; }
+  InCollective(const InCollective&) = delete;
+  InCollective& operator=(const InCollective&) = delete;
+
+ private:
+  std::optional<ActivityScope> scope_;
 };
 
 // Host staging: MPI moves CPU memory; a CUDA tensor is copied to the host and back.
@@ -110,6 +130,7 @@ MpiComm::~MpiComm() {
 }
 
 void MpiComm::all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  InCollective collective("all_reduce", size_);
   if (size_ == 1) {
     return;
   }
@@ -126,6 +147,7 @@ void MpiComm::all_reduce(torch::Tensor& tensor, ReduceOp op) {
 }
 
 torch::Tensor MpiComm::all_gather(const torch::Tensor& tensor) {
+  InCollective collective("all_gather", size_);
   torch::Tensor send = host_contiguous(tensor);
   std::vector<int64_t> shape = send.sizes().vec();
   if (shape.empty()) shape.push_back(1);
@@ -139,6 +161,7 @@ torch::Tensor MpiComm::all_gather(const torch::Tensor& tensor) {
 }
 
 torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) {
+  InCollective collective("reduce_scatter", size_);
   VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "reduce_scatter needs dim 0 (",
              tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
   torch::Tensor send = host_contiguous(tensor);
@@ -155,6 +178,7 @@ torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) 
 }
 
 torch::Tensor MpiComm::all_to_all(const torch::Tensor& tensor) {
+  InCollective collective("all_to_all", size_);
   VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "all_to_all needs dim 0 (",
              tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
   torch::Tensor send = host_contiguous(tensor);
@@ -166,6 +190,7 @@ torch::Tensor MpiComm::all_to_all(const torch::Tensor& tensor) {
 }
 
 void MpiComm::broadcast(torch::Tensor& tensor, int root) {
+  InCollective collective("broadcast", size_);
   VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
   torch::Tensor buffer = host_contiguous(tensor);
   ElementType type(buffer.element_size());
@@ -173,7 +198,10 @@ void MpiComm::broadcast(torch::Tensor& tensor, int root) {
   if (buffer.data_ptr() != tensor.data_ptr()) tensor.copy_(buffer);
 }
 
-void MpiComm::barrier() { VERL_MPI(MPI_Barrier(comm_)); }
+void MpiComm::barrier() {
+  InCollective collective("barrier", size_);
+  VERL_MPI(MPI_Barrier(comm_));
+}
 
 std::shared_ptr<Comm> MpiComm::split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
@@ -210,6 +238,7 @@ bool MpiComm::message_waiting(int source, int tag) {
 }
 
 void MpiComm::broadcast_bytes(std::string& bytes, int root) {
+  InCollective collective("broadcast", size_);
   VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
   int64_t length = static_cast<int64_t>(bytes.size());
   VERL_MPI(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm_));

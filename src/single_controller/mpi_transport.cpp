@@ -1,9 +1,12 @@
 #include "verl/single_controller/mpi_transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
+#include "verl/common/activity.h"
 #include "verl/common/error.h"
 #include "verl/common/watchdog.h"
 #include "verl/common/input_limits.h"
@@ -18,7 +21,11 @@ using protocol::Json;
 constexpr const char* kComponent = "mpi_transport";
 constexpr int kCommandTag = 7101;
 constexpr int kReplyTag = 7102;
+constexpr int kStatusTag = 7103;       // controller -> worker: "what are you doing?" (empty message)
+constexpr int kStatusReplyTag = 7104;  // worker -> controller: its current_activity()
 constexpr int kController = 0;
+// How long the controller waits for the status of silent ranks before it names one as not responding.
+constexpr double kStatusWaitSeconds = 3;
 
 enum class CommandKind : uint8_t { Call = 0, MeshInfo = 1, Shutdown = 2 };
 enum class ReplyStatus : uint8_t { Output = 0, Failed = 1 };
@@ -69,6 +76,64 @@ void set_waiting_for(const std::string& text) {
 
 std::string encode_reply(ReplyStatus status, const std::string& payload) {
   return std::string(1, static_cast<char>(status)) + payload;
+}
+
+// A worker rank's status reporter: a thread of its own answers the controller's status queries with the
+// rank's activity marks, so the answer does not depend on the main thread, which may be stuck in a method or
+// in a collective. Only a rank whose whole process is stopped (SIGSTOP) or gone gives no answer.
+class StatusReporter {
+ public:
+  explicit StatusReporter(parallel::MpiComm& comm) : comm_(comm), thread_([this] { run(); }) {}
+  ~StatusReporter() {
+    stop_ = true;
+    thread_.join();
+  }
+  StatusReporter(const StatusReporter&) = delete;
+  StatusReporter& operator=(const StatusReporter&) = delete;
+
+ private:
+  void run() {
+    while (!stop_) {
+      if (!comm_.message_waiting(kController, kStatusTag)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      comm_.receive_bytes(kController, kStatusTag);
+      const std::string activity = current_activity();
+      comm_.send_bytes(kController, kStatusReplyTag,
+                       activity.empty() ? "idle, waiting for the controller's next command" : activity);
+    }
+  }
+
+  parallel::MpiComm& comm_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Asks each of `world_ranks` what it is doing and waits up to kStatusWaitSeconds for the answers; a rank that
+// does not answer is "not responding" (its process is stopped, or not even its status thread can run).
+std::vector<std::string> ask_status(parallel::MpiComm& comm, const std::vector<int>& world_ranks) {
+  std::vector<std::string> status(world_ranks.size());
+  std::vector<bool> answered(world_ranks.size(), false);
+  for (int rank : world_ranks) comm.send_bytes(rank, kStatusTag, "");  // a few bytes: sent eagerly, never blocks
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStatusWaitSeconds);
+  size_t left = world_ranks.size();
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    for (size_t i = 0; i < world_ranks.size(); ++i) {
+      if (answered[i] || !comm.message_waiting(world_ranks[i], kStatusReplyTag)) continue;
+      status[i] = comm.receive_bytes(world_ranks[i], kStatusReplyTag);
+      answered[i] = true;
+      --left;
+    }
+    if (left > 0) idle_pause();
+  }
+  for (size_t i = 0; i < world_ranks.size(); ++i) {
+    if (!answered[i]) {
+      status[i] = str_cat("not responding (no answer to a status query within ", kStatusWaitSeconds,
+                          " s: the process is stopped or frozen)");
+    }
+  }
+  return status;
 }
 
 }  // namespace
@@ -181,14 +246,22 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
     if (call_timeout_s_ > 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > call_timeout_s_) {
       std::string ranks, world;
+      std::vector<int> silent;
       for (size_t rank : pending) {
         ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
         world += (world.empty() ? "" : ", ") + std::to_string(world_ranks_[rank]);
+        silent.push_back(world_ranks_[rank]);
+      }
+      // What each silent rank does, from its status thread: the one that hangs is stopped or busy in the
+      // method; the others wait for it in a collective.
+      const std::vector<std::string> status = ask_status(comm, silent);
+      std::string states;
+      for (size_t i = 0; i < silent.size(); ++i) {
+        states += str_cat(i == 0 ? "" : "; ", "world rank ", silent[i], ": ", status[i]);
       }
       VERL_FAIL("worker", "worker group '", group_name_, "' rank", pending.size() > 1 ? "s " : " ", ranks,
                 " (world rank", pending.size() > 1 ? "s " : " ", world, ") did not answer '", method, "' within ",
-                call_timeout_s_, " s (trainer.worker_call_timeout): hung, or waiting in a collective for a rank "
-                "that is");
+                call_timeout_s_, " s (trainer.worker_call_timeout): ", states);
     }
     idle_pause();
   }
@@ -199,12 +272,16 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
 void serve_worker(parallel::MpiComm& control, const std::function<std::unique_ptr<Worker>()>& make_worker) {
   parallel::MpiComm& comm = control;
   std::unique_ptr<Worker> worker;
+  StatusReporter reporter(comm);
   for (;;) {
     while (!comm.message_waiting(kController, kCommandTag)) idle_pause();
     const Command command = decode_command(comm.receive_bytes(kController, kCommandTag));
     if (command.kind == CommandKind::Shutdown) return;
     std::string reply;
     try {
+      ActivityScope activity(command.kind == CommandKind::MeshInfo ? "giving its place in mesh '" + command.method + "'"
+                                                                   : "in '" + command.method + "'");
+      VERL_LOG(Debug, kComponent) << "'" << command.method << "' started";
       if (!worker) worker = make_worker();
       if (command.kind == CommandKind::MeshInfo) {
         const MeshRankInfo info = worker->mesh_info(command.method);

@@ -1,6 +1,7 @@
 // Distributed faults under `mpirun -np 3 verl train` (issue 25): a worker rank that hangs (SIGSTOP: alive,
 // silent) ends the whole job within trainer.worker_call_timeout plus the abort, with one line naming the silent
-// ranks and the method; the last checkpoint resumes. (A rank that throws, and one killed with SIGKILL:
+// ranks, the method and what each silent rank does (the stopped one does not respond at all, its peer waits
+// for it in a collective); the last checkpoint resumes. (A rank that throws, and one killed with SIGKILL:
 // tests/dist/test_mpi_train.cpp.)
 #include <gtest/gtest.h>
 
@@ -42,21 +43,37 @@ std::string signal_rank(int rank, const std::string& dir_tag, const std::string&
       .out;
 }
 
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
   const std::string dir = make_temp_dir("dist_fault_hang");
   const double timeout = 10;
   const std::string log = dir + "/log";
   const std::string tracker = dir + "/latest_checkpointed_iteration.txt";
-  const std::string command =
-      mpirun(3) + verl_train_command(two_rank_run(dir, {"trainer.total_training_steps=40",
-                                                        "trainer.worker_call_timeout=10"})) +
-      " > '" + log + "' 2>&1; echo $? > '" + dir + "/exit_code'";
+  // Many PPO epochs: update_actor is a long run of gradient collectives, so a rank stopped in it leaves its peer
+  // waiting in one. The workers' debug lines ("'update_actor' started") say when rank 2 is in it.
+  const std::vector<std::string> epochs = {"actor_rollout_ref.actor.ppo_epochs=40", "critic.ppo_epochs=2"};
+  std::vector<std::string> more = {"trainer.total_training_steps=40", "trainer.worker_call_timeout=10"};
+  more.insert(more.end(), epochs.begin(), epochs.end());
+  const std::string command = "VERL_LOG_LEVEL=debug " + mpirun(3) + verl_train_command(two_rank_run(dir, more)) +
+                              " > '" + log + "' 2>&1; echo $? > '" + dir + "/exit_code'";
   std::thread job([&] { run_command(command); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   while (!fs::exists(tracker) && !fs::exists(dir + "/exit_code") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const bool checkpointed = fs::exists(tracker);
+  // The next update_actor that rank 2 starts after the checkpoint.
+  const std::string started = "(rank 2) [D] [mpi_transport] 'update_actor' started";
+  const size_t before = checkpointed ? count(read_file(log), started) : 0;
+  while (checkpointed && count(read_file(log), started) == before && !fs::exists(dir + "/exit_code") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   const auto stopped_at = std::chrono::steady_clock::now();
   const std::string stopped = checkpointed ? signal_rank(2, "dist_fault_hang", "STOP") : "";
   job.join();
@@ -85,15 +102,23 @@ TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
   EXPECT_NE(line.find("2"), std::string::npos) << line;
   EXPECT_NE(line.find("did not answer '"), std::string::npos) << line;
   EXPECT_NE(line.find("within 10 s (trainer.worker_call_timeout)"), std::string::npos) << line;
+  // What each silent rank does: the stopped one gives no answer, its peer waits for it in one of
+  // update_actor's collectives (ZeRO-2 by default: gradients reduce-scattered, parameters all-gathered).
+  EXPECT_NE(line.find("did not answer 'update_actor'"), std::string::npos) << line;
+  EXPECT_NE(line.find("world rank 2: not responding"), std::string::npos) << line;
+  const size_t peer = line.find("world rank 1: in 'update_actor'");
+  EXPECT_NE(peer, std::string::npos) << line;
+  EXPECT_NE(line.find("waiting in collective ", peer), std::string::npos) << line;
+  EXPECT_NE(line.find(" of 2 ranks", peer), std::string::npos) << line;
   EXPECT_LT(seconds, timeout + 30);
   std::printf("[ hang ] job ended %.1f s after rank 2 was stopped (trainer.worker_call_timeout=%.0f): %s\n", seconds,
               timeout, line.c_str());
 
   // The last checkpoint is usable: a rerun resumes from it and finishes.
   const std::string step = read_file(tracker);
-  CommandResult again = run_command(mpirun(3) + verl_train_command(two_rank_run(
-                                                    dir, {"trainer.total_training_steps=" +
-                                                          std::to_string(std::stoi(step) + 1)})));
+  std::vector<std::string> resume = {"trainer.total_training_steps=" + std::to_string(std::stoi(step) + 1)};
+  resume.insert(resume.end(), epochs.begin(), epochs.end());
+  CommandResult again = run_command(mpirun(3) + verl_train_command(two_rank_run(dir, resume)));
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("global_step_" + step), std::string::npos) << again.err;
 }
