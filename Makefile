@@ -48,7 +48,8 @@ bench: build
 # Needs clang: scripts/install-deps.sh --fuzz.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES ?= json hf_config yaml_config overrides tokenizer_json tokenizer_config parquet safetensors
+FUZZ_HARNESSES ?= json hf_config yaml_config overrides tokenizer_json tokenizer_config parquet safetensors \
+                  data_proto checkpoint_metadata
 fuzz:
 	cmake -S fuzz -B $(FUZZ_BUILD_DIR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(FUZZ_BUILD_DIR) -j$(JOBS)

@@ -412,7 +412,12 @@ DataProto DataProto::deserialize(const std::string& bytes) {
   std::string columns = in.blob();
   try {
     out.meta_info = from_cbor_bounded(meta);
+    // As from_dict: workers index meta_info by key, which on an array or a scalar is an exception of its own.
+    VERL_CHECK(out.meta_info.is_object(), "protocol", "serialized DataProto has a meta_info of type ",
+               out.meta_info.type_name(), ", expected a JSON object");
     Json parsed = from_cbor_bounded(columns);
+    VERL_CHECK(parsed.is_object(), "protocol", "serialized DataProto has columns of type ", parsed.type_name(),
+               ", expected a JSON object of arrays");
     for (auto it = parsed.begin(); it != parsed.end(); ++it) {
       out.non_tensor_batch[it.key()] = it.value().get<std::vector<Json>>();
     }
@@ -432,12 +437,16 @@ DataProto DataProto::deserialize(const std::string& bytes) {
     VERL_CHECK(dims >= 1 && dims <= 16, "protocol", "serialized tensor '", key, "' has ", dims, " dimensions");
     std::vector<int64_t> shape;
     int64_t numel = 1;
+    // The product of the non-zero extents is bounded too: a zero extent makes numel 0, but torch::empty still
+    // computes strides from the others and throws c10::Error when they overflow.
+    int64_t nonzero_product = 1;
     for (uint32_t d = 0; d < dims; ++d) {
       int64_t extent = in.pod<int64_t>();
-      VERL_CHECK(extent >= 0 && (numel == 0 || extent <= (int64_t(1) << 40) / std::max<int64_t>(numel, 1)), "protocol",
-                 "serialized tensor '", key, "' has a bad shape");
+      VERL_CHECK(extent >= 0 && extent <= (int64_t(1) << 40) / nonzero_product, "protocol", "serialized tensor '", key,
+                 "' has a bad shape (extent ", extent, " in dimension ", d, "; limit 2^40 elements)");
       shape.push_back(extent);
       numel *= extent;
+      if (extent > 0) nonzero_product *= extent;
     }
     uint64_t nbytes = in.pod<uint64_t>();
     // Sizes are checked against the bytes present before the tensor is allocated.
@@ -447,7 +456,8 @@ DataProto DataProto::deserialize(const std::string& bytes) {
     VERL_CHECK(nbytes <= in.left(), "protocol", "serialized DataProto is truncated: tensor '", key, "' needs ", nbytes,
                " bytes, ", in.left(), " left");
     torch::Tensor tensor = torch::empty(shape, torch::dtype(*dtype));
-    std::memcpy(tensor.data_ptr(), in.bytes(nbytes), nbytes);
+    const char* source = in.bytes(nbytes);
+    if (nbytes > 0) std::memcpy(tensor.data_ptr(), source, nbytes);  // an empty tensor's data_ptr() is null
     out.batch[key] = tensor;
   }
   VERL_CHECK(in.done(), "protocol", "serialized DataProto has trailing bytes");

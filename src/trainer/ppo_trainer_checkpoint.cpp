@@ -21,14 +21,13 @@
 #include "verl/common/logging.h"
 #include "verl/trainer/checkpoint_paths.h"
 #include "verl/trainer/ppo_trainer.h"
+#include "verl/trainer/trainer_state.h"
 
 namespace verl::trainer {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kTrainerStateVersion = 1;
 
 DataProto meta_only(nlohmann::json meta) {
   DataProto proto;
@@ -127,18 +126,7 @@ void PPOTrainer::load_checkpoint() {
     VERL_LOG(Warn, "trainer") << "no dataloader state at " << state_path.string() << "; the data order restarts";
     return;
   }
-  std::ifstream in(state_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  check_json_limits(text.str(), state_path.string());
-  nlohmann::json state;
-  try {
-    state = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    VERL_FAIL("checkpoint", "'", state_path.string(), "' is not valid JSON: ", e.what());
-  }
-  VERL_CHECK(state.is_object() && state.value("version", 0) == kTrainerStateVersion && state.contains("dataloader"),
-             "checkpoint", "'", state_path.string(), "' is not a version ", kTrainerStateVersion, " trainer state");
+  const nlohmann::json state = read_trainer_state(state_path.string());  // types checked, errors name the key
   train_dataloader_->load_state_dict(state["dataloader"]);
   if (state.contains("uid_generator")) uid_generator_.load_state(state["uid_generator"].get<std::string>());
   if (kl_ctrl_in_reward_ && state.contains("kl_ctrl_in_reward")) {

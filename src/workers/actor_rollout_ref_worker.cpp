@@ -631,9 +631,7 @@ DataProto ActorRolloutRefWorker::load_rollout_state(const DataProto& input) {
   const int W = world_size(), r = rank();
   const fs::path f = dir / extra_state_file_name(W, r);
   const Json extra = load_extra_state(dir.string(), W, r, kComponent);
-  VERL_CHECK(extra.contains("rng") && extra["rng"].contains("rollout"), kComponent, "'", f.string(),
-             "' lacks rng.rollout");
-  set_generator_state(*rollout_generator_, extra["rng"]["rollout"].get<std::string>(), f.string());
+  set_generator_state(*rollout_generator_, extra_state_rng(extra, "rollout", f.string(), kComponent), f.string());
   return DataProto();
 }
 
@@ -715,12 +713,13 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   if (contains(contents, "extra")) {
     const fs::path f = dir / extra_state_file_name(W, r);
     Json extra = load_extra_state(dir.string(), W, r, kComponent);
-    VERL_CHECK(extra.contains("lr_scheduler") && extra.contains("rng") && extra["rng"].contains("cpu") &&
-                   extra["rng"].contains("rollout"),
-               kComponent, "'", f.string(), "' lacks lr_scheduler or rng.cpu / rng.rollout");
+    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kComponent, "'", f.string(),
+               "' lacks lr_scheduler");
+    const std::string cpu_rng = extra_state_rng(extra, "cpu", f.string(), kComponent);
+    const std::string rollout_rng = extra_state_rng(extra, "rollout", f.string(), kComponent);
     lr_scheduler_->load_state_dict(extra["lr_scheduler"]);
-    set_generator_state(at::detail::getDefaultCPUGenerator(), extra["rng"]["cpu"].get<std::string>(), f.string());
-    set_generator_state(*rollout_generator_, extra["rng"]["rollout"].get<std::string>(), f.string());
+    set_generator_state(at::detail::getDefaultCPUGenerator(), cpu_rng, f.string());
+    set_generator_state(*rollout_generator_, rollout_rng, f.string());
   }
   if (meta.value("del_local_after_load", false) && r == W - 1) fs::remove_all(dir);
   return DataProto();

@@ -15,27 +15,13 @@
 
 #include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
+#include "verl/workers/checkpoint_rank_files.h"  // file names, world-size check, extra state
 
 namespace verl::parallel {
 class Comm;
 }
 
 namespace verl::workers {
-
-std::string model_file_name(int world_size, int rank);
-std::string optim_file_name(int world_size, int rank);
-std::string extra_state_file_name(int world_size, int rank);
-
-// "~" and "~/..." expanded with $HOME (Python's os.path.expanduser for the current user).
-std::string expand_user(const std::string& path);
-
-// Errors, naming the folder, when `dir` does not exist or lacks this rank's file for `world_size` while
-// holding files of another world size ("saved with world size 2, this run has 1").
-void check_checkpoint_rank_file(const std::string& dir, const std::string& file_name, int world_size);
-
-// This rank's extra_state_world_size_{W}_rank_{r}.json in `dir` (check_checkpoint_rank_file first), parsed; an
-// unreadable file or invalid JSON is an error under `component` naming the file. Callers check the keys.
-nlohmann::json load_extra_state(const std::string& dir, int world_size, int rank, const char* component);
 
 // Parameters by name, exactly (no dtype change), into a safetensors file written atomically.
 void save_module_state(model::CausalLM& module, const std::string& path);

@@ -1,6 +1,8 @@
 #include "verl/trainer/checkpoint_paths.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -13,6 +15,19 @@
 namespace verl::trainer {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A step number of decimal digits; std::stoll would throw std::out_of_range (no file named) beyond int64.
+int64_t parse_step(const std::string& digits, const std::string& source) {
+  int64_t step = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  VERL_CHECK(ec == std::errc() && end == digits.data() + digits.size(), "checkpoint", "'", source,
+             "' names step '", digits, "', which is not a step number (limit ", INT64_MAX, ")");
+  return step;
+}
+
+}  // namespace
 
 std::string global_step_dir(const std::string& default_local_dir, int64_t step) {
   return (fs::path(default_local_dir) / ("global_step_" + std::to_string(step))).string();
@@ -27,7 +42,7 @@ int64_t global_step_from_path(const std::string& path) {
   std::smatch match;
   VERL_CHECK(std::regex_search(path, match, pattern), "checkpoint", "'", path,
              "' is not a checkpoint folder; expected a path ending in global_step_<N>");
-  return std::stoll(match[1].str());
+  return parse_step(match[1].str(), path);
 }
 
 std::optional<std::string> find_latest_checkpoint(const std::string& default_local_dir) {
@@ -39,7 +54,7 @@ std::optional<std::string> find_latest_checkpoint(const std::string& default_loc
   const std::string value = trim(text.str());
   VERL_CHECK(!value.empty() && std::all_of(value.begin(), value.end(), ::isdigit), "checkpoint", "'", tracker,
              "' should hold a step number, it holds '", value, "'");
-  const std::string dir = global_step_dir(default_local_dir, std::stoll(value));
+  const std::string dir = global_step_dir(default_local_dir, parse_step(value, tracker));
   VERL_CHECK(fs::is_directory(dir), "checkpoint", "'", tracker, "' names step ", value, " but '", dir,
              "' does not exist");
   return dir;
@@ -73,7 +88,7 @@ std::vector<std::string> rotate_checkpoints(const std::string& default_local_dir
     std::smatch match;
     const std::string base = entry.path().filename().string();
     if (entry.is_directory() && std::regex_match(base, match, name) && fs::is_directory(entry.path() / role)) {
-      steps.emplace_back(std::stoll(match[1].str()), entry.path());
+      steps.emplace_back(parse_step(match[1].str(), entry.path().string()), entry.path());
     }
   }
   std::sort(steps.begin(), steps.end());

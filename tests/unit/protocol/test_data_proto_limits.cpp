@@ -75,5 +75,51 @@ TEST(DataProtoLimits, TensorSizeIsCheckedAgainstTheBytesBeforeAllocating) {
             std::string::npos) << e;
 }
 
+
+// Found by fuzz/fuzz_data_proto.cpp (fuzz/corpus/data_proto/regression-meta-not-an-object): meta_info read as a
+// CBOR array was accepted, and a worker's meta_info.value(...) on it would throw nlohmann's type_error.
+TEST(DataProtoLimits, MetaOrColumnsThatAreNotObjectsAreErrors) {
+  std::string bytes = header("\x80", "\xa0");  // meta [], columns {}
+  put<uint32_t>(bytes, 0);
+  std::string e = error_of(bytes);
+  EXPECT_NE(e.find("serialized DataProto has a meta_info of type array, expected a JSON object"), std::string::npos)
+      << e;
+  bytes = header("\xa0", "\x05");  // meta {}, columns 5
+  put<uint32_t>(bytes, 0);
+  e = error_of(bytes);
+  EXPECT_NE(e.find("serialized DataProto has columns of type number, expected a JSON object of arrays"),
+            std::string::npos) << e;
+}
+
+// Found by the same harness under UBSan (regression-zero-row-tensor): a tensor with no elements was copied with
+// memcpy into its null data_ptr(). Its round trip keeps the dtype and shape.
+TEST(DataProtoLimits, ZeroRowTensorRoundTrips) {
+  DataProto proto = DataProto::from_dict({{"values", torch::empty({0, 4}, torch::kFloat32)}}, {{"uid", {}}});
+  DataProto back = DataProto::deserialize(proto.serialize());
+  EXPECT_EQ(back.tensor("values").sizes(), torch::IntArrayRef({0, 4}));
+  EXPECT_EQ(back.tensor("values").scalar_type(), torch::kFloat32);
+  EXPECT_EQ(back.column("uid").size(), 0u);
+}
+
+// Found by the same harness (regression-zero-dim-stride-overflow): a zero extent let the other extents be
+// anything, and torch::empty's stride computation threw c10::Error ("Stride calculation overflowed").
+TEST(DataProtoLimits, HugeExtentsBesideAZeroExtentAreErrors) {
+  const std::string good = DataProto::from_dict({{"x", torch::zeros({2}, torch::kFloat32)}}).serialize();
+  const std::string head = header("\xa0", "\xa0");
+  const uint8_t float32_code = static_cast<uint8_t>(good[head.size() + sizeof(uint32_t) + sizeof(uint64_t) + 1]);
+  std::string bytes = head;
+  put<uint32_t>(bytes, 1);
+  put_blob(bytes, "x");
+  put<uint8_t>(bytes, float32_code);
+  put<uint32_t>(bytes, 3);
+  put<int64_t>(bytes, 0);
+  put<int64_t>(bytes, int64_t{1} << 40);
+  put<int64_t>(bytes, int64_t{1} << 40);
+  put<uint64_t>(bytes, 0);
+  const std::string e = error_of(bytes);
+  EXPECT_NE(e.find("serialized tensor 'x' has a bad shape (extent 1099511627776 in dimension 2"), std::string::npos)
+      << e;
+}
+
 }  // namespace
 }  // namespace verl::protocol

@@ -54,6 +54,21 @@ TEST(CheckpointPaths, BrokenTrackerIsAnError) {
   }
 }
 
+// Found with fuzz/fuzz_checkpoint_metadata.cpp (regression-tracker-step-beyond-int64): std::stoll threw
+// std::out_of_range, which named no file.
+TEST(CheckpointPaths, StepBeyondInt64IsAnErrorNamingTheFile) {
+  const std::string root = test::make_temp_dir("tracker_overflow");
+  test::write_file(latest_tracker_path(root), "123456789012345678901234567890\n");
+  try {
+    find_latest_checkpoint(root);
+    FAIL() << "a step beyond int64 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("latest_checkpointed_iteration.txt' names step '123456789012345678901234567890'"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(global_step_from_path("/a/global_step_99999999999999999999"), Error);
+}
+
 TEST(CheckpointPaths, RotationKeepsNewestPerRole) {
   const std::string root = test::make_temp_dir("rotation");
   for (int64_t step : {2, 4, 6, 8}) make_step(root, step, {"actor", "critic"});
