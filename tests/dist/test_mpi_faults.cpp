@@ -55,7 +55,7 @@ TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
   const std::string log = dir + "/log";
   const std::string tracker = dir + "/latest_checkpointed_iteration.txt";
   // Many PPO epochs: update_actor is a long run of gradient collectives, so a rank stopped in it leaves its peer
-  // waiting in one. The workers' debug lines ("'update_actor' started") say when rank 2 is in it.
+  // waiting in one. The workers' debug lines ("'actor_rollout_update_actor' started") say when rank 2 is in it.
   const std::vector<std::string> epochs = {"actor_rollout_ref.actor.ppo_epochs=40", "critic.ppo_epochs=2"};
   std::vector<std::string> more = {"trainer.total_training_steps=40", "trainer.worker_call_timeout=10"};
   more.insert(more.end(), epochs.begin(), epochs.end());
@@ -67,8 +67,8 @@ TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const bool checkpointed = fs::exists(tracker);
-  // The next update_actor that rank 2 starts after the checkpoint.
-  const std::string started = "(rank 2) [D] [mpi_transport] 'update_actor' started";
+  // The next update_actor (the co-located worker's actor_rollout_update_actor) rank 2 starts after the checkpoint.
+  const std::string started = "(rank 2) [D] [mpi_transport] 'actor_rollout_update_actor' started";
   const size_t before = checkpointed ? count(read_file(log), started) : 0;
   while (checkpointed && count(read_file(log), started) == before && !fs::exists(dir + "/exit_code") &&
          std::chrono::steady_clock::now() < deadline) {
@@ -103,10 +103,10 @@ TEST(MpiFaults, AHungWorkerEndsTheJobWithinTheTimeoutNamingRankAndMethod) {
   EXPECT_NE(line.find("did not answer '"), std::string::npos) << line;
   EXPECT_NE(line.find("within 10 s (trainer.worker_call_timeout)"), std::string::npos) << line;
   // What each silent rank does: the stopped one gives no answer, its peer waits for it in one of
-  // update_actor's collectives (ZeRO-2 by default: gradients reduce-scattered, parameters all-gathered).
-  EXPECT_NE(line.find("did not answer 'update_actor'"), std::string::npos) << line;
+  // update_actor's collectives (ZeRO-2 by default: gradients reduce-scattered, updated parameters broadcast).
+  EXPECT_NE(line.find("did not answer 'actor_rollout_update_actor'"), std::string::npos) << line;
   EXPECT_NE(line.find("world rank 2: not responding"), std::string::npos) << line;
-  const size_t peer = line.find("world rank 1: in 'update_actor'");
+  const size_t peer = line.find("world rank 1: in 'actor_rollout_update_actor'");
   EXPECT_NE(peer, std::string::npos) << line;
   EXPECT_NE(line.find("waiting in collective ", peer), std::string::npos) << line;
   EXPECT_NE(line.find(" of 2 ranks", peer), std::string::npos) << line;
