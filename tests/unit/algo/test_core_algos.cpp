@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "algo_test_util.h"
+#include "support/error_text.h"
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -13,6 +14,8 @@
 
 namespace verl::algo {
 namespace {
+
+using verl::test::error_of;
 
 // A config every registered loss accepts: dro needs dro_beta, bypass_mode a rollout correction (token IS weights).
 PolicyLossConfig every_loss_config() {
@@ -29,15 +32,6 @@ PolicyLossConfig every_loss_config() {
 using test::f64;
 using test::mask_from_lengths;
 using test::max_abs_diff;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Sparse outcome rewards: score s_i at the last valid token of each row.
 torch::Tensor outcome_rewards(const std::vector<double>& scores, const std::vector<int64_t>& lengths, int64_t R) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -12,6 +13,8 @@
 
 namespace verl::config {
 namespace {
+
+using verl::test::error_of;
 
 Node compose(std::vector<std::string> overrides, std::optional<std::string> file = std::nullopt) {
   ConfigArgs args;
@@ -24,15 +27,6 @@ const Node& at(const Node& root, const std::string& path) {
   const Node* node = find_path(root, path);
   if (node == nullptr) throw std::runtime_error("missing " + path);
   return *node;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(ConfigOverrides, IntValue) {

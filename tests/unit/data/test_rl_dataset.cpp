@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -16,6 +17,8 @@
 
 namespace verl::data {
 namespace {
+
+using verl::test::error_of;
 
 using io::List;
 using io::Struct;
@@ -89,15 +92,6 @@ config::DataConfig data_config(int64_t max_prompt_length, const std::string& tru
 Ids row_of(const torch::Tensor& t, int64_t r) {
   torch::Tensor row = t[r].contiguous();
   return Ids(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RLHFDataset, LeftPaddingMaskAndPositionIds) {

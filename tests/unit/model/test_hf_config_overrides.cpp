@@ -4,6 +4,7 @@
 
 #include "support/actor_fixture.h"
 #include "support/config_overrides.h"
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/model/hf_config.h"
@@ -26,15 +27,6 @@ const std::string kLlama = R"({"architectures": ["LlamaForCausalLM"], "model_typ
 
 model::HFConfig with(const std::string& overrides, const std::string& base = kLlama) {
   return model::parse_hf_config_text(model::apply_hf_config_overrides(base, {kKey, overrides}));
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(HFConfigOverrides, HonouredFieldsReachTheConfig) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "support/tiny_model.h"
 #include "verl/common/error.h"
@@ -13,6 +14,8 @@
 
 namespace verl::model {
 namespace {
+
+using verl::test::error_of;
 
 HFConfig tiny(Arch arch) { return test::tiny_config(arch); }
 
@@ -27,15 +30,6 @@ std::vector<std::string> names_of(CausalLM& m) {
   std::vector<std::string> out;
   for (const auto& p : m->named_parameters()) out.push_back(p.key());
   return out;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Transformer, Qwen2ParameterNamesAreExactlyHFs) {

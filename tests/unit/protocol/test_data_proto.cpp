@@ -8,11 +8,14 @@
 #include <functional>
 #include <limits>
 
+#include "support/error_text.h"
 #include "verl/common/error.h"
 #include "verl/protocol/data_proto.h"
 
 namespace verl::protocol {
 namespace {
+
+using verl::test::error_of;
 
 // Rows 0..n-1: obs = [[0,1],[2,3],...], labels = "a","b",...
 DataProto make(int64_t n) {
@@ -160,15 +163,6 @@ TEST(DataProto, DeserializeRejectsCorruptBytes) {
 }
 
 // ---- cases the tests above leave out: missing keys, bounds, keep-all select, column conflicts, dtypes ----
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(DataProto, MissingKeysAreErrorsNamingTheKey) {
   DataProto d = make(2);

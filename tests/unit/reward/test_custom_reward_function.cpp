@@ -4,12 +4,15 @@
 
 #include <string>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 
 namespace verl::reward {
 namespace {
+
+using verl::test::error_of;
 
 using Json = nlohmann::json;
 
@@ -57,15 +60,6 @@ std::string write_reward_file(const std::string& name, const std::string& text) 
   const std::string path = dir + "/" + name;
   test::write_file(path, text);
   return path;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 ExtraValue extra(const ScoreResult& r, const std::string& key) {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -17,6 +18,8 @@
 
 namespace verl::reward {
 namespace {
+
+using verl::test::error_of;
 
 using Json = nlohmann::json;
 using protocol::DataProto;
@@ -116,15 +119,6 @@ config::PPOConfig load_config(std::vector<std::string> overrides) {
   config::ConfigArgs args;
   args.overrides = std::move(overrides);
   return config::load_config(args).ppo;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Two math_dapo rows: one wrong answer, one right answer with a special token inside and the eos at the end.

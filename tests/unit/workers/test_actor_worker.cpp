@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "support/actor_fixture.h"
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/model/weights.h"
@@ -24,15 +25,6 @@ using workers::ActorRolloutRefWorker;
 std::string shared_model() {
   static const std::string dir = make_tiny_model(make_temp_dir("actor_unit_model") + "/model");
   return dir;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Gradients of one update_policy (captured where data-parallel averaging would run) and its metrics.
