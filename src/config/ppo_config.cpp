@@ -484,6 +484,8 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
       "actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size", c.actor.strategy);
   c.rollout = read_rollout(in);
   if (c.model.lora.enabled()) {
+    // model/lora.h slices adapters for tensor parallelism and keeps them whole over a ZeRO-3 base, but the
+    // tests of those runs (tests/dist/test_megatron_lora.cpp, test_zero3_lora.cpp) have not passed yet.
     VERL_CHECK(c.actor.tensor_parallel_size() == 1, "config", "actor_rollout_ref.model.lora_rank > 0 with megatron "
                "tensor parallelism is not implemented; use actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1");
     VERL_CHECK(!c.actor.fsdp_config.reshard_after_forward, "config", "actor_rollout_ref.model.lora_rank > 0 with ZeRO-3 "

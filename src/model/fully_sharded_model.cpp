@@ -8,6 +8,7 @@
 
 #include "verl/common/error.h"
 #include "verl/io/safetensors.h"
+#include "verl/model/lora.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::model {
@@ -40,11 +41,21 @@ std::vector<Run> runs_in_range(const std::vector<int64_t>& offsets, const std::v
   return runs;
 }
 
+// The tensors of `params` that take gradients.
+std::vector<torch::Tensor> trained(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : params) {
+    if (p.requires_grad()) out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 // A decoder layer whose parameters are gathered only while it runs: forward keeps just the layer's input; backward
 // gathers again, recomputes the layer, reduce-scatters its parameter gradients into the unit's shard (the gradient
-// returned for the `shard` input, which autograd accumulates into shard.grad) and releases it.
+// returned for the `shard` input, which autograd accumulates into shard.grad) and releases it. LoRA factors (whole,
+// outside the shard) get their gradients accumulated into their .grad, as autograd would.
 struct FullyShardedModel::LayerFunction : public torch::autograd::Function<LayerFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& cos,
                                const torch::Tensor& sin, const torch::Tensor& mask_bias, const torch::Tensor& shard,
@@ -77,13 +88,35 @@ struct FullyShardedModel::LayerFunction : public torch::autograd::Function<Layer
       out = self->module_->model->layer_list[static_cast<size_t>(layer)]->forward(h, saved[1], saved[2], saved[3],
                                                                                   nullptr, layer);
     }
-    std::vector<torch::Tensor> inputs = self->units_[unit].params;
+    const Unit& u = self->units_[unit];
+    const bool shard_trains = self->shards_[unit].requires_grad();
+    std::vector<torch::Tensor> inputs;
+    if (shard_trains) inputs = u.params;
+    const std::vector<torch::Tensor> adapters = trained(u.adapters);
+    inputs.insert(inputs.end(), adapters.begin(), adapters.end());
     if (h_requires_grad) inputs.push_back(h);
     auto grads = torch::autograd::grad({out}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
                                        /*create_graph=*/false, /*allow_unused=*/true);
     torch::Tensor h_grad = h_requires_grad ? grads.back() : torch::Tensor();
-    grads.resize(self->units_[unit].params.size());
-    torch::Tensor shard_grad = self->reduce_gradients(unit, grads);
+    const size_t first_adapter = shard_trains ? u.params.size() : 0;
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t k = 0; k < adapters.size(); ++k) {
+        const torch::Tensor& g = grads[first_adapter + k];
+        if (!g.defined()) continue;
+        torch::Tensor a = adapters[k];
+        if (a.grad().defined()) {
+          a.mutable_grad().add_(g);
+        } else {
+          a.mutable_grad() = g.detach().clone();
+        }
+      }
+    }
+    torch::Tensor shard_grad;
+    if (shard_trains) {
+      grads.resize(u.params.size());
+      shard_grad = self->reduce_gradients(unit, grads);
+    }
     self->release(unit);
     // One gradient per forward argument: h, cos, sin, mask_bias, shard, self, layer.
     return {h_grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), shard_grad, torch::Tensor(), torch::Tensor()};
@@ -103,6 +136,10 @@ FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::
     const size_t u = unit_of(item.key());
     VERL_ASSERT(u < units_.size(), kComponent, "parameter '", item.key(), "' names a layer the model does not have");
     Unit& unit = units_[u];
+    if (is_lora_parameter_name(item.key())) {
+      unit.adapters.push_back(item.value());  // small: whole and replicated, their gradients averaged by the caller
+      continue;
+    }
     unit.params.push_back(item.value());
     unit.names.push_back(item.key());
     unit.shapes.push_back(item.value().sizes().vec());
@@ -186,7 +223,7 @@ torch::Tensor FullyShardedModel::reduce_gradients(size_t u, const std::vector<to
 torch::Tensor FullyShardedModel::run_layer(size_t layer, const torch::Tensor& h, const torch::Tensor& cos,
                                            const torch::Tensor& sin, const torch::Tensor& mask_bias) {
   const size_t u = layer + 1;
-  if (torch::GradMode::is_enabled() && shards_[u].requires_grad()) {
+  if (torch::GradMode::is_enabled() && (shards_[u].requires_grad() || !trained(units_[u].adapters).empty())) {
     return LayerFunction::apply(h, cos, sin, mask_bias, shards_[u], this, static_cast<int64_t>(layer));
   }
   gather(u);

@@ -14,6 +14,8 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/model/tensor_parallel_model.h"
+#include "verl/parallel/tensor_parallel.h"
 
 namespace verl::model {
 namespace {
@@ -84,6 +86,20 @@ void for_each_module_state(const CausalLM& model, const std::shared_ptr<LoraStat
   }
 }
 
+// A whole saved factor in this rank's part (tensor_parallel_model.h's split), and the whole shape that `part` is a
+// slice of, for the errors. A whole tensor that does not split keeps its shape (the shape check then names it).
+torch::Tensor this_rank_part(const CausalLM& model, const std::string& name, const torch::Tensor& whole) {
+  const int dim = tensor_parallel_dim(name);
+  if (!model->tp.active() || dim < 0 || whole.dim() <= dim || whole.size(dim) % model->tp.size() != 0) return whole;
+  return shard_parameter(name, whole, model->tp);
+}
+std::vector<int64_t> whole_shape(const CausalLM& model, const std::string& name, const torch::Tensor& part) {
+  std::vector<int64_t> shape = part.sizes().vec();
+  const int dim = tensor_parallel_dim(name);
+  if (dim >= 0) shape.at(dim) *= model->tp.size();
+  return shape;
+}
+
 Json read_json_file(const std::string& path) {
   std::ifstream in(path);
   VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
@@ -131,14 +147,34 @@ LoraSpec lora_spec(const config::LoraConfig& c) {
 
 bool has_adapter(const torch::nn::Linear& proj) { return child_linear(proj, "lora_A") != nullptr; }
 
-torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const LoraState* state) {
+torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const LoraState* state,
+                          const TensorParallelGroup& tp) {
   auto y = proj->forward(x);
   if (state == nullptr || !state->side_path()) return y;
   auto* a = child_linear(proj, "lora_A");
   if (a == nullptr) return y;
   auto* b = child_linear(proj, "lora_B");
+  namespace F = torch::nn::functional;
+  // Column-parallel: each rank's B rows see only their part of dL/d(x A^T), so A's gradient is summed.
+  const auto a_weight = tp.active() ? parallel::copy_to_tp_region(a->weight, tp.comm) : a->weight;
   // PEFT's Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling (no dropout here).
-  return y + b->forward(a->forward(x)) * state->spec.scale();
+  return y + F::linear(F::linear(x, a_weight), b->weight) * state->spec.scale();
+}
+
+torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Tensor& x_shard, const LoraState* state,
+                                       const TensorParallelGroup& tp) {
+  if (!tp.active()) return lora_linear(proj, x_shard, state);
+  auto* a = child_linear(proj, "lora_A");
+  if (state == nullptr || !state->side_path() || a == nullptr) {
+    return parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
+  }
+  auto* b = child_linear(proj, "lora_B");
+  namespace F = torch::nn::functional;
+  // sum_r s (x_r A_r^T) B^T = s (x A^T) B^T: the side path rides in the base's all-reduce. B multiplies a partial
+  // sum on each rank, so its gradient is summed over the group.
+  const auto side = F::linear(F::linear(x_shard, a->weight), parallel::copy_to_tp_region(b->weight, tp.comm));
+  auto y = parallel::reduce_from_tp_region(F::linear(x_shard, proj->weight) + side * state->spec.scale(), tp.comm);
+  return proj->bias.defined() ? y + proj->bias : y;
 }
 
 bool is_lora_parameter_name(const std::string& name) {
@@ -169,8 +205,6 @@ std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec
 std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed) {
   VERL_CHECK(spec.rank >= 1, kComponent, "lora_rank must be >= 1 to add adapters, got ", spec.rank);
   VERL_CHECK(!lora_state(model), kComponent, "the model already has LoRA adapters");
-  VERL_CHECK(!model->tp.active(), kComponent, "LoRA on tensor-parallel slices is not implemented; use "
-             "megatron.tensor_model_parallel_size=1 with lora_rank > 0");
   const auto names = lora_target_names(model, spec);
   const std::set<std::string> targets(names.begin(), names.end());
   for (auto& p : model->parameters()) p.set_requires_grad(false);
@@ -178,13 +212,17 @@ std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint6
   torch::NoGradGuard no_grad;
   for (auto& p : projections(model)) {
     if (!targets.count(p.name)) continue;
-    const auto& w = p.linear->weight;  // (out, in)
+    const auto& w = p.linear->weight;  // (out, in), this rank's slice under tensor parallelism
     const int64_t out_features = w.size(0), in_features = w.size(1);
     auto a = torch::nn::Linear(torch::nn::LinearOptions(in_features, spec.rank).bias(false));
     auto b = torch::nn::Linear(torch::nn::LinearOptions(spec.rank, out_features).bias(false));
+    // The whole model's A, drawn in the same order as without tensor parallelism, then this rank's columns.
+    const std::string a_name = p.name + ".lora_A.weight";
+    const int64_t whole_in = whole_shape(model, a_name, a->weight).at(1);
     // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1 / sqrt(in).
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-    a->weight.copy_(torch::empty({spec.rank, in_features}, torch::kFloat32).uniform_(-bound, bound, gen));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(whole_in));
+    const auto whole_a = torch::empty({spec.rank, whole_in}, torch::kFloat32).uniform_(-bound, bound, gen);
+    a->weight.copy_(this_rank_part(model, a_name, whole_a));
     b->weight.zero_();
     a->to(w.device(), w.scalar_type());
     b->to(w.device(), w.scalar_type());
@@ -216,6 +254,15 @@ NamedTensors lora_named_parameters(const CausalLM& model) {
 std::vector<torch::Tensor> lora_parameters(const CausalLM& model) {
   std::vector<torch::Tensor> out;
   for (auto& [name, t] : lora_named_parameters(model)) out.push_back(t);
+  return out;
+}
+
+NamedTensors lora_full_state(const CausalLM& model) {
+  NamedTensors out;
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : lora_named_parameters(model)) {
+    out.emplace_back(name, gather_parameter(name, t.detach(), model->tp));
+  }
   return out;
 }
 
@@ -277,17 +324,24 @@ void merge_and_unload(CausalLM& model) {
 void save_peft_adapter(const CausalLM& model, const std::string& dir, const std::string& base_model_name_or_path) {
   auto state = lora_state(model);
   VERL_CHECK(state, kComponent, "save_peft_adapter on a model without LoRA adapters");
+  VERL_CHECK(!model->tp.active(), kComponent, "save_peft_adapter on tensor-parallel slices: gather lora_full_state on "
+             "every rank and save that");
+  save_peft_adapter(lora_full_state(model), state->spec, dir, base_model_name_or_path);
+}
+
+void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec, const std::string& dir,
+                       const std::string& base_model_name_or_path) {
+  VERL_CHECK(!whole_adapters.empty(), kComponent, "save_peft_adapter with no adapter tensors");
   fs::create_directories(dir);
   NamedTensors tensors;
   std::set<std::string> leaves;
-  for (auto& [name, t] : lora_named_parameters(model)) {
+  for (auto& [name, t] : whole_adapters) {
     tensors.emplace_back(kPeftPrefix + name, t.detach());
     // name = ...q_proj.lora_A.weight: the projection's leaf name.
     const std::string module = name.substr(0, name.find(".lora_"));
     leaves.insert(leaf(module));
   }
   save_tensors((fs::path(dir) / kAdapterWeights).string(), tensors, {{"format", "pt"}});
-  const auto& spec = state->spec;
   Json config;
   config["peft_type"] = "LORA";
   config["task_type"] = "CAUSAL_LM";
@@ -391,10 +445,12 @@ void load_peft_adapter_weights(CausalLM& model, const std::string& dir) {
     auto it = saved.find(name);
     VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name,
                "' (adapter_config.json's target_modules select it on this model)");
-    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
-               it->second.sizes(), ", this model expects ", p.sizes(), " (r x in for lora_A, out x r for lora_B): an "
-               "adapter for another base model or rank?");
-    p.copy_(it->second.to(p.scalar_type()));
+    const auto part = this_rank_part(model, name, it->second);
+    const auto expected_shape = whole_shape(model, name, p);
+    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+               it->second.sizes(), ", this model expects ", c10::IntArrayRef(expected_shape),
+               " (r x in for lora_A, out x r for lora_B): an adapter for another base model or rank?");
+    p.copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
     VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name,
@@ -417,10 +473,15 @@ std::shared_ptr<LoraState> load_peft_adapter(CausalLM& model, const std::string&
 }
 
 void save_lora_state(const CausalLM& model, const std::string& path) {
-  NamedTensors tensors;
-  for (auto& [name, t] : lora_named_parameters(model)) tensors.emplace_back(name, t.detach());
-  VERL_CHECK(!tensors.empty(), kComponent, "save_lora_state on a model without LoRA adapters");
-  save_tensors(path, tensors);
+  VERL_CHECK(!model->tp.active(), kComponent, "save_lora_state on tensor-parallel slices: gather lora_full_state on "
+             "every rank and save that");
+  VERL_CHECK(lora_state(model), kComponent, "save_lora_state on a model without LoRA adapters");
+  save_lora_state(lora_full_state(model), path);
+}
+
+void save_lora_state(const NamedTensors& whole_adapters, const std::string& path) {
+  VERL_CHECK(!whole_adapters.empty(), kComponent, "save_lora_state with no adapter tensors");
+  save_tensors(path, whole_adapters);
 }
 
 void load_lora_state(CausalLM& model, const std::string& path) {
@@ -434,9 +495,11 @@ void load_lora_state(CausalLM& model, const std::string& path) {
     auto it = saved.find(name);
     VERL_CHECK(it != saved.end(), kComponent, "adapter state file '", path, "' lacks tensor '", name,
                "' (saved without LoRA, or with other target_modules?)");
-    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
-               it->second.sizes(), ", the model expects ", p.sizes(), " (another lora_rank?)");
-    p.copy_(it->second.to(p.scalar_type()));
+    const auto part = this_rank_part(model, name, it->second);
+    const auto expected_shape = whole_shape(model, name, p);
+    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
+               it->second.sizes(), ", the model expects ", c10::IntArrayRef(expected_shape), " (another lora_rank?)");
+    p.copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
     VERL_CHECK(expected.count(name) > 0, kComponent, "adapter state file '", path, "' has tensor '", name,

@@ -2,6 +2,7 @@
 
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
+#include "verl/model/lora.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::model {
@@ -12,14 +13,32 @@ constexpr const char* kComponent = "model";
 }  // namespace
 
 int tensor_parallel_dim(const std::string& name) {
+  bool column = false;
   for (const char* rows : {".q_proj.", ".k_proj.", ".v_proj.", ".gate_proj.", ".up_proj."}) {
-    if (name.find(rows) != std::string::npos) return 0;
+    column = column || name.find(rows) != std::string::npos;
   }
+  const bool row = name.find(".o_proj.") != std::string::npos || name.find(".down_proj.") != std::string::npos;
+  // LoRA: x A^T B^T splits like x W^T when B takes W's rows (column base) or A takes W's columns (row base).
+  if (name.find(".lora_A.") != std::string::npos) return row ? 1 : -1;
+  if (name.find(".lora_B.") != std::string::npos) return column ? 0 : -1;
+  if (column) return 0;
   if (name == "model.embed_tokens.weight" || name == "lm_head.weight") return 0;
   for (const char* columns : {".o_proj.weight", ".down_proj.weight"}) {
     if (ends_with(name, columns)) return 1;
   }
   return -1;
+}
+
+torch::Tensor gather_parameter(const std::string& name, const torch::Tensor& slice, const TensorParallelGroup& tp) {
+  const int dim = tensor_parallel_dim(name);
+  if (!tp.active() || dim < 0) return slice;
+  // all_gather concatenates along dim 0: bring the split dimension first and back.
+  return tp.comm->all_gather(slice.movedim(dim, 0).contiguous()).movedim(0, dim).contiguous();
+}
+
+torch::Tensor shard_parameter(const std::string& name, const torch::Tensor& whole, const TensorParallelGroup& tp) {
+  const int dim = tensor_parallel_dim(name);
+  return dim < 0 || !tp.active() ? whole : parallel::tp_shard(whole, dim, *tp.comm);
 }
 
 CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp) {
@@ -30,9 +49,7 @@ CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp) {
   auto whole_params = whole->named_parameters();
   torch::NoGradGuard no_grad;
   for (auto& item : sharded->named_parameters()) {
-    const torch::Tensor& full = whole_params[item.key()];
-    const int dim = tensor_parallel_dim(item.key());
-    item.value().copy_(dim < 0 || !tp.active() ? full : parallel::tp_shard(full, dim, *tp.comm));
+    item.value().copy_(shard_parameter(item.key(), whole_params[item.key()], tp));
   }
   sharded->train(whole->is_training());
   sharded->model->gradient_checkpointing = whole->model->gradient_checkpointing;
@@ -43,13 +60,7 @@ NamedTensors gather_full_state(CausalLM& model) {
   NamedTensors out;
   torch::NoGradGuard no_grad;
   for (const auto& item : model->named_parameters()) {
-    torch::Tensor t = item.value().detach();
-    const int dim = tensor_parallel_dim(item.key());
-    if (model->tp.active() && dim >= 0) {
-      // all_gather concatenates along dim 0: bring the split dimension first and back.
-      t = model->tp.comm->all_gather(t.movedim(dim, 0).contiguous()).movedim(0, dim).contiguous();
-    }
-    out.emplace_back(item.key(), t);
+    out.emplace_back(item.key(), gather_parameter(item.key(), item.value().detach(), model->tp));
   }
   return out;
 }
@@ -60,6 +71,8 @@ CausalLM gather_full_model(CausalLM& model) {
   const auto first = model->parameters().front();
   CausalLM whole(model->config, model->head);
   whole->to(first.device(), first.scalar_type());
+  // The adapters' values come from `state` below; the spec and the on / merged flags from the model's.
+  if (const auto lora = lora_state(model)) *add_lora(whole, lora->spec, /*seed=*/0) = *lora;
   auto params = whole->named_parameters();
   torch::NoGradGuard no_grad;
   for (const auto& [name, tensor] : state) params[name].copy_(tensor);

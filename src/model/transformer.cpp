@@ -70,12 +70,11 @@ namespace {
 torch::Tensor column_input(const torch::Tensor& x, const TensorParallelGroup& tp) {
   return tp.active() ? parallel::copy_to_tp_region(x, tp.comm) : x;
 }
-// A row-parallel projection (o, down): this rank's partial product, summed over the group, bias added once.
-// Without tensor parallelism, the projection plus its LoRA side path (model/lora.h) when it has one.
+// A row-parallel projection (o, down): this rank's partial product (with its LoRA side path, model/lora.h),
+// summed over the group, bias added once.
 torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, const TensorParallelGroup& tp,
                          const LoraState* lora) {
-  if (!tp.active()) return lora_linear(proj, x_shard, lora);
-  return parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
+  return lora_row_parallel_linear(proj, x_shard, lora, tp);
 }
 }  // namespace
 
@@ -83,9 +82,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
   const int64_t B = x.size(0), T_local = x.size(1);
   const auto xin = column_input(x, tp);
-  auto q = lora_linear(q_proj, xin, lora.get()).view({B, T_local, num_heads, head_dim});
-  auto k = lora_linear(k_proj, xin, lora.get()).view({B, T_local, num_kv_heads, head_dim});
-  auto v = lora_linear(v_proj, xin, lora.get()).view({B, T_local, num_kv_heads, head_dim}).transpose(1, 2);
+  auto q = lora_linear(q_proj, xin, lora.get(), tp).view({B, T_local, num_heads, head_dim});
+  auto k = lora_linear(k_proj, xin, lora.get(), tp).view({B, T_local, num_kv_heads, head_dim});
+  auto v = lora_linear(v_proj, xin, lora.get(), tp).view({B, T_local, num_kv_heads, head_dim}).transpose(1, 2);
   if (q_norm) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
@@ -173,7 +172,8 @@ MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   const auto xin = column_input(x, tp);
   const auto* l = lora.get();
-  return row_output(down_proj, torch::silu(lora_linear(gate_proj, xin, l)) * lora_linear(up_proj, xin, l), tp, l);
+  const auto act = torch::silu(lora_linear(gate_proj, xin, l, tp)) * lora_linear(up_proj, xin, l, tp);
+  return row_output(down_proj, act, tp, l);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp) {

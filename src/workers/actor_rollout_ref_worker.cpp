@@ -304,13 +304,6 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   load_options.tensor_parallel = layout.tp;
   load_options.config_overrides = arr.model.override_config;  // verl: the same overridden config for all three
   const auto& lora = arr.model.lora;
-  if (lora.enabled()) {
-    VERL_CHECK(tp_size_ == 1, kComponent, "actor_rollout_ref.model.lora_rank > 0 with megatron tensor parallelism is "
-               "not implemented; use actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1 or lora_rank=0");
-    VERL_CHECK(!actor_cfg_.fsdp_config.reshard_after_forward, kComponent, "actor_rollout_ref.model.lora_rank > 0 with "
-               "ZeRO-3 (actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; the "
-               "adapters are small: use reshard_after_forward=false (ZeRO-1/2 shard their optimizer state)");
-  }
   if (is_actor_ || is_rollout_) {
     actor_module_ = model::load_model(path, load_options);
     actor_module_->to(device_);
@@ -336,15 +329,16 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
         actor_sharded_ =
             fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent, reduce_dtype);
       }
-      std::vector<torch::Tensor> params = actor_sharded_        ? actor_sharded_->shards()
-                                         : lora.enabled() ? model::lora_parameters(actor_module_)
+      // LoRA: the adapters only, whole on every rank even over a ZeRO-3 base (whose shards are then frozen).
+      std::vector<torch::Tensor> params = lora.enabled()   ? model::lora_parameters(actor_module_)
+                                         : actor_sharded_ ? actor_sharded_->shards()
                                                           : actor_module_->parameters();
       optimizer_ = build_optimizer(params, actor_cfg_.optim);
       lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, actor_cfg_.optim, actor_cfg_.optim.total_training_steps);
       actor_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, optimizer_.get());
-      if (actor_sharded_) {
-        actor_->fully_sharded = actor_sharded_;  // averages gradients into the shards itself
-      } else {
+      // ZeRO-3 gathers the base around each layer and averages full fine-tuning's gradients into the shards itself.
+      if (actor_sharded_) actor_->fully_sharded = actor_sharded_;
+      if (!actor_sharded_ || lora.enabled()) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
         auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
                                                     fsdp.fsdp_size, fsdp_size_key);
@@ -358,6 +352,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   if (is_ref_ && is_actor_ && lora.enabled()) {
     // verl's ref_in_actor: the reference is the actor's base with the adapters disabled, no second copy.
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, actor_module_, nullptr);
+    ref_policy_->fully_sharded = actor_sharded_;  // a ZeRO-3 base: gathered layer by layer as for the actor
     ref_policy_->param_dtype = resolved_precision(arr.ref.fsdp_config.param_dtype, device_);
   } else if (is_ref_) {
     ref_module_ = model::load_model(path, load_options);
@@ -649,12 +644,15 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_ && contains(contents, "hf_model")) whole.emplace(actor_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(actor_module_) : actor_module_;
-  const bool lora = model::lora_state(actor_module_) != nullptr;
+  const auto adapter_state = model::lora_state(actor_module_);
+  const bool lora = adapter_state != nullptr;
+  // LoRA: the adapters whole in every file (gathered from the tensor-parallel slices: every rank joins).
+  const model::NamedTensors adapters = lora ? model::lora_full_state(actor_module_) : model::NamedTensors{};
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
     if (contains(contents, "model")) {
       // LoRA: the adapters only (the base is actor_rollout_ref.model.path, named in lora_adapter/).
       if (lora) {
-        model::save_lora_state(actor_module_, (dir / model_file_name(W, r)).string());
+        model::save_lora_state(adapters, (dir / model_file_name(W, r)).string());
       } else {
         save_model_file(actor_module_, actor_sharded_.get(), (dir / model_file_name(W, r)).string());
       }
@@ -672,7 +670,10 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
       const fs::path hf = dir / "huggingface";
       fs::create_directories(hf);
       const fs::path src = expand_home(config_->actor_rollout_ref.model.path);
-      if (lora) model::save_peft_adapter(actor_module_, (dir / kLoraAdapterDir).string(), fs::absolute(src).string());
+      if (lora) {
+        model::save_peft_adapter(adapters, adapter_state->spec, (dir / kLoraAdapterDir).string(),
+                                 fs::absolute(src).string());
+      }
       if (contains(contents, "hf_model")) {
         std::optional<model::MergedAdapter> merged;  // LoRA: the HF model is the merged one
         if (lora) merged.emplace(hf_module);

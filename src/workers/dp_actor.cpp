@@ -118,7 +118,10 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 }
 
 double DataParallelPPOActor::optimizer_step() {
-  if (fully_sharded) return sharded_optimizer_step(*fully_sharded, *optimizer_, config_.grad_clip, kComponent);
+  // LoRA on a ZeRO-3 base: the shards are frozen, the whole adapters step as below.
+  if (fully_sharded && fully_sharded->trains_shards()) {
+    return sharded_optimizer_step(*fully_sharded, *optimizer_, config_.grad_clip, kComponent);
+  }
   // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
   // slices.
   const GradientPlacement placement =

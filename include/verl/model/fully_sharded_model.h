@@ -13,6 +13,10 @@
 //               root's gradients are reduce-scattered by end_micro_batch(true), after the micro-batch's backward
 //   everything  gather_all() for generation, weight broadcast and HF saves (FSDP's summon_full_params)
 //
+// LoRA: the adapters (model/lora.h) stay out of the units, whole on every rank; the frozen base is sharded. Their
+// gradients reach their .grad through the recomputing backward above, and the caller averages them over the group
+// and steps them like any replicated parameter (trains_shards() is then false).
+//
 // With a `replicas` communicator (fsdp_config.fsdp_size smaller than the group: HSDP) each shard's gradient is then
 // averaged over the groups that hold the same shard. Every call is collective over the shard group: all its ranks
 // make the same calls in the same order (micro-batch counts included).
@@ -51,6 +55,7 @@ class FullyShardedModel {
   const std::vector<torch::Tensor>& shards() const { return shards_; }
   int64_t shard_numel() const;                 // elements this rank holds (padding included)
   int64_t model_numel() const { return model_numel_; }
+  bool trains_shards() const { return shards_.front().requires_grad(); }
   parallel::Comm& shard_group() const { return *group_; }
 
   // The root unit gathered for one micro-batch's forward and backward. end_micro_batch(true), after backward,
@@ -85,6 +90,7 @@ class FullyShardedModel {
  private:
   struct Unit {
     std::vector<torch::Tensor> params;  // the module's parameters (empty at rest)
+    std::vector<torch::Tensor> adapters;  // LoRA factors of the unit's layer: whole, not sharded
     std::vector<std::string> names;
     std::vector<std::vector<int64_t>> shapes;
     std::vector<int64_t> offsets, numels;  // of each parameter in the flat vector

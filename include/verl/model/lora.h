@@ -11,6 +11,12 @@
 // MergedAdapter puts W + s B A into the projections for a scope (the rollout's decode kernels then run at
 // full speed) and restores the exact original tensors after.
 //
+// Under tensor parallelism (model/tensor_parallel_model.h) the factors follow their base's split: a column-parallel
+// projection (q/k/v/gate/up, W by rows) has A whole and B by rows, a row-parallel one (o/down, W by columns) A by
+// columns and B whole, whose partial side path joins the base's partial product in its all-reduce. The whole
+// factor's gradient is summed over the group (the same on every rank, as for a replicated parameter). Files hold
+// the whole adapters: gathered to save (collective), sliced on load.
+//
 // PEFT's files: adapter_model.safetensors ("base_model.model." + the names above) and adapter_config.json
 // (peft_type LORA, task_type CAUSAL_LM, r, lora_alpha, target_modules, exclude_modules, base_model_name_or_path).
 #pragma once
@@ -54,8 +60,14 @@ struct LoraState {
   bool side_path() const { return enabled && !merged; }
 };
 
-// x W^T + b, plus s (x A^T) B^T when `proj` carries lora_A / lora_B and state's side path is on.
-torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const LoraState* state);
+// x W^T + b, plus s (x A^T) B^T when `proj` carries lora_A / lora_B and state's side path is on. With an active
+// `tp`, `proj` is column-parallel (its output this rank's rows) and `x` the same on every rank.
+torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const LoraState* state,
+                          const TensorParallelGroup& tp = {});
+// A row-parallel projection (o, down) on this rank's input columns: sum over `tp` of x_r W_r^T + s (x_r A_r^T) B^T
+// in one all-reduce, then + b; the output whole on every rank. Without an active `tp`, lora_linear.
+torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Tensor& x_shard, const LoraState* state,
+                                       const TensorParallelGroup& tp);
 // Whether `proj` carries an adapter.
 bool has_adapter(const torch::nn::Linear& proj);
 
@@ -63,14 +75,17 @@ bool has_adapter(const torch::nn::Linear& proj);
 // target_modules that matches nothing is an error listing the projection names.
 std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec);
 
-// Adds the adapters (A from a generator seeded with `seed`, B zeros) and freezes the base parameters. A model
-// with adapters, tensor-parallel slices or a rank < 1 is an error. Returns the state the modules share.
+// Adds the adapters (A from a generator seeded with `seed`, B zeros) and freezes the base parameters. On
+// tensor-parallel slices each rank takes its part of the whole model's A (the same values as a 1-rank model's).
+// A model with adapters or a rank < 1 is an error. Returns the state the modules share.
 std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed);
 // The model's adapter state; null without adapters.
 std::shared_ptr<LoraState> lora_state(const CausalLM& model);
 // The adapters' parameters by HF-style name (...q_proj.lora_A.weight, ...q_proj.lora_B.weight), layer order.
 NamedTensors lora_named_parameters(const CausalLM& model);
 std::vector<torch::Tensor> lora_parameters(const CausalLM& model);
+// lora_named_parameters whole (detached): gathered over the tensor-parallel group, a collective there.
+NamedTensors lora_full_state(const CausalLM& model);
 bool is_lora_parameter_name(const std::string& name);
 
 // The base model for a scope: the side path off (verl's ref log-probs with LoRA: `disable_adapter()`).
@@ -104,22 +119,28 @@ class MergedAdapter {
 void merge_and_unload(CausalLM& model);
 
 // adapter_model.safetensors + adapter_config.json into `dir` (created), loadable by
-// peft.PeftModel.from_pretrained(transformers_model, dir).
+// peft.PeftModel.from_pretrained(transformers_model, dir). A tensor-parallel model is an error (the gather is a
+// collective): save its lora_full_state with the second form.
 void save_peft_adapter(const CausalLM& model, const std::string& dir, const std::string& base_model_name_or_path);
+void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec, const std::string& dir,
+                       const std::string& base_model_name_or_path);
 // adapter_config.json of a PEFT folder: r, lora_alpha, target_modules, exclude_modules, use_rslora. Anything
 // verl.cpp does not implement (DoRA, modules_to_save, bias, rank_pattern, ...) is an error naming the key and file.
 LoraSpec read_peft_adapter_config(const std::string& dir);
 // base_model_name_or_path of adapter_config.json ("" when absent or null).
 std::string peft_base_model(const std::string& dir);
-// Copies adapter_model.safetensors into the model's adapters: a missing or extra tensor, a shape that is not
-// (r, in) / (out, r) of its projection, is an error naming the file and what the model expects.
+// Copies adapter_model.safetensors into the model's adapters (this rank's slices under tensor parallelism): a
+// missing or extra tensor, a shape that is not (r, in) / (out, r) of its projection, is an error naming the file
+// and what the model expects.
 void load_peft_adapter_weights(CausalLM& model, const std::string& dir);
 // read_peft_adapter_config + add_lora + load_peft_adapter_weights; `expected` (when its rank > 0) must agree
 // on r and lora_alpha (the run's keys vs the adapter's file).
 std::shared_ptr<LoraState> load_peft_adapter(CausalLM& model, const std::string& dir, const LoraSpec* expected = nullptr);
 
-// Adapter weights only, in a checkpoint's model file (HF-style names); loading checks names and shapes.
+// Adapter weights only, in a checkpoint's model file (HF-style names, whole); loading checks names and shapes and
+// takes this rank's slices. A tensor-parallel model is an error for the first form: save its lora_full_state.
 void save_lora_state(const CausalLM& model, const std::string& path);
+void save_lora_state(const NamedTensors& whole_adapters, const std::string& path);
 void load_lora_state(CausalLM& model, const std::string& path);
 
 }  // namespace verl::model
