@@ -511,11 +511,17 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "critic.model", /*with_adapter_path=*/true);
   c.model.override_config = read_override_config(in, "critic.model.override_config");
-  VERL_CHECK(!c.model.lora.enabled(), "config", "critic.model.lora_rank > 0 (LoRA on the critic) is not implemented; "
-             "the actor's is (actor_rollout_ref.model.lora_rank): set critic.model.lora_rank=0");
   in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
+  // verl's critic is LoRA with lora_rank > 0 or a lora_adapter_path; the actor's restrictions, for the same reasons.
+  if (c.model.lora.enabled() || c.model.lora.lora_adapter_path) {
+    VERL_CHECK(c.tensor_parallel_size() == 1, "config", "critic.model.lora_rank > 0 (or lora_adapter_path) with megatron "
+               "tensor parallelism is not implemented; use critic.megatron.tensor_model_parallel_size=1");
+    VERL_CHECK(!c.model.fsdp_config.reshard_after_forward, "config", "critic.model.lora_rank > 0 (or lora_adapter_path) "
+               "with ZeRO-3 (critic.model.fsdp_config.reshard_after_forward=true) is not implemented; use false "
+               "(ZeRO-1/2 shard the adapters' optimizer state)");
+  }
   c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",
                                                        "critic.fsdp.ulysses_sequence_parallel_size", c.strategy);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");

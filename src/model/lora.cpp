@@ -371,7 +371,7 @@ void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec,
   write_file_atomic((fs::path(dir) / kAdapterConfig).string(), config.dump(2) + "\n");
 }
 
-LoraSpec read_peft_adapter_config(const std::string& dir) {
+LoraSpec read_peft_adapter_config(const std::string& dir, PeftTask task) {
   const std::string file = (fs::path(dir) / kAdapterConfig).string();
   VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterConfig,
              " (expected PEFT's adapter_config.json + adapter_model.safetensors)");
@@ -379,9 +379,23 @@ LoraSpec read_peft_adapter_config(const std::string& dir) {
   VERL_CHECK(c.is_object(), kComponent, "'", file, "' must hold a JSON object");
   VERL_CHECK(c.value("peft_type", std::string()) == "LORA", kComponent, "'", file, "': peft_type must be LORA, got ",
              c.contains("peft_type") ? c["peft_type"].dump() : std::string("nothing"));
+  const bool token_cls = task == PeftTask::TokenClassification;
+  const std::string want_task = token_cls ? "TOKEN_CLS" : "CAUSAL_LM";
   if (c.contains("task_type") && !c["task_type"].is_null()) {
-    const auto task = c["task_type"].get<std::string>();
-    VERL_CHECK(task == "CAUSAL_LM", kComponent, "'", file, "': task_type ", task, " is not implemented; expected CAUSAL_LM");
+    const auto found = c["task_type"].get<std::string>();
+    VERL_CHECK(found == want_task, kComponent, "'", file, "': task_type ", found, " is not implemented here; expected ",
+               want_task, token_cls ? " (a critic's adapter: PEFT's token classification, as verl's critic)" : "");
+  }
+  if (token_cls) {
+    // PEFT's TOKEN_CLS adds [classifier, score] to modules_to_save; this model's value head is `score`.
+    const Json& m = c.contains("modules_to_save") ? c["modules_to_save"] : Json();
+    bool has_score = false, only_heads = m.is_array();
+    for (const auto& item : m.is_array() ? m : Json::array()) {
+      has_score = has_score || item == "score";
+      only_heads = only_heads && (item == "score" || item == "classifier");
+    }
+    VERL_CHECK(has_score && only_heads, kComponent, "'", file, "': modules_to_save=", m.dump(),
+               " is not implemented; expected [\"classifier\", \"score\"] (PEFT's TOKEN_CLS value head)");
   }
   VERL_CHECK(c.contains("r") && c["r"].is_number_integer() && c["r"].get<int64_t>() >= 1, kComponent, "'", file,
              "': r must be an integer >= 1");
@@ -412,6 +426,7 @@ LoraSpec read_peft_adapter_config(const std::string& dir) {
   for (const char* key : {"modules_to_save", "layers_to_transform", "rank_pattern", "alpha_pattern", "layers_pattern",
                           "layer_replication", "target_parameters", "trainable_token_indices",
                           "alora_invocation_tokens"}) {
+    if (token_cls && std::string(key) == "modules_to_save") continue;  // checked above
     if (c.contains(key)) require(key, is_empty(key), "null or empty");
   }
   if (c.value("lora_dropout", 0.0) != 0.0) {

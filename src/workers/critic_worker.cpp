@@ -12,6 +12,7 @@
 #include "verl/parallel/ulysses.h"
 #include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
+#include "verl/model/value_lora.h"
 #include "verl/model/weights.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/worker_device.h"
@@ -26,6 +27,8 @@ using single_controller::Execute;
 namespace {
 
 constexpr const char* kComponent = "critic";
+// The adapters' initial A come from this seed on every rank, so data-parallel ranks start alike (as the actor's).
+constexpr uint64_t kLoraInitSeed = 0;
 
 bool contains(const std::vector<std::string>& items, const std::string& item) {
   for (const auto& x : items) {
@@ -145,6 +148,17 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
+  const auto& lora = config_->critic.model.lora;
+  lora_ = lora.enabled() || lora.lora_adapter_path.has_value();  // verl's _is_lora
+  if (lora_) {
+    // verl: get_peft_model(TOKEN_CLS): adapters on the decoder projections, the base frozen, the value head whole.
+    const auto spec = model::lora_spec(lora);
+    if (lora.lora_adapter_path) {
+      model::load_peft_value_adapter(*module_, expand_user(*lora.lora_adapter_path), &spec);
+    } else {
+      model::add_value_lora(*module_, spec, kLoraInitSeed);
+    }
+  }
   if (sp_size_ > 1) {
     const std::string key = "critic.ulysses_sequence_parallel_size";
     VERL_CHECK(context().comm != nullptr, kComponent, key, "=", sp_size_, " needs a communicator between the critic's ",
@@ -162,7 +176,9 @@ DataProto CriticWorker::init_model(const DataProto&) {
     fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent,
                                  reduce_dtype);
   }
-  optimizer_ = build_optimizer(fully_sharded_ ? fully_sharded_->shards() : (*module_)->parameters(), config_->critic.optim);
+  // Optimizer state (and its ZeRO-1/2 sharding) only over what trains.
+  const std::vector<torch::Tensor> trainable = lora_ ? model::value_lora_parameters(*module_) : (*module_)->parameters();
+  optimizer_ = build_optimizer(fully_sharded_ ? fully_sharded_->shards() : trainable, config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
   if (fully_sharded_) {
@@ -174,7 +190,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
                                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
     critic_ = std::make_unique<DataParallelPPOCritic>(
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),
-        optimizer_shard(shard_group, (*module_)->parameters(), kComponent, layout.dp, reduce_dtype));
+        optimizer_shard(shard_group, trainable, kComponent, layout.dp, reduce_dtype));
   }
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   offload_.rest(state(), optimizer_.get());
@@ -189,6 +205,11 @@ model::CausalLM& CriticWorker::module() {
 LRScheduler& CriticWorker::lr_scheduler() {
   require_initialized("lr_scheduler()");
   return *lr_scheduler_;
+}
+
+torch::optim::AdamW& CriticWorker::optimizer() {
+  require_initialized("optimizer()");
+  return *optimizer_;
 }
 
 std::vector<torch::Tensor> CriticWorker::state() const {
@@ -233,7 +254,14 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   if (fully_sharded_ && contains(contents, "hf_model")) whole.emplace(fully_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
-    if (contains(contents, "model")) save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
+    if (contains(contents, "model")) {
+      // LoRA: the trainable state only, naming the base (critic.model.path) in the file's metadata.
+      if (lora_) {
+        model::save_value_lora_state(*module_, (dir / model_file_name(W, r)).string(), fs::absolute(model_path_).string());
+      } else {
+        save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
+      }
+    }
     if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
     if (contains(contents, "extra")) {
       nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
@@ -241,7 +269,11 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
                               {"rng", nlohmann::json::object()}};
       write_file_atomic((dir / extra_state_file_name(W, r)).string(), extra.dump(2) + "\n");
     }
-    if (r == 0) save_hf_folder(hf_module, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+    if (r == 0) {
+      std::optional<model::MergedAdapter> merged;  // LoRA: the HF value model is the merged one
+      if (lora_ && contains(contents, "hf_model")) merged.emplace(hf_module);
+      save_hf_folder(hf_module, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+    }
   });
   VERL_LOG(Info, kComponent) << "saved critic checkpoint to " << local_path;
   return DataProto();
@@ -255,7 +287,11 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
   const fs::path dir(local_path);
   if (contains(contents, "model")) {
     check_checkpoint_rank_file(local_path, model_file_name(W, r), W);
-    load_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
+    if (lora_) {
+      model::load_value_lora_state(*module_, (dir / model_file_name(W, r)).string());
+    } else {
+      load_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
+    }
   }
   if (contains(contents, "optimizer")) {
     check_checkpoint_rank_file(local_path, optim_file_name(W, r), W);

@@ -124,9 +124,14 @@ void merge_and_unload(CausalLM& model);
 void save_peft_adapter(const CausalLM& model, const std::string& dir, const std::string& base_model_name_or_path);
 void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec, const std::string& dir,
                        const std::string& base_model_name_or_path);
+// The task type of a PEFT adapter folder. CausalLM: the actor's, adapters only. TokenClassification: verl's critic
+// (AutoModelForTokenClassification, PEFT's TOKEN_CLS), whose value head `score` PEFT trains in full as
+// modules_to_save [classifier, score] (model/value_lora.h reads its weights).
+enum class PeftTask { CausalLM, TokenClassification };
 // adapter_config.json of a PEFT folder: r, lora_alpha, target_modules, exclude_modules, use_rslora. Anything
-// verl.cpp does not implement (DoRA, modules_to_save, bias, rank_pattern, ...) is an error naming the key and file.
-LoraSpec read_peft_adapter_config(const std::string& dir);
+// verl.cpp does not implement (DoRA, modules_to_save, bias, rank_pattern, ...) is an error naming the key and file;
+// with TokenClassification the task_type must be TOKEN_CLS and modules_to_save [classifier, score] or [score].
+LoraSpec read_peft_adapter_config(const std::string& dir, PeftTask task = PeftTask::CausalLM);
 // base_model_name_or_path of adapter_config.json ("" when absent or null).
 std::string peft_base_model(const std::string& dir);
 // Copies adapter_model.safetensors into the model's adapters (this rank's slices under tensor parallelism): a

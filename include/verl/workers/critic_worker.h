@@ -10,6 +10,9 @@
 //   save_checkpoint  ONE_TO_ALL        meta {"local_path", "global_step"}: the folder of checkpoint_files.h,
 //                                      written atomically; critic.checkpoint.save_contents picks the parts
 //   load_checkpoint  ONE_TO_ALL        meta {"local_path", "del_local_after_load"}: exact resume
+// With LoRA (critic.model.lora_rank > 0 or lora_adapter_path, model/value_lora.h) the decoder projections carry
+// adapters, the base is frozen, the value head trains whole (PEFT's TOKEN_CLS modules_to_save, as verl); the optimizer
+// state and the checkpoint's model file hold those only, hf_model is the merged value model.
 // Batch sizes are normalized in the constructor (spec §4.1): ppo_mini_batch_size * rollout.n / world_size.
 // Training with world size > 1 needs a gradient all-reduce between ranks, which the in-process transport
 // does not provide: update_critic and checkpoints then fail with an error saying so.
@@ -43,6 +46,7 @@ class CriticWorker : public single_controller::Worker {
   // After init_model.
   model::CausalLM& module();
   LRScheduler& lr_scheduler();
+  torch::optim::AdamW& optimizer();
 
  private:
   void require_initialized(const char* method) const;
@@ -56,6 +60,7 @@ class CriticWorker : public single_controller::Worker {
   std::string model_path_;
   std::string tokenizer_path_;
   std::unique_ptr<model::CausalLM> module_;
+  bool lora_ = false;  // adapters on the decoder projections, base frozen (model/value_lora.h)
   std::shared_ptr<model::FullyShardedModel> fully_sharded_;  // ZeRO-3 (fsdp_config.reshard_after_forward)
   OffloadPolicy offload_;  // where the parameters and AdamW moments rest between phases (workers/state_offload.h)
   std::vector<torch::Tensor> state() const;  // the parameters, or the ZeRO-3 shards

@@ -1,0 +1,95 @@
+#include "verl/model/value_lora.h"
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "verl/common/error.h"
+
+namespace verl::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kComponent = "lora";
+
+// Copies the tensors of `file` (names after `prefix`) into exactly the parameters `want` names: a missing or extra
+// tensor, or another shape, is an error naming the file and what `what` expects.
+void copy_exactly(const NamedTensors& want, const std::string& file, const std::string& prefix, const char* what) {
+  std::map<std::string, torch::Tensor> saved;
+  for (auto& [name, t] : load_tensors(file)) {
+    VERL_CHECK(name.rfind(prefix, 0) == 0, kComponent, "'", file, "' has tensor '", name, "'; expected names under '",
+               prefix, "' (", what, ")");
+    saved.emplace(name.substr(prefix.size()), t);
+  }
+  torch::NoGradGuard no_grad;
+  std::set<std::string> expected;
+  for (const auto& [name, p] : want) {
+    expected.insert(name);
+    auto it = saved.find(name);
+    VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name, "' (", what, ")");
+    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+               it->second.sizes(), ", this model expects ", p.sizes(), " (another base model or lora_rank?)");
+    torch::Tensor(p).copy_(it->second.to(p.scalar_type()));
+  }
+  for (const auto& [name, t] : saved) {
+    VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name, "' that is not part of ",
+               what, " (saved with other target_modules, or a full model state?)");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<LoraState> add_value_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed) {
+  VERL_CHECK(model->score, kComponent, "LoRA on a value model needs its value head `score` (HeadKind::Value)");
+  auto state = add_lora(model, spec, seed);
+  // PEFT's modules_to_save: the head is trained whole, not adapted.
+  for (auto& p : model->score->parameters()) p.set_requires_grad(true);
+  return state;
+}
+
+NamedTensors value_lora_named_parameters(const CausalLM& model) {
+  NamedTensors out = lora_named_parameters(model);
+  VERL_CHECK(!out.empty() && model->score, kComponent, "a value model with LoRA adapters was expected");
+  out.emplace_back("score.weight", model->score->weight);
+  if (model->score->bias.defined()) out.emplace_back("score.bias", model->score->bias);
+  return out;
+}
+
+std::vector<torch::Tensor> value_lora_parameters(const CausalLM& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& [name, t] : value_lora_named_parameters(model)) out.push_back(t);
+  return out;
+}
+
+std::shared_ptr<LoraState> load_peft_value_adapter(CausalLM& model, const std::string& dir, const LoraSpec* expected) {
+  const LoraSpec spec = read_peft_adapter_config(dir, PeftTask::TokenClassification);
+  const std::string config_file = (fs::path(dir) / "adapter_config.json").string();
+  if (expected != nullptr && expected->rank > 0) {
+    VERL_CHECK(spec.rank == expected->rank, kComponent, "'", config_file, "' has r=", spec.rank,
+               ", the run's critic.model.lora_rank is ", expected->rank, "; set critic.model.lora_rank=", spec.rank);
+    VERL_CHECK(spec.alpha == expected->alpha, kComponent, "'", config_file, "' has lora_alpha=", spec.alpha,
+               ", the run's critic.model.lora_alpha is ", expected->alpha, "; set critic.model.lora_alpha=", spec.alpha);
+  }
+  auto state = add_value_lora(model, spec, /*seed=*/0);
+  const std::string file = (fs::path(dir) / "adapter_model.safetensors").string();
+  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no adapter_model.safetensors");
+  copy_exactly(value_lora_named_parameters(model), file, "base_model.model.",
+               "a PEFT TOKEN_CLS adapter: adapter_config.json's target_modules on this model, plus the value head "
+               "score.weight / score.bias");
+  return state;
+}
+
+void save_value_lora_state(const CausalLM& model, const std::string& path, const std::string& base_model_name_or_path) {
+  NamedTensors tensors;
+  for (auto& [name, t] : value_lora_named_parameters(model)) tensors.emplace_back(name, t.detach());
+  save_tensors(path, tensors, {{"format", "pt"}, {"base_model_name_or_path", base_model_name_or_path}});
+}
+
+void load_value_lora_state(CausalLM& model, const std::string& path) {
+  VERL_CHECK(fs::exists(path), kComponent, "critic adapter state file '", path, "' does not exist");
+  copy_exactly(value_lora_named_parameters(model), path, "",
+               "a critic LoRA checkpoint: the adapters and the value head");
+}
+
+}  // namespace verl::model
