@@ -205,6 +205,8 @@ FSDPConfig read_fsdp(ConfigReader& in, const std::string& p, bool trains) {
   f.param_offload = in.get_bool(p + ".param_offload");
   f.reshard_after_forward = in.get_bool(p + ".reshard_after_forward");
   f.model_dtype = in.get_choice(p + ".model_dtype", {"fp32", "float32"});
+  // verl's fsdp_config.seed (the actor's and ref's; critic.model.fsdp_config, honoured through, has none).
+  if (in.contains(p + ".seed")) f.seed = in.get_int(p + ".seed");
   // verl's optional mixed_precision map ('+' overrides add it), each dtype as verl's PrecisionType names it:
   // param_dtype the compute dtype, reduce_dtype the gradients' reduction dtype; buffers stay fp32.
   const std::string mp = p + ".mixed_precision";

@@ -129,6 +129,11 @@ SFTConfig parse_sft_config(const Node& resolved) {
   t.max_ckpt_to_keep = in.get_optional_int("trainer.max_ckpt_to_keep");
   t.num_cpu_threads = in.get_optional_int("trainer.num_cpu_threads");
   if (t.num_cpu_threads) check_positive(*t.num_cpu_threads, "trainer.num_cpu_threads");
+  t.resume_mode = in.get_choice("trainer.resume_mode", {"auto", "disable", "resume_path"});
+  t.resume_from_path = in.get_optional_string("trainer.resume_from_path");
+  if (t.resume_from_path) t.resume_from_path = expand_user_path(*t.resume_from_path);
+  VERL_CHECK(t.resume_mode != "resume_path" || t.resume_from_path.has_value(), "config",
+             "trainer.resume_mode=resume_path needs trainer.resume_from_path (a global_step_N folder)");
   in.check_all_read();
   return c;
 }

@@ -192,6 +192,8 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "trainer.logger", string_list({"jsonl"}));
   set_key(root, "trainer.seed", config::Node::integer(static_cast<int64_t>(options.seed)));
   set_key(root, "trainer.max_ckpt_to_keep", config::Node::integer(1));
+  // Each demo prepares its SFT model afresh: an SFT folder of an earlier demo run is not continued.
+  set_key(root, "trainer.resume_mode", config::Node::string("disable"));
   set_key(root, "trainer.num_cpu_threads", config::Node::integer(options.num_threads.value_or(1)));
   config::Node resolved = config::resolve_interpolations(root);
   config::SFTConfig sft_config = config::parse_sft_config(resolved);

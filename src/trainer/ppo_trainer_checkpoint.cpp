@@ -21,6 +21,7 @@
 #include "verl/common/logging.h"
 #include "verl/trainer/checkpoint_paths.h"
 #include "verl/trainer/ppo_trainer.h"
+#include "verl/trainer/step_metrics_record.h"
 #include "verl/trainer/trainer_state.h"
 
 namespace verl::trainer {
@@ -75,11 +76,7 @@ void PPOTrainer::save_checkpoint(const algo::MetricMap& step_metrics) {
                           {"dataloader", train_dataloader_->state_dict()},
                           {"uid_generator", uid_generator_.state()}};
   if (kl_ctrl_in_reward_) state["kl_ctrl_in_reward"] = kl_ctrl_in_reward_->value();
-  if (!step_metrics.empty()) {
-    nlohmann::json line = nlohmann::json::object();
-    for (const auto& [key, value] : step_metrics) line[key] = format_json_number(value);  // NaN kept, exact
-    state["step_metrics"] = std::move(line);
-  }
+  if (!step_metrics.empty()) state["step_metrics"] = step_metrics_record(step_metrics);
   write_file_atomic((fs::path(step_dir) / "data.json").string(), state.dump(1) + "\n");
 
   write_latest_tracker(trainer.default_local_dir, global_steps_);
@@ -136,33 +133,15 @@ void PPOTrainer::load_checkpoint() {
 }
 
 // The checkpointed step's metrics line, when metrics.jsonl does not have it (the run was killed between the
-// checkpoint commit and that line). Only with the jsonl backend: it is the record this is checked against.
+// checkpoint commit and that line).
 void PPOTrainer::relog_step_metrics(const nlohmann::json& state, const std::string& state_path) {
-  const auto& backends = config_->trainer.logger;
-  if (!state.contains("step_metrics") || !logger_ ||
-      std::find(backends.begin(), backends.end(), "jsonl") == backends.end()) {
-    return;
-  }
-  const fs::path jsonl = fs::path(run_dir_) / "metrics.jsonl";
-  if (fs::exists(jsonl)) {
-    for (const auto& [key, by_step] : read_metrics_jsonl(jsonl.string())) {
-      if (by_step.count(global_steps_) > 0) return;  // logged before the kill
-    }
-  }
-  const nlohmann::json& line = state["step_metrics"];
-  VERL_CHECK(line.is_object(), "checkpoint", "'", state_path, "': step_metrics must be an object");
-  algo::MetricMap metrics;
-  for (const auto& [key, value] : line.items()) {
-    VERL_CHECK(value.is_string(), "checkpoint", "'", state_path, "': step_metrics.", key, " must be a string");
-    const std::string& text = value.get_ref<const std::string&>();
-    char* end = nullptr;
-    metrics[key] = std::strtod(text.c_str(), &end);
-    VERL_CHECK(end != text.c_str() && *end == '\0', "checkpoint", "'", state_path, "': step_metrics.", key,
-               " is '", text, "', not a number");
-  }
-  VERL_LOG(Info, "trainer") << "step " << global_steps_ << "'s metrics were not in " << jsonl.string()
-                            << " (the run stopped right after its checkpoint); logging them from " << state_path;
-  log(metrics);
+  if (!logger_) return;
+  const auto line = unlogged_step_metrics(state, state_path, config_->trainer.logger, run_dir_, global_steps_);
+  if (!line) return;
+  VERL_LOG(Info, "trainer") << "step " << global_steps_ << "'s metrics were not in " << run_dir_
+                            << "/metrics.jsonl (the run stopped right after its checkpoint); logging them from "
+                            << state_path;
+  log(*line);
 }
 
 }  // namespace verl::trainer

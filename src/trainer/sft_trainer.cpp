@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "sft_trainer_impl.h"
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
@@ -17,13 +18,6 @@
 #include "verl/workers/optimizer.h"
 
 namespace verl::trainer {
-
-struct SFTTrainer::Impl {
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  std::unique_ptr<workers::LRScheduler> lr_scheduler;
-  std::vector<torch::Tensor> parameters;
-  config::OptimConfig optim;
-};
 
 namespace {
 
@@ -141,39 +135,24 @@ double SFTTrainer::validate() {
   return total / static_cast<double>(batches);
 }
 
-void SFTTrainer::save_checkpoint(int64_t step) {
-  const std::string& root = config_.trainer.default_local_dir;
-  const std::string step_dir = global_step_dir(root, step);
-  std::error_code ec;
-  std::filesystem::create_directories(step_dir, ec);
-  VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", step_dir, "': ", ec.message());
-  {
-    StagedDirectory staged(step_dir + "/huggingface");
-    if (model::lora_state(model_)) {
-      // verl saves the PEFT model: its adapter folder (adapter_model.safetensors + adapter_config.json).
-      model::save_peft_adapter(model_, staged.path(), config_.partial_pretrain);
-      workers::copy_tokenizer_files(config_.partial_pretrain, staged.path());
-    } else {
-      model::SaveOptions options;
-      options.tokenizer_dir = config_.partial_pretrain;
-      model::save_model(model_, staged.path(), options);
-    }
-    staged.commit();
-  }
-  write_latest_tracker(root, step);
-  rotate_checkpoints(root, "huggingface", config_.trainer.max_ckpt_to_keep);
-}
-
 SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
   const auto& t = config_.trainer;
+  // What writes a killed run interrupted left behind (`*.tmp.<pid>`, `*.old.<pid>`): checkpoint folders, the
+  // tracker and the reports beside them.
+  for (const std::string& path : remove_stale_temp_files(t.default_local_dir, /*depth=*/2)) {
+    VERL_LOG(Info, "sft") << "removed " << path << " (left by an interrupted write)";
+  }
   Tracking tracking(t.project_name, t.experiment_name, t.logger, t.default_local_dir, resolved_yaml_, console_);
   SFTFitResult result;
-  int64_t global_step = 0;
+  int64_t global_step = load_checkpoint(tracking);
   const int64_t batch_size = config_.data.train_batch_size;
-  for (int64_t epoch = 0; global_step < total_steps_; ++epoch) {
+  // The order of an epoch depends only on trainer.seed + epoch, so a resumed run continues at batch
+  // global_step % steps_per_epoch of epoch global_step / steps_per_epoch.
+  for (int64_t epoch = global_step / steps_per_epoch_; global_step < total_steps_; ++epoch) {
     torch::Generator generator = at::detail::createCPUGenerator(static_cast<uint64_t>(t.seed + epoch));
     torch::Tensor order = torch::randperm(train_->size(), generator, torch::kInt64);
-    for (int64_t b = 0; b < steps_per_epoch_ && global_step < total_steps_; ++b) {
+    for (int64_t b = global_step - epoch * steps_per_epoch_; b < steps_per_epoch_ && global_step < total_steps_;
+         ++b) {
       torch::Tensor index = order.slice(0, b * batch_size, (b + 1) * batch_size);
       std::vector<int64_t> rows(index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel());
       auto start = std::chrono::steady_clock::now();
@@ -193,11 +172,12 @@ SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
         metrics["val/loss"] = val_loss;
         result.last_val_loss = val_loss;
       }
-      tracking.log(metrics, global_step);
+      // The checkpoint before the step's line, and the line in it: a kill between the two loses no line.
       if (last || (t.save_freq > 0 && global_step % t.save_freq == 0)) {
-        save_checkpoint(global_step);
+        save_checkpoint(global_step, metrics);
         result.last_checkpoint = global_step_dir(t.default_local_dir, global_step) + "/huggingface";
       }
+      tracking.log(metrics, global_step);
       if (stop) break;
     }
     if (result.stopped_early) break;

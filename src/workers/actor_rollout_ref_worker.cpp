@@ -274,6 +274,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   VERL_CHECK(fs::is_directory(path), kComponent, "actor_rollout_ref.model.path '", path,
              "' is not a folder (an HF model folder with config.json and safetensors weights)");
   device_ = worker_device(config_->trainer, rank());
+  // The global CPU generator is checkpointed with the actor (rng.cpu): seeded here, a run started from scratch
+  // and one resumed from its checkpoints hold the same state (unseeded, LibTorch draws the seed from the OS).
+  if (is_actor_) torch::manual_seed(static_cast<uint64_t>(actor_cfg_.fsdp_config.seed));
   // The offload keys of the strategy in use (megatron's under tensor parallelism, fsdp_config's otherwise).
   const auto& mg = actor_cfg_.megatron;
   if (actor_cfg_.strategy == "megatron") {

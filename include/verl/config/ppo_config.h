@@ -100,6 +100,10 @@ struct FSDPConfig {
   // data-parallel ranks (FSDP's MixedPrecision.reduce_dtype), cast back to fp32 after; "bf16", "fp16" or "fp32".
   // buffer_dtype accepts fp32 only (verl.cpp's models hold no buffers: the rotary tables are computed in fp32).
   std::string reduce_dtype = "fp32";
+  // seed: LibTorch's global CPU generator in the actor's worker, seeded before the model loads (verl seeds torch
+  // with it under full_determinism; verl.cpp's CPU runs are always reproducible, and the checkpoint's rng.cpu
+  // must not depend on the process that started the run).
+  int64_t seed = 42;
 };
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for

@@ -47,6 +47,8 @@ struct SFTTrainerSection {
   int64_t test_freq = -1;
   std::optional<int64_t> max_ckpt_to_keep;
   std::optional<int64_t> num_cpu_threads;
+  std::string resume_mode = "auto";  // auto | disable | resume_path (verl's fsdp_sft_trainer)
+  std::optional<std::string> resume_from_path;
 };
 
 struct SFTConfig {

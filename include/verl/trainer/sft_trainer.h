@@ -10,10 +10,15 @@
 //   - total steps: trainer.total_training_steps, else len(dataloader) * total_epochs (also the LR schedule's length)
 //   - metrics per step: train/loss, train/lr, train/grad_norm; val/loss (mean over validation batches) every
 //     test_freq steps and at the last step; logged through trainer::Tracking to trainer.logger
-//   - checkpoints every save_freq steps and at the last step: default_local_dir/global_step_N/huggingface
-//     (config.json, model.safetensors, generation_config.json, tokenizer files), written atomically, then
-//     latest_checkpointed_iteration.txt; max_ckpt_to_keep rotates old ones.
-// Not implemented: resuming an SFT run (verl's resume_mode), LoRA, sequence parallelism, multi-process.
+//   - checkpoints every save_freq steps and at the last step: default_local_dir/global_step_N, published whole
+//     (sft_trainer_checkpoint.cpp): huggingface/ (config.json, model.safetensors or the PEFT adapter,
+//     generation_config.json, tokenizer files), the training state in verl's per-rank names, and data.json with
+//     the step's metrics line; then latest_checkpointed_iteration.txt; max_ckpt_to_keep rotates old ones.
+//     The step's line is logged after its checkpoint, and logged at resume when a kill came in between.
+//   - resume (trainer.resume_mode auto / disable / resume_path, trainer.resume_from_path): weights, AdamW and LR
+//     schedule state, and the data position; the resumed run continues exactly. Stale temporaries of
+//     interrupted writes are removed at start.
+// Not implemented: sequence parallelism, multi-process.
 #pragma once
 
 #include <torch/torch.h>
@@ -31,6 +36,8 @@
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::trainer {
+
+class Tracking;
 
 struct SFTFitResult {
   int64_t global_steps = 0;
@@ -58,7 +65,11 @@ class SFTTrainer {
   torch::Tensor micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward);
   // Mean validation loss over the validation batches.
   double validate();
-  void save_checkpoint(int64_t step);
+  // default_local_dir/global_step_{step}; `step_metrics` (the step's line) goes into its data.json.
+  void save_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics = {});
+  // The checkpoint trainer.resume_mode picks, loaded; returns its step (0: from scratch). Logs the checkpoint's
+  // kept metrics line to `tracking` when metrics.jsonl lacks it.
+  int64_t load_checkpoint(Tracking& tracking);
 
   int64_t total_training_steps() const { return total_steps_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }

@@ -128,15 +128,8 @@ std::map<std::string, std::string> checkpoint_files(const std::string& step_dir)
     const std::string name = entry.path().filename().string();
     const bool optimizer = name.rfind("optim_", 0) == 0;
     if (!entry.is_regular_file() || name == "data.json" || optimizer) continue;
-    std::string bytes = read_file(entry.path().string());
-    if (name.rfind("extra_state_", 0) == 0) {
-      // rng.cpu: LibTorch's global CPU generator differs after a resume (start-up work advances it); it does not
-      // feed training here: the models and metrics one step later are compared, and rng.rollout is.
-      nlohmann::json state = nlohmann::json::parse(bytes);
-      state["rng"].erase("cpu");
-      bytes = state.dump();
-    }
-    files[fs::relative(entry.path(), step_dir).string()] = bytes;
+    // extra_state's rng.cpu included: the actor seeds LibTorch's global CPU generator from fsdp_config.seed.
+    files[fs::relative(entry.path(), step_dir).string()] = read_file(entry.path().string());
   }
   return files;
 }

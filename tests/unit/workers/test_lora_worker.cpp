@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/actor_fixture.h"
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "support/thread_ranks.h"
 #include "verl/common/error.h"
@@ -59,15 +60,6 @@ nlohmann::json train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
                             gen.tensor("response_mask").to(torch::kFloat32);
   gen.meta_info["temperature"] = 1.0;
   return w.update_actor(gen).meta_info["metrics"];
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {

@@ -1,0 +1,23 @@
+// SFTTrainer's training state, shared by its step (sft_trainer.cpp) and its checkpoints
+// (sft_trainer_checkpoint.cpp). Private to src/trainer.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "verl/config/ppo_config.h"
+#include "verl/trainer/sft_trainer.h"
+#include "verl/workers/optimizer.h"
+
+namespace verl::trainer {
+
+struct SFTTrainer::Impl {
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<workers::LRScheduler> lr_scheduler;
+  std::vector<torch::Tensor> parameters;  // the trained ones (LoRA: the adapters)
+  config::OptimConfig optim;
+};
+
+}  // namespace verl::trainer
