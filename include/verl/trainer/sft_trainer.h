@@ -18,7 +18,8 @@
 //   - resume (trainer.resume_mode auto / disable / resume_path, trainer.resume_from_path): weights, AdamW and LR
 //     schedule state, and the data position; the resumed run continues exactly. Stale temporaries of
 //     interrupted writes are removed at start.
-// Not implemented: sequence parallelism, multi-process.
+// Not implemented: sequence parallelism, multi-process. verl's keys for them (ulysses_sequence_parallel_size, ...)
+// are not in configs/sft_trainer.yaml, so setting one is the one-line unknown-key error naming it.
 #pragma once
 
 #include <torch/torch.h>
