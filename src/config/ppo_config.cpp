@@ -486,13 +486,8 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
       "actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size", c.actor.strategy);
   c.rollout = read_rollout(in);
   if (c.model.lora.enabled()) {
-    // model/lora.h slices adapters for tensor parallelism and keeps them whole over a ZeRO-3 base, but the
-    // tests of those runs (tests/dist/test_megatron_lora.cpp, test_zero3_lora.cpp) have not passed yet.
-    VERL_CHECK(c.actor.tensor_parallel_size() == 1, "config", "actor_rollout_ref.model.lora_rank > 0 with megatron "
-               "tensor parallelism is not implemented; use actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1");
-    VERL_CHECK(!c.actor.fsdp_config.reshard_after_forward, "config", "actor_rollout_ref.model.lora_rank > 0 with ZeRO-3 "
-               "(actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true) is not implemented; use false "
-               "(ZeRO-1/2 shard the adapters' optimizer state)");
+    // Tensor parallelism slices the adapters as their base layer, ZeRO-3 keeps them whole over a sharded base
+    // (model/lora.h; tests/dist/test_megatron_lora.cpp, test_zero3_lora.cpp).
     // The reference is the actor's base with the adapters off (one module), so it splits sequences as the actor
     // does; verl's ref size defaults to the actor's.
     VERL_CHECK(c.actor.ulysses_sequence_parallel_size == c.ref.ulysses_sequence_parallel_size, "config",

@@ -224,7 +224,11 @@ torch::Tensor FullyShardedModel::run_layer(size_t layer, const torch::Tensor& h,
                                            const torch::Tensor& sin, const torch::Tensor& mask_bias) {
   const size_t u = layer + 1;
   if (torch::GradMode::is_enabled() && (shards_[u].requires_grad() || !trained(units_[u].adapters).empty())) {
-    return LayerFunction::apply(h, cos, sin, mask_bias, shards_[u], this, static_cast<int64_t>(layer));
+    // A frozen base under LoRA: the shard takes no gradient and the embeddings' output none either, so autograd
+    // would not record the layer at all; a leaf that asks for a gradient (it receives none) makes it record the
+    // layer, whose backward gives the adapters theirs.
+    const torch::Tensor anchor = shards_[u].requires_grad() ? shards_[u] : torch::zeros({}).set_requires_grad(true);
+    return LayerFunction::apply(h, cos, sin, mask_bias, anchor, this, static_cast<int64_t>(layer));
   }
   gather(u);
   torch::Tensor out = module_->model->layer_list[layer]->forward(h, cos, sin, mask_bias, nullptr,

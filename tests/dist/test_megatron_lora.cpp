@@ -5,9 +5,8 @@
 //     adapter_config.json); each rank's checkpoint file holds the whole adapters; `verl model export` writes them;
 //   - lora_adapter_path: a PEFT adapter with random B loads into the slices (a 1-step run from it equals the 1-rank
 //     run from it), and a run resumed at step 1 from the TP=2 checkpoint ends bit-identical.
-// Status: written, compiled by no build yet and never run (the shared build queue did not reach it before the
-// session's deadline), hence DISABLED_; the config still refuses these runs. Enable, run, and perturb the code once
-// to see each check fail before relying on them.
+// The checks were seen to fail with the code perturbed: A's gradient not summed over the TP group (lora.cpp's
+// copy_to_tp_region dropped), and every rank given rank 0's slice of a whole adapter (this_rank_part).
 #include <gtest/gtest.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -106,7 +105,7 @@ void expect_same_metrics(const std::string& one_dir, const std::string& tp_dir, 
   EXPECT_GT(validation_keys, 0);
 }
 
-TEST(MegatronLora, DISABLED_TensorParallelTwoEqualsOneRankForThreePpoSteps) {
+TEST(MegatronLora, TensorParallelTwoEqualsOneRankForThreePpoSteps) {
   const std::string one_dir = make_temp_dir("dist_megatron_lora_tp1");
   const std::string tp_dir = make_temp_dir("dist_megatron_lora_tp2");
   CommandResult one = run_command(verl_train_command(lora_run(one_dir, 1, 3)));
@@ -156,7 +155,7 @@ TEST(MegatronLora, DISABLED_TensorParallelTwoEqualsOneRankForThreePpoSteps) {
   EXPECT_EQ(shapes_of(exported + "/adapter_model.safetensors"), one_shapes);
 }
 
-TEST(MegatronLora, DISABLED_AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
+TEST(MegatronLora, AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
   // A PEFT adapter with B far from zero: a wrong slice of it changes every log-prob.
   const std::string adapter = make_temp_dir("dist_megatron_lora_adapter");
   {

@@ -4,7 +4,7 @@
 //     greedy rollouts end with the actor's and the critic's weights within 1e-4 of the 1-rank run's, and the same
 //     losses, gradient norms, entropy, KL and values (so the log-probs, values and gradients agreed);
 //   - LoRA (lora_rank 4, only the adapters train, the ref is the base with the adapters off) with SP=2 and with
-//     DP=2 x SP=2: the same two steps end with the 1-rank LoRA run's adapters (lora_adapter/) and critic, and the
+//     DP=2 x SP=2 (with ZeRO-1/2 and with a ZeRO-3 base): the same two steps end with the 1-rank LoRA run's adapters (lora_adapter/) and critic, and the
 //     same metrics;
 //   - a size that does not divide the devices, Ulysses with megatron, with the multi-turn rollout, LoRA with a ref
 //     size unlike the actor's, or without mpirun: one error line.
@@ -137,6 +137,12 @@ TEST(Ulysses, LoraWithSequenceParallelTwoEqualsOneRankForTwoPpoSteps) {
   CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   expect_same_run(one_dir, mesh_dir, /*lora=*/true);
+  // The same mesh over a ZeRO-3 base: the adapters stay whole beside the sharded layers.
+  const std::string zero3_dir = make_temp_dir("dist_ulysses_lora_dp2sp2_zero3");
+  CommandResult sharded =
+      run_command(mpirun(5) + verl_train_command(gae_run(zero3_dir, 4, 2, /*zero3=*/true, /*lora=*/true)));
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.out << sharded.err;
+  expect_same_run(one_dir, zero3_dir, /*lora=*/true);
 }
 
 TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {

@@ -2,9 +2,8 @@
 // the same 2-rank LoRA run with whole parameters (ZeRO-1/2: only the adapters' optimizer state sharded): three GAE
 // steps with a KL loss (the ref is the sharded base with the adapters off) and greedy rollouts end with the same
 // adapters (lora_adapter/), merged HF weights and metrics; the adapters' optimizer state is the same size either way.
-// Status: written, compiled by no build yet and never run (the shared build queue did not reach it before the
-// session's deadline), hence DISABLED_; the config still refuses these runs. Enable, run, and perturb the code once
-// to see each check fail before relying on them.
+// The checks were seen to fail with the ZeRO-3 layer's adapter gradients doubled (fully_sharded_model.cpp), and
+// the run itself failed before the frozen shard was given a gradient-taking stand-in (autograd skipped the layer).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +48,7 @@ std::vector<std::string> lora_run(const std::string& run_dir, bool zero3) {
   return o;
 }
 
-TEST(Zero3Lora, DISABLED_ShardedBaseEqualsWholeBaseForThreePpoSteps) {
+TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
   const std::string whole_dir = make_temp_dir("dist_zero3_lora_zero1");
   const std::string sharded_dir = make_temp_dir("dist_zero3_lora_zero3");
   CommandResult whole = run_command(mpirun(3) + verl_train_command(lora_run(whole_dir, false)));

@@ -202,11 +202,13 @@ TEST(LoraWorker, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
 }
 
 TEST(LoraWorker, UnimplementedCombinationsAreConfigErrors) {
+  // The reference is the actor's base with the adapters off, so it cannot split sequences differently.
   std::string e = error_of([&] {
-    tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true"}));
+    tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+                                                 "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"}));
   });
-  EXPECT_NE(e.find("reshard_after_forward"), std::string::npos) << e;
-  // The critic's LoRA (test_critic_lora.cpp) has the same restrictions.
+  EXPECT_NE(e.find("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"), std::string::npos) << e;
+  // ZeRO-3 under the critic's LoRA (test_critic_lora.cpp) is not implemented yet (the actor's is).
   e = error_of([&] {
     tiny_ppo_config(shared_model(), {"critic.model.lora_rank=8", "critic.model.fsdp_config.reshard_after_forward=true"});
   });
