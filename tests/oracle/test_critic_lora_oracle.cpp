@@ -1,6 +1,6 @@
 // The critic's lora_adapter_path against Hugging Face PEFT: an adapter PEFT makes for verl's critic (TOKEN_CLS on a
 // Qwen2ForTokenClassification value model, random non-zero A, B and value head; tests/oracle/critic_lora_oracle.py)
-// loads into verl.cpp's CriticWorker and gives PeftModel's values.
+// loads into verl.cpp's CriticWorker and gives PeftModel's values (with lora_linear's scale halved: off by 4.6).
 #include <gtest/gtest.h>
 
 #include <map>

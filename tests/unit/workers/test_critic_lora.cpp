@@ -3,6 +3,7 @@
 // checkpoints hold that trainable state only and resume exactly (hf_model is the merged value model), two
 // data-parallel ranks (ZeRO-2) step as one rank on the whole batch, lora_adapter_path starts from a TOKEN_CLS
 // adapter folder, and what is not implemented is a one-line config error naming the key.
+// With the value head left frozen (add_value_lora perturbed), the training, checkpoint and two-rank tests failed.
 #include <gtest/gtest.h>
 
 #include <ATen/CPUGeneratorImpl.h>
