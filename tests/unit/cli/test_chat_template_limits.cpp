@@ -2,6 +2,8 @@
 // string of gigabytes must end with exit code 1 and one `error:` line naming the template's file and the limit,
 // in bounded time and memory. Commands run under `timeout` (a hang fails the test instead of holding it) and an
 // address-space limit (code that allocates the hostile size fails instead of taking the machine's memory).
+// With chat_template.cpp's limits perturbed (time limit 0, memory budget SIZE_MAX) the loop and both memory tests
+// failed (the loop then ended in 4 s on the address-space limit's bare MemoryError, not on the time limit).
 #include <gtest/gtest.h>
 
 #include <chrono>
