@@ -2,7 +2,8 @@
 // silent) ends the whole job within trainer.worker_call_timeout plus the abort, with one line naming the silent
 // ranks, the method and what each silent rank does (the stopped one does not respond at all, its peer waits
 // for it in a collective); the last checkpoint resumes. (A rank that throws, and one killed with SIGKILL:
-// tests/dist/test_mpi_train.cpp.)
+// tests/dist/test_mpi_train.cpp.) With mpi_comm.cpp's collective marks removed (perturbed), the line named the
+// peer as "in 'actor_rollout_update_actor'" and the test failed.
 #include <gtest/gtest.h>
 
 #include <chrono>
