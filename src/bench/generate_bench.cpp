@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "verl/bench/bench_report.h"
@@ -9,6 +11,7 @@
 #include "verl/bench/model_presets.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/model/lora.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
@@ -57,6 +60,42 @@ rollout::SamplingParams sampling(const model::HFConfig& c, const GenerateBenchOp
   return p;
 }
 
+// The adapters' B drawn N(0, 0.02^2) (PEFT starts it at zero, which would leave the side path adding zeros).
+void add_bench_lora(model::CausalLM& model, const GenerateBenchOptions& o) {
+  model::LoraSpec spec;
+  spec.rank = o.lora_rank;
+  spec.alpha = o.lora_alpha;
+  model::add_lora(model, spec, o.seed + 2);
+  auto gen = at::detail::createCPUGenerator(o.seed + 3);
+  for (auto& [name, tensor] : model::lora_named_parameters(model)) {
+    if (name.find("lora_B") == std::string::npos) continue;
+    tensor.copy_(torch::randn(tensor.sizes(), gen, torch::kFloat32).mul_(0.02));
+  }
+}
+
+// One generation in `mode`; the merge and unmerge timed into the prefill (where the rollout pays them).
+rollout::GenerationOutput generate_in_mode(model::CausalLM& model, const std::string& mode,
+                                           const torch::Tensor& prompts, const torch::Tensor& mask,
+                                           const rollout::SamplingParams& params, double* merge_seconds) {
+  using Clock = std::chrono::steady_clock;
+  *merge_seconds = 0;
+  if (mode == "off") {
+    std::optional<model::AdapterDisabled> off;
+    if (model::lora_state(model)) off.emplace(model);
+    return rollout::generate(model, prompts, mask, params);
+  }
+  if (mode == "side") return rollout::generate(model, prompts, mask, params);
+  const auto t0 = Clock::now();
+  std::optional<model::MergedAdapter> merged(std::in_place, model);
+  const auto t1 = Clock::now();
+  rollout::GenerationOutput out = rollout::generate(model, prompts, mask, params);
+  const auto t2 = Clock::now();
+  merged.reset();
+  *merge_seconds = std::chrono::duration<double>((t1 - t0) + (Clock::now() - t2)).count();
+  out.prefill_seconds += *merge_seconds;
+  return out;
+}
+
 }  // namespace
 
 GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
@@ -66,6 +105,13 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
   VERL_CHECK(o.response_length >= 2, kComponent, "--response-length must be at least 2 (one decode step), got ",
              o.response_length);
   VERL_CHECK(o.repeats >= 1, kComponent, "--repeats must be at least 1, got ", o.repeats);
+  VERL_CHECK(o.lora_rank >= 0, kComponent, "--lora-rank must be 0 (off) or positive, got ", o.lora_rank);
+  VERL_CHECK(o.lora_rank == 0 || !o.lora_modes.empty(), kComponent, "--lora-modes needs at least one mode");
+  for (const auto& mode : o.lora_modes) {
+    VERL_CHECK(mode == "off" || mode == "merged" || mode == "side", kComponent,
+               "--lora-modes: expected off, merged or side, got '", mode, "'");
+  }
+  const std::vector<std::string> modes = o.lora_rank > 0 ? o.lora_modes : std::vector<std::string>{"off"};
   const std::vector<std::string> models = o.model_dir.empty() ? o.models : std::vector<std::string>{o.model_dir};
   VERL_CHECK(!models.empty(), kComponent, "no model to run (--models or --model-dir)");
   if (o.model_dir.empty()) {
@@ -87,6 +133,7 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
   for (const auto& name : models) {
     VERL_LOG(Info, kComponent) << "building " << name;
     NamedModel m = build_model(name, !o.model_dir.empty(), o.seed);
+    if (o.lora_rank > 0) add_bench_lora(m.model, o);
     m.model->to(device, dtype);
     const model::HFConfig& c = m.model->config;
     auto gen = at::detail::createCPUGenerator(o.seed + 1);
@@ -95,41 +142,48 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
       // Token ids below the special ids at the top of the vocabulary.
       auto prompts = torch::randint(0, std::max<int64_t>(1, c.vocab_size - 3), {B, P}, gen, torch::kInt64);
       auto mask = torch::ones({B, P}, torch::kInt64);
-      rollout::generate(m.model, prompts, mask, sampling(c, o, 2));  // warm-up: caches, pools, first touch
-      if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
-      GenerateBenchRow row;
-      row.model = m.name;
-      row.params = total_params(c);
-      row.batch = B;
-      row.prompt_length = P;
-      row.response_length = R;
-      for (int r = 0; r < o.repeats; ++r) {
-        auto out = rollout::generate(m.model, prompts, mask, sampling(c, o, R));
-        VERL_ASSERT(out.decode_steps == R - 1, kComponent, "expected ", R - 1, " decode steps, got ", out.decode_steps);
-        row.prefill.repeat_seconds.push_back(out.prefill_seconds);
-        row.decode.repeat_seconds.push_back(out.decode_seconds);
-        if (r == 0 || out.prefill_seconds < row.prefill.seconds) {
-          row.prefill.seconds = out.prefill_seconds;
-          row.prefill.cpu_seconds = out.prefill_cpu_seconds;
+      for (const auto& mode : modes) {
+        double merge_seconds = 0;
+        generate_in_mode(m.model, mode, prompts, mask, sampling(c, o, 2), &merge_seconds);  // warm-up: caches, pools
+        if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
+        GenerateBenchRow row;
+        row.lora = mode;
+        row.model = m.name;
+        row.params = total_params(c);
+        row.batch = B;
+        row.prompt_length = P;
+        row.response_length = R;
+        for (int r = 0; r < o.repeats; ++r) {
+          auto out = generate_in_mode(m.model, mode, prompts, mask, sampling(c, o, R), &merge_seconds);
+          row.responses = out.responses;
+          VERL_ASSERT(out.decode_steps == R - 1, kComponent, "expected ", R - 1, " decode steps, got ",
+                      out.decode_steps);
+          row.prefill.repeat_seconds.push_back(out.prefill_seconds);
+          row.decode.repeat_seconds.push_back(out.decode_seconds);
+          if (r == 0 || out.prefill_seconds < row.prefill.seconds) {
+            row.prefill.seconds = out.prefill_seconds;
+            row.prefill.cpu_seconds = out.prefill_cpu_seconds;
+            row.merge_seconds = merge_seconds;
+          }
+          if (r == 0 || out.decode_seconds < row.decode.seconds) {
+            row.decode.seconds = out.decode_seconds;
+            row.decode.cpu_seconds = out.decode_cpu_seconds;
+          }
         }
-        if (r == 0 || out.decode_seconds < row.decode.seconds) {
-          row.decode.seconds = out.decode_seconds;
-          row.decode.cpu_seconds = out.decode_cpu_seconds;
-        }
+        if (device.is_cuda()) row.peak_memory_bytes = runtime::cuda_memory_peak(device.index()).allocated_bytes;
+        const double element = static_cast<double>(dtype_bytes);
+        row.prefill.tokens = static_cast<double>(B * P);
+        row.prefill.flops = prefill_flops(c, B, P);
+        // Prefill reads the weights once and writes the prompt's K/V.
+        row.prefill.bytes = (trunk_matmul_params(c) + lm_head_params(c)) * element +
+                            static_cast<double>(B * P) * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * element;
+        row.decode.tokens = static_cast<double>(B * (R - 1));
+        row.decode.flops = decode_flops(c, B, P, R - 1);
+        row.decode.bytes = decode_bytes(c, B, P, R - 1, dtype_bytes);
+        VERL_LOG(Info, kComponent) << name << " lora " << mode << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
+                                   << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
+        result.rows.push_back(row);
       }
-      if (device.is_cuda()) row.peak_memory_bytes = runtime::cuda_memory_peak(device.index()).allocated_bytes;
-      const double element = static_cast<double>(dtype_bytes);
-      row.prefill.tokens = static_cast<double>(B * P);
-      row.prefill.flops = prefill_flops(c, B, P);
-      // Prefill reads the weights once and writes the prompt's K/V.
-      row.prefill.bytes = (trunk_matmul_params(c) + lm_head_params(c)) * element +
-                          static_cast<double>(B * P) * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * element;
-      row.decode.tokens = static_cast<double>(B * (R - 1));
-      row.decode.flops = decode_flops(c, B, P, R - 1);
-      row.decode.bytes = decode_bytes(c, B, P, R - 1, dtype_bytes);
-      VERL_LOG(Info, kComponent) << name << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
-                                 << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
-      result.rows.push_back(row);
     }
   }
   return result;
@@ -170,6 +224,8 @@ nlohmann::json to_json(const GenerateBenchResult& r) {
     rows.push_back({{"model", row.model},
                     {"params", row.params},
                     {"batch", row.batch},
+                    {"lora", row.lora},
+                    {"merge_seconds", row.merge_seconds},
                     {"prompt_length", row.prompt_length},
                     {"response_length", row.response_length},
                     {"prefill", phase_json(row.prefill, peak, bw)},
@@ -181,6 +237,8 @@ nlohmann::json to_json(const GenerateBenchResult& r) {
           {"sampling", r.options.greedy ? "greedy" : "temperature 1"},
           {"device", r.roofline.device},
           {"dtype", r.options.dtype},
+          {"lora_rank", r.options.lora_rank},
+          {"lora_alpha", r.options.lora_alpha},
           {"roofline", to_json(r.roofline)},
           {"rows", rows}};
 }
@@ -196,7 +254,9 @@ std::string format_generate_bench(const GenerateBenchResult& r) {
   for (const auto& row : r.rows) {
     for (const auto* phase : {&row.prefill, &row.decode}) {
       const auto j = phase_json(*phase, peak, bw);
-      rows.push_back({row.model, std::to_string(row.batch), phase == &row.prefill ? "prefill" : "decode",
+      const std::string model =
+          r.options.lora_rank == 0 ? row.model : row.model + " lora " + row.lora;
+      rows.push_back({model, std::to_string(row.batch), phase == &row.prefill ? "prefill" : "decode",
                       format_number(phase->tokens_per_s()), format_number(j["bound_tokens_per_s"].get<double>()),
                       j["bound_limit"].get<std::string>(),
                       format_number(100.0 * j["fraction_of_bound"].get<double>()),
@@ -211,7 +271,12 @@ std::string format_generate_bench(const GenerateBenchResult& r) {
       << " response tokens per row (" << r.options.response_length - 1 << " decode steps), "
       << (r.options.greedy ? "greedy" : "sampling at temperature 1") << ", " << r.options.dtype << " on "
       << r.roofline.device << ", best of " << r.options.repeats
-      << " repeats\n";
+      << " repeats";
+  if (r.options.lora_rank > 0) {
+    out << "; LoRA r=" << r.options.lora_rank << " alpha=" << r.options.lora_alpha
+        << " all-linear (merged: prefill includes the merge and unmerge)";
+  }
+  out << "\n";
   return out.str();
 }
 

@@ -19,6 +19,7 @@ const char* const kBenchUsage =
     "usage: verl bench roofline [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench generate [--models NAME,...|--model-dir DIR] [--batches 1,8,64] [--prompt-length 64]\n"
     "                           [--response-length 32] [--greedy] [--repeats 2] [--seed S] [--dtype fp32|bf16]\n"
+    "                           [--lora-rank 0] [--lora-alpha 16] [--lora-modes off,merged,side]\n"
     "                           [--quick] [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench ppo [--model NAME|--model-dir DIR] [--batch-size 16] [--n 4] [--prompt-length 64]\n"
     "                      [--response-length 64] [--micro-batch-size 16] [--gradient-checkpointing] [--seed S]\n"
@@ -159,6 +160,9 @@ int run_generate(const Args& args) {
     else if (a == "--dtype") o.dtype = value();
     else if (a == "--repeats") o.repeats = static_cast<int>(parse_int_option(a, value()));
     else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_int_option(a, value()));
+    else if (a == "--lora-rank") o.lora_rank = parse_int_option(a, value());
+    else if (a == "--lora-alpha") o.lora_alpha = parse_number_option(a, value());
+    else if (a == "--lora-modes") o.lora_modes = split(value(), ',');
     else return usage_error("unknown option '" + a + "' for verl bench generate");
   }
   if (models && !o.model_dir.empty()) return usage_error("give --models or --model-dir, not both");

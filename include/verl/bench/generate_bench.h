@@ -3,11 +3,15 @@
 // FLOP/s and memory bandwidth (bench/roofline.h, bench/model_flops.h). Responses run to full length
 // (ignore_eos) so every row decodes the same number of steps. On a CUDA device (--device cuda) the model runs
 // there in fp32 or bf16 (--dtype), the bound uses the device's measured peaks (bf16 GEMMs for a bf16 model),
-// and each row reports the caching allocator's peak GPU memory.
+// and each row reports the caching allocator's peak GPU memory. With --lora-rank r > 0 the model carries
+// all-linear adapters (model/lora.h, B random so the side path is real work) and each batch runs once per
+// --lora-modes entry: off (the base, adapter disabled), merged (W + s B A for the generation: the prefill
+// phase includes the merge and the unmerge, which the rollout pays every step) and side (x W^T + s (x A^T) B^T).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,9 @@ struct GenerateBenchOptions {
   std::string device = "cpu";    // cpu | cuda | cuda:N (the roofline is measured on the same device)
   std::string dtype = "fp32";    // fp32 | bf16: the weights, activations and KV cache
   RooflineOptions roofline;      // measured at the start, in this process
+  int64_t lora_rank = 0;         // 0: no adapters
+  double lora_alpha = 16;
+  std::vector<std::string> lora_modes = {"off", "merged", "side"};  // with lora_rank > 0
 };
 
 struct GeneratePhase {
@@ -41,6 +48,9 @@ struct GenerateBenchRow {
   std::string model;
   double params = 0;
   int64_t batch = 0, prompt_length = 0, response_length = 0;
+  std::string lora = "off";       // off | merged | side (model/lora.h)
+  double merge_seconds = 0;       // merged: the best repeat's merge + unmerge (inside prefill.seconds)
+  torch::Tensor responses;        // the last repeat's (B, R) tokens (tests compare modes under greedy)
   GeneratePhase prefill, decode;  // decode: tokens = batch x decode steps
   int64_t peak_memory_bytes = 0;  // CUDA: the caching allocator's peak over the row's runs (weights included)
 };
