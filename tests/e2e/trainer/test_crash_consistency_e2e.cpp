@@ -2,7 +2,8 @@
 //   - a step's metrics line survives a kill between its checkpoint commit and the line (data.json keeps it);
 //   - SIGKILL at random moments over several restarts, saves included, ends bit-identical to the uninterrupted
 //     run: every checkpoint tensor file, the dataloader state, and every metric that does not measure time,
-//     with exactly one metrics.jsonl line per step and no temporary left behind.
+//     with exactly one metrics.jsonl line per step and no temporary left behind. Without the actor's
+//     torch::manual_seed(fsdp_config.seed) (perturbed) the extra state's rng.cpu differed and this test failed.
 #include <gtest/gtest.h>
 
 #include <signal.h>
