@@ -16,7 +16,7 @@
 #include "verl/io/safetensors.h"
 #include "verl/model/value_lora.h"
 #include "verl/workers/critic_worker.h"
-#include "unit/workers/worker_test_util.h"
+#include "unit/workers/critic_test_util.h"
 
 namespace verl::workers {
 namespace {
@@ -26,30 +26,18 @@ using protocol::DataProto;
 using protocol::Json;
 using single_controller::WorkerContext;
 
+// test_critic_worker's overrides with values computed in one micro-batch.
 std::vector<std::string> base_overrides(const std::string& model_dir) {
-  return {"critic.model.path=" + model_dir,
-          "trainer.device=cpu",
-          "actor_rollout_ref.rollout.n=1",
-          "critic.ppo_mini_batch_size=4",
-          "critic.ppo_micro_batch_size_per_gpu=2",
-          "critic.forward_micro_batch_size_per_gpu=4",
-          "critic.optim.lr=0.01",
-          "data.seed=5"};
+  return test::with(test::critic_overrides(model_dir), {"critic.forward_micro_batch_size_per_gpu=4"});
 }
 
 const std::vector<std::string> kLora = {"critic.model.lora_rank=4", "critic.model.lora_alpha=8"};
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+using test::with;
 
 std::unique_ptr<CriticWorker> make_worker(const std::vector<std::string>& overrides, int rank = 0, int world = 1,
                                           std::shared_ptr<parallel::Comm> comm = nullptr) {
-  auto worker =
-      std::make_unique<CriticWorker>(WorkerContext{rank, world, "critic", std::move(comm)}, test::ppo_config(overrides));
-  worker->init_model(DataProto());
-  return worker;
+  return test::make_critic_worker(overrides, rank, world, std::move(comm));
 }
 
 bool is_trainable_name(const std::string& name) {

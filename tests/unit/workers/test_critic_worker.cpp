@@ -11,7 +11,7 @@
 #include "verl/single_controller/worker_group.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/critic_worker.h"
-#include "unit/workers/worker_test_util.h"
+#include "unit/workers/critic_test_util.h"
 
 namespace verl::workers {
 namespace {
@@ -21,25 +21,11 @@ using protocol::DataProto;
 using protocol::Json;
 using single_controller::WorkerContext;
 
-std::vector<std::string> base_overrides(const std::string& model_dir) {
-  return {"critic.model.path=" + model_dir,
-          "trainer.device=cpu",
-          "actor_rollout_ref.rollout.n=1",
-          "critic.ppo_mini_batch_size=4",
-          "critic.ppo_micro_batch_size_per_gpu=2",
-          "critic.optim.lr=0.01",
-          "data.seed=5"};
-}
-
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+std::vector<std::string> base_overrides(const std::string& model_dir) { return test::critic_overrides(model_dir); }
+using test::with;
 
 std::unique_ptr<CriticWorker> make_worker(const std::vector<std::string>& overrides, int rank = 0, int world = 1) {
-  auto worker = std::make_unique<CriticWorker>(WorkerContext{rank, world, "critic"}, test::ppo_config(overrides));
-  worker->init_model(DataProto());
-  return worker;
+  return test::make_critic_worker(overrides, rank, world);
 }
 
 std::vector<double> numbers(const Json& list) {

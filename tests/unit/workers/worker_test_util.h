@@ -46,6 +46,12 @@ inline std::string make_value_folder(const std::string& lm_dir, const std::strin
   return dir;
 }
 
+// Override lists joined: `with(base, {"key=value"})`.
+inline std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 inline std::shared_ptr<const config::PPOConfig> ppo_config(const std::vector<std::string>& overrides) {
   config::ConfigArgs args;
   args.overrides = overrides;
