@@ -16,24 +16,12 @@ import transformers
 from peft import LoraConfig, TaskType, get_peft_model
 from safetensors.torch import save_file
 
-ROW_LENGTHS = [9, 4, 7]
-CONFIG = dict(vocab_size=200, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-              num_key_value_heads=2, initializer_range=0.2, max_position_embeddings=128, bos_token_id=197,
-              eos_token_id=198, pad_token_id=199, num_labels=1)
+from lora_oracle import COMMON, batch  # the actor oracle's model shape and ragged rows
+
+CONFIG = dict(COMMON, num_labels=1)
 # verl's critic default is all-linear, which PEFT 0.21 refuses on a TOKEN_CLS model (score would be a LoRA target
 # and a modules_to_save copy at once): the seven names are what a verl critic LoRA run must list.
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def batch(vocab, pad_id):
-    g = torch.Generator().manual_seed(5)
-    width = max(ROW_LENGTHS)
-    ids = torch.full((len(ROW_LENGTHS), width), pad_id, dtype=torch.int64)
-    mask = torch.zeros((len(ROW_LENGTHS), width), dtype=torch.int64)
-    for r, n in enumerate(ROW_LENGTHS):
-        ids[r, width - n:] = torch.randint(0, vocab - 3, (n,), generator=g)
-        mask[r, width - n:] = 1
-    return ids, mask, (mask.cumsum(-1) - 1).clamp_min(0)
 
 
 def make(out):
