@@ -67,6 +67,9 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   std::string best;
   size_t best_distance = std::max<size_t>(2, word.size() / 2) + 1;
   for (const auto& candidate : candidates) {
+    // The edit distance is at least the length difference: such candidates cannot win, skip their DP.
+    size_t length_gap = word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
+    if (length_gap >= best_distance) continue;
     size_t distance = edit_distance(word, candidate);
     if (distance < best_distance) {
       best_distance = distance;

@@ -215,7 +215,9 @@ std::string unknown_key_message(const Node& root, const std::string& path, const
     prefix = prefix.empty() ? parts[i] : prefix + "." + parts[i];
     current = child;
   }
-  if (suggestion.empty()) suggestion = closest_match(path, all_paths(root));
+  // No config key is kilobytes long; comparing such a path with every path costs length^2 per path (fuzz finding).
+  constexpr size_t kLongestPathToSuggestFor = 256;
+  if (suggestion.empty() && path.size() <= kLongestPathToSuggestFor) suggestion = closest_match(path, all_paths(root));
   std::string message = str_cat("unknown config key '", path, "' (from ", source, ")");
   if (!suggestion.empty()) message += str_cat("; did you mean '", suggestion, "'?");
   return message;

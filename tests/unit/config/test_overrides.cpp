@@ -172,5 +172,18 @@ TEST(ConfigFile, MissingOrCorruptFileIsAnError) {
   EXPECT_NE(error_of([&] { compose({}, dir + "/l.yaml"); }).find("expected a YAML mapping"), std::string::npos);
 }
 
+// Fuzz finding (fuzz/findings/overrides): '+' keys of hundreds of parts add one path per prefix, and a missing
+// key of kilobytes was compared with every one of them (length^2 cells each); such a key gets no suggestion.
+TEST(ConfigOverrides, KilobyteMissingKeyAfterLongAddedPathsGetsNoSuggestion) {
+  std::string added = "x0";
+  for (int i = 1; i < 600; ++i) added += ".x" + std::to_string(i);
+  Node root = parse_yaml("trainer:\n  project_name: p\n", "base.yaml");
+  apply_override(root, parse_override("+" + added + "=1"));
+  std::string missing = added + ".y=2";
+  std::string message = error_of([&] { apply_override(root, parse_override(missing)); });
+  EXPECT_NE(message.find("unknown config key"), std::string::npos) << message;
+  EXPECT_EQ(message.find("did you mean"), std::string::npos) << message.substr(0, 200);
+}
+
 }  // namespace
 }  // namespace verl::config
