@@ -131,13 +131,16 @@ FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::
   VERL_CHECK(!module_->tp.active(), kComponent,
              "parameter sharding (fsdp_config.reshard_after_forward) cannot be combined with tensor parallelism");
   torch::NoGradGuard no_grad;
+  const bool lora = lora_state(module_) != nullptr;
   units_.resize(module_->model->layer_list.size() + 1);
   for (const auto& item : module_->named_parameters()) {
     const size_t u = unit_of(item.key());
     VERL_ASSERT(u < units_.size(), kComponent, "parameter '", item.key(), "' names a layer the model does not have");
     Unit& unit = units_[u];
-    if (is_lora_parameter_name(item.key())) {
-      unit.adapters.push_back(item.value());  // small: whole and replicated, their gradients averaged by the caller
+    // Under LoRA, what trains (the adapters, and a value model's head: PEFT's modules_to_save) is small: whole and
+    // replicated, its gradients averaged by the caller; the shards hold the frozen base.
+    if (is_lora_parameter_name(item.key()) || (lora && item.value().requires_grad())) {
+      unit.adapters.push_back(item.value());
       continue;
     }
     unit.params.push_back(item.value());

@@ -176,15 +176,16 @@ DataProto CriticWorker::init_model(const DataProto&) {
     fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent,
                                  reduce_dtype);
   }
-  // Optimizer state (and its ZeRO-1/2 sharding) only over what trains.
+  // Optimizer state (and its ZeRO-1/2 sharding) only over what trains. LoRA over a ZeRO-3 base: the adapters and
+  // the value head, whole beside the frozen shards, as without ZeRO-3.
   const std::vector<torch::Tensor> trainable = lora_ ? model::value_lora_parameters(*module_) : (*module_)->parameters();
-  optimizer_ = build_optimizer(fully_sharded_ ? fully_sharded_->shards() : trainable, config_->critic.optim);
+  const bool shards_train = fully_sharded_ && !lora_;
+  optimizer_ = build_optimizer(shards_train ? fully_sharded_->shards() : trainable, config_->critic.optim);
   lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
                                                 config_->critic.optim.total_training_steps);
-  if (fully_sharded_) {
+  if (shards_train) {
     // ZeRO-3 averages the gradients into the shards itself and its optimizer holds only this rank's shards.
     critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
-    critic_->fully_sharded = fully_sharded_;
   } else {
     auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
                                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
@@ -192,6 +193,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),
         optimizer_shard(shard_group, trainable, kComponent, layout.dp, reduce_dtype));
   }
+  critic_->fully_sharded = fully_sharded_;  // null without ZeRO-3
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   offload_.rest(state(), optimizer_.get());
   return DataProto();

@@ -152,7 +152,7 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
         clipfracs.push_back(loss.vf_clipfrac.item<double>());
         vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
       }
-      if (fully_sharded) {
+      if (fully_sharded && fully_sharded->trains_shards()) {
         grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kComponent));
         continue;
       }

@@ -1,10 +1,14 @@
-// LoRA (lora_rank 4) on a ZeRO-3 base (actor fsdp_config.reshard_after_forward=true) under `mpirun -np 3`, against
+// LoRA (lora_rank 4) on a ZeRO-3 base (actor and critic fsdp_config.reshard_after_forward=true; the critic's value
+// head trains whole, PEFT's modules_to_save) under `mpirun -np 3`, against
 // the same 2-rank LoRA run with whole parameters (ZeRO-1/2: only the adapters' optimizer state sharded): three GAE
 // steps with a KL loss (the ref is the sharded base with the adapters off) and greedy rollouts end with the same
 // adapters (lora_adapter/), merged HF weights and metrics; the adapters' optimizer state is the same size either way.
-// The checks were seen to fail with the ZeRO-3 layer's adapter gradients doubled (fully_sharded_model.cpp), and
+// The checks were seen to fail with the ZeRO-3 layer's adapter gradients doubled (fully_sharded_model.cpp), and with
+// the critic stepping as if its shards trained (dp_critic.cpp: its LoRA gradients then not averaged over the ranks);
 // the run itself failed before the frozen shard was given a gradient-taking stand-in (autograd skipped the layer).
 #include <gtest/gtest.h>
+
+#include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
 #include <cmath>
@@ -45,7 +49,24 @@ std::vector<std::string> lora_run(const std::string& run_dir, bool zero3) {
     o.push_back(extra);
   }
   o.push_back(std::string("actor_rollout_ref.actor.fsdp_config.reshard_after_forward=") + (zero3 ? "true" : "false"));
+  // The critic's LoRA (PEFT TOKEN_CLS): adapters and the value head whole beside its own ZeRO-3 base.
+  o.push_back("critic.model.lora_rank=4");
+  o.push_back("critic.model.lora_alpha=8");
+  o.push_back(std::string("critic.model.fsdp_config.reshard_after_forward=") + (zero3 ? "true" : "false"));
   return o;
+}
+
+// The bytes of tensor data in a .pt archive: its file size also holds the zip's alignment padding, which depends
+// on the order the state's tensors were written in.
+int64_t tensor_bytes(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  int64_t total = 0;
+  for (const std::string& name : reader.getAllRecords()) {
+    if (name.find("/data/") != std::string::npos || name.rfind("data/", 0) == 0) {
+      total += static_cast<int64_t>(reader.getRecordSize(name));
+    }
+  }
+  return total;
 }
 
 TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
@@ -55,7 +76,8 @@ TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
   CommandResult sharded = run_command(mpirun(3) + verl_train_command(lora_run(sharded_dir, true)));
   ASSERT_EQ(sharded.exit_code, 0) << sharded.out << sharded.err;
-  EXPECT_NE(sharded.err.find("ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << sharded.err;
+  EXPECT_NE(sharded.err.find("[actor_rollout_ref] ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << sharded.err;
+  EXPECT_NE(sharded.err.find("[critic] ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << sharded.err;
 
   const std::string actor = "/global_step_3/actor/";
   for (const std::string file : {actor + "lora_adapter/adapter_model.safetensors",
@@ -72,16 +94,26 @@ TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
     if (n.find("lora_B") != std::string::npos) largest_b = std::max(largest_b, t.abs().max().item<double>());
   }
   EXPECT_GT(largest_b, 1e-3) << "the adapters hardly changed in three steps";
-  // The optimizer steps the adapters only, sharded the same way (ZeRO-2 over the 2 ranks) in both runs.
-  for (int r = 0; r < 2; ++r) {
-    const std::string optim = actor + "optim_world_size_2_rank_" + std::to_string(r) + ".pt";
-    EXPECT_EQ(fs::file_size(sharded_dir + optim), fs::file_size(whole_dir + optim)) << optim;
+  // The optimizers step the adapters (and the critic's value head) only, sharded the same way (ZeRO-2 over the 2
+  // ranks) in both runs; the critic's model files hold that trainable state, equal in both runs.
+  for (const std::string role : {std::string("actor/"), std::string("critic/")}) {
+    for (int r = 0; r < 2; ++r) {
+      const std::string optim = "/global_step_3/" + role + "optim_world_size_2_rank_" + std::to_string(r) + ".pt";
+      EXPECT_GT(tensor_bytes(whole_dir + optim), 0) << optim;
+      EXPECT_EQ(tensor_bytes(sharded_dir + optim), tensor_bytes(whole_dir + optim)) << optim;
+    }
   }
+  const std::string critic_state = "/global_step_3/critic/model_world_size_2_rank_0.safetensors";
+  auto [critic_diff, critic_name] = max_relative_difference(sharded_dir + critic_state, whole_dir + critic_state);
+  EXPECT_LT(critic_diff, 1e-5) << critic_name;
+  bool has_head = false;
+  for (const auto& [n, t] : model::load_tensors(sharded_dir + critic_state)) has_head = has_head || n == "score.weight";
+  EXPECT_TRUE(has_head) << critic_state;
 
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(whole_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(sharded_dir + "/metrics.jsonl");
   for (const char* key : {"actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "actor/entropy", "actor/ppo_kl",
-                          "critic/vf_loss", "critic/values/mean", "response_length/mean"}) {
+                          "critic/vf_loss", "critic/grad_norm", "critic/values/mean", "response_length/mean"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 3; ++step) {
       ASSERT_TRUE(m1.at(key).count(step) && m2.at(key).count(step)) << key << " step " << step;

@@ -2,7 +2,7 @@
 // only the adapters and the value head train and hold optimizer state, a fresh adapter leaves the values alone,
 // checkpoints hold that trainable state only and resume exactly (hf_model is the merged value model), two
 // data-parallel ranks (ZeRO-2) step as one rank on the whole batch, lora_adapter_path starts from a TOKEN_CLS
-// adapter folder, and what is not implemented is a one-line config error naming the key.
+// adapter folder, and what is not implemented (tensor parallelism) is a one-line config error naming the key.
 // With the value head left frozen (add_value_lora perturbed), the training, checkpoint and two-rank tests failed.
 #include <gtest/gtest.h>
 
@@ -247,12 +247,10 @@ TEST(CriticLora, AdapterPathStartsFromATokenClassificationFolder) {
 
 TEST(CriticLora, UnimplementedCombinationsAreConfigErrorsNamingTheKey) {
   const std::string lm = test::make_lm_folder("critic_lora_config_lm");
+  // ZeRO-3 is accepted (tests/dist/test_zero3_lora.cpp runs it); tensor parallelism is not implemented.
+  EXPECT_TRUE(test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.model.fsdp_config.reshard_after_forward=true"})))
+                  ->critic.model.fsdp_config.reshard_after_forward);
   std::string e = test::error_text([&] {
-    test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.model.fsdp_config.reshard_after_forward=true"})));
-  });
-  EXPECT_NE(e.find("critic.model.lora_rank"), std::string::npos) << e;
-  EXPECT_NE(e.find("reshard_after_forward"), std::string::npos) << e;
-  e = test::error_text([&] {
     test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.strategy=megatron",
                                                            "critic.megatron.tensor_model_parallel_size=2"})));
   });

@@ -208,11 +208,6 @@ TEST(LoraWorker, UnimplementedCombinationsAreConfigErrors) {
                                                  "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"}));
   });
   EXPECT_NE(e.find("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"), std::string::npos) << e;
-  // ZeRO-3 under the critic's LoRA (test_critic_lora.cpp) is not implemented yet (the actor's is).
-  e = error_of([&] {
-    tiny_ppo_config(shared_model(), {"critic.model.lora_rank=8", "critic.model.fsdp_config.reshard_after_forward=true"});
-  });
-  EXPECT_NE(e.find("critic.model.lora_rank"), std::string::npos) << e;
   e = error_of([&] { tiny_ppo_config(shared_model(), {"actor_rollout_ref.model.lora_rank=-1"}); });
   EXPECT_NE(e.find("actor_rollout_ref.model.lora_rank"), std::string::npos) << e;
   // A list of names, and a bad name, through the config.
