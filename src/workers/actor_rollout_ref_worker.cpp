@@ -593,19 +593,25 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
              "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
   const auto& sync = context().weight_sync;
+  // LoRA: the base is frozen, so after the first sync only the adapters move (as verl, which loads the base into
+  // its rollout engine once and then syncs the adapters); actor and rollout ranks count their syncs alike.
+  const WeightSyncScope scope = model::lora_state(actor_module_) && rollout_base_synced_
+                                    ? WeightSyncScope::AdaptersOnly
+                                    : WeightSyncScope::Everything;
+  rollout_base_synced_ = true;
   // Offloaded weights come in where they are read: actor rank 0 (it broadcasts), every actor rank under ZeRO-3.
   std::optional<OnDevice> on_device;
   if (is_actor_ && (rank() == 0 || actor_sharded_)) on_device.emplace(actor_offload_, actor_state(), nullptr);
-  // Under ZeRO-3 every actor rank joins the gather; rank 0 then holds the whole model.
+  // Under ZeRO-3 every actor rank joins the gather; rank 0 then holds the whole model. The adapters are whole.
   std::optional<model::FullyShardedModel::Gathered> whole;
-  if (actor_sharded_) whole.emplace(actor_sharded_.get());
+  if (actor_sharded_ && scope == WeightSyncScope::Everything) whole.emplace(actor_sharded_.get());
   if (is_actor_ && rank() != 0) return DataProto();  // actor rank 0 speaks for the group
   VERL_CHECK(sync != nullptr, kComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
              ": this worker has no weight-sync communicator (the transport made none)");
   VERL_CHECK((sync->rank() == 0) == is_actor_, kComponent, "the weight-sync communicator's rank 0 must be actor rank 0");
   // On GPUs the weights go device to device over NCCL, made at the first sync (every member syncs together).
   if (!weight_sync_on_device_) weight_sync_on_device_ = parallel::device_comm(sync, device_);
-  broadcast_weights(*weight_sync_on_device_, actor_module_);
+  broadcast_weights(*weight_sync_on_device_, actor_module_, scope);
   return DataProto();
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "verl/common/error.h"
+#include "verl/model/lora.h"
 
 namespace verl::workers {
 
@@ -12,12 +13,21 @@ namespace {
 
 constexpr const char* kComponent = "weight_sync";
 
-// "name shape dtype" per parameter, one a line: what sender and receivers must agree on.
-std::string parameter_signature(model::CausalLM& module) {
-  std::ostringstream out;
-  for (const auto& item : module->named_parameters()) {
-    out << item.key() << " " << item.value().sizes() << " " << item.value().scalar_type() << "\n";
+// The parameters a sync of `scope` sends, in the same order on every rank.
+model::NamedTensors synced_parameters(model::CausalLM& module, WeightSyncScope scope) {
+  if (scope == WeightSyncScope::AdaptersOnly) {
+    VERL_CHECK(model::lora_state(module) != nullptr, kComponent, "an adapters-only sync of a model without LoRA");
+    return model::lora_named_parameters(module);
   }
+  model::NamedTensors out;
+  for (const auto& item : module->named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+// "name shape dtype" per parameter, one a line: what sender and receivers must agree on.
+std::string parameter_signature(const model::NamedTensors& parameters) {
+  std::ostringstream out;
+  for (const auto& [name, t] : parameters) out << name << " " << t.sizes() << " " << t.scalar_type() << "\n";
   return out.str();
 }
 
@@ -37,9 +47,10 @@ std::string first_difference(const std::string& mine, const std::string& theirs)
 
 }  // namespace
 
-void broadcast_weights(parallel::Comm& comm, model::CausalLM& module) {
+void broadcast_weights(parallel::Comm& comm, model::CausalLM& module, WeightSyncScope scope) {
   VERL_CHECK(!module.is_empty(), kComponent, "no model to sync");
-  const std::string mine = parameter_signature(module);
+  const model::NamedTensors named = synced_parameters(module, scope);
+  const std::string mine = parameter_signature(named);
   std::string theirs = mine;
   comm.broadcast_bytes(theirs, 0);
   const std::string difference = comm.rank() == 0 ? std::string() : first_difference(mine, theirs);
@@ -52,7 +63,7 @@ void broadcast_weights(parallel::Comm& comm, model::CausalLM& module) {
              "a rollout rank's model does not match the actor's; no weights were sent");
 
   std::vector<torch::Tensor> parameters;
-  for (const auto& item : module->named_parameters()) parameters.push_back(item.value());
+  for (const auto& [name, t] : named) parameters.push_back(t);
   // MPI moves host memory: a CUDA model goes through a host copy and back.
   const bool on_host = parameters.empty() || parameters.front().device().is_cpu();
   if (on_host) {

@@ -101,6 +101,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;
   std::shared_ptr<parallel::Comm> weight_sync_on_device_;  // context().weight_sync, over NCCL on a GPU
+  bool rollout_base_synced_ = false;  // LoRA: the frozen base went to the rollout; later syncs send the adapters
   // The offload keys (workers/state_offload.h): where the actor's and the ref's state rest between phases.
   OffloadPolicy actor_offload_, ref_offload_;
   std::vector<torch::Tensor> actor_state() const;  // the actor's parameters, or its ZeRO-3 shards
