@@ -511,12 +511,6 @@ CriticConfig read_critic(ConfigReader& in) {
   in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
-  // verl's critic is LoRA with lora_rank > 0 or a lora_adapter_path. Its checkpoint does not yet gather the value
-  // adapters from tensor-parallel slices (the actor's does).
-  if (c.model.lora.enabled() || c.model.lora.lora_adapter_path) {
-    VERL_CHECK(c.tensor_parallel_size() == 1, "config", "critic.model.lora_rank > 0 (or lora_adapter_path) with megatron "
-               "tensor parallelism is not implemented; use critic.megatron.tensor_model_parallel_size=1");
-  }
   c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",
                                                        "critic.fsdp.ulysses_sequence_parallel_size", c.strategy);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");

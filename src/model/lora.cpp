@@ -86,20 +86,6 @@ void for_each_module_state(const CausalLM& model, const std::shared_ptr<LoraStat
   }
 }
 
-// A whole saved factor in this rank's part (tensor_parallel_model.h's split), and the whole shape that `part` is a
-// slice of, for the errors. A whole tensor that does not split keeps its shape (the shape check then names it).
-torch::Tensor this_rank_part(const CausalLM& model, const std::string& name, const torch::Tensor& whole) {
-  const int dim = tensor_parallel_dim(name);
-  if (!model->tp.active() || dim < 0 || whole.dim() <= dim || whole.size(dim) % model->tp.size() != 0) return whole;
-  return shard_parameter(name, whole, model->tp);
-}
-std::vector<int64_t> whole_shape(const CausalLM& model, const std::string& name, const torch::Tensor& part) {
-  std::vector<int64_t> shape = part.sizes().vec();
-  const int dim = tensor_parallel_dim(name);
-  if (dim >= 0) shape.at(dim) *= model->tp.size();
-  return shape;
-}
-
 Json read_json_file(const std::string& path) {
   std::ifstream in(path);
   VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
@@ -177,6 +163,19 @@ torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Ten
   return proj->bias.defined() ? y + proj->bias : y;
 }
 
+torch::Tensor tensor_parallel_part(const CausalLM& model, const std::string& name, const torch::Tensor& whole) {
+  const int dim = tensor_parallel_dim(name);
+  if (!model->tp.active() || dim < 0 || whole.dim() <= dim || whole.size(dim) % model->tp.size() != 0) return whole;
+  return shard_parameter(name, whole, model->tp);
+}
+
+std::vector<int64_t> whole_parameter_shape(const CausalLM& model, const std::string& name, const torch::Tensor& part) {
+  std::vector<int64_t> shape = part.sizes().vec();
+  const int dim = tensor_parallel_dim(name);
+  if (dim >= 0) shape.at(dim) *= model->tp.size();
+  return shape;
+}
+
 bool is_lora_parameter_name(const std::string& name) {
   return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
 }
@@ -218,11 +217,11 @@ std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint6
     auto b = torch::nn::Linear(torch::nn::LinearOptions(spec.rank, out_features).bias(false));
     // The whole model's A, drawn in the same order as without tensor parallelism, then this rank's columns.
     const std::string a_name = p.name + ".lora_A.weight";
-    const int64_t whole_in = whole_shape(model, a_name, a->weight).at(1);
+    const int64_t whole_in = whole_parameter_shape(model, a_name, a->weight).at(1);
     // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1 / sqrt(in).
     const double bound = 1.0 / std::sqrt(static_cast<double>(whole_in));
     const auto whole_a = torch::empty({spec.rank, whole_in}, torch::kFloat32).uniform_(-bound, bound, gen);
-    a->weight.copy_(this_rank_part(model, a_name, whole_a));
+    a->weight.copy_(tensor_parallel_part(model, a_name, whole_a));
     b->weight.zero_();
     a->to(w.device(), w.scalar_type());
     b->to(w.device(), w.scalar_type());
@@ -460,8 +459,8 @@ void load_peft_adapter_weights(CausalLM& model, const std::string& dir) {
     auto it = saved.find(name);
     VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name,
                "' (adapter_config.json's target_modules select it on this model)");
-    const auto part = this_rank_part(model, name, it->second);
-    const auto expected_shape = whole_shape(model, name, p);
+    const auto part = tensor_parallel_part(model, name, it->second);
+    const auto expected_shape = whole_parameter_shape(model, name, p);
     VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
                it->second.sizes(), ", this model expects ", c10::IntArrayRef(expected_shape),
                " (r x in for lora_A, out x r for lora_B): an adapter for another base model or rank?");
@@ -510,8 +509,8 @@ void load_lora_state(CausalLM& model, const std::string& path) {
     auto it = saved.find(name);
     VERL_CHECK(it != saved.end(), kComponent, "adapter state file '", path, "' lacks tensor '", name,
                "' (saved without LoRA, or with other target_modules?)");
-    const auto part = this_rank_part(model, name, it->second);
-    const auto expected_shape = whole_shape(model, name, p);
+    const auto part = tensor_parallel_part(model, name, it->second);
+    const auto expected_shape = whole_parameter_shape(model, name, p);
     VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
                it->second.sizes(), ", the model expects ", c10::IntArrayRef(expected_shape), " (another lora_rank?)");
     p.copy_(part.to(p.scalar_type()));

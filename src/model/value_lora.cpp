@@ -13,9 +13,11 @@ namespace fs = std::filesystem;
 
 constexpr const char* kComponent = "lora";
 
-// Copies the tensors of `file` (names after `prefix`) into exactly the parameters `want` names: a missing or extra
-// tensor, or another shape, is an error naming the file and what `what` expects.
-void copy_exactly(const NamedTensors& want, const std::string& file, const std::string& prefix, const char* what) {
+// Copies the tensors of `file` (names after `prefix`; whole tensors, this rank's part of each taken under tensor
+// parallelism) into exactly the parameters `want` names: a missing or extra tensor, or another shape, is an error
+// naming the file and what `what` expects.
+void copy_exactly(const CausalLM& model, const NamedTensors& want, const std::string& file, const std::string& prefix,
+                  const char* what) {
   std::map<std::string, torch::Tensor> saved;
   for (auto& [name, t] : load_tensors(file)) {
     VERL_CHECK(name.rfind(prefix, 0) == 0, kComponent, "'", file, "' has tensor '", name, "'; expected names under '",
@@ -28,9 +30,11 @@ void copy_exactly(const NamedTensors& want, const std::string& file, const std::
     expected.insert(name);
     auto it = saved.find(name);
     VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name, "' (", what, ")");
-    VERL_CHECK(it->second.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
-               it->second.sizes(), ", this model expects ", p.sizes(), " (another base model or lora_rank?)");
-    torch::Tensor(p).copy_(it->second.to(p.scalar_type()));
+    const torch::Tensor part = tensor_parallel_part(model, name, it->second);
+    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+               it->second.sizes(), ", this model expects ", c10::IntArrayRef(whole_parameter_shape(model, name, p)),
+               " (another base model or lora_rank?)");
+    torch::Tensor(p).copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
     VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name, "' that is not part of ",
@@ -74,21 +78,36 @@ std::shared_ptr<LoraState> load_peft_value_adapter(CausalLM& model, const std::s
   auto state = add_value_lora(model, spec, /*seed=*/0);
   const std::string file = (fs::path(dir) / "adapter_model.safetensors").string();
   VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no adapter_model.safetensors");
-  copy_exactly(value_lora_named_parameters(model), file, "base_model.model.",
+  copy_exactly(model, value_lora_named_parameters(model), file, "base_model.model.",
                "a PEFT TOKEN_CLS adapter: adapter_config.json's target_modules on this model, plus the value head "
                "score.weight / score.bias");
   return state;
 }
 
+NamedTensors value_lora_full_state(const CausalLM& model) {
+  NamedTensors out = lora_full_state(model);  // gathered over the tensor-parallel group
+  torch::NoGradGuard no_grad;
+  // The value head is whole on every tensor-parallel rank (tensor_parallel_model.h).
+  out.emplace_back("score.weight", model->score->weight.detach());
+  if (model->score->bias.defined()) out.emplace_back("score.bias", model->score->bias.detach());
+  return out;
+}
+
 void save_value_lora_state(const CausalLM& model, const std::string& path, const std::string& base_model_name_or_path) {
-  NamedTensors tensors;
-  for (auto& [name, t] : value_lora_named_parameters(model)) tensors.emplace_back(name, t.detach());
-  save_tensors(path, tensors, {{"format", "pt"}, {"base_model_name_or_path", base_model_name_or_path}});
+  VERL_CHECK(!model->tp.active(), kComponent, "save_value_lora_state on tensor-parallel slices: gather "
+             "value_lora_full_state on every rank and save that");
+  save_value_lora_state(value_lora_full_state(model), path, base_model_name_or_path);
+}
+
+void save_value_lora_state(const NamedTensors& whole_state, const std::string& path,
+                           const std::string& base_model_name_or_path) {
+  VERL_CHECK(!whole_state.empty(), kComponent, "save_value_lora_state with no tensors");
+  save_tensors(path, whole_state, {{"format", "pt"}, {"base_model_name_or_path", base_model_name_or_path}});
 }
 
 void load_value_lora_state(CausalLM& model, const std::string& path) {
   VERL_CHECK(fs::exists(path), kComponent, "critic adapter state file '", path, "' does not exist");
-  copy_exactly(value_lora_named_parameters(model), path, "",
+  copy_exactly(model, value_lora_named_parameters(model), path, "",
                "a critic LoRA checkpoint: the adapters and the value head");
 }
 

@@ -255,11 +255,15 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (fully_sharded_ && contains(contents, "hf_model")) whole.emplace(fully_sharded_.get());
   model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
+  // LoRA: the trainable state whole in every file (the adapters gathered from the tensor-parallel slices: every
+  // rank joins).
+  const model::NamedTensors lora_state = lora_ && contains(contents, "model") ? model::value_lora_full_state(*module_)
+                                                                               : model::NamedTensors{};
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
     if (contains(contents, "model")) {
       // LoRA: the trainable state only, naming the base (critic.model.path) in the file's metadata.
       if (lora_) {
-        model::save_value_lora_state(*module_, (dir / model_file_name(W, r)).string(), fs::absolute(model_path_).string());
+        model::save_value_lora_state(lora_state, (dir / model_file_name(W, r)).string(), fs::absolute(model_path_).string());
       } else {
         save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
       }

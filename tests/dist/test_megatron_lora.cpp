@@ -1,12 +1,18 @@
-// LoRA (lora_rank 4) under strategy=megatron, TP=2 (mpirun -np 3), against the 1-rank LoRA run on the same batch:
+// LoRA (lora_rank 4, the actor's and the critic's) under strategy=megatron, TP=2 (mpirun -np 3), against the 1-rank
+// LoRA run on the same batch:
 //   - three GAE steps with a KL loss (the ref is the base with the adapters off) and greedy rollouts end with the
-//     1-rank run's adapters (lora_adapter/, within test_megatron's 1e-3), metrics and greedy validation;
+//     1-rank run's adapters (lora_adapter/, and the critic's adapters and value head, within test_megatron's 1e-3),
+//     metrics and greedy validation;
 //   - the adapter folder is the 1-rank one's format (the same tensor names and shapes, the same
-//     adapter_config.json); each rank's checkpoint file holds the whole adapters; `verl model export` writes them;
-//   - lora_adapter_path: a PEFT adapter with random B loads into the slices (a 1-step run from it equals the 1-rank
-//     run from it), and a run resumed at step 1 from the TP=2 checkpoint ends bit-identical.
+//     adapter_config.json); each rank's checkpoint file holds the whole adapters (the critic's: plus its value
+//     head); `verl model export` writes them;
+//   - lora_adapter_path: PEFT adapters with random B (a CAUSAL_LM one for the actor, a TOKEN_CLS one for the
+//     critic) load into the slices (a 2-step run from them equals the 1-rank run from them), and a run resumed at
+//     step 1 from the TP=2 checkpoint ends bit-identical.
 // The checks were seen to fail with the code perturbed: A's gradient not summed over the TP group (lora.cpp's
-// copy_to_tp_region dropped), and every rank given rank 0's slice of a whole adapter (this_rank_part).
+// copy_to_tp_region dropped), and every rank given rank 0's slice of a whole adapter (tensor_parallel_part). The
+// critic's parts: with every rank loading rank 0's slice of its TOKEN_CLS adapter (value_lora.cpp's copy_exactly) the
+// adapter-path test failed; with value_lora_full_state not gathering the slices both tests failed.
 #include <gtest/gtest.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -24,6 +30,7 @@
 #include "support/dist_run.h"
 #include "support/run_command.h"
 #include "verl/model/lora.h"
+#include "verl/model/value_lora.h"
 #include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
 
@@ -45,7 +52,8 @@ std::vector<std::string> lora_run(const std::string& run_dir, int tp, int steps)
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.use_kl_loss=true"), std::string("actor_rollout_ref.model.lora_rank=4"),
-        std::string("actor_rollout_ref.model.lora_alpha=8"),
+        std::string("actor_rollout_ref.model.lora_alpha=8"), std::string("critic.model.lora_rank=4"),
+        std::string("critic.model.lora_alpha=8"),
         std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
         std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.balance_batch=false"),
         "trainer.total_training_steps=" + std::to_string(steps), "trainer.save_freq=" + std::to_string(steps),
@@ -145,6 +153,17 @@ TEST(MegatronLora, TensorParallelTwoEqualsOneRankForThreePpoSteps) {
               unprefixed)
         << "rank " << r;
   }
+  // The critic's files: its whole adapters and value head on every rank, the 1-rank run's within 1e-3.
+  const std::string critic_one = one_dir + "/global_step_3/critic/model_world_size_1_rank_0.safetensors";
+  const auto critic_shapes = shapes_of(critic_one);
+  EXPECT_EQ(critic_shapes.size(), 2u * 7u * 2u + 2u);  // the adapters, score.weight and score.bias
+  EXPECT_TRUE(critic_shapes.count("score.weight")) << critic_one;
+  for (int r = 0; r < 2; ++r) {
+    const std::string file = tp_dir + "/global_step_3/critic/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+    EXPECT_EQ(shapes_of(file), critic_shapes) << "rank " << r;
+    auto [state_diff, state_name] = max_relative_difference(file, critic_one);
+    EXPECT_LT(state_diff, 1e-3) << "rank " << r << ": " << state_name;
+  }
   // The exporter writes the same adapter from the checkpoint.
   const std::string exported = make_temp_dir("dist_megatron_lora_export");
   CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + tp_dir + "/global_step_3' --out '" +
@@ -171,9 +190,34 @@ TEST(MegatronLora, AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
     }
     model::save_peft_adapter(m, adapter, setup().model_dir);
   }
+  // The critic's: PEFT's TOKEN_CLS folder (the adapters and the value head, names base_model.model.*).
+  const std::string critic_adapter = make_temp_dir("dist_megatron_lora_critic_adapter");
+  {
+    model::LoadOptions options;
+    options.head = model::HeadKind::Value;
+    model::CausalLM m = model::load_model(setup().model_dir, options);
+    model::LoraSpec spec;
+    spec.rank = 4;
+    spec.alpha = 8;
+    model::add_value_lora(m, spec, /*seed=*/5);
+    torch::NoGradGuard no_grad;
+    auto gen = at::detail::createCPUGenerator(6);
+    model::NamedTensors tensors;
+    for (auto& [name, t] : model::value_lora_named_parameters(m)) {
+      if (name.find("lora_B") != std::string::npos || name == "score.weight") {
+        t.copy_(torch::empty(t.sizes()).normal_(0.0, 0.2, gen));
+      }
+      tensors.emplace_back("base_model.model." + name, t.detach());
+    }
+    model::save_tensors(critic_adapter + "/adapter_model.safetensors", tensors, {{"format", "pt"}});
+    const nlohmann::json config = {{"peft_type", "LORA"}, {"task_type", "TOKEN_CLS"}, {"r", 4}, {"lora_alpha", 8},
+                                   {"target_modules", "all-linear"}, {"modules_to_save", {"classifier", "score"}}};
+    std::ofstream(critic_adapter + "/adapter_config.json") << config.dump(2);
+  }
   auto from_adapter = [&](const std::string& dir, int tp) {
     std::vector<std::string> o = lora_run(dir, tp, 2);
     o.push_back("actor_rollout_ref.model.lora_adapter_path=" + adapter);
+    o.push_back("critic.model.lora_adapter_path=" + critic_adapter);
     o.push_back("trainer.save_freq=1");
     return o;
   };

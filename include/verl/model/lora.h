@@ -87,6 +87,11 @@ std::vector<torch::Tensor> lora_parameters(const CausalLM& model);
 // lora_named_parameters whole (detached): gathered over the tensor-parallel group, a collective there.
 NamedTensors lora_full_state(const CausalLM& model);
 bool is_lora_parameter_name(const std::string& name);
+// A whole saved tensor's part on this rank (tensor_parallel_model.h's split; the whole tensor when the model is not
+// tensor parallel, `name` is not split, or its size does not divide: the caller's shape check then names it), and
+// the whole shape that a rank's `part` is a slice of (for those errors).
+torch::Tensor tensor_parallel_part(const CausalLM& model, const std::string& name, const torch::Tensor& whole);
+std::vector<int64_t> whole_parameter_shape(const CausalLM& model, const std::string& name, const torch::Tensor& part);
 
 // The base model for a scope: the side path off (verl's ref log-probs with LoRA: `disable_adapter()`).
 class AdapterDisabled {

@@ -24,15 +24,23 @@ NamedTensors value_lora_named_parameters(const CausalLM& model);
 std::vector<torch::Tensor> value_lora_parameters(const CausalLM& model);
 
 // A PEFT TOKEN_CLS adapter folder (verl's critic lora_adapter_path): read_peft_adapter_config(TokenClassification),
-// add_value_lora, then adapter_model.safetensors' lora_A / lora_B and score.weight / score.bias into the model. A
-// missing or extra tensor, or a wrong shape, is an error naming the file; `expected` (rank > 0) must agree on r and
-// lora_alpha.
+// add_value_lora, then adapter_model.safetensors' lora_A / lora_B and score.weight / score.bias into the model (this
+// rank's slices under tensor parallelism). A missing or extra tensor, or a wrong shape, is an error naming the file;
+// `expected` (rank > 0) must agree on r and lora_alpha.
 std::shared_ptr<LoraState> load_peft_value_adapter(CausalLM& model, const std::string& dir,
                                                    const LoraSpec* expected = nullptr);
 
-// The trainable state only (value_lora_named_parameters) in a checkpoint's model file; base_model_name_or_path goes
-// into the file's metadata. Loading requires exactly those names and shapes.
+// value_lora_named_parameters whole (detached): the adapters gathered over the tensor-parallel group (a collective
+// there: call on every rank), the value head as every rank holds it.
+NamedTensors value_lora_full_state(const CausalLM& model);
+
+// The trainable state only (value_lora_named_parameters, whole) in a checkpoint's model file;
+// base_model_name_or_path goes into the file's metadata. A tensor-parallel model is an error in the first form (the
+// gather is a collective): save its value_lora_full_state with the second. Loading requires exactly those names and
+// whole shapes, and takes this rank's part of each under tensor parallelism.
 void save_value_lora_state(const CausalLM& model, const std::string& path, const std::string& base_model_name_or_path);
+void save_value_lora_state(const NamedTensors& whole_state, const std::string& path,
+                           const std::string& base_model_name_or_path);
 void load_value_lora_state(CausalLM& model, const std::string& path);
 
 }  // namespace verl::model

@@ -4,15 +4,22 @@
 //     the 1-rank ones exactly; q/k/v/gate/up keep A whole and B by rows, o/down A by columns and B whole;
 //   - logits, log-probs and every adapter gradient (gathered) equal the whole model's; the clipped norm is its norm;
 //   - the adapters off (the reference), merged (the rollout) and gather_full_model give the whole model's numbers;
-//   - the whole adapter saved by the 1-rank model loads into the slices (load_lora_state, PEFT's folder).
+//   - the whole adapter saved by the 1-rank model loads into the slices (load_lora_state, PEFT's folder);
+//   - the critic's LoRA (value_lora.h): the whole value model's checkpoint state and PEFT TOKEN_CLS folder load into
+//     the slices with its values, and value_lora_full_state gathers the slices back to it exactly.
 // The checks were seen to fail with the code perturbed: A's gradient not summed over the TP group (lora.cpp's
-// copy_to_tp_region dropped), and every rank given rank 0's slice of a whole adapter (this_rank_part).
+// copy_to_tp_region dropped), and every rank given rank 0's slice of a whole adapter (tensor_parallel_part); the
+// value model's test with value_lora.cpp's copy_exactly giving every rank rank 0's slice, and with
+// value_lora_full_state not gathering the slices.
 #include <gtest/gtest.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "support/model_compare.h"
@@ -22,12 +29,14 @@
 #include "verl/model/lora.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/transformer.h"
+#include "verl/model/value_lora.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::model {
 namespace {
 
 using test::max_relative;
+namespace fs = std::filesystem;
 
 HFConfig tiny() {
   HFConfig c = test::tiny_config(Arch::Llama);
@@ -188,6 +197,67 @@ TEST(LoraTensorParallel, TwoRanksGiveTheWholeModelsLogitsGradientsAndNorm) {
     CausalLM fresh = shard_model(base, tp);
     load_peft_adapter(fresh, peft_dir);
     EXPECT_LT(max_relative(logits(fresh, b), logits_whole), 1e-10);
+  });
+}
+
+TEST(LoraTensorParallel, ValueModelStateLoadsIntoSlicesAndGathersWhole) {
+  CausalLM whole(tiny(), HeadKind::Value);
+  init_weights(whole, 3, /*perturb_norms_and_biases=*/true);
+  whole->to(torch::kFloat64);
+  add_value_lora(whole, spec(), /*seed=*/5);
+  randomize_b(whole);
+  {
+    // A value head unlike the base's: a checkpoint without it would give other values.
+    torch::NoGradGuard no_grad;
+    auto gen = at::detail::createCPUGenerator(13);
+    whole->score->weight.copy_(torch::empty(whole->score->weight.sizes(), torch::kFloat64).normal_(0.0, 0.3, gen));
+  }
+  const test::ModelBatch b = ragged_batch(whole->config.vocab_size);
+  auto values = [&](CausalLM& m) {
+    torch::NoGradGuard no_grad;
+    return response_values(m, b.input_ids, b.attention_mask, b.position_ids, b.responses.size(1));
+  };
+  const auto values_whole = values(whole);
+  const NamedTensors expected = value_lora_full_state(whole);
+  const std::string dir = test::make_temp_dir("value_lora_tp");
+  save_value_lora_state(whole, dir + "/state.safetensors", "base");
+  // PEFT's TOKEN_CLS folder of the same state (names base_model.model.*, the head in modules_to_save).
+  fs::create_directories(dir + "/peft");
+  NamedTensors prefixed;
+  for (const auto& [name, t] : expected) prefixed.emplace_back("base_model.model." + name, t);
+  save_tensors(dir + "/peft/adapter_model.safetensors", prefixed, {{"format", "pt"}});
+  const nlohmann::json config = {{"peft_type", "LORA"}, {"task_type", "TOKEN_CLS"}, {"r", 4}, {"lora_alpha", 8},
+                                 {"target_modules", "all-linear"}, {"modules_to_save", {"classifier", "score"}}};
+  std::ofstream(dir + "/peft/adapter_config.json") << config.dump(2);
+  CausalLM base(tiny(), HeadKind::Value);
+  init_weights(base, 3, true);
+  base->to(torch::kFloat64);
+  EXPECT_GT(max_relative(values(base), values_whole), 1e-2);  // the adapters and the head matter
+
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    const TensorParallelGroup tp{comm};
+    CausalLM part = shard_model(base, tp);
+    add_value_lora(part, spec(), /*seed=*/0);
+    load_value_lora_state(part, dir + "/state.safetensors");  // the whole file, sliced
+    EXPECT_LT(max_relative(values(part), values_whole), 1e-10);
+    const NamedTensors gathered = value_lora_full_state(part);
+    ASSERT_EQ(gathered.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(gathered[i].first, expected[i].first);
+      EXPECT_TRUE(torch::equal(gathered[i].second, expected[i].second)) << expected[i].first;
+    }
+    // Saving slices through the model form would write a rank's part: refused, naming the gather.
+    std::string error;
+    try {
+      save_value_lora_state(part, dir + "/refused.safetensors", "base");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("value_lora_full_state"), std::string::npos) << error;
+
+    CausalLM fresh = shard_model(base, tp);
+    load_peft_value_adapter(fresh, dir + "/peft");
+    EXPECT_LT(max_relative(values(fresh), values_whole), 1e-10);
   });
 }
 

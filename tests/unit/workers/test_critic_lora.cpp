@@ -2,7 +2,8 @@
 // only the adapters and the value head train and hold optimizer state, a fresh adapter leaves the values alone,
 // checkpoints hold that trainable state only and resume exactly (hf_model is the merged value model), two
 // data-parallel ranks (ZeRO-2) step as one rank on the whole batch, lora_adapter_path starts from a TOKEN_CLS
-// adapter folder, and what is not implemented (tensor parallelism) is a one-line config error naming the key.
+// adapter folder, and wrong keys are one-line config errors naming the key (tensor parallelism: the TP unit test
+// tests/unit/model/test_lora_tensor_parallel.cpp and tests/dist/test_megatron_lora.cpp).
 // With the value head left frozen (add_value_lora perturbed), the training, checkpoint and two-rank tests failed.
 #include <gtest/gtest.h>
 
@@ -245,18 +246,16 @@ TEST(CriticLora, AdapterPathStartsFromATokenClassificationFolder) {
   EXPECT_NE(e.find("score.weight"), std::string::npos) << e;
 }
 
-TEST(CriticLora, UnimplementedCombinationsAreConfigErrorsNamingTheKey) {
+TEST(CriticLora, WrongKeysAreConfigErrorsNamingTheKey) {
   const std::string lm = test::make_lm_folder("critic_lora_config_lm");
-  // ZeRO-3 is accepted (tests/dist/test_zero3_lora.cpp runs it); tensor parallelism is not implemented.
+  // ZeRO-3 and tensor parallelism are accepted (tests/dist/test_zero3_lora.cpp and test_megatron_lora.cpp run them).
   EXPECT_TRUE(test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.model.fsdp_config.reshard_after_forward=true"})))
                   ->critic.model.fsdp_config.reshard_after_forward);
-  std::string e = test::error_text([&] {
-    test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.strategy=megatron",
-                                                           "critic.megatron.tensor_model_parallel_size=2"})));
-  });
-  EXPECT_NE(e.find("critic.model.lora_rank"), std::string::npos) << e;
-  EXPECT_NE(e.find("tensor_model_parallel_size"), std::string::npos) << e;
-  e = test::error_text([&] { test::ppo_config(with(base_overrides(lm), {"critic.model.lora_rank=-1"})); });
+  EXPECT_EQ(test::ppo_config(with(base_overrides(lm), with(kLora, {"critic.strategy=megatron",
+                                                                   "critic.megatron.tensor_model_parallel_size=2"})))
+                ->critic.tensor_parallel_size(),
+            2);
+  std::string e = test::error_text([&] { test::ppo_config(with(base_overrides(lm), {"critic.model.lora_rank=-1"})); });
   EXPECT_NE(e.find("critic.model.lora_rank"), std::string::npos) << e;
   // A target list the critic's decoder does not have: the error names the entry.
   e = test::error_text([&] { make_worker(with(base_overrides(lm), with(kLora, {"critic.model.target_modules=[qproj]"}))); });
