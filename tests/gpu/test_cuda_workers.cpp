@@ -13,7 +13,9 @@
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
 #include "verl/algo/core_algos.h"
+#include "verl/model/lora.h"
 #include "verl/model/transformer.h"
+#include "verl/model/value_lora.h"
 #include "verl/model/weights.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
@@ -56,6 +58,7 @@ struct StepResult {
   DataProto batch;
   nlohmann::json actor_metrics, critic_metrics;
   std::string actor_rests_on, critic_rests_on;  // the parameters' device after the step
+  model::NamedTensors actor_adapters, critic_adapters;  // with LoRA: the trained state after the step (host)
 };
 
 // One step in verl's order on `device`; grpo: no critic, GRPO advantages.
@@ -112,6 +115,14 @@ StepResult run_step(const std::string& model_dir, const std::string& device, boo
   r.batch.meta_info["multi_turn"] = false;
   for (int u = 0; u < updates; ++u) r.actor_metrics = actor.update_actor(r.batch).meta_info["metrics"];
   r.actor_rests_on = actor.actor_module()->parameters()[0].device().str();
+  auto to_host = [](model::NamedTensors tensors) {
+    for (auto& [name, t] : tensors) t = t.to(torch::kCPU);
+    return tensors;
+  };
+  if (model::lora_state(actor.actor_module())) r.actor_adapters = to_host(model::lora_full_state(actor.actor_module()));
+  if (critic && model::lora_state(critic->module())) {
+    r.critic_adapters = to_host(model::value_lora_full_state(critic->module()));
+  }
   return r;
 }
 
@@ -155,6 +166,50 @@ TEST(CudaWorkers, GrpoStepInFp32EqualsTheCpuStep) {
   EXPECT_TRUE(torch::equal(gpu.batch.tensor("responses"), cpu.batch.tensor("responses")));
   EXPECT_LT(relative_error(gpu.batch.tensor("old_log_probs"), cpu.batch.tensor("old_log_probs")), 1e-5);
   expect_metrics_near(gpu.actor_metrics, cpu.actor_metrics, 1e-4, "actor");
+}
+
+// LoRA (issue 26) on the device: the actor's and the critic's adapters (rank 4, every projection) through two
+// PPO updates in fp32 equal the CPU's: the same rollout (merged adapters), log-probs (side path; the ref is the
+// base with the adapters off), metrics and trained adapters. Then the GPU defaults (bf16 rollout of the merged
+// weights, bf16 autocast over the fp32 adapters) run with finite metrics.
+TEST(CudaWorkers, LoraPpoStepInFp32EqualsTheCpuStep) {
+  REQUIRE_CUDA_DEVICE();
+  const std::string dir = make_tiny_model(make_temp_dir("cuda_lora_step") + "/model");
+  const std::vector<std::string> lora = {"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.lora_alpha=8",
+                                         "critic.model.lora_rank=4", "critic.model.lora_alpha=8",
+                                         "actor_rollout_ref.actor.optim.lr=1e-2", "critic.optim.lr=1e-2"};
+  std::vector<std::string> fp32_lora = kFp32OnTheDevice;
+  fp32_lora.insert(fp32_lora.end(), lora.begin(), lora.end());
+  const StepResult cpu = run_step(dir, "cpu", false, lora, /*updates=*/2);
+  const StepResult gpu = run_step(dir, "cuda", false, fp32_lora, /*updates=*/2);
+  EXPECT_TRUE(torch::equal(gpu.batch.tensor("responses"), cpu.batch.tensor("responses")));
+  for (const char* key : {"old_log_probs", "ref_log_prob", "values", "rollout_log_probs"}) {
+    EXPECT_LT(relative_error(gpu.batch.tensor(key), cpu.batch.tensor(key)), 1e-5) << key;
+  }
+  expect_metrics_near(gpu.critic_metrics, cpu.critic_metrics, 1e-4, "critic");
+  expect_metrics_near(gpu.actor_metrics, cpu.actor_metrics, 1e-4, "actor");
+  // Trained adapters: AdamW turns rounding-level gradient differences into steps of up to lr, so by norm.
+  for (const auto* pair : {&gpu.actor_adapters, &gpu.critic_adapters}) {
+    const auto& want = pair == &gpu.actor_adapters ? cpu.actor_adapters : cpu.critic_adapters;
+    ASSERT_EQ(pair->size(), want.size());
+    ASSERT_FALSE(want.empty());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ((*pair)[i].first, want[i].first);
+      EXPECT_LT(relative_error((*pair)[i].second, want[i].second), 1e-3) << want[i].first;
+    }
+  }
+  double largest_b = 0;
+  for (const auto& [name, t] : cpu.actor_adapters) {
+    if (name.find("lora_B") != std::string::npos) largest_b = std::max(largest_b, t.abs().max().item<double>());
+  }
+  EXPECT_GT(largest_b, 1e-3) << "the adapters hardly trained";
+
+  const StepResult bf16 = run_step(dir, "cuda", false, lora, /*updates=*/2);
+  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/kl_loss"}) {
+    ASSERT_TRUE(bf16.actor_metrics.contains(key)) << key;
+    EXPECT_TRUE(std::isfinite(bf16.actor_metrics[key][0].get<double>())) << key;
+  }
+  EXPECT_TRUE(std::isfinite(bf16.critic_metrics["critic/vf_loss"][0].get<double>()));
 }
 
 // The offload keys on the device: parameters and AdamW moments rest in host memory between phases and come back
