@@ -252,7 +252,9 @@ def main():
             args.verl, "bench", "ppo", "--model-dir", model_dir, "--batch-size", str(args.train_batch), "--n", "1",
             "--prompt-length", str(args.train_prompt), "--response-length", str(args.train_response),
             "--micro-batch-size", str(args.train_batch), "--repeats", str(args.repeats), "--json", vj]
-            + (["--roofline-seconds", "0.2", "--gemm-sizes", "256", "--stream-mib", "32"] if args.quick else []))
+            + (["--roofline-seconds", "0.2", "--gemm-sizes", "256", "--stream-mib", "32"] if args.quick else [])
+            # The actor (and its rollout) alone, as the peer's one model + AdamW: no critic, no reference model.
+            + ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=false"])
         ppo = read_jsonl(vj)[-1]
         flops = {p["phase"]: p["flops"] for p in ppo["phases"]}
         out, hrss, _ = runner.run("logprob_fwdbwd_hf", [
@@ -268,7 +270,8 @@ def main():
                               verl=ppo["repeat_seconds"][phase], verl_rss=vrss,
                               peer="transformers forward/backward", peer_values=hf[key], peer_rss=hrss,
                               flops=flops[phase], timer="each tool's own timer (perf_counter around the work)",
-                              note="verl.cpp's process also holds the bench's critic and reference models"))
+                              note="both processes hold one model and its AdamW state (verl.cpp's also runs "
+                                   "the rollout that made the responses)"))
 
     if "grpo" in rows or "ppo" in rows:
         parquet, prompts_jsonl, reward, longest = write_prompts(args.out, args.corpus, model_dir, args.grpo_prompts)

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "verl/algo/core_algos.h"
@@ -14,10 +15,13 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/common/stopwatch.h"
+#include "verl/common/strings.h"
 #include "verl/config/config_loader.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
 #include "verl/runtime/cuda_device.h"
+#include "verl/runtime/resident_memory.h"
+#include "verl/trainer/ppo_trainer.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
 #include "verl/workers/worker_device.h"
@@ -59,10 +63,12 @@ void union_tensors(DataProto& batch, const DataProto& output) {
 template <typename Fn>
 PpoPhase timed(const std::string& name, double tokens, double flops, const torch::Device& device, Fn&& fn) {
   VERL_LOG(Info, kComponent) << "phase " << name;
+  const bool window = device.is_cpu() && runtime::reset_peak_resident();
   Stopwatch watch;
   fn();
   runtime::synchronize(device);  // a phase ends when the device's work does
   PpoPhase p;
+  if (window) p.peak_rss_bytes = runtime::peak_resident_bytes();
   p.name = name;
   p.seconds = watch.wall_seconds();
   p.cpu_seconds = watch.cpu_seconds();
@@ -102,6 +108,7 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
                     "trainer.nnodes=1",
                     "trainer.default_local_dir=" + tmp.path() + "/run",
                     "algorithm.adv_estimator=gae",
+                    "actor_rollout_ref.actor.use_kl_loss=true",
                     "data.max_prompt_length=" + std::to_string(P),
                     "data.max_response_length=" + std::to_string(R),
                     "data.train_batch_size=" + std::to_string(B),
@@ -118,12 +125,17 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   args.overrides.insert(args.overrides.end(), o.overrides.begin(), o.overrides.end());
   auto config = std::make_shared<const config::PPOConfig>(config::load_config(args).ppo);
 
+  // The roles the trainer would build for this config (verl's need_critic / need_reference_policy): by default a
+  // GAE step with a KL loss, so all four; `algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=false`
+  // leaves the actor (and its rollout) alone, which is what a one-model peer holds in memory.
+  const bool with_critic = trainer::need_critic(*config), with_ref = trainer::need_reference_policy(*config);
   single_controller::WorkerContext context;
   context.group_name = "bench";
-  workers::ActorRolloutRefWorker actor(context, config, "actor_rollout_ref");
-  workers::CriticWorker critic(context, config);
+  workers::ActorRolloutRefWorker actor(context, config, with_ref ? "actor_rollout_ref" : "actor_rollout");
+  std::optional<workers::CriticWorker> critic;
+  if (with_critic) critic.emplace(context, config);
   actor.init_model(DataProto());
-  critic.init_model(DataProto());
+  if (critic) critic->init_model(DataProto());
 
   // Prompts of full length (no padding), repeated n times as the trainer does before generation.
   auto gen = at::detail::createCPUGenerator(o.seed + 1);
@@ -140,6 +152,9 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
 
   PpoBenchResult result;
   result.options = o;
+  result.roles = {"actor"};
+  if (with_ref) result.roles.push_back("ref");
+  if (with_critic) result.roles.push_back("critic");
   result.params = total_params(c);
   RooflineOptions roofline = o.roofline;
   roofline.device = o.device;
@@ -168,21 +183,36 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
       out.batch.erase("entropys");
       union_tensors(batch, out);
     }));
-    phases.push_back(timed("ref", full_tokens, forward,
-                                  device, [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
-    phases.push_back(timed("values", full_tokens, value_forward,
-                                  device, [&] { union_tensors(batch, critic.compute_values(batch)); }));
+    if (with_ref) {
+      phases.push_back(timed("ref", full_tokens, forward,
+                             device, [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
+    }
+    if (critic) {
+      phases.push_back(timed("values", full_tokens, value_forward,
+                             device, [&] { union_tensors(batch, critic->compute_values(batch)); }));
+    }
     phases.push_back(timed("adv", 0, 0, device, [&] {
-      // A seeded score on each response's last token; GAE as the controller computes it.
+      // A seeded score on each response's last token; GAE as the controller computes it, or without a critic
+      // the outcome advantage over each prompt's n samples (GRPO's).
       auto rewards = torch::zeros({N, R});
       rewards.narrow(1, R - 1, 1).copy_(torch::rand({N, 1}, gen));
-      auto adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), batch.tensor("response_mask"),
-                                                    config->algorithm.gamma, config->algorithm.lam);
+      const auto& response_mask = batch.tensor("response_mask");
+      std::pair<torch::Tensor, torch::Tensor> adv;
+      if (critic) {
+        adv = algo::compute_gae_advantage_return(rewards, batch.tensor("values"), response_mask,
+                                                 config->algorithm.gamma, config->algorithm.lam);
+      } else {
+        std::vector<std::string> uids;
+        for (int64_t i = 0; i < N; ++i) uids.push_back(std::to_string(i / o.n));
+        adv = algo::compute_grpo_outcome_advantage(rewards, response_mask, uids);
+      }
       batch.batch["advantages"] = adv.first;
       batch.batch["returns"] = adv.second;
     }));
     batch.meta_info["multi_turn"] = false;
-    phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, device, [&] { critic.update_critic(batch); }));
+    if (critic) {
+      phases.push_back(timed("update_critic", full_tokens, 3 * value_forward, device, [&] { critic->update_critic(batch); }));
+    }
     phases.push_back(timed("update_actor", full_tokens, 3 * forward, device, [&] { actor.update_actor(batch); }));
   };
   VERL_CHECK(o.repeats >= 1, kComponent, "--repeats must be at least 1, got ", o.repeats);
@@ -238,7 +268,8 @@ nlohmann::json to_json(const PpoBenchResult& r) {
                       {"tokens_per_s", p.seconds > 0 ? p.tokens / p.seconds : 0},
                       {"flops", p.flops},
                       {"mfu", p.seconds > 0 && peak > 0 ? p.flops / p.seconds / peak : 0},
-                      {"mfu_cpu_time", p.cpu_seconds > 0 && peak_cpu > 0 ? p.flops / p.cpu_seconds / peak_cpu : 0}});
+                      {"mfu_cpu_time", p.cpu_seconds > 0 && peak_cpu > 0 ? p.flops / p.cpu_seconds / peak_cpu : 0},
+                      {"peak_rss_bytes", p.peak_rss_bytes}});
   }
   const auto& o = r.options;
   double step_seconds = 0, step_flops = 0;
@@ -264,6 +295,7 @@ nlohmann::json to_json(const PpoBenchResult& r) {
           {"device", r.roofline.device},
           {"compute_dtype", r.compute_dtype},
           {"peak_memory_bytes", r.peak_memory_bytes},
+          {"roles", r.roles},
           {"roofline", to_json(r.roofline)},
           {"phases", phases}};
 }
@@ -273,14 +305,16 @@ std::string format_ppo_bench(const PpoBenchResult& r) {
   out << format_roofline(r.roofline) << "\n";
   const double peak = compute_peak(r), peak_cpu = peak_flops_per_cpu_second(r.roofline);
   std::vector<std::vector<std::string>> rows = {
-      {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %", "MFU % (cpu time)"}};
+      {"phase", "wall s", "cpu/wall", "tokens", "tokens/s", "GFLOP", "GFLOP/s", "MFU %", "MFU % (cpu time)",
+       "peak RSS"}};
   for (const auto& p : r.phases) {
     const bool model = p.flops > 0;
     rows.push_back({p.name, format_number(p.seconds), format_number(p.seconds > 0 ? p.cpu_seconds / p.seconds : 0),
                     model ? format_number(p.tokens) : "", model ? format_number(p.tokens / p.seconds) : "",
                     model ? format_number(p.flops / 1e9) : "", model ? format_number(p.flops / p.seconds / 1e9) : "",
                     model ? format_number(100.0 * p.flops / p.seconds / peak) : "",
-                    model && peak_cpu > 0 ? format_number(100.0 * p.flops / p.cpu_seconds / peak_cpu) : ""});
+                    model && peak_cpu > 0 ? format_number(100.0 * p.flops / p.cpu_seconds / peak_cpu) : "",
+                    p.peak_rss_bytes > 0 ? format_si(static_cast<double>(p.peak_rss_bytes), "B") : ""});
   }
   out << format_table(rows);
   double step_seconds = 0, step_flops = 0;
@@ -292,13 +326,14 @@ std::string format_ppo_bench(const PpoBenchResult& r) {
       << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length << " + response "
       << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
       << (o.gradient_checkpointing ? "on" : "off") << ", " << r.compute_dtype << " compute (fp32 masters) on "
-      << r.roofline.device;
+      << r.roofline.device << ", roles " << join(r.roles, " + ");
   if (r.peak_memory_bytes > 0) out << ", peak GPU memory " << format_si(static_cast<double>(r.peak_memory_bytes), "B");
   if (o.repeats > 1) out << ", the fastest of " << o.repeats << " steps after a warm-up step";
   out << "\n"
       << "MFU: model FLOPs / wall time / GEMM peak. MFU (cpu time): FLOPs per CPU-second / the peak's FLOPs per\n"
          "CPU-second: per-core efficiency, robust to other load; equal to MFU when every thread stays busy, higher\n"
-         "when part of the phase runs on fewer threads.\n";
+         "when part of the phase runs on fewer threads. Peak RSS: the process's peak resident memory during the\n"
+         "phase (all roles; on the CPU).\n";
   return out.str();
 }
 

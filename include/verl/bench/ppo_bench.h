@@ -38,6 +38,7 @@ struct PpoPhase {
   double seconds = 0, cpu_seconds = 0;
   double tokens = 0;
   double flops = 0;  // 0 where no model runs (adv)
+  int64_t peak_rss_bytes = -1;  // the process's peak resident memory during the phase (-1: not measured)
 };
 
 struct PpoBenchResult {
@@ -49,6 +50,7 @@ struct PpoBenchResult {
   int64_t peak_memory_bytes = 0;  // CUDA: the caching allocator's peak over the step (all roles, one device)
   std::string compute_dtype = "fp32";  // the actor's forward precision (mixed_precision.param_dtype, resolved):
                                        // MFU is against the bf16 GEMM peak when it is bf16
+  std::vector<std::string> roles;      // the models the step held: actor (with its rollout), ref, critic
 };
 
 PpoBenchResult run_ppo_bench(const PpoBenchOptions& options);

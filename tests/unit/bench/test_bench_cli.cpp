@@ -123,6 +123,18 @@ TEST(BenchCli, PpoQuick) {
     EXPECT_TRUE(positive_finite(phase["tokens_per_s"])) << phase.dump();
     if (flops.count(names[i])) EXPECT_DOUBLE_EQ(phase["flops"].get<double>(), flops.at(names[i])) << names[i];
   }
+  EXPECT_EQ(p["roles"], nlohmann::json({"actor", "ref", "critic"}));
+  // The roles follow the config as the trainer's do: GRPO without a KL loss holds the actor alone (the memory a
+  // one-model peer is compared with).
+  r = run_command("VERL_LOG_LEVEL=warn " + verl_binary() + " bench ppo --quick --json " + dir +
+                  "/grpo.jsonl algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=false");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("roles actor\n"), std::string::npos) << r.out;
+  const auto grpo = json_lines(dir + "/grpo.jsonl").at(0);
+  EXPECT_EQ(grpo["roles"], nlohmann::json({"actor"}));
+  std::vector<std::string> grpo_names;
+  for (const auto& phase : grpo["phases"]) grpo_names.push_back(phase["phase"]);
+  EXPECT_EQ(grpo_names, (std::vector<std::string>{"gen", "old_log_prob", "adv", "update_actor"}));
 }
 
 TEST(BenchCli, BadInputsAreClearErrors) {
