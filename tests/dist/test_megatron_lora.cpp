@@ -28,6 +28,7 @@
 
 #include "support/digit_completion_setup.h"
 #include "support/dist_run.h"
+#include "support/peft_token_cls.h"
 #include "support/run_command.h"
 #include "verl/model/lora.h"
 #include "verl/model/value_lora.h"
@@ -45,6 +46,13 @@ const DigitCompletionSetup& setup() {
       make_digit_completion_setup(make_temp_dir("dist_megatron_lora_setup"), 8, /*hidden_size=*/32, /*num_layers=*/2,
                                   /*num_heads=*/4);
   return s;
+}
+
+model::LoraSpec rank4_spec() {
+  model::LoraSpec spec;
+  spec.rank = 4;
+  spec.alpha = 8;
+  return spec;
 }
 
 std::vector<std::string> lora_run(const std::string& run_dir, int tp, int steps) {
@@ -179,10 +187,7 @@ TEST(MegatronLora, AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
   const std::string adapter = make_temp_dir("dist_megatron_lora_adapter");
   {
     model::CausalLM m = model::load_model(setup().model_dir);
-    model::LoraSpec spec;
-    spec.rank = 4;
-    spec.alpha = 8;
-    model::add_lora(m, spec, /*seed=*/3);
+    model::add_lora(m, rank4_spec(), /*seed=*/3);
     torch::NoGradGuard no_grad;
     auto gen = at::detail::createCPUGenerator(4);
     for (auto& [name, t] : model::lora_named_parameters(m)) {
@@ -196,23 +201,15 @@ TEST(MegatronLora, AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
     model::LoadOptions options;
     options.head = model::HeadKind::Value;
     model::CausalLM m = model::load_model(setup().model_dir, options);
-    model::LoraSpec spec;
-    spec.rank = 4;
-    spec.alpha = 8;
-    model::add_value_lora(m, spec, /*seed=*/5);
+    model::add_value_lora(m, rank4_spec(), /*seed=*/5);
     torch::NoGradGuard no_grad;
     auto gen = at::detail::createCPUGenerator(6);
-    model::NamedTensors tensors;
     for (auto& [name, t] : model::value_lora_named_parameters(m)) {
       if (name.find("lora_B") != std::string::npos || name == "score.weight") {
         t.copy_(torch::empty(t.sizes()).normal_(0.0, 0.2, gen));
       }
-      tensors.emplace_back("base_model.model." + name, t.detach());
     }
-    model::save_tensors(critic_adapter + "/adapter_model.safetensors", tensors, {{"format", "pt"}});
-    const nlohmann::json config = {{"peft_type", "LORA"}, {"task_type", "TOKEN_CLS"}, {"r", 4}, {"lora_alpha", 8},
-                                   {"target_modules", "all-linear"}, {"modules_to_save", {"classifier", "score"}}};
-    std::ofstream(critic_adapter + "/adapter_config.json") << config.dump(2);
+    write_token_cls_adapter(model::value_lora_named_parameters(m), critic_adapter, 4, 8);
   }
   auto from_adapter = [&](const std::string& dir, int tp) {
     std::vector<std::string> o = lora_run(dir, tp, 2);

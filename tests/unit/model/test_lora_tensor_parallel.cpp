@@ -16,13 +16,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
 #include "support/model_compare.h"
+#include "support/peft_token_cls.h"
 #include "support/run_command.h"
 #include "support/thread_ranks.h"
 #include "support/tiny_model.h"
@@ -36,7 +35,6 @@ namespace verl::model {
 namespace {
 
 using test::max_relative;
-namespace fs = std::filesystem;
 
 HFConfig tiny() {
   HFConfig c = test::tiny_config(Arch::Llama);
@@ -221,14 +219,7 @@ TEST(LoraTensorParallel, ValueModelStateLoadsIntoSlicesAndGathersWhole) {
   const NamedTensors expected = value_lora_full_state(whole);
   const std::string dir = test::make_temp_dir("value_lora_tp");
   save_value_lora_state(whole, dir + "/state.safetensors", "base");
-  // PEFT's TOKEN_CLS folder of the same state (names base_model.model.*, the head in modules_to_save).
-  fs::create_directories(dir + "/peft");
-  NamedTensors prefixed;
-  for (const auto& [name, t] : expected) prefixed.emplace_back("base_model.model." + name, t);
-  save_tensors(dir + "/peft/adapter_model.safetensors", prefixed, {{"format", "pt"}});
-  const nlohmann::json config = {{"peft_type", "LORA"}, {"task_type", "TOKEN_CLS"}, {"r", 4}, {"lora_alpha", 8},
-                                 {"target_modules", "all-linear"}, {"modules_to_save", {"classifier", "score"}}};
-  std::ofstream(dir + "/peft/adapter_config.json") << config.dump(2);
+  test::write_token_cls_adapter(expected, dir + "/peft", 4, 8);  // PEFT's TOKEN_CLS folder of the same state
   CausalLM base(tiny(), HeadKind::Value);
   init_weights(base, 3, true);
   base->to(torch::kFloat64);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "support/peft_token_cls.h"
 #include "support/thread_ranks.h"
 #include "verl/io/safetensors.h"
 #include "verl/model/value_lora.h"
@@ -196,16 +197,9 @@ TEST(CriticLora, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
 
 // A PEFT TOKEN_CLS folder as PEFT writes it for verl's critic (names base_model.model.*, modules_to_save).
 void write_token_cls_adapter(CriticWorker& w, const std::string& dir, const std::string& task_type) {
-  fs::create_directories(dir);
-  model::NamedTensors tensors;
-  for (auto& [name, t] : model::value_lora_named_parameters(w.module())) {
-    tensors.emplace_back("base_model.model." + name, t.detach());
-  }
-  model::save_tensors(dir + "/adapter_model.safetensors", tensors, {{"format", "pt"}});
-  Json config = {{"peft_type", "LORA"}, {"task_type", task_type}, {"r", 4}, {"lora_alpha", 8},
-                 {"target_modules", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
-                 {"modules_to_save", {"classifier", "score"}}, {"bias", "none"}, {"use_dora", false}};
-  std::ofstream(dir + "/adapter_config.json") << config.dump(2);
+  test::write_token_cls_adapter(model::value_lora_named_parameters(w.module()), dir, 4, 8,
+                                {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+                                task_type);
 }
 
 TEST(CriticLora, AdapterPathStartsFromATokenClassificationFolder) {
