@@ -23,8 +23,6 @@ int64_t status_kib_field(const std::string& name) {
 
 }  // namespace
 
-int64_t resident_bytes() { return status_kib_field("VmRSS"); }
-
 int64_t peak_resident_bytes() { return status_kib_field("VmHWM"); }
 
 bool reset_peak_resident() {

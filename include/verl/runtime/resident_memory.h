@@ -1,4 +1,4 @@
-// The process's resident memory as Linux reports it (/proc/self/status), and its peak over a window: the benches
+// The process's peak resident memory as Linux reports it (/proc/self/status), over a window: the benches
 // report which phase sets a run's peak, the figure compared with the peers' (bench/RESULTS.md).
 #pragma once
 
@@ -6,8 +6,7 @@
 
 namespace verl::runtime {
 
-// VmRSS and VmHWM (the peak since the start or the last reset) in bytes; -1 where /proc cannot be read.
-int64_t resident_bytes();
+// VmHWM (the peak since the start or the last reset) in bytes; -1 where /proc cannot be read.
 int64_t peak_resident_bytes();
 // Starts a new peak window (writes 5 to /proc/self/clear_refs: VmHWM restarts from the current VmRSS).
 // Returns false where the kernel does not allow it (then peak_resident_bytes stays the process's peak).
