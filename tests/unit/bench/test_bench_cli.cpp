@@ -1,6 +1,7 @@
 // `verl bench roofline|generate|ppo` in their quick modes (a few seconds): the output has the expected
 // fields, counts are the exact ones for the sizes asked, and the rates are positive and finite. Speed
-// targets are measured by running the benches, never by unit tests.
+// targets are measured by running the benches, never by unit tests. `bench ppo`'s roles follow the config, and
+// each phase reports its peak resident memory (seen failing with reset_peak_resident returning false).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,6 +118,8 @@ TEST(BenchCli, PpoQuick) {
     const auto& phase = p["phases"][i];
     EXPECT_EQ(phase["phase"], names[i]);
     EXPECT_TRUE(positive_finite(phase["seconds"])) << phase.dump();
+    // The process's peak resident memory during the phase (Linux): at least the loaded model's parameters.
+    EXPECT_GT(phase["peak_rss_bytes"].get<int64_t>(), 1 << 20) << phase.dump();
     if (names[i] == "adv") continue;
     EXPECT_EQ(phase["tokens"].get<double>(), names[i] == "gen" ? 16.0 : 48.0) << names[i];
     EXPECT_TRUE(positive_finite(phase["mfu"])) << phase.dump();
