@@ -86,10 +86,10 @@ std::shared_ptr<LoraState> load_peft_value_adapter(CausalLM& model, const std::s
 
 NamedTensors value_lora_full_state(const CausalLM& model) {
   NamedTensors out = lora_full_state(model);  // gathered over the tensor-parallel group
-  torch::NoGradGuard no_grad;
-  // The value head is whole on every tensor-parallel rank (tensor_parallel_model.h).
-  out.emplace_back("score.weight", model->score->weight.detach());
-  if (model->score->bias.defined()) out.emplace_back("score.bias", model->score->bias.detach());
+  // The rest (the value head) is whole on every tensor-parallel rank (tensor_parallel_model.h).
+  for (const auto& [name, t] : value_lora_named_parameters(model)) {
+    if (!is_lora_parameter_name(name)) out.emplace_back(name, t.detach());
+  }
   return out;
 }
 

@@ -189,15 +189,16 @@ TEST(CudaWorkers, LoraPpoStepInFp32EqualsTheCpuStep) {
   expect_metrics_near(gpu.critic_metrics, cpu.critic_metrics, 1e-4, "critic");
   expect_metrics_near(gpu.actor_metrics, cpu.actor_metrics, 1e-4, "actor");
   // Trained adapters: AdamW turns rounding-level gradient differences into steps of up to lr, so by norm.
-  for (const auto* pair : {&gpu.actor_adapters, &gpu.critic_adapters}) {
-    const auto& want = pair == &gpu.actor_adapters ? cpu.actor_adapters : cpu.critic_adapters;
-    ASSERT_EQ(pair->size(), want.size());
+  auto expect_adapters_near = [](const model::NamedTensors& got, const model::NamedTensors& want) {
+    ASSERT_EQ(got.size(), want.size());
     ASSERT_FALSE(want.empty());
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ((*pair)[i].first, want[i].first);
-      EXPECT_LT(relative_error((*pair)[i].second, want[i].second), 1e-3) << want[i].first;
+      EXPECT_EQ(got[i].first, want[i].first);
+      EXPECT_LT(relative_error(got[i].second, want[i].second), 1e-3) << want[i].first;
     }
-  }
+  };
+  expect_adapters_near(gpu.actor_adapters, cpu.actor_adapters);
+  expect_adapters_near(gpu.critic_adapters, cpu.critic_adapters);
   double largest_b = 0;
   for (const auto& [name, t] : cpu.actor_adapters) {
     if (name.find("lora_B") != std::string::npos) largest_b = std::max(largest_b, t.abs().max().item<double>());
