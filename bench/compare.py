@@ -10,8 +10,9 @@ the same prompts, lengths, sampling (temperature 1, no top-k / top-p, responses 
                   `generate` with its dynamic and its static KV cache (bench/hf_generate.py)
   log-prob        one log-prob pass over B x (P + R) = 16 x (448 + 64): `verl bench ppo`'s old_log_prob phase
                   against a transformers forward (bench/peers/hf_forward_backward.py)
-  fwd+bwd         one actor update micro-batch of the same batch (forward, clipped loss, backward, clip, AdamW):
-                  `verl bench ppo`'s update_actor phase against the same in transformers
+  fwd+bwd         one actor update of the same batch (forward, clipped loss, backward, clip, AdamW):
+                  `verl bench ppo`'s update_actor phase against the same in transformers; with
+                  --train-micro-batch b both sides run b sequences at a time and accumulate gradients
   grpo step       16 prompts x 8 samples, 128 response tokens, one update, no reference model: `verl train`
                   (timing_s/step) against TRL's GRPOTrainer (bench/peers/trl_grpo.py)
   ppo step        the same with a critic and GAE: `verl train`; no peer runs on this machine (see RESULTS.md)
@@ -163,6 +164,8 @@ def main():
     parser.add_argument("--train-batch", type=int, default=16, help="log-prob / fwd+bwd rows: sequences")
     parser.add_argument("--train-prompt", type=int, default=448)
     parser.add_argument("--train-response", type=int, default=64)
+    parser.add_argument("--train-micro-batch", type=int, default=0,
+                        help="log-prob / fwd+bwd rows: sequences per micro-batch on both sides (default: all)")
     parser.add_argument("--grpo-prompts", type=int, default=16)
     parser.add_argument("--grpo-samples", type=int, default=8)
     parser.add_argument("--grpo-response-length", type=int, default=128)
@@ -246,12 +249,13 @@ def main():
 
     if "logprob" in rows:
         vj = os.path.join(args.out, "ppo_phases_verl.jsonl")
+        micro = args.train_micro_batch or args.train_batch
         if os.path.exists(vj):
             os.remove(vj)
         _, vrss, _ = runner.run("logprob_fwdbwd_verl", [
             args.verl, "bench", "ppo", "--model-dir", model_dir, "--batch-size", str(args.train_batch), "--n", "1",
             "--prompt-length", str(args.train_prompt), "--response-length", str(args.train_response),
-            "--micro-batch-size", str(args.train_batch), "--repeats", str(args.repeats), "--json", vj]
+            "--micro-batch-size", str(micro), "--repeats", str(args.repeats), "--json", vj]
             + (["--roofline-seconds", "0.2", "--gemm-sizes", "256", "--stream-mib", "32"] if args.quick else [])
             # The actor (and its rollout) alone, as the peer's one model + AdamW: no critic, no reference model.
             + ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=false"])
@@ -260,10 +264,12 @@ def main():
         out, hrss, _ = runner.run("logprob_fwdbwd_hf", [
             py, os.path.join(HERE, "peers", "hf_forward_backward.py"), "--model-dir", model_dir,
             "--batch-size", str(args.train_batch), "--prompt-length", str(args.train_prompt),
-            "--response-length", str(args.train_response), "--repeats", str(args.repeats),
-            "--threads", str(args.threads)])
+            "--response-length", str(args.train_response), "--micro-batch-size", str(micro),
+            "--repeats", str(args.repeats), "--threads", str(args.threads)])
         hf = json.loads(out.strip().splitlines()[-1])
         shape = f"{args.train_batch} x ({args.train_prompt} + {args.train_response})"
+        if micro != args.train_batch:
+            shape += f", micro-batch {micro}"
         for work, phase, key in [("log-prob pass", "old_log_prob", "log_prob_seconds"),
                                  ("forward+backward+AdamW", "update_actor", "forward_backward_seconds")]:
             table.append(dict(work=f"{work}, {shape}", metric="seconds", higher=False,

@@ -3,8 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "verl/common/error.h"
+#include "verl/model/decode_kernels.h"
 
 namespace verl::agent {
 
@@ -17,9 +19,6 @@ ContinuationEngine::ContinuationEngine(model::CausalLM& model, const rollout::Sa
   VERL_CHECK(!model->tp.active(), kComponent, "the multi-turn rollout under tensor parallelism "
              "(actor_rollout_ref.rollout.tensor_model_parallel_size > 1) is not implemented yet");
   VERL_CHECK(params.greedy() || params.temperature > 0, kComponent, "temperature must be >= 0, got ", params.temperature);
-  const auto device = model->model->embed_tokens->weight.device();
-  // The decode kernels' packed weights, once for all the turns of this rollout.
-  if (device.is_cpu()) packing_.emplace(rollout::decode_projection_weights(model));
 }
 
 ContinuationEngine::~ContinuationEngine() = default;
@@ -86,6 +85,11 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
   cache.length = past;
   auto hidden = model->hidden_states(ids.to(device), mask.narrow(1, 0, past + chunk), positions.to(device), &cache);
   auto logits = model->logits(hidden.narrow(1, chunk - 1, 1).squeeze(1)).to(torch::kFloat32);
+
+  // The decode steps' weights packed in place (model/decode_kernels.h) after this turn's prefill, unpacked when the
+  // turn ends: the next turn's prefill reads them as stored.
+  std::optional<model::DecodeWeightPacking> packing;
+  if (budget > 1 && device.is_cpu()) packing.emplace(model::fused_decode_weights(model, cache));
 
   std::vector<ContinueResult> results(n);
   std::vector<int64_t> active(n);  // request index of each cache row

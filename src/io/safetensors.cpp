@@ -198,6 +198,16 @@ const TensorView& SafetensorsFile::get(const std::string& name) const {
   return tensors_[it->second];
 }
 
+void SafetensorsFile::release(const std::string& name) const {
+  const TensorView& view = get(name);
+  // The whole pages inside the tensor's bytes (a neighbour's bytes may share the pages at either end).
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(view.data), end = begin + view.nbytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  // A read-only private file mapping: the dropped pages read back from the file. Failure only costs memory.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorBytes>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -318,6 +328,12 @@ const TensorView& SafetensorsCheckpoint::get(const std::string& name) const {
   auto it = where_.find(name);
   VERL_CHECK(it != where_.end(), kComponent, "tensor '", name, "' is not in the checkpoint");
   return files_[it->second]->get(name);
+}
+
+void SafetensorsCheckpoint::release(const std::string& name) const {
+  auto it = where_.find(name);
+  VERL_CHECK(it != where_.end(), kComponent, "tensor '", name, "' is not in the checkpoint");
+  files_[it->second]->release(name);
 }
 
 std::vector<std::string> write_checkpoint(const std::string& dir, const std::vector<TensorBytes>& tensors,

@@ -4,14 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <mutex>
-#include <string>
 #include <unordered_map>
 
 #include "simd_math.h"
 #include "verl/common/error.h"
-#include "verl/common/logging.h"
 
 namespace verl::model {
 namespace {
@@ -179,64 +175,51 @@ __mmask16 first_columns(int64_t n) {
 }
 
 // W [N, K] -> [ceil(N / 32), K, 32]: panel p holds columns [32p, 32p + 32) of x W^T, zero past N.
-torch::Tensor pack_panels(const torch::Tensor& w_in) {
-  const auto w = w_in.contiguous();
-  const int64_t N = w.size(0), K = w.size(1), panels = (N + kPanelColumns - 1) / kPanelColumns;
-  auto packed = torch::empty({panels, K, kPanelColumns}, w.options());
-  const float* src = w.data_ptr<float>();
-  float* dst = packed.data_ptr<float>();
-  at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
+// Rows [32p, 32p + 32) of a weight [N, K] (N a multiple of 32) and its panel p [K][32] occupy the same K * 32
+// floats, so packing transposes each block where it lies, through a per-thread scratch copy of the block: the
+// weights are never held twice. Unpacking is the inverse transposition (a permutation: bit for bit).
+void transpose_panels(float* data, int64_t N, int64_t K, bool to_panels) {
+  at::parallel_for(0, N / kPanelColumns, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(K * kPanelColumns));
     for (int64_t p = begin; p < end; ++p) {
-      float* panel = dst + p * K * kPanelColumns;
-      const int64_t columns = std::min(kPanelColumns, N - p * kPanelColumns);
-      if (columns < kPanelColumns) std::fill(panel, panel + K * kPanelColumns, 0.0f);
-      // 16 k at a time so the panel lines being written stay in L1 while 32 weight rows stream past.
-      for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        const int64_t kn = std::min<int64_t>(16, K - k0);
-        for (int64_t n = 0; n < columns; ++n) {
-          const float* row = src + (p * kPanelColumns + n) * K + k0;
-          for (int64_t k = 0; k < kn; ++k) panel[(k0 + k) * kPanelColumns + n] = row[k];
+      float* block = data + p * K * kPanelColumns;
+      std::copy(block, block + K * kPanelColumns, scratch.data());
+      const float* from = scratch.data();
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t n = 0; n < kPanelColumns; ++n) {
+          if (to_panels) {
+            block[k * kPanelColumns + n] = from[n * K + k];
+          } else {
+            block[n * K + k] = from[k * kPanelColumns + n];
+          }
         }
       }
     }
   });
-  return packed;
 }
-
-// MemAvailable from /proc/meminfo in bytes, or -1 where it cannot be read.
-int64_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  int64_t kib = 0;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return -1;
-}
-
-// The version counter, which in-place ops bump; inference tensors have none (-1: only the data pointer and
-// shape are checked for them).
-int64_t version_of(const torch::Tensor& w) { return w.is_inference() ? -1 : w._version(); }
 
 struct PackedWeight {
-  const void* data;  // the weight's storage when packed
-  int64_t version;   // and its version counter: an in-place change since packing bumps it
+  c10::Storage storage;  // keeps the memory alive until it is unpacked
+  float* data;           // the weight's first element: panels [N / 32][K][32] while packed
   int64_t n, k;
-  torch::Tensor panels;
+  bool owned;  // packed by this scope; an enclosing scope's entries are only looked up
 };
-using PackedWeights = std::unordered_map<const c10::TensorImpl*, PackedWeight>;
+// Keyed by the data pointer, so every tensor over the packed memory finds it (not only the one passed in).
+using PackedWeights = std::unordered_map<const void*, PackedWeight>;
 
 // The innermost DecodeWeightPacking of this thread (thread-rank tests run several rollouts at once).
 thread_local const PackedWeights* active_packing = nullptr;
 
 const PackedWeight* packed_for(const torch::Tensor& w) {
-  if (active_packing == nullptr || !w.defined()) return nullptr;
-  const auto it = active_packing->find(w.unsafeGetTensorImpl());
+  if (active_packing == nullptr || !w.defined() || !w.has_storage()) return nullptr;
+  const auto it = active_packing->find(w.data_ptr());
   if (it == active_packing->end()) return nullptr;
   const PackedWeight& p = it->second;
-  const bool unchanged = w.dim() == 2 && w.size(0) == p.n && w.size(1) == p.k && w.data_ptr() == p.data &&
-                         version_of(w) == p.version;
-  return unchanged ? &p : nullptr;
+  VERL_ASSERT(w.dim() == 2 && w.size(0) == p.n && w.size(1) == p.k && w.is_contiguous(), kComponent,
+              "a tensor ", w.sizes(), " over a weight packed for the decode step [", p.n, ", ", p.k,
+              "] was read while it is packed");
+  return &p;
 }
 
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, const float*,
@@ -270,7 +253,7 @@ TileFn tile_for(int64_t mr, int64_t nr, bool wide) {
 
 struct Job {
   const float* weight;
-  const float* panels;    // the packed copy (pack_panels), or null
+  const float* panels;    // the packed weight (panels), or null
   const float* bias;      // or null
   const float* residual;  // or null
   float* out;
@@ -370,7 +353,7 @@ std::vector<torch::Tensor> run_skinny(const torch::Tensor& x_in, const std::vect
                  residual.sizes());
     }
     const PackedWeight* packed = packed_for(p.weight);
-    jobs.push_back({weights.back().data_ptr<float>(), packed ? packed->panels.data_ptr<float>() : nullptr,
+    jobs.push_back({weights.back().data_ptr<float>(), packed ? packed->data : nullptr,
                     biases.back().defined() ? biases.back().data_ptr<float>() : nullptr,
                     residual.defined() ? residual.data_ptr<float>() : nullptr, outs.back().data_ptr<float>(),
                     p.weight.size(0)});
@@ -423,43 +406,68 @@ VERL_AVX2 void silu_mul_range(const float* g, const float* u, float* out, int64_
 struct DecodeWeightPacking::Impl {
   PackedWeights packed;
   const PackedWeights* outer;
+  size_t owned = 0;
+
+  void unpack_owned() {
+    for (auto& [data, p] : packed) {
+      if (p.owned) transpose_panels(p.data, p.n, p.k, /*to_panels=*/false);
+    }
+  }
 };
 
 DecodeWeightPacking::DecodeWeightPacking(const std::vector<torch::Tensor>& weights) : impl_(std::make_unique<Impl>()) {
   impl_->outer = active_packing;
+  if (impl_->outer != nullptr) {
+    for (const auto& [data, p] : *impl_->outer) impl_->packed.emplace(data, PackedWeight{p.storage, p.data, p.n, p.k, false});
+  }
   active_packing = &impl_->packed;
   if (!simd::cpu_has_avx512f() || !simd::decode_kernels_enabled()) return;  // the broadcast kernel is AVX-512 only
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> packable;
-  int64_t bytes = 0;
-  for (const auto& w : weights) {
-    if (w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 && w.numel() > 0) {
-      packable.push_back(w);
-      bytes += (w.size(0) + kPanelColumns - 1) / kPanelColumns * kPanelColumns * w.size(1) * 4;
+  try {
+    for (const auto& w : weights) {
+      const bool packable = w.defined() && w.dim() == 2 && w.device().is_cpu() && w.scalar_type() == torch::kFloat32 &&
+                            w.is_contiguous() && w.numel() > 0 && w.size(0) % kPanelColumns == 0;
+      if (!packable || impl_->packed.count(w.data_ptr()) > 0) continue;  // packed already (here or by an outer scope)
+      auto& p = impl_->packed[w.data_ptr()];
+      p = PackedWeight{w.storage(), w.data_ptr<float>(), w.size(0), w.size(1), false};
+      transpose_panels(p.data, p.n, p.k, /*to_panels=*/true);
+      p.owned = true;
+      ++impl_->owned;
     }
-  }
-  // An optimization must not be what runs the machine out of memory: with less than twice the copy's size
-  // available, the dot-product kernel runs on the weights as stored.
-  const int64_t available = available_memory_bytes();
-  const bool fits = available < 0 || bytes <= available / 2;
-  if (!fits) {
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      VERL_LOG(Info, "model") << "decode step: not repacking " << bytes / (1 << 20) << " MiB of weights ("
-                              << available / (1 << 20) << " MiB available); the slower unpacked kernel runs";
-    });
-    return;
-  }
-  for (const auto& w : packable) {
-    if (impl_->packed.count(w.unsafeGetTensorImpl()) > 0) continue;
-    impl_->packed.emplace(w.unsafeGetTensorImpl(),
-                          PackedWeight{w.data_ptr(), version_of(w), w.size(0), w.size(1), pack_panels(w)});
+  } catch (...) {  // no weight stays packed past a failed construction
+    impl_->unpack_owned();
+    active_packing = impl_->outer;
+    throw;
   }
 }
 
-DecodeWeightPacking::~DecodeWeightPacking() { active_packing = impl_->outer; }
+DecodeWeightPacking::~DecodeWeightPacking() {
+  impl_->unpack_owned();
+  active_packing = impl_->outer;
+}
 
-size_t DecodeWeightPacking::size() const { return impl_->packed.size(); }
+size_t DecodeWeightPacking::size() const { return impl_->owned; }
+
+bool packed_for_decode(const torch::Tensor& weight) { return packed_for(weight) != nullptr; }
+
+torch::Tensor embedding_rows(const torch::Tensor& weight, const torch::Tensor& ids) {
+  const PackedWeight* p = packed_for(weight);
+  if (p == nullptr) return torch::embedding(weight, ids);
+  const auto flat = ids.to(torch::kCPU, torch::kInt64).contiguous().view({-1});
+  const int64_t rows = flat.size(0), K = p->k;
+  auto out = torch::empty({rows, K}, weight.options().requires_grad(false));
+  const int64_t* id = flat.data_ptr<int64_t>();
+  float* o = out.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    VERL_CHECK(id[r] >= 0 && id[r] < p->n, kComponent, "token id ", id[r], " is outside the embedding's ", p->n,
+               " rows");
+    // Row id is column id % 32 of panel id / 32: one float per k, 32 apart.
+    const float* column = p->data + id[r] / kPanelColumns * K * kPanelColumns + id[r] % kPanelColumns;
+    for (int64_t k = 0; k < K; ++k) o[r * K + k] = column[k * kPanelColumns];
+  }
+  auto shape = ids.sizes().vec();
+  shape.push_back(K);
+  return out.view(shape);
+}
 
 bool decode_kernels_apply(const torch::Tensor& x) {
   return simd::decode_kernels_enabled() && simd::cpu_has_avx2_fma() && x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
@@ -501,8 +509,8 @@ torch::Tensor skinny_glu(const torch::Tensor& x_in, const SkinnyProjection& gate
   const auto up_bias = up.bias.defined() ? up.bias.contiguous() : torch::Tensor();
   auto out = torch::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
-  const float* gp = g->panels.data_ptr<float>();
-  const float* upp = u->panels.data_ptr<float>();
+  const float* gp = g->data;
+  const float* upp = u->data;
   const float* gbp = gate_bias.defined() ? gate_bias.data_ptr<float>() : nullptr;
   const float* ubp = up_bias.defined() ? up_bias.data_ptr<float>() : nullptr;
   float* op = out.data_ptr<float>();

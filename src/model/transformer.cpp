@@ -229,12 +229,38 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
   return skinny_linear(act, projection(mlp.down_proj), h).view({B, 1, H});
 }
 
+// The weights of a decoder layer's projections, in the order fused_decode_layer multiplies by them.
+std::vector<torch::Tensor> projection_weights(const DecoderLayerImpl& layer) {
+  const auto& attn = *layer.self_attn;
+  const auto& mlp = *layer.mlp;
+  return {attn.q_proj->weight,  attn.k_proj->weight, attn.v_proj->weight, attn.o_proj->weight,
+          mlp.gate_proj->weight, mlp.up_proj->weight, mlp.down_proj->weight};
+}
+
 }  // namespace
+
+std::vector<torch::Tensor> fused_decode_weights(CausalLM& model, const KVCache& cache) {
+  if (model->head != HeadKind::LM || model->tp.active() || cache.k.empty()) return {};
+  // A decode step's input: [rows, 1, hidden] in the model's dtype, on its device, under the caller's grad mode.
+  const auto probe = torch::zeros({1, 1, model->config.hidden_size}, model->model->embed_tokens->weight.options());
+  std::vector<torch::Tensor> weights;
+  for (const auto& layer : model->model->layer_list) {
+    if (!fused_decode_applies(*layer, probe, &cache)) return {};
+    for (auto& w : projection_weights(*layer)) weights.push_back(w);
+  }
+  // The LM head (decode_step_logits runs it on skinny_linear), the input embedding when tied to it.
+  weights.push_back(model->lm_head ? model->lm_head->weight : model->model->embed_tokens->weight);
+  return weights;
+}
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
   if (fused_decode_applies(*this, x, cache)) {
     return fused_decode_layer(*this, x, cos, sin, mask_bias, *cache, layer);
+  }
+  for (const auto& w : projection_weights(*this)) {
+    VERL_ASSERT(!packed_for_decode(w), kComponent, "layer ", layer, ": the general forward would read weights packed "
+                "for the decode step (a prefill or unfused step inside a DecodeWeightPacking scope)");
   }
   auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer);
   return h + mlp->forward(post_attention_layernorm->forward(h));
@@ -288,8 +314,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   const bool ulysses = sequence_parallel.active() && cache == nullptr;
   const auto ids = ulysses ? parallel::slice_sequence(input_ids, 1, *sequence_parallel.comm) : input_ids;
   const auto positions = ulysses ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
+  // embedding_rows: the table may be packed for the decode step (tied to the LM head).
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
-                       : embed_tokens->forward(ids.to(device));
+                       : embedding_rows(embed_tokens->weight, ids.to(device));
 
   // Rotary embeddings in fp32, then cast (HF computes them with autocast disabled).
   if (inv_freq.device() != device) inv_freq = inv_freq.to(device);
@@ -346,6 +373,8 @@ CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGrou
 torch::Tensor CausalLMImpl::logits_shard(const torch::Tensor& hidden) {
   VERL_CHECK(head == HeadKind::LM, kComponent, "this model has a value head, not an LM head");
   const auto& weight = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  VERL_ASSERT(!packed_for_decode(weight), kComponent, "the LM head's weight is packed for the decode step; "
+              "the decode step's logits come from rollout::decode_step_logits");
   return torch::nn::functional::linear(column_input(hidden, tp), weight);
 }
 

@@ -95,7 +95,10 @@ void save_tensors(const std::string& path, const NamedTensors& tensors,
 NamedTensors load_tensors(const std::string& path) {
   io::SafetensorsCheckpoint ckpt(path);
   NamedTensors out;
-  for (const auto& name : ckpt.names()) out.emplace_back(name, tensor_from_view(ckpt.get(name)));
+  for (const auto& name : ckpt.names()) {
+    out.emplace_back(name, tensor_from_view(ckpt.get(name)));
+    ckpt.release(name);  // the copy is what stays resident
+  }
   return out;
 }
 
@@ -127,7 +130,11 @@ void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const Lo
                    view.dtype != io::DType::I8 && view.dtype != io::DType::U8,
                kComponent, "tensor '", name, "' has integer dtype ", io::dtype_name(view.dtype),
                "; weights must be floating point");
-    p.copy_(tensor_from_view(view).to(p.scalar_type()));
+    // Straight from the mapped file into the parameter (converting the dtype on the way), then out of the
+    // resident set: loading peaks at the model plus one tensor of the file.
+    p.copy_(torch::from_blob(const_cast<uint8_t*>(view.data), view.shape,
+                             torch::TensorOptions().dtype(to_torch_dtype(view.dtype))));
+    ckpt.release(name);
   }
   if (fresh_score) init_value_head(model, options.value_head_seed);
 }

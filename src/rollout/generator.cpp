@@ -75,18 +75,6 @@ torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hi
   return model->logits(hidden);
 }
 
-// The weights the decode step multiplies by: every 2-D parameter but the input embedding, which is a lookup
-// unless it doubles as the LM head (tie_word_embeddings).
-std::vector<torch::Tensor> decode_projection_weights(model::CausalLM& model) {
-  std::vector<torch::Tensor> weights;
-  const auto* embedding = model->model->embed_tokens->weight.unsafeGetTensorImpl();
-  const bool tied = model->head == model::HeadKind::LM && !model->lm_head;
-  for (const auto& p : model->parameters()) {
-    if (p.dim() == 2 && (tied || p.unsafeGetTensorImpl() != embedding)) weights.push_back(p);
-  }
-  return weights;
-}
-
 namespace {
 // sample_from_probs on the CPU without materializing the fp64 cdf: per row, the same sequential fp64 running
 // sum as cumsum, stopped at the first index whose cdf exceeds the target, so the same token comes out.
@@ -297,12 +285,13 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   const double prefill_seconds = prefill_watch.wall_seconds(), prefill_cpu_seconds = prefill_watch.cpu_seconds();
   Stopwatch decode_watch;
   int64_t decode_steps = 0;
-  // The decode step's projections on packed copies of the weights (model/decode_kernels.h), for this call only.
-  std::optional<model::DecodeWeightPacking> packing;
-  if (R > 1 && !model->tp.active() && device.is_cpu()) packing.emplace(decode_projection_weights(model));
   // On CUDA the step is captured once as a graph and replayed (rollout/cuda_graph_decode.h).
   std::optional<CudaGraphDecode> graph;
   if (R > 1 && !params.enforce_eager && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, out_pmask, next_pos);
+  // Otherwise, on the CPU, the decode step's weights packed in place for the broadcast kernel
+  // (model/decode_kernels.h), from after the prefill to the end of this loop: nothing else reads the model meanwhile.
+  std::optional<model::DecodeWeightPacking> packing;
+  if (R > 1 && !graph && device.is_cpu()) packing.emplace(model::fused_decode_weights(model, cache));
   for (int64_t t = 0; t < R; ++t) {
     torch::Tensor tokens;
     if (greedy) {

@@ -16,7 +16,6 @@
 #include <optional>
 #include <vector>
 
-#include "verl/model/decode_kernels.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/generator.h"
 
@@ -55,7 +54,6 @@ class ContinuationEngine {
   model::CausalLM& model_;
   rollout::SamplingParams params_;
   at::Generator generator_;
-  std::optional<model::DecodeWeightPacking> packing_;
   int64_t prefill_tokens_ = 0;
 };
 

@@ -50,6 +50,10 @@ class SafetensorsFile {
   // Throws naming the tensor and the file when absent.
   const TensorView& get(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Drops the mapped pages under a tensor's bytes from this process's resident set (they stay in the page cache;
+  // a later read maps them again). A loader calls it once it has copied the tensor out, so that loading holds
+  // the model and one tensor of the file at a time, not the model and the whole file.
+  void release(const std::string& name) const;
 
  private:
   std::string path_;
@@ -83,6 +87,7 @@ class SafetensorsCheckpoint {
   std::vector<std::string> names() const;  // sorted
   bool contains(const std::string& name) const { return where_.count(name) > 0; }
   const TensorView& get(const std::string& name) const;
+  void release(const std::string& name) const;  // SafetensorsFile::release
   size_t num_files() const { return files_.size(); }
 
  private:

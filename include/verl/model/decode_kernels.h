@@ -9,9 +9,9 @@
 //     layout (no packing), columns spread over the intra-op threads; several
 //     projections of the same x (q, k, v; gate, up) share one parallel region.
 //     While a DecodeWeightPacking is alive on the calling thread, the weights it holds run on a broadcast
-//     kernel over a repacked copy instead: an 8-row x 32-column register tile of 512-bit vectors, W read as
-//     [K][32] panels (one 128-byte line per k, no horizontal sums). Measured alone at 64 rows: 265-312
-//     GFLOP/s against 156-185 for the dot-product tile (bench/RESULTS.md).
+//     kernel over [K][32] panels instead: an 8-row x 32-column register tile of 512-bit vectors (one 128-byte
+//     line per k, no horizontal sums). Measured alone at 64 rows: 265-312 GFLOP/s against 156-185 for the
+//     dot-product tile (bench/RESULTS.md).
 //   - rms_norm_rows, silu_mul: one pass each (the rotary embedding runs inside decode_attention_step).
 // Rounding differs from LibTorch's at the 1e-7 relative level (other summation orders); transformer.cpp
 // uses them only for the decode step, where the KV-cache tests hold decode logits to the full forward's.
@@ -55,12 +55,15 @@ torch::Tensor skinny_linear(const torch::Tensor& x, const SkinnyProjection& proj
 torch::Tensor skinny_glu(const torch::Tensor& x, const SkinnyProjection& gate, const SkinnyProjection& up,
                          const RowNorm& norm = {});
 
-// Repacked copies of fp32 [N, K] weights for skinny_linear's broadcast kernel, in force on this thread while the
-// object lives (scopes nest). The rollout makes one per generation, after the prefill: weights do not change
-// while it runs, and the copy (the size of the packed weights) is freed when it ends. A weight whose data
-// pointer, shape or version counter changed since packing is not looked up (the dot-product kernel runs).
-// Packs nothing on a CPU without AVX-512F, or when less than twice the copy's size is available (MemAvailable).
-// The copy is the size of the weights (padded to 32 rows), so generation briefly holds them twice.
+// fp32 [N, K] weights rearranged in place into skinny_linear's [K][32] panels while the object lives, in force
+// on this thread (scopes nest; a weight an outer scope packed is not packed again), and put back bit for bit when
+// it ends (or when its construction fails). The rearrangement is done where the weights lie, block by block, so
+// it costs no memory beyond one block per thread. While packed, a weight must be read only through
+// skinny_linear / skinny_glu / embedding_rows: the rollout packs what fused_decode_weights (model/transformer.h)
+// names after its prefill and unpacks before anything else reads the model, and the general forward and the LM
+// head check that nothing they read is packed. No other thread may read the weights meanwhile.
+// Packs nothing on a CPU without AVX-512F; skips weights that are not contiguous or whose N is not a multiple of
+// 32 (the dot-product kernel reads them as stored).
 class DecodeWeightPacking {
  public:
   explicit DecodeWeightPacking(const std::vector<torch::Tensor>& weights);
@@ -74,6 +77,13 @@ class DecodeWeightPacking {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `weight` is packed on this thread (its memory holds panels, not [N, K] rows).
+bool packed_for_decode(const torch::Tensor& weight);
+
+// Rows `ids` of an embedding table [N, K] (torch::embedding), read through the panels while the table is packed:
+// with tie_word_embeddings the LM head's weight is also the input embedding.
+torch::Tensor embedding_rows(const torch::Tensor& weight, const torch::Tensor& ids);
 
 // HF's RMSNorm over the last dimension of x [M, H]: weight * (x * rsqrt(mean(x^2) + eps)).
 torch::Tensor rms_norm_rows(const torch::Tensor& x, const torch::Tensor& weight, double eps);

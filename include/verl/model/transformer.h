@@ -189,6 +189,12 @@ struct CausalLMImpl : torch::nn::Module {
 };
 TORCH_MODULE(CausalLM);
 
+// The weights a decode step (one token per row into `cache`) multiplies by when it runs on the fused CPU kernels
+// (model/decode_kernels.h): every layer's q/k/v/o and gate/up/down projections and the LM head (the input
+// embedding when tied), for model::DecodeWeightPacking. Empty where the step would not run fused for this model,
+// cache and the caller's grad mode (a CUDA or bf16 model, tensor parallelism, a LoRA side path, a value head).
+std::vector<torch::Tensor> fused_decode_weights(CausalLM& model, const KVCache& cache);
+
 // Ulysses sequence parallelism over `group` for the forwards without a cache (parallel/ulysses.h): the decoder
 // and every attention layer. response_log_probs / response_values then pad the sequence to a multiple of the
 // group size and gather their outputs, so every rank of the group returns the whole [B,R]. Errors, naming `key`,

@@ -69,10 +69,9 @@ torch::Tensor sampling_probs(const torch::Tensor& logits, double temperature, in
 torch::Tensor sample_from_probs(const torch::Tensor& probs, at::Generator& generator);
 
 // The decode step's logits [rows, V] from final hidden states [rows, hidden] (the skinny LM-head kernel where it
-// applies), and the weights a decode step multiplies by (for model::DecodeWeightPacking): shared with the
-// multi-turn engine (agent/continuation_engine.h).
+// applies, which reads a head packed by model::DecodeWeightPacking): shared with the multi-turn engine
+// (agent/continuation_engine.h).
 torch::Tensor decode_step_logits(model::CausalLM& model, const torch::Tensor& hidden);
-std::vector<torch::Tensor> decode_projection_weights(model::CausalLM& model);
 
 // prompts [B, P] left-padded, prompt_mask [B, P] (1 = real token; each row needs at least one).
 GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, const torch::Tensor& prompt_mask,

@@ -80,6 +80,44 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(f.get("f64").data) % 8, 0u);
 }
 
+// This process's resident file-backed pages (RssFile in /proc/self/status), in KiB.
+int64_t resident_file_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  int64_t kib = -1;
+  while (status >> key) {
+    if (key == "RssFile:") {
+      status >> kib;
+      return kib;
+    }
+    status.ignore(1 << 12, '\n');
+  }
+  return -1;
+}
+
+// release() takes a tensor's pages out of the resident set (what loading relies on to hold the model and one
+// tensor of the file at a time); the bytes read back the same afterwards, and its neighbours are untouched.
+TEST(Safetensors, ReleasedTensorsLeaveTheResidentSetAndReadBackTheSame) {
+  const std::string dir = make_temp_dir("st_release");
+  std::vector<float> big(16 << 20);  // 64 MiB
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 9973) - 17.25f;
+  const float small[] = {1.5f, -2.0f, 3.25f};
+  write_safetensors(dir + "/r.safetensors", {{"small", DType::F32, {3}, small, sizeof small},
+                                             {"big", DType::F32, {16 << 20}, big.data(), big.size() * 4},
+                                             {"tail", DType::F32, {3}, small, sizeof small}});
+  SafetensorsCheckpoint ckpt(dir + "/r.safetensors");
+  const TensorView& v = ckpt.get("big");
+  EXPECT_EQ(std::memcmp(v.data, big.data(), v.nbytes), 0);  // every page resident now
+  const int64_t before = resident_file_kib();
+  ASSERT_GT(before, 60 << 10) << "RssFile not readable or the mapping not resident";
+  ckpt.release("big");
+  EXPECT_LT(resident_file_kib(), before - (60 << 10)) << "the tensor's pages stayed resident";
+  EXPECT_EQ(std::memcmp(ckpt.get("small").data, small, sizeof small), 0);
+  EXPECT_EQ(std::memcmp(ckpt.get("tail").data, small, sizeof small), 0);
+  EXPECT_EQ(std::memcmp(v.data, big.data(), v.nbytes), 0) << "released bytes read back differently";
+  EXPECT_THROW(ckpt.release("nope"), Error);
+}
+
 TEST(Safetensors, WriterRejectsSizeMismatchAndDuplicates) {
   const std::string dir = make_temp_dir("st_writer_bad");
   const float x[3] = {1, 2, 3};

@@ -84,72 +84,90 @@ TEST(DecodeKernels, PackedWeightsMatchLinearForEveryTileShape) {
   torch::manual_seed(15);
   for (int64_t K : {8, 40, 512}) {
     std::vector<SkinnyProjection> ps;
-    for (int64_t N : {1, 5, 16, 17, 31, 32, 33, 70}) {
+    for (int64_t N : {1, 5, 16, 17, 31, 32, 33, 70, 96}) {
       ps.push_back({torch::randn({N, K}), N % 2 ? torch::randn({N}) : torch::Tensor()});
     }
     std::vector<torch::Tensor> weights;
     for (const auto& p : ps) weights.push_back(p.weight);
+    // The formulas read copies: packing rearranges the weights themselves.
+    std::vector<SkinnyProjection> stored;
+    for (const auto& p : ps) stored.push_back({p.weight.clone(), p.bias});
     DecodeWeightPacking packing(weights);
     if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
-    ASSERT_EQ(packing.size(), ps.size());
+    ASSERT_EQ(packing.size(), 2u) << "only N = 32 and 96 are multiples of the panel width";  // the rest run unpacked
     for (int64_t M : {1, 3, 8, 9, 15, 64, 67}) {
       SCOPED_TRACE("M " + std::to_string(M) + " K " + std::to_string(K));
       auto x = torch::randn({M, K});
-      expect_projections_match(skinny_linear(x, ps), ps, x);
-      auto residual = torch::randn({M, 33});
-      auto got = skinny_linear(x, ps[6], residual);
-      EXPECT_LT(max_abs(got, linear_fp64(x, ps[6]) + residual.to(torch::kFloat64)),
-                2e-5 * std::sqrt(static_cast<double>(K)));
-      auto norm_w = torch::randn({K});
-      auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[6]}).front();
-      EXPECT_LT(max_abs(normed, linear_fp64(rms_norm_fp64(x * 5, norm_w, 1e-6), ps[6])),
-                2e-5 * std::sqrt(static_cast<double>(K)));
+      expect_projections_match(skinny_linear(x, ps), stored, x);
+      for (size_t j : {size_t{6}, size_t{8}}) {  // N 33 unpacked, N 96 packed
+        const int64_t N = ps[j].weight.size(0);
+        auto residual = torch::randn({M, N});
+        auto got = skinny_linear(x, ps[j], residual);
+        EXPECT_LT(max_abs(got, linear_fp64(x, stored[j]) + residual.to(torch::kFloat64)),
+                  2e-5 * std::sqrt(static_cast<double>(K)));
+        auto norm_w = torch::randn({K});
+        auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[j]}).front();
+        EXPECT_LT(max_abs(normed, linear_fp64(rms_norm_fp64(x * 5, norm_w, 1e-6), stored[j])),
+                  2e-5 * std::sqrt(static_cast<double>(K)));
+      }
     }
   }
 }
 
-// The packed copy is what runs while the scope lives, and only while the weight is unchanged: a write through
-// the data pointer (no version bump) is not seen, an in-place op (which bumps the version) is, and so is
-// everything after the scope ends.
-TEST(DecodeKernels, PackedWeightsAreUsedOnlyWhileUnchangedAndInScope) {
+// Packing rearranges the weight where it lies and puts it back bit for bit when the scope ends, even when the
+// scope is left by an exception; a nested scope does not pack it twice; other tensors over the same memory find
+// the packing; a weight whose N is not a multiple of 32 is left as stored.
+TEST(DecodeKernels, PackingIsInPlaceAndUndoneBitForBit) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   torch::NoGradGuard no_grad;
   torch::manual_seed(16);
   auto x = torch::randn({9, 48});
-  auto w = torch::randn({40, 48});
-  const auto before = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
+  auto w = torch::randn({64, 48}), odd = torch::randn({40, 48});
+  const auto w_stored = w.clone(), odd_stored = odd.clone();
+  const void* memory = w.data_ptr();
+  const auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w_stored.to(torch::kFloat64));
+  const auto ids = torch::tensor({{0, 63, 31}, {32, 5, 40}}, torch::kInt64);
   {
-    DecodeWeightPacking packing({w});
+    DecodeWeightPacking packing({w, odd});
     if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
-    float* raw = w.data_ptr<float>();
-    for (int64_t i = 0; i < w.numel(); ++i) raw[i] = -raw[i];  // behind the version counter's back
-    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), before), 1e-4) << "the packed copy did not run";
-    w.mul_(-1);  // back to the packed values, through an op: the version changes
-    w.add_(1);
-    auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
-    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a stale packed copy ran";
+    EXPECT_EQ(packing.size(), 1u);
+    EXPECT_EQ(w.data_ptr(), memory) << "packed into new memory";
+    EXPECT_FALSE(torch::equal(w, w_stored)) << "the weight's memory does not hold the panels";
+    EXPECT_TRUE(torch::equal(odd, odd_stored));
+    EXPECT_TRUE(packed_for_decode(w));
+    EXPECT_TRUE(packed_for_decode(w.view({64, 48})));  // another tensor over the same memory
+    EXPECT_FALSE(packed_for_decode(odd));
+    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+    EXPECT_TRUE(torch::equal(embedding_rows(w, ids), torch::embedding(w_stored, ids)));
     {
-      DecodeWeightPacking inner({w});  // nested: packs the new values, then hands back to the outer scope
+      DecodeWeightPacking inner({w});
+      EXPECT_EQ(inner.size(), 0u) << "packed twice";
       EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
     }
+    EXPECT_TRUE(packed_for_decode(w)) << "the inner scope unpacked the outer scope's weight";
     EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
   }
-  float* raw = w.data_ptr<float>();
-  for (int64_t i = 0; i < w.numel(); ++i) raw[i] *= 2;
-  auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
-  EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4) << "a packed copy outlived its scope";
+  EXPECT_TRUE(torch::equal(w, w_stored)) << "not put back bit for bit";
+  EXPECT_FALSE(packed_for_decode(w));
+  EXPECT_TRUE(torch::equal(embedding_rows(w, ids), torch::embedding(w_stored, ids)));
+  try {
+    DecodeWeightPacking packing({w});
+    throw std::runtime_error("leaves the scope");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_TRUE(torch::equal(w, w_stored)) << "an exception left the weight packed";
 }
 
-// Weights made under InferenceMode have no version counter: they are packed and used all the same.
+// Weights made under InferenceMode are packed and used all the same.
 TEST(DecodeKernels, PackedWeightsAcceptInferenceTensors) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   c10::InferenceMode inference;
   auto x = torch::randn({5, 32});
-  auto w = torch::randn({40, 32});
+  auto w = torch::randn({64, 32});
   ASSERT_TRUE(w.is_inference());
+  const auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
   DecodeWeightPacking packing({w});
   if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
-  auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
   EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
 }
 
@@ -160,10 +178,11 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(17);
   for (int64_t K : {8, 48}) {
-    for (int64_t N : {8, 16, 24, 40, 64}) {
+    for (int64_t N : {8, 16, 24, 32, 40, 64}) {
       for (bool bias : {false, true}) {
         SkinnyProjection gate{torch::randn({N, K}), bias ? torch::randn({N}) * 30 : torch::Tensor()};
         SkinnyProjection up{torch::randn({N, K}), bias ? torch::randn({N}) : torch::Tensor()};
+        const auto gate_w = gate.weight.to(torch::kFloat64), up_w = up.weight.to(torch::kFloat64);  // as stored
         for (bool packed : {false, true}) {
           std::vector<torch::Tensor> weights;
           if (packed) weights = {gate.weight, up.weight};
@@ -174,9 +193,9 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
                          (bias ? " bias" : "") + (packed ? " packed" : ""));
             auto x = torch::randn({M, K}) * 2;
             auto xd = x.to(torch::kFloat64);
-            auto g = torch::nn::functional::linear(xd, gate.weight.to(torch::kFloat64),
+            auto g = torch::nn::functional::linear(xd, gate_w,
                                                    bias ? gate.bias.to(torch::kFloat64) : torch::Tensor());
-            auto u = torch::nn::functional::linear(xd, up.weight.to(torch::kFloat64),
+            auto u = torch::nn::functional::linear(xd, up_w,
                                                    bias ? up.bias.to(torch::kFloat64) : torch::Tensor());
             auto want = g * torch::sigmoid(g) * u;
             auto got = skinny_glu(x, gate, up);
@@ -185,9 +204,9 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
             // With the input norm applied on the way in.
             auto norm_w = torch::rand({K}) + 0.5;
             auto xn = rms_norm_fp64(x, norm_w, 1e-5);
-            auto gn = torch::nn::functional::linear(xn, gate.weight.to(torch::kFloat64),
+            auto gn = torch::nn::functional::linear(xn, gate_w,
                                                     bias ? gate.bias.to(torch::kFloat64) : torch::Tensor());
-            auto un = torch::nn::functional::linear(xn, up.weight.to(torch::kFloat64),
+            auto un = torch::nn::functional::linear(xn, up_w,
                                                     bias ? up.bias.to(torch::kFloat64) : torch::Tensor());
             auto want_normed = gn * torch::sigmoid(gn) * un;
             EXPECT_LT(max_abs(skinny_glu(x, gate, up, RowNorm{norm_w, 1e-5}), want_normed),
@@ -240,7 +259,13 @@ TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
   if (!kernels_here()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   for (Arch arch : {Arch::Llama, Arch::Qwen2, Arch::Qwen3}) {
     SCOPED_TRACE(static_cast<int>(arch));
-    CausalLM m(tiny(arch));
+    // Widths of 64 so that gate / up and the LM head pack too (k / v stay at 16 or 32); Qwen2 ties the head to
+    // the input embedding, which the step then reads through the panels.
+    auto config = tiny(arch);
+    config.vocab_size = 64;
+    config.intermediate_size = 64;
+    config.tie_word_embeddings = arch == Arch::Qwen2;
+    CausalLM m(config);
     init_weights(m, 4, /*perturb=*/true);
     auto ids = torch::tensor({{39, 39, 4, 9, 2, 17, 30, 5}, {1, 12, 7, 3, 22, 8, 13, 21}}, torch::kInt64);
     auto mask = torch::ones_like(ids);
@@ -250,19 +275,21 @@ TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
     const int64_t P = 4, L = ids.size(1);
     auto decode = [&](bool grad, bool packed) {
       torch::AutoGradMode mode(grad);
-      std::vector<torch::Tensor> weights;
-      if (packed) {
-        for (const auto& p : m->parameters()) {
-          if (p.dim() == 2) weights.push_back(p);
-        }
-      }
-      DecodeWeightPacking packing(weights);
       KVCache cache = m->make_cache(2, L);
       m->hidden_states(ids.narrow(1, 0, P), mask.narrow(1, 0, P), pos.narrow(1, 0, P), &cache);
+      // As the rollout does: the decode step's weights packed after the prefill.
+      const auto weights = fused_decode_weights(m, cache);
+      EXPECT_EQ(weights.size(), grad ? 0u : 7 * m->model->layer_list.size() + 1);
+      DecodeWeightPacking packing(packed ? weights : std::vector<torch::Tensor>{});
+      if (packed && packing.size() > 0) EXPECT_GE(packing.size(), 5 * m->model->layer_list.size() + 1);
       std::vector<torch::Tensor> steps;
       for (int64_t t = P; t < L; ++t) {
         auto h = m->hidden_states(ids.narrow(1, t, 1), mask.narrow(1, 0, t + 1), pos.narrow(1, t, 1), &cache);
-        steps.push_back(m->logits(h).detach());
+        steps.push_back(grad ? m->logits(h).detach() : rollout::decode_step_logits(m, h.squeeze(1)).unsqueeze(1));
+      }
+      if (packing.size() > 0) {  // nothing but the fused step may read packed weights
+        EXPECT_THROW(m->hidden_states(ids, mask, pos), verl::Error);
+        EXPECT_THROW(m->logits(torch::zeros({1, m->config.hidden_size})), verl::Error);
       }
       return steps;
     };

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "verl/common/error.h"
+#include "verl/model/decode_kernels.h"
 #include "verl/model/transformer.h"
 #include "verl/rollout/generator.h"
 
@@ -65,6 +66,47 @@ TEST(Generator, GreedyEqualsStepwiseArgmaxOfFullForwards) {
       auto ref = reference_greedy(m, kPrompts[i], 7, {});
       for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
     }
+  }
+}
+
+// The decode loop packs its weights in place (model/decode_kernels.h): with every width a multiple of 32 and the
+// LM head tied to the input embedding, all of them are packed (on an AVX-512F CPU), the tokens are still those of
+// full forwards, and the model's parameters are bit-identical afterwards.
+TEST(Generator, PackedDecodeWeightsGiveFullForwardTokensAndAreRestored) {
+  model::HFConfig c;
+  c.arch = model::Arch::Qwen2;
+  c.vocab_size = 64;
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 4;
+  c.head_dim = 8;
+  c.tie_word_embeddings = true;
+  c.initializer_range = 0.3;
+  CausalLM m(c);
+  model::init_weights(m, 5, true);
+  {
+    torch::NoGradGuard no_grad;
+    auto cache = m->make_cache(1, 8);
+    const auto weights = model::fused_decode_weights(m, cache);
+    EXPECT_EQ(weights.size(), 7u * 2 + 1);
+    model::DecodeWeightPacking packing(weights);
+    if (packing.size() > 0) EXPECT_EQ(packing.size(), weights.size());  // 0: no AVX-512F here
+  }
+  std::vector<torch::Tensor> before;
+  for (const auto& p : m->parameters()) before.push_back(p.detach().clone());
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  SamplingParams p;
+  p.do_sample = false;
+  p.max_response_length = 7;
+  p.pad_token_id = kPad;
+  auto out = generate(m, prompts, mask, p);
+  const auto params = m->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << "parameter " << i;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    auto ref = reference_greedy(m, kPrompts[i], 7, {});
+    for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
   }
 }
 
