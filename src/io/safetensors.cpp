@@ -198,11 +198,14 @@ const TensorView& SafetensorsFile::get(const std::string& name) const {
   return tensors_[it->second];
 }
 
-void SafetensorsFile::release(const std::string& name) const {
+void SafetensorsFile::release(const std::string& name, size_t offset, size_t length) const {
   const TensorView& view = get(name);
-  // The whole pages inside the tensor's bytes (a neighbour's bytes may share the pages at either end).
+  VERL_CHECK(offset <= view.nbytes, kComponent, "release: offset ", offset, " is past tensor '", name, "' (",
+             view.nbytes, " bytes)");
+  length = std::min(length, view.nbytes - offset);
+  // The whole pages inside those bytes (a neighbour's bytes may share the pages at either end).
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(view.data), end = begin + view.nbytes;
+  const auto begin = reinterpret_cast<uintptr_t>(view.data) + offset, end = begin + length;
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   // A read-only private file mapping: the dropped pages read back from the file. Failure only costs memory.
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
@@ -330,10 +333,10 @@ const TensorView& SafetensorsCheckpoint::get(const std::string& name) const {
   return files_[it->second]->get(name);
 }
 
-void SafetensorsCheckpoint::release(const std::string& name) const {
+void SafetensorsCheckpoint::release(const std::string& name, size_t offset, size_t length) const {
   auto it = where_.find(name);
   VERL_CHECK(it != where_.end(), kComponent, "tensor '", name, "' is not in the checkpoint");
-  files_[it->second]->release(name);
+  files_[it->second]->release(name, offset, length);
 }
 
 std::vector<std::string> write_checkpoint(const std::string& dir, const std::vector<TensorBytes>& tensors,

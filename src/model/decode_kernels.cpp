@@ -174,10 +174,10 @@ __mmask16 first_columns(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
 }
 
-// W [N, K] -> [ceil(N / 32), K, 32]: panel p holds columns [32p, 32p + 32) of x W^T, zero past N.
-// Rows [32p, 32p + 32) of a weight [N, K] (N a multiple of 32) and its panel p [K][32] occupy the same K * 32
-// floats, so packing transposes each block where it lies, through a per-thread scratch copy of the block: the
-// weights are never held twice. Unpacking is the inverse transposition (a permutation: bit for bit).
+// W [N, K] <-> [N / 32, K, 32] (N a multiple of 32): panel p holds columns [32p, 32p + 32) of x W^T. Rows
+// [32p, 32p + 32) of W and panel p occupy the same K * 32 floats, so packing transposes each block where it
+// lies, through a per-thread scratch copy of the block: the weights are never held twice. Unpacking is the
+// inverse transposition (a permutation: bit for bit).
 void transpose_panels(float* data, int64_t N, int64_t K, bool to_panels) {
   at::parallel_for(0, N / kPanelColumns, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scratch;

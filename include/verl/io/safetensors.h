@@ -50,10 +50,10 @@ class SafetensorsFile {
   // Throws naming the tensor and the file when absent.
   const TensorView& get(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  // Drops the mapped pages under a tensor's bytes from this process's resident set (they stay in the page cache;
-  // a later read maps them again). A loader calls it once it has copied the tensor out, so that loading holds
-  // the model and one tensor of the file at a time, not the model and the whole file.
-  void release(const std::string& name) const;
+  // Drops the mapped pages under a tensor's bytes [offset, offset + length) (default: all of them) from this
+  // process's resident set; they stay in the page cache and a later read maps them again. A loader calls it on
+  // what it has copied out, so that loading holds the model and a slice of the file, not the model and the file.
+  void release(const std::string& name, size_t offset = 0, size_t length = SIZE_MAX) const;
 
  private:
   std::string path_;
@@ -87,7 +87,7 @@ class SafetensorsCheckpoint {
   std::vector<std::string> names() const;  // sorted
   bool contains(const std::string& name) const { return where_.count(name) > 0; }
   const TensorView& get(const std::string& name) const;
-  void release(const std::string& name) const;  // SafetensorsFile::release
+  void release(const std::string& name, size_t offset = 0, size_t length = SIZE_MAX) const;  // SafetensorsFile's
   size_t num_files() const { return files_.size(); }
 
  private:

@@ -110,12 +110,17 @@ TEST(Safetensors, ReleasedTensorsLeaveTheResidentSetAndReadBackTheSame) {
   EXPECT_EQ(std::memcmp(v.data, big.data(), v.nbytes), 0);  // every page resident now
   const int64_t before = resident_file_kib();
   ASSERT_GT(before, 60 << 10) << "RssFile not readable or the mapping not resident";
-  ckpt.release("big");
+  ckpt.release("big", 0, 32 << 20);  // the first half
+  const int64_t half = resident_file_kib();
+  EXPECT_LT(half, before - (28 << 10)) << "the first half's pages stayed resident";
+  EXPECT_GT(half, before - (36 << 10)) << "more than the first half was released";
+  ckpt.release("big", 32 << 20);  // the rest
   EXPECT_LT(resident_file_kib(), before - (60 << 10)) << "the tensor's pages stayed resident";
   EXPECT_EQ(std::memcmp(ckpt.get("small").data, small, sizeof small), 0);
   EXPECT_EQ(std::memcmp(ckpt.get("tail").data, small, sizeof small), 0);
   EXPECT_EQ(std::memcmp(v.data, big.data(), v.nbytes), 0) << "released bytes read back differently";
   EXPECT_THROW(ckpt.release("nope"), Error);
+  EXPECT_THROW(ckpt.release("small", 13), Error);  // past its 12 bytes
 }
 
 TEST(Safetensors, WriterRejectsSizeMismatchAndDuplicates) {
