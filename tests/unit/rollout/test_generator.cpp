@@ -16,7 +16,7 @@ namespace {
 
 using model::CausalLM;
 
-CausalLM tiny_model(model::Arch arch, uint64_t seed) {
+model::HFConfig tiny_config(model::Arch arch) {
   model::HFConfig c;
   c.arch = arch;
   c.vocab_size = 24;
@@ -27,11 +27,17 @@ CausalLM tiny_model(model::Arch arch, uint64_t seed) {
   c.num_key_value_heads = 2;
   c.head_dim = 8;
   c.initializer_range = 0.3;  // peaked distributions, so argmax is not a near tie
+  return c;
+}
+
+CausalLM tiny_model(const model::HFConfig& c, uint64_t seed) {
   CausalLM m(c);
   model::init_weights(m, seed, true);
   m->eval();
   return m;
 }
+
+CausalLM tiny_model(model::Arch arch, uint64_t seed) { return tiny_model(tiny_config(arch), seed); }
 
 const std::vector<std::vector<int64_t>> kPrompts = {{3, 4, 5}, {7}, {1, 2, 3, 4, 5, 6}, {9, 10}};
 constexpr int64_t kPad = 23;
@@ -53,19 +59,24 @@ std::vector<int64_t> reference_greedy(CausalLM& m, std::vector<int64_t> ids, int
   return out;
 }
 
+// Greedy generation of kPrompts, 7 tokens each, against repeated full forwards.
+void expect_greedy_equals_full_forwards(CausalLM& m) {
+  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  SamplingParams p;
+  p.do_sample = false;
+  p.max_response_length = 7;
+  p.pad_token_id = kPad;
+  auto out = generate(m, prompts, mask, p);
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    auto ref = reference_greedy(m, kPrompts[i], 7, {});
+    for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
+  }
+}
+
 TEST(Generator, GreedyEqualsStepwiseArgmaxOfFullForwards) {
   for (auto arch : {model::Arch::Llama, model::Arch::Qwen2, model::Arch::Qwen3}) {
     CausalLM m = tiny_model(arch, 21);
-    auto [prompts, mask] = left_pad(kPrompts, kPad);
-    SamplingParams p;
-    p.do_sample = false;
-    p.max_response_length = 7;
-    p.pad_token_id = kPad;
-    auto out = generate(m, prompts, mask, p);
-    for (size_t i = 0; i < kPrompts.size(); ++i) {
-      auto ref = reference_greedy(m, kPrompts[i], 7, {});
-      for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
-    }
+    expect_greedy_equals_full_forwards(m);
   }
 }
 
@@ -73,19 +84,12 @@ TEST(Generator, GreedyEqualsStepwiseArgmaxOfFullForwards) {
 // LM head tied to the input embedding, all of them are packed (on an AVX-512F CPU), the tokens are still those of
 // full forwards, and the model's parameters are bit-identical afterwards.
 TEST(Generator, PackedDecodeWeightsGiveFullForwardTokensAndAreRestored) {
-  model::HFConfig c;
-  c.arch = model::Arch::Qwen2;
+  auto c = tiny_config(model::Arch::Qwen2);
   c.vocab_size = 64;
-  c.hidden_size = 32;
   c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
   c.num_key_value_heads = 4;
-  c.head_dim = 8;
   c.tie_word_embeddings = true;
-  c.initializer_range = 0.3;
-  CausalLM m(c);
-  model::init_weights(m, 5, true);
+  CausalLM m = tiny_model(c, 5);
   {
     torch::NoGradGuard no_grad;
     auto cache = m->make_cache(1, 8);
@@ -96,18 +100,9 @@ TEST(Generator, PackedDecodeWeightsGiveFullForwardTokensAndAreRestored) {
   }
   std::vector<torch::Tensor> before;
   for (const auto& p : m->parameters()) before.push_back(p.detach().clone());
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
-  SamplingParams p;
-  p.do_sample = false;
-  p.max_response_length = 7;
-  p.pad_token_id = kPad;
-  auto out = generate(m, prompts, mask, p);
+  expect_greedy_equals_full_forwards(m);  // the reference's full forwards also run after generate's unpacking
   const auto params = m->parameters();
   for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << "parameter " << i;
-  for (size_t i = 0; i < kPrompts.size(); ++i) {
-    auto ref = reference_greedy(m, kPrompts[i], 7, {});
-    for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
-  }
 }
 
 TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
