@@ -41,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // 4 query and 4 KV heads, intermediate 64: every split of TP=2 is real.
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& megatron_lora_setup() {
   static const DigitCompletionSetup s =
       make_digit_completion_setup(make_temp_dir("dist_megatron_lora_setup"), 8, /*hidden_size=*/32, /*num_layers=*/2,
                                   /*num_heads=*/4);
@@ -56,7 +56,7 @@ model::LoraSpec rank4_spec() {
 }
 
 std::vector<std::string> lora_run(const std::string& run_dir, int tp, int steps) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+  std::vector<std::string> o = megatron_lora_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.use_kl_loss=true"), std::string("actor_rollout_ref.model.lora_rank=4"),
@@ -186,21 +186,21 @@ TEST(MegatronLora, AdapterPathIsSlicedAndAResumedRunEndsBitIdentical) {
   // A PEFT adapter with B far from zero: a wrong slice of it changes every log-prob.
   const std::string adapter = make_temp_dir("dist_megatron_lora_adapter");
   {
-    model::CausalLM m = model::load_model(setup().model_dir);
+    model::CausalLM m = model::load_model(megatron_lora_setup().model_dir);
     model::add_lora(m, rank4_spec(), /*seed=*/3);
     torch::NoGradGuard no_grad;
     auto gen = at::detail::createCPUGenerator(4);
     for (auto& [name, t] : model::lora_named_parameters(m)) {
       if (name.find("lora_B") != std::string::npos) t.copy_(torch::empty(t.sizes()).normal_(0.0, 0.2, gen));
     }
-    model::save_peft_adapter(m, adapter, setup().model_dir);
+    model::save_peft_adapter(m, adapter, megatron_lora_setup().model_dir);
   }
   // The critic's: PEFT's TOKEN_CLS folder (the adapters and the value head, names base_model.model.*).
   const std::string critic_adapter = make_temp_dir("dist_megatron_lora_critic_adapter");
   {
     model::LoadOptions options;
     options.head = model::HeadKind::Value;
-    model::CausalLM m = model::load_model(setup().model_dir, options);
+    model::CausalLM m = model::load_model(megatron_lora_setup().model_dir, options);
     model::add_value_lora(m, rank4_spec(), /*seed=*/5);
     torch::NoGradGuard no_grad;
     auto gen = at::detail::createCPUGenerator(6);

@@ -20,13 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& mpi_faults_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_faults_setup"), 8);
   return s;
 }
 
 std::vector<std::string> two_rank_run(const std::string& dir, const std::vector<std::string>& more) {
-  std::vector<std::string> o = setup().base_overrides(dir);
+  std::vector<std::string> o = mpi_faults_setup().base_overrides(dir);
   for (const std::string& extra :
        {"trainer.n_gpus_per_node=2", "trainer.num_cpu_threads=1", "trainer.save_freq=2",
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "critic.ppo_micro_batch_size_per_gpu=4"}) {

@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& mpi_train_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_mpi_train_setup"), 8);
   return s;
 }
@@ -33,7 +33,7 @@ const DigitCompletionSetup& setup() {
 // Three GAE steps with greedy rollouts (so every rank count draws the same responses), one mini-batch per
 // step split into micro-batches of 4 rows: the gradient of a step is then the same sum on 1 and 2 ranks.
 std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+  std::vector<std::string> o = mpi_train_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
@@ -57,7 +57,7 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
 
   for (const std::string role : {"actor", "critic"}) {
     const std::string reference = one_dir + "/global_step_3/" + role + "/model_world_size_1_rank_0.safetensors";
-    const std::string initial = setup().model_dir + "/model.safetensors";
+    const std::string initial = mpi_train_setup().model_dir + "/model.safetensors";
     for (int r = 0; r < 2; ++r) {
       const std::string file =
           two_dir + "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
@@ -172,7 +172,7 @@ TEST(MpiTrain, AWorkerFailureNamesRankAndMethodAndEndsTheJob) {
   // on the worker ranks.
   const std::string broken = dir + "/broken_critic";
   fs::create_directories(broken);
-  fs::copy_file(setup().model_dir + "/config.json", broken + "/config.json");
+  fs::copy_file(mpi_train_setup().model_dir + "/config.json", broken + "/config.json");
   std::vector<std::string> o = data_parallel_run(dir + "/run", 2);
   o.push_back("critic.model.path=" + broken);
   const auto start = std::chrono::steady_clock::now();

@@ -16,14 +16,14 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& reduce_dtype_train_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_reduce_dtype_setup"), 8);
   return s;
 }
 
 trainer::MetricHistory train(const std::string& name, const std::string& reduce_dtype) {
   const std::string run_dir = make_temp_dir(name);
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+  std::vector<std::string> o = reduce_dtype_train_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.do_sample=false", "trainer.balance_batch=false",
         "trainer.total_training_steps=1", "trainer.test_freq=-1", "trainer.num_cpu_threads=1",

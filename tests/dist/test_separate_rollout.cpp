@@ -25,13 +25,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& separate_rollout_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_rollout_setup"), 8);
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, bool hybrid, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+std::vector<std::string> separate_rollout_gae_run(const std::string& run_dir, bool hybrid, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> o = separate_rollout_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
         std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.total_training_steps=3"),
@@ -55,7 +55,7 @@ double max_difference(const std::string& a_file, const std::string& b_file) {
   return max_relative_difference(a_file, b_file).first;
 }
 
-void expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b, double tolerance) {
+void separate_rollout_expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b, double tolerance) {
   for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/values/mean",
                           "critic/score/mean", "response_length/mean"}) {
     ASSERT_TRUE(a.count(key) && b.count(key)) << key;
@@ -70,16 +70,16 @@ void expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricH
 TEST(SeparateRollout, InOneProcessSameTrajectoryAsTheHybridEngineAndResumesExactly) {
   const std::string hybrid = make_temp_dir("rollout_hybrid");
   const std::string separate = make_temp_dir("rollout_separate");
-  CommandResult one = run_command(verl_train_command(gae_run(hybrid, true)));
+  CommandResult one = run_command(verl_train_command(separate_rollout_gae_run(hybrid, true)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(verl_train_command(gae_run(separate, false)));
+  CommandResult two = run_command(verl_train_command(separate_rollout_gae_run(separate, false)));
   ASSERT_EQ(two.exit_code, 0) << two.err;
 
   for (const char* role : {"actor", "critic"}) {
     EXPECT_EQ(max_difference(weights(separate, role), weights(hybrid, role)), 0.0) << role;
   }
   const trainer::MetricHistory m = trainer::read_metrics_jsonl(separate + "/metrics.jsonl");
-  expect_same_metrics(m, trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 0.0);
+  separate_rollout_expect_same_metrics(m, trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 0.0);
   EXPECT_EQ(m.count("timing_s/sync_rollout_weights"), 1u);
   EXPECT_TRUE(fs::exists(separate + "/global_step_2/rollout/extra_state_world_size_1_rank_0.json"));
 
@@ -88,7 +88,7 @@ TEST(SeparateRollout, InOneProcessSameTrajectoryAsTheHybridEngineAndResumesExact
   fs::copy(separate, resumed, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove_all(resumed + "/global_step_3");
   std::ofstream(resumed + "/latest_checkpointed_iteration.txt") << "2";
-  CommandResult again = run_command(verl_train_command(gae_run(resumed, false)));
+  CommandResult again = run_command(verl_train_command(separate_rollout_gae_run(resumed, false)));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("resuming from"), std::string::npos) << again.err;
   for (const char* role : {"actor", "critic"}) {
@@ -99,14 +99,14 @@ TEST(SeparateRollout, InOneProcessSameTrajectoryAsTheHybridEngineAndResumesExact
 TEST(SeparateRollout, UnderMpiSameTrajectoryAsTheHybridEngine) {
   const std::string hybrid = make_temp_dir("rollout_mpi_hybrid");
   const std::string separate = make_temp_dir("rollout_mpi_separate");
-  CommandResult one = run_command(verl_train_command(gae_run(hybrid, true)));
+  CommandResult one = run_command(verl_train_command(separate_rollout_gae_run(hybrid, true)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(separate, false)));
+  CommandResult two = run_command(mpirun(3) + verl_train_command(separate_rollout_gae_run(separate, false)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
   for (const char* role : {"actor", "critic"}) {
     EXPECT_EQ(max_difference(weights(separate, role), weights(hybrid, role)), 0.0) << role;
   }
-  expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
+  separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
                       trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 0.0);
 }
 
@@ -115,12 +115,12 @@ TEST(SeparateRollout, TwoActorRanksAndTwoRolloutRanksEndWhereOneHybridRankEnds) 
   const std::vector<std::string> greedy = {"actor_rollout_ref.rollout.do_sample=false", "trainer.balance_batch=false"};
   const std::string hybrid = make_temp_dir("rollout_dp_hybrid");
   const std::string separate = make_temp_dir("rollout_dp_separate");
-  CommandResult one = run_command(verl_train_command(gae_run(hybrid, true, greedy)));
+  CommandResult one = run_command(verl_train_command(separate_rollout_gae_run(hybrid, true, greedy)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
   std::vector<std::string> layout = greedy;
   layout.push_back("trainer.n_gpus_per_node=2");
   layout.push_back("rollout.n_gpus_per_node=2");
-  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(separate, false, layout)));
+  CommandResult four = run_command(mpirun(5) + verl_train_command(separate_rollout_gae_run(separate, false, layout)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   for (const char* role : {"actor", "critic"}) {
     for (int r = 0; r < 2; ++r) {
@@ -128,14 +128,14 @@ TEST(SeparateRollout, TwoActorRanksAndTwoRolloutRanksEndWhereOneHybridRankEnds) 
           << role << " rank " << r;
     }
   }
-  expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
+  separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
                       trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 1e-4);
   EXPECT_TRUE(fs::exists(separate + "/global_step_3/rollout/extra_state_world_size_2_rank_1.json"));
 }
 
 TEST(SeparateRollout, LayoutsThatCannotRunAreOneErrorLine) {
   const std::string dir = make_temp_dir("rollout_bad");
-  CommandResult in_process = run_command(verl_train_command(gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
+  CommandResult in_process = run_command(verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
   EXPECT_NE(in_process.exit_code, 0);
   EXPECT_NE(in_process.err.find("in one process the separate rollout runs on one slot"), std::string::npos)
       << in_process.err;
@@ -145,7 +145,7 @@ TEST(SeparateRollout, LayoutsThatCannotRunAreOneErrorLine) {
   }
   EXPECT_EQ(error_lines, 1u) << in_process.err;
 
-  CommandResult wrong_np = run_command(mpirun(3) + verl_train_command(gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
+  CommandResult wrong_np = run_command(mpirun(3) + verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
   EXPECT_NE(wrong_np.exit_code, 0);
   EXPECT_NE(wrong_np.err.find("rollout.nnodes=1 x rollout.n_gpus_per_node=2 device slots): run mpirun -np 4"),
             std::string::npos)

@@ -24,15 +24,15 @@ namespace {
 namespace fs = std::filesystem;
 
 // A model large enough that an update takes tens of milliseconds, so the overlap is not timer noise.
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& split_placement_setup() {
   static const DigitCompletionSetup s =
       make_digit_completion_setup(make_temp_dir("dist_split_setup"), 8, /*hidden_size=*/128, /*num_layers=*/2,
                                   /*num_heads=*/4);
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, bool split) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+std::vector<std::string> split_placement_gae_run(const std::string& run_dir, int slots, bool split) {
+  std::vector<std::string> o = split_placement_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"),
         std::string("critic.ppo_micro_batch_size_per_gpu=2"), std::string("trainer.total_training_steps=3"),
@@ -61,7 +61,7 @@ void expect_same_parameters(const std::string& a_dir, const std::string& b_dir) 
   }
 }
 
-void expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b) {
+void split_placement_expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b) {
   for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/grad_norm",
                           "critic/values/mean", "critic/advantages/mean", "response_length/mean"}) {
     ASSERT_TRUE(a.count(key) && b.count(key)) << key;
@@ -91,15 +91,15 @@ std::pair<double, double> overlap_seconds(const trainer::MetricHistory& m) {
 TEST(SplitPlacement, InOneProcessSameTrajectoryAsColocatedWithOverlappingUpdates) {
   const std::string colocated = make_temp_dir("split_colocated");
   const std::string split = make_temp_dir("split_inprocess");
-  CommandResult one = run_command(verl_train_command(gae_run(colocated, 1, false)));
+  CommandResult one = run_command(verl_train_command(split_placement_gae_run(colocated, 1, false)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(verl_train_command(gae_run(split, 2, true)));
+  CommandResult two = run_command(verl_train_command(split_placement_gae_run(split, 2, true)));
   ASSERT_EQ(two.exit_code, 0) << two.err;
 
   expect_same_parameters(colocated, split);
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(colocated + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(split + "/metrics.jsonl");
-  expect_same_metrics(m1, m2);
+  split_placement_expect_same_metrics(m1, m2);
 
   // verl's split timings only where the updates are split.
   EXPECT_EQ(m1.count("timing_s/update_actor_critic"), 0u);
@@ -114,28 +114,28 @@ TEST(SplitPlacement, InOneProcessSameTrajectoryAsColocatedWithOverlappingUpdates
 TEST(SplitPlacement, UnderMpiSameTrajectoryAsColocatedWithOverlappingUpdates) {
   const std::string colocated = make_temp_dir("split_mpi_colocated");
   const std::string split = make_temp_dir("split_mpi");
-  CommandResult one = run_command(verl_train_command(gae_run(colocated, 1, false)));
+  CommandResult one = run_command(verl_train_command(split_placement_gae_run(colocated, 1, false)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(split, 2, true)));
+  CommandResult two = run_command(mpirun(3) + verl_train_command(split_placement_gae_run(split, 2, true)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
 
   expect_same_parameters(colocated, split);
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(split + "/metrics.jsonl");
-  expect_same_metrics(trainer::read_metrics_jsonl(colocated + "/metrics.jsonl"), m2);
+  split_placement_expect_same_metrics(trainer::read_metrics_jsonl(colocated + "/metrics.jsonl"), m2);
   auto [overlap, possible] = overlap_seconds(m2);
   EXPECT_GT(overlap, 0.5 * possible) << "the updates overlapped " << overlap << " s of at most " << possible << " s";
 }
 
 TEST(SplitPlacement, WithoutACriticOrWithSlotsThatDoNotHalveIsOneErrorLine) {
   const std::string dir = make_temp_dir("split_bad");
-  std::vector<std::string> grpo = gae_run(dir, 2, true);
+  std::vector<std::string> grpo = split_placement_gae_run(dir, 2, true);
   grpo.push_back("algorithm.adv_estimator=grpo");
   CommandResult no_critic = run_command(verl_train_command(grpo));
   EXPECT_NE(no_critic.exit_code, 0);
   EXPECT_NE(no_critic.err.find("trainer.split_placement=true puts the critic on a pool of its own"), std::string::npos)
       << no_critic.err;
 
-  std::vector<std::string> odd = gae_run(dir, 3, true);
+  std::vector<std::string> odd = split_placement_gae_run(dir, 3, true);
   CommandResult three = run_command(verl_train_command(odd));
   EXPECT_NE(three.exit_code, 0);
   EXPECT_NE(three.err.find("trainer.n_gpus_per_node (3) or trainer.nnodes (1) must be even"), std::string::npos)

@@ -28,13 +28,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // 2 heads and 2 KV heads: each of 2 sequence-parallel ranks attends with one.
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& ulysses_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_ulysses_setup"), 8);
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false, bool lora = false) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+std::vector<std::string> ulysses_gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false, bool lora = false) {
+  std::vector<std::string> o = ulysses_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.use_kl_loss=true"),
@@ -71,7 +71,7 @@ std::string actor_weights(bool lora) {
               : "/global_step_2/actor/huggingface/model.safetensors";
 }
 
-void expect_same_run(const std::string& one_dir, const std::string& sp_dir, bool lora = false) {
+void ulysses_expect_same_run(const std::string& one_dir, const std::string& sp_dir, bool lora = false) {
   for (const std::string file : {actor_weights(lora), std::string("/global_step_2/critic/huggingface/model.safetensors")}) {
     ASSERT_TRUE(fs::exists(sp_dir + file)) << file;
     // AdamW's first steps move every element by ~lr (1e-3 relative to weights ~1e-1..1): a wrong gradient scale or a
@@ -87,7 +87,7 @@ void expect_same_run(const std::string& one_dir, const std::string& sp_dir, bool
     }
     EXPECT_GT(largest_b, 5e-4) << "the adapters hardly changed in two steps";
   } else {
-    auto [moved, name] = max_relative_difference(one_dir + actor_weights(false), setup().model_dir + "/model.safetensors");
+    auto [moved, name] = max_relative_difference(one_dir + actor_weights(false), ulysses_setup().model_dir + "/model.safetensors");
     EXPECT_GT(moved, 1e-2) << "the actor hardly changed in two steps";
   }
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
@@ -107,42 +107,42 @@ void expect_same_run(const std::string& one_dir, const std::string& sp_dir, bool
 TEST(Ulysses, SequenceParallelTwoEqualsOneRankForTwoPpoSteps) {
   const std::string one_dir = make_temp_dir("dist_ulysses_sp1");
   const std::string sp_dir = make_temp_dir("dist_ulysses_sp2");
-  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1)));
+  CommandResult one = run_command(verl_train_command(ulysses_gae_run(one_dir, 1, 1)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(sp_dir, 2, 2)));
+  CommandResult two = run_command(mpirun(3) + verl_train_command(ulysses_gae_run(sp_dir, 2, 2)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
-  expect_same_run(one_dir, sp_dir);
+  ulysses_expect_same_run(one_dir, sp_dir);
 }
 
 TEST(Ulysses, DataTimesSequenceParallelWithZero3EqualsOneRankForTwoPpoSteps) {
   const std::string one_dir = make_temp_dir("dist_ulysses_dp1");
   const std::string mesh_dir = make_temp_dir("dist_ulysses_dp2sp2");
-  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1)));
+  CommandResult one = run_command(verl_train_command(ulysses_gae_run(one_dir, 1, 1)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, /*zero3=*/true)));
+  CommandResult four = run_command(mpirun(5) + verl_train_command(ulysses_gae_run(mesh_dir, 4, 2, /*zero3=*/true)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
-  expect_same_run(one_dir, mesh_dir);
+  ulysses_expect_same_run(one_dir, mesh_dir);
 }
 
 TEST(Ulysses, LoraWithSequenceParallelTwoEqualsOneRankForTwoPpoSteps) {
   const std::string one_dir = make_temp_dir("dist_ulysses_lora_sp1");
   const std::string sp_dir = make_temp_dir("dist_ulysses_lora_sp2");
-  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1, /*zero3=*/false, /*lora=*/true)));
+  CommandResult one = run_command(verl_train_command(ulysses_gae_run(one_dir, 1, 1, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(sp_dir, 2, 2, /*zero3=*/false, /*lora=*/true)));
+  CommandResult two = run_command(mpirun(3) + verl_train_command(ulysses_gae_run(sp_dir, 2, 2, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
-  expect_same_run(one_dir, sp_dir, /*lora=*/true);
+  ulysses_expect_same_run(one_dir, sp_dir, /*lora=*/true);
   // DP=2 x SP=2: the adapters' gradients averaged over all 4 ranks (ZeRO-2 shards their optimizer state).
   const std::string mesh_dir = make_temp_dir("dist_ulysses_lora_dp2sp2");
-  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
+  CommandResult four = run_command(mpirun(5) + verl_train_command(ulysses_gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
-  expect_same_run(one_dir, mesh_dir, /*lora=*/true);
+  ulysses_expect_same_run(one_dir, mesh_dir, /*lora=*/true);
   // The same mesh over a ZeRO-3 base: the adapters stay whole beside the sharded layers.
   const std::string zero3_dir = make_temp_dir("dist_ulysses_lora_dp2sp2_zero3");
   CommandResult sharded =
-      run_command(mpirun(5) + verl_train_command(gae_run(zero3_dir, 4, 2, /*zero3=*/true, /*lora=*/true)));
+      run_command(mpirun(5) + verl_train_command(ulysses_gae_run(zero3_dir, 4, 2, /*zero3=*/true, /*lora=*/true)));
   ASSERT_EQ(sharded.exit_code, 0) << sharded.out << sharded.err;
-  expect_same_run(one_dir, zero3_dir, /*lora=*/true);
+  ulysses_expect_same_run(one_dir, zero3_dir, /*lora=*/true);
 }
 
 TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
@@ -154,26 +154,26 @@ TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
     for (size_t at = r.err.find("error: "); at != std::string::npos; at = r.err.find("error: ", at + 1)) ++lines;
     EXPECT_EQ(lines, 1u) << r.err;
   };
-  std::vector<std::string> three = gae_run(dir, 2, 1);
+  std::vector<std::string> three = ulysses_gae_run(dir, 2, 1);
   three.push_back("critic.ulysses_sequence_parallel_size=3");
   one_line(run_command(verl_train_command(three)), "critic.ulysses_sequence_parallel_size=3 must divide the role's 2 devices");
-  std::vector<std::string> megatron = gae_run(dir, 2, 1);
+  std::vector<std::string> megatron = ulysses_gae_run(dir, 2, 1);
   megatron.push_back("actor_rollout_ref.actor.strategy=megatron");
   megatron.push_back("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2");
   one_line(run_command(verl_train_command(megatron)),
            "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 with strategy=megatron");
   // LoRA's reference is the actor's module with the adapters off: it splits sequences as the actor does.
-  std::vector<std::string> lora = gae_run(dir, 2, 1, /*zero3=*/false, /*lora=*/true);
+  std::vector<std::string> lora = ulysses_gae_run(dir, 2, 1, /*zero3=*/false, /*lora=*/true);
   lora.push_back("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2");
   lora.push_back("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1");
   one_line(run_command(verl_train_command(lora)),
            "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=1 unlike");
-  std::vector<std::string> multi_turn = gae_run(dir, 2, 2);
+  std::vector<std::string> multi_turn = ulysses_gae_run(dir, 2, 2);
   multi_turn.push_back("actor_rollout_ref.rollout.multi_turn.enable=true");
   one_line(run_command(verl_train_command(multi_turn)),
            "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 with actor_rollout_ref.rollout.multi_turn");
   // Sequence parallelism needs collectives between the ranks: in one process there are none.
-  CommandResult in_process = run_command(verl_train_command(gae_run(dir, 2, 2)));
+  CommandResult in_process = run_command(verl_train_command(ulysses_gae_run(dir, 2, 2)));
   EXPECT_NE(in_process.exit_code, 0);
   EXPECT_NE(in_process.err.find("launch with mpirun"), std::string::npos) << in_process.err;
 }

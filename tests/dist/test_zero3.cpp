@@ -25,15 +25,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& zero3_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_zero3_setup"), 8);
   return s;
 }
 
 // Three GAE steps with a KL loss against the ref, greedy rollouts, one mini-batch per step in micro-batches of 4
 // rows, HF weights saved with every checkpoint.
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, bool zero3) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+std::vector<std::string> zero3_gae_run(const std::string& run_dir, int slots, bool zero3) {
+  std::vector<std::string> o = zero3_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.use_kl_loss=true"),
@@ -54,14 +54,14 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, bool zer
   return o;
 }
 
-void expect_same_run(const std::string& one_dir, const std::string& sharded_dir) {
+void zero3_expect_same_run(const std::string& one_dir, const std::string& sharded_dir) {
   for (const std::string role : {"actor", "critic"}) {
     const std::string hf = "/global_step_3/" + role + "/huggingface/model.safetensors";
     auto [diff, name] = max_relative_difference(sharded_dir + hf, one_dir + hf);
     EXPECT_LT(diff, 1e-5) << role << ": " << name;
   }
   auto [moved, name] = max_relative_difference(one_dir + "/global_step_3/actor/huggingface/model.safetensors",
-                                               setup().model_dir + "/model.safetensors");
+                                               zero3_setup().model_dir + "/model.safetensors");
   EXPECT_GT(moved, 0.1) << "the actor hardly changed in three steps";
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(sharded_dir + "/metrics.jsonl");
@@ -79,13 +79,13 @@ void expect_same_run(const std::string& one_dir, const std::string& sharded_dir)
 TEST(Zero3, TwoRanksShardingParametersEqualOneRankForThreePpoSteps) {
   const std::string one_dir = make_temp_dir("dist_zero3_dp1");
   const std::string two_dir = make_temp_dir("dist_zero3_dp2");
-  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, true)));  // one rank: nothing to shard
+  CommandResult one = run_command(verl_train_command(zero3_gae_run(one_dir, 1, true)));  // one rank: nothing to shard
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.err.find("ZeRO-3"), std::string::npos) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(gae_run(two_dir, 2, true)));
+  CommandResult two = run_command(mpirun(3) + verl_train_command(zero3_gae_run(two_dir, 2, true)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
   EXPECT_NE(two.err.find("ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << two.err;
-  expect_same_run(one_dir, two_dir);
+  zero3_expect_same_run(one_dir, two_dir);
 
   for (const std::string role : {"actor", "critic"}) {
     const std::string step = "/global_step_3/" + role + "/";
@@ -124,36 +124,36 @@ TEST(Zero3, FourRanksInShardGroupsOfTwoEqualOneRank) {
     o.push_back("critic.ppo_micro_batch_size_per_gpu=2");
     return o;
   };
-  CommandResult one = run_command(verl_train_command(micro_two(gae_run(one_dir, 1, false))));
+  CommandResult one = run_command(verl_train_command(micro_two(zero3_gae_run(one_dir, 1, false))));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  std::vector<std::string> o = micro_two(gae_run(four_dir, 4, true));
+  std::vector<std::string> o = micro_two(zero3_gae_run(four_dir, 4, true));
   o.push_back("actor_rollout_ref.actor.fsdp_config.fsdp_size=2");
   o.push_back("critic.model.fsdp_config.fsdp_size=2");
   CommandResult four = run_command(mpirun(5) + verl_train_command(o));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   EXPECT_NE(four.err.find("ZeRO-3 over 2 ranks (2 replicas)"), std::string::npos) << four.err;
-  expect_same_run(one_dir, four_dir);
+  zero3_expect_same_run(one_dir, four_dir);
 }
 
 // A separate rollout (hybrid_engine=false) fed by the sharded actor: the actor ranks gather, rank 0 broadcasts.
 TEST(Zero3, ASeparateRolloutReceivesTheGatheredWeights) {
   const std::string one_dir = make_temp_dir("dist_zero3_rollout1");
   const std::string four_dir = make_temp_dir("dist_zero3_rollout4");
-  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, false)));
+  CommandResult one = run_command(verl_train_command(zero3_gae_run(one_dir, 1, false)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  std::vector<std::string> o = gae_run(four_dir, 2, true);
+  std::vector<std::string> o = zero3_gae_run(four_dir, 2, true);
   o.push_back("actor_rollout_ref.hybrid_engine=false");
   o.push_back("rollout.n_gpus_per_node=2");
   CommandResult four = run_command(mpirun(5) + verl_train_command(o));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   EXPECT_NE(four.err.find("ZeRO-3 over 2 ranks"), std::string::npos) << four.err;
-  expect_same_run(one_dir, four_dir);
+  zero3_expect_same_run(one_dir, four_dir);
 }
 
 TEST(Zero3, ResumedShardedRunEndsBitIdentical) {
   const std::string whole_dir = make_temp_dir("dist_zero3_whole");
   auto run = [](const std::string& dir) {
-    std::vector<std::string> o = gae_run(dir, 2, true);
+    std::vector<std::string> o = zero3_gae_run(dir, 2, true);
     for (const char* extra : {"trainer.save_freq=1", "actor_rollout_ref.rollout.do_sample=true",
                               "actor_rollout_ref.actor.use_dynamic_bsz=true",
                               "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=60", "critic.use_dynamic_bsz=true",

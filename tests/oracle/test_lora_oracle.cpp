@@ -23,13 +23,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/lora_oracle.py";
+const std::string kLoraOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/lora_oracle.py";
 // Both sides in fp32 on the same weights; measured at most ~2e-6 on the 2-core AVX-512 VM. A wrong scale
 // (alpha / r read as alpha / (r + 1)) moves the logits by > 0.1.
 constexpr double kLogitsAtol = 1e-4;
 constexpr double kMergedWeightsAtol = 1e-6;
 
-CommandResult oracle(const std::string& args) { return run_command(test_python() + "'" + kOracle + "' " + args); }
+CommandResult lora_oracle(const std::string& args) { return run_command(test_python() + "'" + kLoraOracle + "' " + args); }
 
 struct Made {
   std::string dir;
@@ -40,7 +40,7 @@ const Made& made() {
   static const Made m = [] {
     Made out;
     out.dir = make_temp_dir("lora_oracle");
-    CommandResult r = oracle("make '" + out.dir + "'");
+    CommandResult r = lora_oracle("make '" + out.dir + "'");
     EXPECT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
     if (r.exit_code != 0) return out;
     const auto manifest = nlohmann::json::parse(read_file(out.dir + "/manifest.json"));
@@ -122,7 +122,7 @@ TEST(LoraOracle, VerlAdaptersLoadInPeftWithTheSameLogits) {
     const std::string adapter = out + "/adapter_" + std::to_string(i);
     model::save_peft_adapter(m, adapter, base_dir);
     const std::string logits_file = out + "/peft_logits_" + std::to_string(i) + ".safetensors";
-    CommandResult r = oracle("logits '" + logits_file + "' '" + base_dir + "' '" + adapter + "'");
+    CommandResult r = lora_oracle("logits '" + logits_file + "' '" + base_dir + "' '" + adapter + "'");
     ASSERT_EQ(r.exit_code, 0) << c.base << ": " << r.err;
     const auto peft = load_refs(logits_file);
     expect_logits_close(verl_logits(m, refs), peft.at("logits"), refs.at("attention_mask"), "verl adapter on " + c.base);

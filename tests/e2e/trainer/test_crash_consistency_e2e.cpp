@@ -32,13 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& crash_consistency_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_crash_setup"), 8);
   return instance;
 }
 
 std::vector<std::string> overrides(const std::string& run_dir, const std::vector<std::string>& more) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+  std::vector<std::string> o = crash_consistency_setup().base_overrides(run_dir);
   o.insert(o.end(), more.begin(), more.end());
   return o;
 }

@@ -15,7 +15,7 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& loggers_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_loggers"), 8);
   return instance;
 }
@@ -30,7 +30,7 @@ bool test_python_has(const std::string& module) {
 
 // `env VARS verl train base... logger`, two steps; returns the run's result (metrics.jsonl is also written).
 TrainRun train(const std::string& run_dir, const std::string& env, const std::string& loggers) {
-  std::vector<std::string> all = setup().base_overrides(run_dir);
+  std::vector<std::string> all = loggers_setup().base_overrides(run_dir);
   all.insert(all.end(), {"trainer.total_training_steps=2", "trainer.test_freq=-1", "trainer.logger=" + loggers,
                          "trainer.project_name=verl_cpp_e2e", "trainer.experiment_name=loggers"});
   TrainRun run{run_command("cd '" + run_dir + "' && env " + env + " " + verl_train_command(all)), {}};

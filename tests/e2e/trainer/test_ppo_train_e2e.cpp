@@ -21,18 +21,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& ppo_train_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_digit_completion"));
   return instance;
 }
 
-std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+std::vector<std::string> ppo_train_with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
 }
 
-trainer::MetricHistory train(const std::string& run_dir, const std::vector<std::string>& overrides) {
-  CommandResult result = run_command(verl_train_command(with(setup().base_overrides(run_dir), overrides)));
+trainer::MetricHistory ppo_train_run(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  CommandResult result = run_command(verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(run_dir), overrides)));
   EXPECT_EQ(result.exit_code, 0) << result.err;
   return trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
 }
@@ -54,7 +54,7 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
     SCOPED_TRACE(estimator);
     const std::string run_dir = make_temp_dir("e2e_estimator_" + estimator);
     trainer::MetricHistory history =
-        train(run_dir, {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.rollout.n=2",
+        ppo_train_run(run_dir, {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.rollout.n=2",
                         "trainer.total_training_steps=2"});
     for (const auto& key : common_keys) {
       EXPECT_TRUE(has_step(history, key, 1) && has_step(history, key, 2)) << key;
@@ -69,7 +69,7 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
 }
 
 // Wall-time metrics differ between runs; all others must be bitwise equal.
-bool timing_dependent(const std::string& key) {
+bool ppo_train_timing_dependent(const std::string& key) {
   return key.rfind("timing_", 0) == 0 || key == "perf/time_per_step" || key == "perf/throughput" ||
          key.rfind("perf/mfu", 0) == 0;
 }
@@ -79,13 +79,13 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
                                         "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive",
                                         "actor_rollout_ref.rollout.n=2"};
   const std::string straight_dir = make_temp_dir("e2e_resume_straight");
-  trainer::MetricHistory straight = train(straight_dir, run);
+  trainer::MetricHistory straight = ppo_train_run(straight_dir, run);
 
   // The same run, killed with SIGKILL as soon as its step-3 checkpoint is complete.
   const std::string resumed_dir = make_temp_dir("e2e_resume_killed");
   const std::string tracker = resumed_dir + "/latest_checkpointed_iteration.txt";
   const std::string pid_file = resumed_dir + "/pid";
-  const std::string command = verl_train_command(with(setup().base_overrides(resumed_dir), run)) + " > '" +
+  const std::string command = verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(resumed_dir), run)) + " > '" +
                               resumed_dir + "/log' 2>&1 & echo $! > '" + pid_file + "'";
   ASSERT_EQ(std::system(command.c_str()), 0);
   pid_t pid = 0;
@@ -103,10 +103,10 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(read_file(tracker), "3") << "the run was not stopped right after its step-3 checkpoint";
 
-  trainer::MetricHistory resumed = train(resumed_dir, run);  // resume_mode=auto picks global_step_3
+  trainer::MetricHistory resumed = ppo_train_run(resumed_dir, run);  // resume_mode=auto picks global_step_3
   int compared = 0;
   for (const auto& [key, by_step] : straight) {
-    if (timing_dependent(key)) continue;
+    if (ppo_train_timing_dependent(key)) continue;
     for (int64_t step = 1; step <= 6; ++step) {
       if (!by_step.count(step)) continue;
       // A kill between step 3's checkpoint and its metrics line: the resumed run logs it from the checkpoint.
@@ -130,7 +130,7 @@ TEST(PPOTrainE2E, PpoWithGaeCrossesVerlsBarOnDigitCompletion) {
       make_temp_dir("e2e_digit_completion_verl_shape"), 32, /*hidden_size=*/128, /*num_layers=*/4,
       /*num_heads=*/4, /*intermediate_size=*/344);
   const std::string run_dir = make_temp_dir("e2e_learn_gae");
-  CommandResult result = run_command(verl_train_command(with(
+  CommandResult result = run_command(verl_train_command(ppo_train_with(
       verl_shape.base_overrides(run_dir),
       {"algorithm.adv_estimator=gae", "reward_model.reward_manager=digit_completion", "algorithm.use_kl_in_reward=true",
        "algorithm.kl_ctrl.type=fixed", "algorithm.kl_ctrl.kl_coef=0.005", "data.max_prompt_length=16",

@@ -13,14 +13,14 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& rollout_features_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_rollout_features"), 8);
   return instance;
 }
 
-TrainRun train(const std::string& name, const std::vector<std::string>& overrides) {
+TrainRun rollout_features_run(const std::string& name, const std::vector<std::string>& overrides) {
   const std::string run_dir = make_temp_dir("e2e_" + name);
-  std::vector<std::string> all = setup().base_overrides(run_dir);
+  std::vector<std::string> all = rollout_features_setup().base_overrides(run_dir);
   all.insert(all.end(), {"trainer.total_training_steps=2", "trainer.test_freq=-1"});
   all.insert(all.end(), overrides.begin(), overrides.end());
   return run_verl_train(all, run_dir);
@@ -38,7 +38,7 @@ double at(const trainer::MetricHistory& history, const std::string& key, int64_t
 // data.gen_batch_size=4 < train_batch_size=8: every step needs at least two generation batches; with n=1 each
 // group is one response (always kept), so exactly two.
 TEST(RolloutFeaturesE2E, FilterGroupsGeneratesExtraBatchesAndLogsThem) {
-  TrainRun run = train("filter_groups", {"algorithm.adv_estimator=grpo", "algorithm.filter_groups.enable=true",
+  TrainRun run = rollout_features_run("filter_groups", {"algorithm.adv_estimator=grpo", "algorithm.filter_groups.enable=true",
                                     "algorithm.filter_groups.metric=seq_reward", "data.gen_batch_size=4"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   for (int64_t step : {1, 2}) {
@@ -51,7 +51,7 @@ TEST(RolloutFeaturesE2E, FilterGroupsGeneratesExtraBatchesAndLogsThem) {
 // Groups of 4 sampled responses: groups whose summed reward is uniform are dropped, and generation continues
 // until 8 varying groups are kept (at least one batch of 8 prompts per step).
 TEST(RolloutFeaturesE2E, FilterGroupsDropsUniformGroups) {
-  TrainRun run = train("filter_groups_n4", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4",
+  TrainRun run = rollout_features_run("filter_groups_n4", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4",
                                        "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=reward",
                                        "algorithm.filter_groups.max_num_gen_batches=40"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
@@ -65,7 +65,7 @@ TEST(RolloutFeaturesE2E, FilterGroupsDropsUniformGroups) {
 // Greedy decoding gives each group identical responses: no group is ever kept, and the run stops with verl's
 // error once max_num_gen_batches batches are spent.
 TEST(RolloutFeaturesE2E, FilterGroupsFailsAsVerlWhenNoGroupVaries) {
-  TrainRun run = train("filter_groups_greedy", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+  TrainRun run = rollout_features_run("filter_groups_greedy", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
                                            "actor_rollout_ref.rollout.do_sample=false",
                                            "algorithm.filter_groups.enable=true",
                                            "algorithm.filter_groups.max_num_gen_batches=3"});
@@ -76,7 +76,7 @@ TEST(RolloutFeaturesE2E, FilterGroupsFailsAsVerlWhenNoGroupVaries) {
 // The rollout engine and the actor hold the same fp32 weights: their log-probs agree, so the off-policy KL is
 // ~0 and no token is rejected by a [0.5, 2] ratio band; the IS weights sit at 1.
 TEST(RolloutFeaturesE2E, RolloutCorrectionLogsVerlMetrics) {
-  TrainRun run = train("rollout_correction",
+  TrainRun run = rollout_features_run("rollout_correction",
                   {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
                    "actor_rollout_ref.rollout.calculate_log_probs=true",
                    "algorithm.rollout_correction.rollout_is=token",
@@ -99,7 +99,7 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionLogsVerlMetrics) {
 }
 
 TEST(RolloutFeaturesE2E, RolloutCorrectionWithoutRolloutLogProbsIsAConfigError) {
-  TrainRun run = train("rollout_correction_no_logprobs", {"algorithm.rollout_correction.rollout_is=sequence"});
+  TrainRun run = rollout_features_run("rollout_correction_no_logprobs", {"algorithm.rollout_correction.rollout_is=sequence"});
   EXPECT_EQ(run.result.exit_code, 1);
   EXPECT_NE(run.result.err.find("actor_rollout_ref.rollout.calculate_log_probs=true"), std::string::npos)
       << run.result.err;
@@ -108,7 +108,7 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionWithoutRolloutLogProbsIsAConfigError) 
 // With the KL penalty in the reward, the recipe computes old and reference log-probs per generation batch before
 // filtering; seq_final_reward (scores less the penalty) is the metric.
 TEST(RolloutFeaturesE2E, FilterGroupsWithKlInRewardOnSeqFinalReward) {
-  TrainRun run = train("filter_groups_kl", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+  TrainRun run = rollout_features_run("filter_groups_kl", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
                                             "algorithm.use_kl_in_reward=true", "algorithm.filter_groups.enable=true",
                                             "algorithm.filter_groups.metric=seq_final_reward",
                                             "algorithm.filter_groups.max_num_gen_batches=40"});
@@ -123,7 +123,7 @@ TEST(RolloutFeaturesE2E, FilterGroupsWithKlInRewardOnSeqFinalReward) {
 // bypass_mode loss reports the rollout-correction metrics of the current policy against the rollout.
 TEST(RolloutFeaturesE2E, BypassModeSkipsTheOldLogProbPass) {
   for (const std::string loss_type : {"ppo_clip", "reinforce"}) {
-    TrainRun run = train("bypass_" + loss_type,
+    TrainRun run = rollout_features_run("bypass_" + loss_type,
                          {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
                           "actor_rollout_ref.rollout.calculate_log_probs=true",
                           "algorithm.rollout_correction.bypass_mode=true",
@@ -141,13 +141,13 @@ TEST(RolloutFeaturesE2E, BypassModeSkipsTheOldLogProbPass) {
 // zero-score response (weight 1e-8) is practically never drawn when any response scored, so the resampled
 // batch's minimum score is positive.
 TEST(RolloutFeaturesE2E, PfPpoResamplesByRewardAfterGae) {
-  TrainRun plain = train("pf_ppo_off", {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=4"});
+  TrainRun plain = rollout_features_run("pf_ppo_off", {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=4"});
   ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
   ASSERT_GT(at(plain.history, "critic/score/max", 1), 0.0) << "no response scored: the check below would be vacuous";
   ASSERT_EQ(at(plain.history, "critic/score/min", 1), 0.0);
   for (const std::string method : {"pow", "max_min", "max_random"}) {
     const std::string n = method == "pow" ? "4" : "1";  // the other two only need to run
-    TrainRun run = train("pf_ppo_" + method, {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=" + n,
+    TrainRun run = rollout_features_run("pf_ppo_" + method, {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=" + n,
                                               "algorithm.use_pf_ppo=true", "algorithm.pf_ppo.reweight_method=" + method});
     ASSERT_EQ(run.result.exit_code, 0) << method << ": " << run.result.err;
     EXPECT_TRUE(std::isfinite(at(run.history, "actor/pg_loss", 2))) << method;

@@ -24,12 +24,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormatVersion = 1;
+constexpr int kRolloutCorrFormatVersion = 1;
 
 using test::flatten_into;
 using test::tensor_of;
 
-const json& golden() {
+const json& rollout_corr_golden() {
   static const json data = test::read_golden_json("tests/golden/algo/rollout_corr_golden.json",
                                                   "tests/golden/algo/gen_rollout_corr_golden.py");
   return data;
@@ -40,15 +40,15 @@ struct Case {
   torch::ScalarType dtype;
   double tol;
   torch::Tensor old_log_prob, rollout_log_prob, response_mask;
-  const json& cases() const { return golden().at("by_dtype").at(dtype_name); }
+  const json& cases() const { return rollout_corr_golden().at("by_dtype").at(dtype_name); }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (const auto& [name, dtype] : {std::pair<std::string, torch::ScalarType>{"float64", torch::kFloat64},
                                     {"float32", torch::kFloat32}}) {
-    const json& in = golden().at("inputs");
-    out.push_back({name, dtype, golden().at("tolerance").at(name).get<double>(), tensor_of(in.at("old_log_prob"), dtype),
+    const json& in = rollout_corr_golden().at("inputs");
+    out.push_back({name, dtype, rollout_corr_golden().at("tolerance").at(name).get<double>(), tensor_of(in.at("old_log_prob"), dtype),
                    tensor_of(in.at("rollout_log_prob"), dtype), tensor_of(in.at("response_mask"), torch::kInt64)});
   }
   return out;
@@ -92,8 +92,8 @@ void expect_metrics(const std::string& name, const std::map<std::string, double>
 }
 
 TEST(RolloutCorrGolden, FormatAndVersion) {
-  EXPECT_EQ(golden().at("format_version").get<int>(), kFormatVersion);
-  EXPECT_EQ(golden().at("verl_version").get<std::string>(), "0.9.1");
+  EXPECT_EQ(rollout_corr_golden().at("format_version").get<int>(), kRolloutCorrFormatVersion);
+  EXPECT_EQ(rollout_corr_golden().at("verl_version").get<std::string>(), "0.9.1");
 }
 
 TEST(RolloutCorrGolden, ImportanceSamplingWeights) {
@@ -188,7 +188,7 @@ TEST(RolloutCorrGolden, RolloutProbsDiffMetrics) {
 }
 
 TEST(RolloutCorrGolden, RejectsWhatVerlRejects) {
-  const json& rejected = golden().at("rejected");
+  const json& rejected = rollout_corr_golden().at("rejected");
   for (const json& spec : rejected.at("rollout_is_threshold")) {
     EXPECT_THROW(parse_rollout_is_threshold(spec.get<std::string>()), Error) << spec;
     RolloutCorrectionOptions options;
@@ -205,7 +205,7 @@ TEST(RolloutCorrGolden, RejectsWhatVerlRejects) {
 }
 
 TEST(PfPpoGolden, SameRowsAsVerlFromTheSameSeed) {
-  const json& pf = golden().at("pf_ppo");
+  const json& pf = rollout_corr_golden().at("pf_ppo");
   const torch::Tensor scores = tensor_of(pf.at("token_level_scores"), torch::kFloat32);
   for (const json& c : pf.at("cases")) {
     torch::Generator generator = at::detail::createCPUGenerator(c.at("seed").get<uint64_t>());
@@ -218,7 +218,7 @@ TEST(PfPpoGolden, SameRowsAsVerlFromTheSameSeed) {
 // The sampling distribution: verl's measured frequency of each row within 5 standard errors of
 // verl.cpp's normalized weight (rows verl never drew must have a weight of ~1e-8).
 TEST(PfPpoGolden, WeightsMatchVerlsSamplingFrequencies) {
-  const json& pf = golden().at("pf_ppo");
+  const json& pf = rollout_corr_golden().at("pf_ppo");
   const torch::Tensor scores = tensor_of(pf.at("token_level_scores"), torch::kFloat32).sum(-1);
   for (const json& f : pf.at("frequencies")) {
     const std::string method = f.at("reweight_method").get<std::string>();

@@ -20,7 +20,7 @@ namespace {
 
 const std::string kDir = VERL_SOURCE_DIR_FOR_TESTS "/tests/golden/reward";
 
-std::optional<std::string> optional_string(const nlohmann::json& value) {
+std::optional<std::string> reward_optional_string(const nlohmann::json& value) {
   if (value.is_null()) return std::nullopt;
   return value.get<std::string>();
 }
@@ -48,12 +48,12 @@ TEST(RewardGolden, ScorersMatchPython) {
     // (what, C++ value, Python value)
     const std::vector<std::array<std::string, 3>> checks = {
         {"gsm8k strict", show(gsm8k_extract_solution(text, Gsm8kMethod::kStrict)),
-         show(optional_string(c["gsm8k_strict"]))},
+         show(reward_optional_string(c["gsm8k_strict"]))},
         {"gsm8k flexible", show(gsm8k_extract_solution(text, Gsm8kMethod::kFlexible)),
-         show(optional_string(c["gsm8k_flexible"]))},
+         show(reward_optional_string(c["gsm8k_flexible"]))},
         {"gsm8k score", number(gsm8k_compute_score(text, truth)), number(c["gsm8k_score"].get<double>())},
-        {"math last_boxed", show(math_last_boxed_only_string(text)), show(optional_string(c["math_last_boxed"]))},
-        {"math strip_string", show(math_strip_string(text)), show(optional_string(c["math_strip"]))},
+        {"math last_boxed", show(math_last_boxed_only_string(text)), show(reward_optional_string(c["math_last_boxed"]))},
+        {"math strip_string", show(math_strip_string(text)), show(reward_optional_string(c["math_strip"]))},
         {"math is_equiv", flag(math_is_equiv(text, truth)), flag(c["math_equiv"].get<bool>())},
         {"math score", number(math_compute_score(text, truth)), number(c["math_score"].get<double>())},
         {"dapo normalize", math_dapo_normalize_final_answer(text), c["dapo_normalize"].get<std::string>()},

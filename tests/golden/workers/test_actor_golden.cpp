@@ -22,7 +22,7 @@ namespace {
 
 using protocol::DataProto;
 
-bool python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
+bool actor_python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
 
 torch::Tensor to_tensor(const std::vector<std::vector<double>>& rows) {
   std::vector<torch::Tensor> out;
@@ -56,7 +56,7 @@ void expect_close_list(const nlohmann::json& got, const torch::Tensor& ref, doub
 }
 
 TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
-  if (!python_with_torch()) FAIL() << test_python_missing_hint();
+  if (!actor_python_with_torch()) FAIL() << test_python_missing_hint();
   const std::string dir = make_temp_dir("actor_golden");
   const std::string model_dir = make_tiny_model(dir + "/model");
   auto cfg = tiny_ppo_config(model_dir, {"actor_rollout_ref.rollout.temperature=0.7",

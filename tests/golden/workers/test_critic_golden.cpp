@@ -24,9 +24,9 @@ namespace {
 using protocol::DataProto;
 using protocol::Json;
 
-bool python_with_torch() { return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0; }
+bool critic_python_with_torch() { return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0; }
 
-struct Case {
+struct CriticCase {
   std::string name;
   std::string loss_agg_mode;
   int64_t epochs;
@@ -35,7 +35,7 @@ struct Case {
   double grad_clip;
 };
 
-void run_case(const Case& c) {
+void run_case(const CriticCase& c) {
   const std::string dir = test::make_temp_dir("critic_golden_" + c.name);
   const std::string lm = test::make_lm_folder("critic_golden_lm_" + c.name, 17, c.layers);
   const std::string value_dir = test::make_value_folder(lm, "critic_golden_value_" + c.name, 23);
@@ -106,7 +106,7 @@ void run_case(const Case& c) {
 class CriticGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
+    if (!critic_python_with_torch()) FAIL() << test::test_python_missing_hint();
   }
 };
 

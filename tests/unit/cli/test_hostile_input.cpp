@@ -28,7 +28,7 @@ std::string nested(int depth) { return std::string(depth, '[') + std::string(dep
 // Runs `args` (shell syntax) under a 4 GiB address-space limit and expects exit code 1 with exactly one
 // `error:` line on stderr containing each of `expected`.
 // `stdin_file`: piped in (run_command redirects the whole command's stdin from /dev/null).
-void expect_one_error_line(const std::string& args, const std::vector<std::string>& expected,
+void hostile_input_expect_one_error_line(const std::string& args, const std::vector<std::string>& expected,
                            const std::string& stdin_file = "") {
   const std::string pipe = stdin_file.empty() ? "" : "cat '" + stdin_file + "' | ";
   CommandResult r = run_command("(ulimit -v 4194304; " + pipe + binary() + " " + args + ")");
@@ -57,7 +57,7 @@ void set_config(const std::string& model, const std::string& key, const nlohmann
 TEST(HostileInput, DeeplyNestedJsonlRowInDataConvert) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/rows.jsonl", "{\"a\": 1}\n{\"prompt\": " + nested(100000) + "}\n");
-  expect_one_error_line("data convert " + dir + "/rows.jsonl " + dir + "/out.parquet",
+  hostile_input_expect_one_error_line("data convert " + dir + "/rows.jsonl " + dir + "/out.parquet",
                         {"rows.jsonl:2", "nested deeper than 256 levels", "line 1, column 267", "(limit 256)"});
 }
 
@@ -65,7 +65,7 @@ TEST(HostileInput, DeeplyNestedJsonlRowInScore) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/rows.jsonl", R"({"data_source": "openai/gsm8k", "solution_str": "#### 1", "ground_truth": "1",)"
                                   R"( "extra_info": )" + nested(100000) + "}\n");
-  expect_one_error_line("score --input " + dir + "/rows.jsonl",
+  hostile_input_expect_one_error_line("score --input " + dir + "/rows.jsonl",
                         {"rows.jsonl:1", "nested deeper than 256", "(limit 256)"});
 }
 
@@ -73,7 +73,7 @@ TEST(HostileInput, DeeplyNestedIdsOnStdinOfDetokenize) {
   const std::string dir = make_temp_dir("hostile");
   write_char_tokenizer(dir + "/tok");
   write_file(dir + "/ids.json", nested(100000));
-  expect_one_error_line("detokenize --tokenizer " + dir + "/tok", {"stdin", "nested deeper than 256", "(limit 256)"},
+  hostile_input_expect_one_error_line("detokenize --tokenizer " + dir + "/tok", {"stdin", "nested deeper than 256", "(limit 256)"},
                         dir + "/ids.json");
 }
 
@@ -81,7 +81,7 @@ TEST(HostileInput, DeeplyNestedChatMessages) {
   const std::string dir = make_temp_dir("hostile");
   write_char_tokenizer(dir + "/tok");
   write_file(dir + "/messages.json", R"([{"role": "user", "content": )" + nested(100000) + "}]");
-  expect_one_error_line("chat-template --tokenizer " + dir + "/tok --messages " + dir + "/messages.json",
+  hostile_input_expect_one_error_line("chat-template --tokenizer " + dir + "/tok --messages " + dir + "/messages.json",
                         {"messages.json", "nested deeper than 256", "(limit 256)"});
 }
 
@@ -89,7 +89,7 @@ TEST(HostileInput, DeeplyNestedIdsFileOfModelForward) {
   const std::string dir = make_temp_dir("hostile");
   const std::string model = tiny_model(dir);
   write_file(dir + "/ids.json", "{\"input_ids\": " + nested(100000) + "}");
-  expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
                         {"ids.json", "nested deeper than 256", "(limit 256)"});
 }
 
@@ -100,7 +100,7 @@ TEST(HostileInput, DeeplyNestedConfigJson) {
   text.insert(text.find('{') + 1, "\"extra\": " + nested(100000) + ",");
   write_file(model + "/config.json", text);
   write_file(dir + "/ids.json", R"({"input_ids": [[1, 2]]})");
-  expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
                         {"config.json", "nested deeper than 256", "(limit 256)"});
 }
 
@@ -112,7 +112,7 @@ TEST(HostileInput, DeeplyNestedTokenizerJsonAndTokenizerConfig) {
   std::string text = tokenizer.dump();
   text.replace(text.find("\"DEEP\""), 6, nested(100000));
   write_file(dir + "/a/tokenizer.json", text);
-  expect_one_error_line("tokenize --tokenizer " + dir + "/a",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
                         {"tokenizer.json", "nested deeper than 256", "(limit 256)"});
 
   write_char_tokenizer(dir + "/b");
@@ -121,7 +121,7 @@ TEST(HostileInput, DeeplyNestedTokenizerJsonAndTokenizerConfig) {
   text = config.dump();
   text.replace(text.find("\"DEEP\""), 6, nested(100000));
   write_file(dir + "/b/tokenizer_config.json", text);
-  expect_one_error_line("tokenize --tokenizer " + dir + "/b",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/b",
                         {"tokenizer_config.json", "nested deeper than 256", "(limit 256)"});
 }
 
@@ -130,7 +130,7 @@ TEST(HostileInput, NumberBeyondDoubleInTokenizerConfig) {
   const std::string dir = make_temp_dir("hostile");
   write_char_tokenizer(dir + "/a");
   write_file(dir + "/a/tokenizer_config.json", R"({"model_max_length": 7e1026})");
-  expect_one_error_line("tokenize --tokenizer " + dir + "/a",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
                         {"tokenizer_config.json: not valid JSON", "number overflow"});
 }
 
@@ -141,7 +141,7 @@ TEST(HostileInput, AddedTokenFlagOfTheWrongType) {
   auto tokenizer = nlohmann::json::parse(read_file(dir + "/a/tokenizer.json"));
   tokenizer["added_tokens"][0]["normalized"] = 5;
   write_file(dir + "/a/tokenizer.json", tokenizer.dump());
-  expect_one_error_line("tokenize --tokenizer " + dir + "/a",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
                         {"tokenizer.json: unexpected value", "type must be boolean, but is number"});
 }
 
@@ -151,23 +151,23 @@ TEST(HostileInput, TokenIdsInTheHundredsOfMillions) {
   auto tokenizer = nlohmann::json::parse(read_file(dir + "/a/tokenizer.json"));
   tokenizer["added_tokens"].push_back({{"id", 400000000}, {"content", "<big>"}, {"special", true}});
   write_file(dir + "/a/tokenizer.json", tokenizer.dump());
-  expect_one_error_line("tokenize --tokenizer " + dir + "/a",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
                         {"tokenizer.json", "added_tokens[4].id is 400000000", "limit 4194304"});
 
   write_char_tokenizer(dir + "/b");
   tokenizer = nlohmann::json::parse(read_file(dir + "/b/tokenizer.json"));
   tokenizer["model"]["vocab"]["<big>"] = 400000000;  // the BPE model keeps an id -> token table
   write_file(dir + "/b/tokenizer.json", tokenizer.dump());
-  expect_one_error_line("tokenize --tokenizer " + dir + "/b",
+  hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/b",
                         {"tokenizer.json", "'<big>' is 400000000", "limit 4194304"});
 }
 
 TEST(HostileInput, YamlAliasOfItself) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/list.yaml", "trainer: &x [*x]\n");
-  expect_one_error_line("config show --config " + dir + "/list.yaml", {"list.yaml", "'trainer[0]'", "cycle"});
+  hostile_input_expect_one_error_line("config show --config " + dir + "/list.yaml", {"list.yaml", "'trainer[0]'", "cycle"});
   write_file(dir + "/map.yaml", "trainer: &x\n  logger: *x\n");
-  expect_one_error_line("config show --config " + dir + "/map.yaml", {"map.yaml", "'trainer.logger'", "cycle"});
+  hostile_input_expect_one_error_line("config show --config " + dir + "/map.yaml", {"map.yaml", "'trainer.logger'", "cycle"});
 }
 
 TEST(HostileInput, YamlBillionLaughs) {
@@ -179,7 +179,7 @@ TEST(HostileInput, YamlBillionLaughs) {
     text += "]\n";
   }
   write_file(dir + "/laughs.yaml", text);  // 10^10 nodes once expanded
-  expect_one_error_line("config show --config " + dir + "/laughs.yaml",
+  hostile_input_expect_one_error_line("config show --config " + dir + "/laughs.yaml",
                         {"laughs.yaml", "more than 100000 nodes", "limit 100000"});
 }
 
@@ -187,11 +187,11 @@ TEST(HostileInput, NumberOfFiftyThousandDigits) {
   const std::string dir = make_temp_dir("hostile");
   const std::string digits(50000, '9');
   write_file(dir + "/long.yaml", "trainer:\n  total_epochs: " + digits + "\n");
-  expect_one_error_line("config show --config " + dir + "/long.yaml",
+  hostile_input_expect_one_error_line("config show --config " + dir + "/long.yaml",
                         {"long.yaml", "'trainer.total_epochs'", "a number of 50000 characters", "limit 256"});
-  expect_one_error_line("config show trainer.total_epochs=" + digits,
+  hostile_input_expect_one_error_line("config show trainer.total_epochs=" + digits,
                         {"override trainer.total_epochs", "a number of 50000 characters", "limit 256"});
-  expect_one_error_line("config show trainer.total_epochs=" + digits + ".5e3",
+  hostile_input_expect_one_error_line("config show trainer.total_epochs=" + digits + ".5e3",
                         {"override trainer.total_epochs", "a number of 50004 characters", "limit 256"});
 }
 
@@ -201,10 +201,10 @@ TEST(HostileInput, AbsurdConfigJsonSizes) {
   write_file(dir + "/ids.json", R"({"input_ids": [[1, 2]]})");
   const std::string forward = "model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o";
   set_config(model, "num_hidden_layers", 100000000);
-  expect_one_error_line(forward, {"config.json", "num_hidden_layers=100000000", "limit 1024"});
+  hostile_input_expect_one_error_line(forward, {"config.json", "num_hidden_layers=100000000", "limit 1024"});
   set_config(model, "num_hidden_layers", 2);
   set_config(model, "intermediate_size", 5000000000LL);
-  expect_one_error_line(forward, {"config.json", "intermediate_size=5000000000", "limit 262144"});
+  hostile_input_expect_one_error_line(forward, {"config.json", "intermediate_size=5000000000", "limit 262144"});
 }
 
 TEST(HostileInput, ConfigJsonSizesThatDoNotMatchTheCheckpoint) {
@@ -215,9 +215,9 @@ TEST(HostileInput, ConfigJsonSizesThatDoNotMatchTheCheckpoint) {
   // Within the bounds, but 1024 layers of 262144-wide MLPs would be ~100 GB of fp32 weights.
   set_config(model, "num_hidden_layers", 1024);
   set_config(model, "intermediate_size", 262144);
-  expect_one_error_line(forward, {"config.json", "intermediate_size=262144", "[262144, 32]", "[48, 32]"});
+  hostile_input_expect_one_error_line(forward, {"config.json", "intermediate_size=262144", "[262144, 32]", "[48, 32]"});
   set_config(model, "intermediate_size", 48);
-  expect_one_error_line(forward, {"config.json", "num_hidden_layers=1024", "the checkpoint has 2 layers"});
+  hostile_input_expect_one_error_line(forward, {"config.json", "num_hidden_layers=1024", "the checkpoint has 2 layers"});
 }
 
 TEST(HostileInput, ModelLargerThanPhysicalMemory) {
@@ -232,7 +232,7 @@ TEST(HostileInput, ModelLargerThanPhysicalMemory) {
   set_config(model, "num_attention_heads", 512);
   set_config(model, "num_key_value_heads", 512);
   set_config(model, "head_dim", 128);
-  expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
                         {"config.json", "GiB for its fp32 weights", "num_hidden_layers=1024",
                          "limit: physical RAM"});
 }
@@ -244,7 +244,7 @@ TEST(HostileInput, PromptLengthBeyondMaxPositionEmbeddings) {
   overrides.push_back("data.max_prompt_length=100000");
   overrides.push_back("trainer.total_training_steps=1");  // bounds a run that should not start
   const std::string command = verl_train_command(overrides);
-  expect_one_error_line(command.substr(verl_binary().size() + 1),  // "train ..."
+  hostile_input_expect_one_error_line(command.substr(verl_binary().size() + 1),  // "train ..."
                         {"data.max_prompt_length + data.max_response_length = 100018",
                          "max_position_embeddings 4096", "config.json"});
 }

@@ -9,11 +9,11 @@
 namespace verl::config {
 namespace {
 
-LoadedConfig load(std::vector<std::string> overrides) { return test::load_with_overrides(std::move(overrides)); }
-std::string error_of(std::vector<std::string> overrides) { return test::config_error_of(std::move(overrides)); }
+LoadedConfig ppo_config_load(std::vector<std::string> overrides) { return test::load_with_overrides(std::move(overrides)); }
+std::string ppo_config_error_of(std::vector<std::string> overrides) { return test::config_error_of(std::move(overrides)); }
 
 TEST(PPOConfig, DefaultsAreVerls) {
-  PPOConfig c = load({}).ppo;
+  PPOConfig c = ppo_config_load({}).ppo;
   EXPECT_EQ(c.data.train_batch_size, 1024);
   EXPECT_EQ(c.data.max_prompt_length, 512);
   EXPECT_EQ(c.data.prompt_key, "prompt");
@@ -42,7 +42,7 @@ TEST(PPOConfig, DefaultsAreVerls) {
 }
 
 TEST(PPOConfig, CrossSectionDefaultsFollowTheirSource) {
-  PPOConfig c = load({"actor_rollout_ref.actor.ppo_mini_batch_size=32", "data.max_response_length=64",
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.ppo_mini_batch_size=32", "data.max_response_length=64",
                       "actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.model.path=/m"})
                     .ppo;
   EXPECT_EQ(c.critic.ppo_mini_batch_size, 32);
@@ -54,29 +54,29 @@ TEST(PPOConfig, CrossSectionDefaultsFollowTheirSource) {
 }
 
 TEST(PPOConfig, EnumeratedValuesAreChecked) {
-  std::string message = error_of({"algorithm.adv_estimator=grp"});
+  std::string message = ppo_config_error_of({"algorithm.adv_estimator=grp"});
   EXPECT_NE(message.find("'algorithm.adv_estimator' is 'grp'; expected one of"), std::string::npos) << message;
   EXPECT_NE(message.find("did you mean 'grpo'"), std::string::npos) << message;
-  EXPECT_NE(error_of({"trainer.logger=[console,clearml]"}).find("contains 'clearml'"), std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"), std::string::npos);
-  EXPECT_EQ(error_of({"algorithm.adv_estimator=grpo", "algorithm.kl_penalty=k3+"}), "");
+  EXPECT_NE(ppo_config_error_of({"trainer.logger=[console,clearml]"}).find("contains 'clearml'"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"), std::string::npos);
+  EXPECT_EQ(ppo_config_error_of({"algorithm.adv_estimator=grpo", "algorithm.kl_penalty=k3+"}), "");
 }
 
 TEST(PPOConfig, RangesAreChecked) {
-  EXPECT_NE(error_of({"data.train_batch_size=0"}).find("must be > 0"), std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.clip_ratio_c=1.0"}).find("must be > 1"), std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.rollout.top_p=0"}).find("(0, 1]"), std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.optim.betas=[0.9]"}).find("two numbers"), std::string::npos);
-  EXPECT_NE(error_of({"trainer.resume_mode=resume_path"}).find("resume_from_path"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"data.train_batch_size=0"}).find("must be > 0"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.clip_ratio_c=1.0"}).find("must be > 1"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.top_p=0"}).find("(0, 1]"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.optim.betas=[0.9]"}).find("two numbers"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"trainer.resume_mode=resume_path"}).find("resume_from_path"), std::string::npos);
 }
 
 TEST(PPOConfig, NullForARequiredKeyNamesIt) {
-  std::string message = error_of({"trainer.total_epochs=null"});
+  std::string message = ppo_config_error_of({"trainer.total_epochs=null"});
   EXPECT_NE(message.find("'trainer.total_epochs' expects int, got null"), std::string::npos) << message;
 }
 
 TEST(PPOConfig, ValuesReachTheStructs) {
-  PPOConfig c = load({"actor_rollout_ref.actor.optim.lr=3e-6", "actor_rollout_ref.rollout.n=8",
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.optim.lr=3e-6", "actor_rollout_ref.rollout.n=8",
                       "algorithm.adv_estimator=grpo", "trainer.logger=[console,jsonl]", "trainer.num_cpu_threads=2"})
                     .ppo;
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 3e-6);
@@ -89,23 +89,23 @@ TEST(PPOConfig, ValuesReachTheStructs) {
 // The rollout and model keys of verl's quickstart commands load (the native engine stands in for vllm / sglang);
 // what is out of range or unknown is still an error naming the key.
 TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
-  PPOConfig c = load({"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
                       "actor_rollout_ref.model.use_remove_padding=True", "critic.model.use_remove_padding=True",
                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"})
                     .ppo;
   EXPECT_EQ(c.actor_rollout_ref.rollout.name, "vllm");
-  EXPECT_NE(error_of({"actor_rollout_ref.rollout.gpu_memory_utilization=1.5"})
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.gpu_memory_utilization=1.5"})
                 .find("actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.rollout.name=lmdeploy"}).find("'actor_rollout_ref.rollout.name' is 'lmdeploy'"),
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.name=lmdeploy"}).find("'actor_rollout_ref.rollout.name' is 'lmdeploy'"),
             std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.model.use_remove_padding=maybe"}).find("use_remove_padding"),
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.model.use_remove_padding=maybe"}).find("use_remove_padding"),
             std::string::npos);
 }
 
 // strategy=megatron's keys: tensor parallelism is read; the parallelisms verl.cpp lacks are errors naming the key.
 TEST(PPOConfig, MegatronKeys) {
-  PPOConfig c = load({"actor_rollout_ref.actor.strategy=megatron",
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "critic.strategy=megatron",
                       "critic.megatron.tensor_model_parallel_size=4"})
                     .ppo;
@@ -113,17 +113,17 @@ TEST(PPOConfig, MegatronKeys) {
   EXPECT_EQ(c.actor_rollout_ref.ref.megatron.tensor_model_parallel_size, 2);  // follows the actor's
   EXPECT_EQ(c.critic.tensor_parallel_size(), 4);
   EXPECT_TRUE(c.critic.megatron.use_distributed_optimizer);
-  PPOConfig fsdp = load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
+  PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
   EXPECT_EQ(fsdp.actor_rollout_ref.actor.tensor_parallel_size(), 1);  // only megatron reads it
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
                 .find("actor_rollout_ref.actor.megatron.context_parallel_size=2: context parallelism is not implemented"),
             std::string::npos);
-  EXPECT_NE(error_of({"critic.megatron.sequence_parallel=true"}).find("critic.megatron.sequence_parallel=true is not"),
+  EXPECT_NE(ppo_config_error_of({"critic.megatron.sequence_parallel=true"}).find("critic.megatron.sequence_parallel=true is not"),
             std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2"})
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2"})
                 .find("virtual_pipeline_model_parallel_size=2"),
             std::string::npos);
-  EXPECT_NE(error_of({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=0"})
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=0"})
                 .find("tensor_model_parallel_size"),
             std::string::npos);
 }

@@ -12,7 +12,7 @@ namespace verl::config {
 namespace {
 
 template <typename F>
-std::string error_of(F&& f) {
+std::string yaml_limits_error_of(F&& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -22,10 +22,10 @@ std::string error_of(F&& f) {
 }
 
 TEST(YamlLimits, AliasOfANodeThatContainsItIsACycle) {
-  EXPECT_NE(error_of([] { parse_yaml("a: &x [1, *x]\n", "c.yaml"); })
+  EXPECT_NE(yaml_limits_error_of([] { parse_yaml("a: &x [1, *x]\n", "c.yaml"); })
                 .find("c.yaml: 'a[1]' is an alias of a node that contains it (a cycle)"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_yaml("a: &x\n  b:\n    c: *x\n", "c.yaml"); }).find("'a.b.c'"), std::string::npos);
+  EXPECT_NE(yaml_limits_error_of([] { parse_yaml("a: &x\n  b:\n    c: *x\n", "c.yaml"); }).find("'a.b.c'"), std::string::npos);
   // An alias of a finished anchor is fine, also twice.
   Node root = parse_yaml("a: &x {k: 1}\nb: *x\nc: [*x, *x]\n", "c.yaml");
   EXPECT_EQ(root.find("b")->find("k")->as_int(), 1);
@@ -40,32 +40,32 @@ TEST(YamlLimits, ExpandedNodesAreBounded) {
     text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev + ", " + prev + ", " + prev + ", " +
             prev + "]\n";
   }
-  const std::string e = error_of([&] { parse_yaml(text, "laughs.yaml"); });
+  const std::string e = yaml_limits_error_of([&] { parse_yaml(text, "laughs.yaml"); });
   EXPECT_NE(e.find("laughs.yaml: more than 100000 nodes after expanding aliases"), std::string::npos) << e;
   EXPECT_NE(e.find("limit 100000"), std::string::npos) << e;
   // The first six levels expand to 4 + 16 + ... + 4^7 nodes (< 30000): accepted.
   const std::string small = text.substr(0, text.find("a7:"));
-  EXPECT_EQ(error_of([&] { parse_yaml(small, "ok.yaml"); }), "");
+  EXPECT_EQ(yaml_limits_error_of([&] { parse_yaml(small, "ok.yaml"); }), "");
 }
 
 TEST(YamlLimits, NestingDepth) {
   auto nested = [](int depth) { return "a: " + std::string(depth, '[') + std::string(depth, ']') + "\n"; };
-  EXPECT_EQ(error_of([&] { parse_yaml(nested(255), "d.yaml"); }), "");
-  std::string e = error_of([&] { parse_yaml(nested(256), "d.yaml"); });
+  EXPECT_EQ(yaml_limits_error_of([&] { parse_yaml(nested(255), "d.yaml"); }), "");
+  std::string e = yaml_limits_error_of([&] { parse_yaml(nested(256), "d.yaml"); });
   EXPECT_NE(e.find("d.yaml: 'a[0][0]"), std::string::npos) << e.substr(0, 300);
   EXPECT_NE(e.find("nested deeper than 256 levels (limit 256)"), std::string::npos) << e.substr(0, 300);
   // Deeper than yaml-cpp's own recursion guard: its exception, reworded with the position.
-  e = error_of([&] { parse_yaml(nested(5000), "d.yaml"); });
+  e = yaml_limits_error_of([&] { parse_yaml(nested(5000), "d.yaml"); });
   EXPECT_NE(e.find("d.yaml: nested deeper than 256 levels at line 1"), std::string::npos) << e;
 }
 
 TEST(YamlLimits, NumberLength) {
   const std::string digits(300, '1');
-  std::string e = error_of([&] { parse_yaml("x:\n  y: " + digits + "\n", "n.yaml"); });
+  std::string e = yaml_limits_error_of([&] { parse_yaml("x:\n  y: " + digits + "\n", "n.yaml"); });
   EXPECT_NE(e.find("n.yaml at 'x.y': a number of 300 characters, '1111111111111111111111111111111111111111..."),
             std::string::npos) << e;
   EXPECT_NE(e.find("(limit 256)"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { parse_plain_scalar("-." + digits + "e5"); }).find("a number of 304 characters"),
+  EXPECT_NE(yaml_limits_error_of([&] { parse_plain_scalar("-." + digits + "e5"); }).find("a number of 304 characters"),
             std::string::npos);
   // Up to the limit a number is read (beyond int64 as text, as before); quoted digits stay a string.
   EXPECT_EQ(parse_plain_scalar(std::string(256, '1')), Node::string(std::string(256, '1')));
@@ -80,7 +80,7 @@ TEST(YamlLimits, NumberLength) {
 }
 
 TEST(YamlLimits, LongNumberInAnOverrideNamesTheKey) {
-  const std::string e = error_of([&] { parse_override("trainer.total_epochs=" + std::string(20000, '5')); });
+  const std::string e = yaml_limits_error_of([&] { parse_override("trainer.total_epochs=" + std::string(20000, '5')); });
   EXPECT_NE(e.find("override trainer.total_epochs: a number of 20000 characters"), std::string::npos) << e;
   EXPECT_LT(e.size(), 300u);  // the value is shown as an excerpt
 }
@@ -90,13 +90,13 @@ TEST(YamlLimits, InterpolationChainsAndGrowthAreBounded) {
   std::string chain;
   for (int i = 0; i < 299; ++i) chain += "k" + std::to_string(i) + ": ${k" + std::to_string(i + 1) + "}\n";
   chain += "k299: 1\n";
-  std::string e = error_of([&] { resolve_interpolations(parse_yaml(chain, "chain.yaml")); });
+  std::string e = yaml_limits_error_of([&] { resolve_interpolations(parse_yaml(chain, "chain.yaml")); });
   EXPECT_NE(e.find("interpolations refer through more than 256 keys (limit 256)"), std::string::npos) << e;
   // Each level doubles: 2^30 characters unless stopped.
   std::string doubling = "s0: xxxxxxxx\n";
   for (int i = 1; i <= 30; ++i)
     doubling += "s" + std::to_string(i) + ": ${s" + std::to_string(i - 1) + "}${s" + std::to_string(i - 1) + "}\n";
-  e = error_of([&] { resolve_interpolations(parse_yaml(doubling, "double.yaml")); });
+  e = yaml_limits_error_of([&] { resolve_interpolations(parse_yaml(doubling, "double.yaml")); });
   EXPECT_NE(e.find("interpolation makes a string longer than 1048576 characters (limit 1048576)"), std::string::npos)
       << e;
 }

@@ -55,7 +55,7 @@ Value message(const std::string& role, const std::string& content) {
   return Value(Struct{{"role", role}, {"content", content}});
 }
 
-Value row(List prompt, const std::string& answer, Value extra_info) {
+Value rl_dataset_row(List prompt, const std::string& answer, Value extra_info) {
   return Value(Struct{{"data_source", "openai/gsm8k"},
                       {"prompt", std::move(prompt)},
                       {"ability", "math"},
@@ -65,9 +65,9 @@ Value row(List prompt, const std::string& answer, Value extra_info) {
 
 // Row 0: "u|ab>" (5 tokens); row 1: "s|xu|abcdefg>" (13 tokens); row 2: "u|abcde>" (exactly 8).
 std::vector<Value> three_rows() {
-  return {row({message("user", "ab")}, "1", Value(Struct{{"split", "test"}, {"index", 7}})),
-          row({message("system", "x"), message("user", "abcdefg")}, "2", Value(Struct{{"split", "test"}})),
-          row({message("user", "abcde")}, "3", Value())};
+  return {rl_dataset_row({message("user", "ab")}, "1", Value(Struct{{"split", "test"}, {"index", 7}})),
+          rl_dataset_row({message("system", "x"), message("user", "abcdefg")}, "2", Value(Struct{{"split", "test"}})),
+          rl_dataset_row({message("user", "abcde")}, "3", Value())};
 }
 
 std::string write_rows(const std::string& name, const std::vector<Value>& rows) {
@@ -89,7 +89,7 @@ config::DataConfig data_config(int64_t max_prompt_length, const std::string& tru
   return c;
 }
 
-Ids row_of(const torch::Tensor& t, int64_t r) {
+Ids rl_dataset_row_of(const torch::Tensor& t, int64_t r) {
   torch::Tensor row = t[r].contiguous();
   return Ids(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
 }
@@ -104,13 +104,13 @@ TEST(RLHFDataset, LeftPaddingMaskAndPositionIds) {
   EXPECT_EQ(ids.scalar_type(), torch::kInt64);
   EXPECT_EQ(ids.sizes(), (std::vector<int64_t>{2, 8}));
   // "u|ab>" = u(25) |(3) a(5) b(6) >(4), three pads in front.
-  EXPECT_EQ(row_of(ids, 0), (Ids{0, 0, 0, 25, 3, 5, 6, 4}));
-  EXPECT_EQ(row_of(batch.tensor("attention_mask"), 0), (Ids{0, 0, 0, 1, 1, 1, 1, 1}));
-  EXPECT_EQ(row_of(batch.tensor("position_ids"), 0), (Ids{0, 0, 0, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(rl_dataset_row_of(ids, 0), (Ids{0, 0, 0, 25, 3, 5, 6, 4}));
+  EXPECT_EQ(rl_dataset_row_of(batch.tensor("attention_mask"), 0), (Ids{0, 0, 0, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(rl_dataset_row_of(batch.tensor("position_ids"), 0), (Ids{0, 0, 0, 0, 1, 2, 3, 4}));
   // "u|abcde>" fills the width exactly.
-  EXPECT_EQ(row_of(ids, 1), (Ids{25, 3, 5, 6, 7, 8, 9, 4}));
-  EXPECT_EQ(row_of(batch.tensor("attention_mask"), 1), (Ids{1, 1, 1, 1, 1, 1, 1, 1}));
-  EXPECT_EQ(row_of(batch.tensor("position_ids"), 1), (Ids{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(rl_dataset_row_of(ids, 1), (Ids{25, 3, 5, 6, 7, 8, 9, 4}));
+  EXPECT_EQ(rl_dataset_row_of(batch.tensor("attention_mask"), 1), (Ids{1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(rl_dataset_row_of(batch.tensor("position_ids"), 1), (Ids{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(RLHFDataset, TruncationModes) {
@@ -124,14 +124,14 @@ TEST(RLHFDataset, TruncationModes) {
   for (const auto& [mode, want] : expected) {
     RLHFDataset dataset({path}, tiny_tokenizer(), data_config(8, mode));
     protocol::DataProto batch = dataset.collate({1});
-    EXPECT_EQ(row_of(batch.tensor("input_ids"), 0), want) << mode;
-    EXPECT_EQ(row_of(batch.tensor("attention_mask"), 0), (Ids(8, 1))) << mode;
-    EXPECT_EQ(row_of(batch.tensor("position_ids"), 0), (Ids{0, 1, 2, 3, 4, 5, 6, 7})) << mode;
+    EXPECT_EQ(rl_dataset_row_of(batch.tensor("input_ids"), 0), want) << mode;
+    EXPECT_EQ(rl_dataset_row_of(batch.tensor("attention_mask"), 0), (Ids(8, 1))) << mode;
+    EXPECT_EQ(rl_dataset_row_of(batch.tensor("position_ids"), 0), (Ids{0, 1, 2, 3, 4, 5, 6, 7})) << mode;
     EXPECT_EQ(batch.column("raw_prompt_ids")[0], nlohmann::json(want)) << mode;  // truncated the same way
   }
   // Odd width: middle keeps floor(7/2) = 3 from the front and 4 from the back.
   RLHFDataset odd({path}, tiny_tokenizer(), data_config(7, "middle"));
-  EXPECT_EQ(row_of(odd.collate({1}).tensor("input_ids"), 0), (Ids{23, 3, 28, 9, 10, 11, 4}));
+  EXPECT_EQ(rl_dataset_row_of(odd.collate({1}).tensor("input_ids"), 0), (Ids{23, 3, 28, 9, 10, 11, 4}));
 
   RLHFDataset strict({path}, tiny_tokenizer(), data_config(8, "error"));
   EXPECT_NO_THROW(strict.collate({0, 2}));
@@ -194,13 +194,13 @@ TEST(RLHFDataset, PadFallsBackToEosAndChatTemplateKwargsApply) {
   RLHFDataset dataset({path}, tiny_tokenizer(/*with_pad=*/false), c);
   EXPECT_EQ(dataset.pad_token_id(), 1);
   // "u|ab>z": two eos pads in front.
-  EXPECT_EQ(row_of(dataset.collate({0}).tensor("input_ids"), 0), (Ids{1, 1, 25, 3, 5, 6, 4, 30}));
+  EXPECT_EQ(rl_dataset_row_of(dataset.collate({0}).tensor("input_ids"), 0), (Ids{1, 1, 25, 3, 5, 6, 4, 30}));
 }
 
 TEST(RLHFDataset, MaxSamples) {
   std::vector<Value> rows;
   for (int i = 0; i < 10; ++i) {
-    rows.push_back(row({message("user", std::string(1, static_cast<char>('a' + i)))}, std::to_string(i), Value()));
+    rows.push_back(rl_dataset_row({message("user", std::string(1, static_cast<char>('a' + i)))}, std::to_string(i), Value()));
   }
   const std::string path = write_rows("rl_max", rows);
   auto answers = [](const RLHFDataset& d) {

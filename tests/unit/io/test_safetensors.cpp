@@ -29,7 +29,7 @@ void write_raw(const std::string& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string error_of(const std::string& path) {
+std::string safetensors_error_of(const std::string& path) {
   try {
     SafetensorsFile f(path);
   } catch (const Error& e) {
@@ -42,7 +42,7 @@ bool python_with_torch() {
   return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0;
 }
 
-std::string script() { return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py"; }
+std::string safetensors_script() { return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py"; }
 
 TEST(Safetensors, RoundTripsEveryDtype) {
   const std::string dir = make_temp_dir("st_roundtrip");
@@ -139,15 +139,15 @@ TEST(Safetensors, TruncatedFilesAreClearErrors) {
   write_safetensors(dir + "/ok.safetensors", {{"x", DType::F32, {4}, x, sizeof x}});
   std::string bytes = test::read_file(dir + "/ok.safetensors");
   write_raw(dir + "/short_data.safetensors", bytes.substr(0, bytes.size() - 3));
-  EXPECT_NE(error_of(dir + "/short_data.safetensors").find("outside the data buffer"), std::string::npos)
-      << error_of(dir + "/short_data.safetensors");
+  EXPECT_NE(safetensors_error_of(dir + "/short_data.safetensors").find("outside the data buffer"), std::string::npos)
+      << safetensors_error_of(dir + "/short_data.safetensors");
   write_raw(dir + "/short_header.safetensors", bytes.substr(0, 20));
-  EXPECT_NE(error_of(dir + "/short_header.safetensors").find("truncated"), std::string::npos);
+  EXPECT_NE(safetensors_error_of(dir + "/short_header.safetensors").find("truncated"), std::string::npos);
   write_raw(dir + "/tiny.safetensors", bytes.substr(0, 5));
-  EXPECT_NE(error_of(dir + "/tiny.safetensors").find("truncated"), std::string::npos);
+  EXPECT_NE(safetensors_error_of(dir + "/tiny.safetensors").find("truncated"), std::string::npos);
   write_raw(dir + "/empty.safetensors", "");
-  EXPECT_NE(error_of(dir + "/empty.safetensors").find("truncated"), std::string::npos);
-  EXPECT_NE(error_of(dir + "/missing.safetensors").find("cannot open"), std::string::npos);
+  EXPECT_NE(safetensors_error_of(dir + "/empty.safetensors").find("truncated"), std::string::npos);
+  EXPECT_NE(safetensors_error_of(dir + "/missing.safetensors").find("cannot open"), std::string::npos);
 }
 
 TEST(Safetensors, LyingHeadersAreClearErrors) {
@@ -175,14 +175,14 @@ TEST(Safetensors, LyingHeadersAreClearErrors) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/c" + std::to_string(i) + ".safetensors";
     write_raw(path, raw_file(cases[i].header, cases[i].data));
-    const std::string err = error_of(path);
+    const std::string err = safetensors_error_of(path);
     EXPECT_NE(err.find(cases[i].expect), std::string::npos) << "case " << i << ": " << err;
     EXPECT_NE(err.find(path), std::string::npos) << "error names the file: " << err;
   }
   // A header length that is not sane.
   std::string huge(8, '\xff');
   write_raw(dir + "/huge.safetensors", huge + "{}");
-  EXPECT_NE(error_of(dir + "/huge.safetensors").find("not sane"), std::string::npos);
+  EXPECT_NE(safetensors_error_of(dir + "/huge.safetensors").find("not sane"), std::string::npos);
 }
 
 TEST(Safetensors, ShardedCheckpointThroughIndex) {
@@ -249,7 +249,7 @@ TEST(Safetensors, PythonReadsWhatWeWrite) {
                     {{"bf16", DType::BF16, {2}, bf16, 4}, {"i64", DType::I64, {1, 2}, i64, 16},
                      {"f32", DType::F32, {2, 2}, f32, 16}, {"bool", DType::BOOL, {3}, b, 3}},
                     {{"format", "pt"}});
-  auto r = test::run_command(test::test_python() + script() + " read " + dir + "/w.safetensors");
+  auto r = test::run_command(test::test_python() + safetensors_script() + " read " + dir + "/w.safetensors");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["__metadata__"]["format"], "pt");
@@ -264,7 +264,7 @@ TEST(Safetensors, PythonReadsWhatWeWrite) {
 TEST(Safetensors, WeReadWhatPythonWrites) {
   if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
   const std::string dir = make_temp_dir("st_python_write");
-  auto r = test::run_command(test::test_python() + script() + " write " + dir + "/p.safetensors");
+  auto r = test::run_command(test::test_python() + safetensors_script() + " write " + dir + "/p.safetensors");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   SafetensorsFile f(dir + "/p.safetensors");
   EXPECT_EQ(f.names().size(), 10u);

@@ -9,7 +9,7 @@
 namespace verl::model {
 namespace {
 
-torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
+torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
                         const torch::Tensor& bias, double scaling) {
   const int64_t B = q.size(0), S = keys.size(2);
   auto scores = torch::matmul(q.to(torch::kFloat64), keys.to(torch::kFloat64).transpose(2, 3)) * scaling +
@@ -41,7 +41,7 @@ TEST(DecodeAttention, MatchesMatmulSoftmaxOnCacheViewsWithMaskedPositions) {
       const double scaling = 1.0 / std::sqrt(static_cast<double>(D));
       ASSERT_TRUE(decode_attention_applies(q, keys));
       auto got = decode_attention(q, keys, vals, bias, scaling);
-      auto want = reference(q, keys, vals, bias.view({B, S}), scaling);
+      auto want = decode_attention_reference(q, keys, vals, bias.view({B, S}), scaling);
       ASSERT_EQ(got.sizes(), want.sizes());
       EXPECT_LT((got - want).abs().max().item<float>(), 2e-6);
       // Masked positions get no weight: changing their values changes nothing.
@@ -95,7 +95,7 @@ TEST(DecodeAttention, StepRotatesWritesTheCacheAndAttends) {
                                v_before.index({torch::indexing::Slice(), torch::indexing::Slice(), others})));
       auto keys = cache_k.narrow(2, 0, S).to(torch::kFloat64), vals = cache_v.narrow(2, 0, S);
       keys.select(2, position).copy_(k_rot);  // the exact rotated key, so only the attention's rounding remains
-      auto want = reference(q_rot, keys, vals, bias.view({B, S}), scaling).view({B, Hkv * G * D});
+      auto want = decode_attention_reference(q_rot, keys, vals, bias.view({B, S}), scaling).view({B, Hkv * G * D});
       ASSERT_EQ(got.sizes(), want.sizes());
       EXPECT_LT((got - want).abs().max().item<float>(), 1e-5);
     }

@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-HFConfig tiny(Arch arch) {
+HFConfig fully_sharded_model_tiny(Arch arch) {
   HFConfig c = test::tiny_config(arch);
   c.num_hidden_layers = 3;
   c.head_dim = 8;
@@ -73,7 +73,7 @@ class FullyShardedModelTest : public ::testing::TestWithParam<std::tuple<Arch, b
 
 TEST_P(FullyShardedModelTest, ShardGradientsAreTheMeanOfTheWholeModelsOverTheRanksBatches) {
   auto [arch, tied, ranks] = GetParam();
-  HFConfig c = tiny(arch);
+  HFConfig c = fully_sharded_model_tiny(arch);
   c.tie_word_embeddings = tied;
   CausalLM whole = make_whole(c);
   std::vector<Batch> batches;
@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FullyShardedModelTest,
                                            std::make_tuple(Arch::Llama, false, 3)));
 
 TEST(FullyShardedModel, ValueHeadGradientsReachTheShards) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = fully_sharded_model_tiny(Arch::Qwen2);
   CausalLM whole = make_whole(c, HeadKind::Value);
   const Batch b = ragged_batch(c.vocab_size, 5);
   whole->zero_grad();
@@ -174,7 +174,7 @@ TEST(FullyShardedModel, ValueHeadGradientsReachTheShards) {
 }
 
 TEST(FullyShardedModel, ShardFilesRoundTripAndMergeIntoTheWholeModel) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = fully_sharded_model_tiny(Arch::Qwen2);
   CausalLM whole = make_whole(c);
   const fs::path dir = fs::temp_directory_path() / ("verl_zero3_" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -32,10 +32,10 @@ CausalLM base_model(Arch arch = Arch::Qwen2, uint64_t seed = 3) {
   return m;
 }
 
-struct Batch {
+struct LoraBatch {
   torch::Tensor ids, mask, pos;
 };
-Batch ragged_batch() {  // left-padded rows of lengths 6, 3, 5
+LoraBatch lora_ragged_batch() {  // left-padded rows of lengths 6, 3, 5
   auto ids = torch::tensor({{0, 5, 9, 2, 7, 1}, {0, 0, 0, 4, 8, 3}, {0, 11, 6, 12, 2, 9}}, torch::kInt64);
   auto mask = (ids != 0).to(torch::kInt64);
   mask[0][0] = 1;
@@ -43,7 +43,7 @@ Batch ragged_batch() {  // left-padded rows of lengths 6, 3, 5
   return {ids, mask, position_ids_from_mask(mask)};
 }
 
-torch::Tensor logits_of(CausalLM& m, const Batch& b) {
+torch::Tensor logits_of(CausalLM& m, const LoraBatch& b) {
   torch::NoGradGuard no_grad;
   return m->forward(b.ids, b.mask, b.pos);
 }
@@ -72,7 +72,7 @@ void randomize_b(CausalLM& m, uint64_t seed) {
 
 TEST(Lora, FreshAdapterIsPeftInitAndLeavesTheModelUnchanged) {
   auto m = base_model();
-  const Batch b = ragged_batch();
+  const LoraBatch b = lora_ragged_batch();
   const auto before = logits_of(m, b);
   add_lora(m, spec(4, 8), /*seed=*/1);
   const auto named = lora_named_parameters(m);
@@ -133,7 +133,7 @@ TEST(Lora, GradientsReachOnlyTheAdapters) {
   randomize_b(m, 2);
   m->model->gradient_checkpointing = true;  // the recomputed layers must still reach A and B
   m->train();
-  const Batch b = ragged_batch();
+  const LoraBatch b = lora_ragged_batch();
   m->forward(b.ids, b.mask, b.pos).pow(2).mean().backward();
   for (const auto& item : m->named_parameters()) {
     if (is_lora_parameter_name(item.key())) {
@@ -147,7 +147,7 @@ TEST(Lora, GradientsReachOnlyTheAdapters) {
 
 TEST(Lora, DisabledAdapterIsTheBaseAndMergedScopeRestoresExactly) {
   auto m = base_model(Arch::Qwen3);
-  const Batch b = ragged_batch();
+  const LoraBatch b = lora_ragged_batch();
   const auto base = logits_of(m, b);
   add_lora(m, spec(4, 16), 1);
   randomize_b(m, 5);
@@ -233,7 +233,7 @@ TEST(Lora, TargetSelection) {
 TEST(Lora, PeftFolderRoundTripAndBadAdapters) {
   const std::string dir = test::make_temp_dir("lora_peft_folder");
   auto m = base_model();
-  const Batch b = ragged_batch();
+  const LoraBatch b = lora_ragged_batch();
   add_lora(m, spec(4, 8, {"q_proj", "k_proj", "gate_proj"}), 1);
   randomize_b(m, 3);
   save_peft_adapter(m, dir + "/adapter", "/models/base");

@@ -36,14 +36,14 @@ namespace {
 
 using test::max_relative;
 
-HFConfig tiny() {
+HFConfig lora_tensor_parallel_tiny() {
   HFConfig c = test::tiny_config(Arch::Llama);
   c.initializer_range = 0.2;
   c.attention_bias = true;  // o_proj's bias: added once after the sum, beside the side path
   return c;
 }
 
-LoraSpec spec() {
+LoraSpec lora_tensor_parallel_spec() {
   LoraSpec s;
   s.rank = 4;
   s.alpha = 8;
@@ -52,14 +52,14 @@ LoraSpec spec() {
 
 // fp64 (the comparison then shows the split, not fp32 rounding), with fresh adapters (seed 5).
 CausalLM whole_with_adapters() {
-  CausalLM m(tiny());
+  CausalLM m(lora_tensor_parallel_tiny());
   init_weights(m, 3, /*perturb_norms_and_biases=*/true);
   m->to(torch::kFloat64);
-  add_lora(m, spec(), /*seed=*/5);
+  add_lora(m, lora_tensor_parallel_spec(), /*seed=*/5);
   return m;
 }
 
-void randomize_b(CausalLM& m) {
+void lora_tensor_parallel_randomize_b(CausalLM& m) {
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(9);
   for (auto& [name, t] : lora_named_parameters(m)) {
@@ -69,7 +69,7 @@ void randomize_b(CausalLM& m) {
   }
 }
 
-test::ModelBatch ragged_batch(int64_t vocab) {
+test::ModelBatch lora_tensor_parallel_ragged_batch(int64_t vocab) {
   torch::manual_seed(11);
   test::ModelBatch b;
   b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
@@ -90,12 +90,12 @@ TEST(LoraTensorParallel, FreshAdaptersOnSlicesAreTheWholeModelsSliced) {
   CausalLM whole = whole_with_adapters();
   std::map<std::string, torch::Tensor> expected;
   for (auto& [name, t] : lora_named_parameters(whole)) expected[name] = t.detach().clone();
-  CausalLM base(tiny());
+  CausalLM base(lora_tensor_parallel_tiny());
   init_weights(base, 3, true);
   base->to(torch::kFloat64);
   test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     CausalLM part = shard_model(base, TensorParallelGroup{comm});
-    add_lora(part, spec(), /*seed=*/5);
+    add_lora(part, lora_tensor_parallel_spec(), /*seed=*/5);
     const auto& attn = part->model->layer_list[0]->self_attn;
     const auto& mlp = part->model->layer_list[0]->mlp;
     auto factor = [](const torch::nn::Linear& proj, const char* name) {
@@ -121,8 +121,8 @@ TEST(LoraTensorParallel, FreshAdaptersOnSlicesAreTheWholeModelsSliced) {
 
 TEST(LoraTensorParallel, TwoRanksGiveTheWholeModelsLogitsGradientsAndNorm) {
   CausalLM whole = whole_with_adapters();
-  randomize_b(whole);
-  const test::ModelBatch b = ragged_batch(whole->config.vocab_size);
+  lora_tensor_parallel_randomize_b(whole);
+  const test::ModelBatch b = lora_tensor_parallel_ragged_batch(whole->config.vocab_size);
   const auto logits_whole = logits(whole, b);
   torch::Tensor logits_base, logits_merged;
   {
@@ -145,14 +145,14 @@ TEST(LoraTensorParallel, TwoRanksGiveTheWholeModelsLogitsGradientsAndNorm) {
   const std::string peft_dir = test::make_temp_dir("lora_tp_peft");
   save_lora_state(whole, file);
   save_peft_adapter(whole, peft_dir, "base");
-  CausalLM base(tiny());
+  CausalLM base(lora_tensor_parallel_tiny());
   init_weights(base, 3, true);
   base->to(torch::kFloat64);
 
   test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     const TensorParallelGroup tp{comm};
     CausalLM part = shard_model(base, tp);
-    add_lora(part, spec(), /*seed=*/0);
+    add_lora(part, lora_tensor_parallel_spec(), /*seed=*/0);
     load_lora_state(part, file);  // the whole file, sliced
     EXPECT_LT(max_relative(logits(part, b), logits_whole), 1e-10);
     {
@@ -199,18 +199,18 @@ TEST(LoraTensorParallel, TwoRanksGiveTheWholeModelsLogitsGradientsAndNorm) {
 }
 
 TEST(LoraTensorParallel, ValueModelStateLoadsIntoSlicesAndGathersWhole) {
-  CausalLM whole(tiny(), HeadKind::Value);
+  CausalLM whole(lora_tensor_parallel_tiny(), HeadKind::Value);
   init_weights(whole, 3, /*perturb_norms_and_biases=*/true);
   whole->to(torch::kFloat64);
-  add_value_lora(whole, spec(), /*seed=*/5);
-  randomize_b(whole);
+  add_value_lora(whole, lora_tensor_parallel_spec(), /*seed=*/5);
+  lora_tensor_parallel_randomize_b(whole);
   {
     // A value head unlike the base's: a checkpoint without it would give other values.
     torch::NoGradGuard no_grad;
     auto gen = at::detail::createCPUGenerator(13);
     whole->score->weight.copy_(torch::empty(whole->score->weight.sizes(), torch::kFloat64).normal_(0.0, 0.3, gen));
   }
-  const test::ModelBatch b = ragged_batch(whole->config.vocab_size);
+  const test::ModelBatch b = lora_tensor_parallel_ragged_batch(whole->config.vocab_size);
   auto values = [&](CausalLM& m) {
     torch::NoGradGuard no_grad;
     return response_values(m, b.input_ids, b.attention_mask, b.position_ids, b.responses.size(1));
@@ -220,7 +220,7 @@ TEST(LoraTensorParallel, ValueModelStateLoadsIntoSlicesAndGathersWhole) {
   const std::string dir = test::make_temp_dir("value_lora_tp");
   save_value_lora_state(whole, dir + "/state.safetensors", "base");
   test::write_token_cls_adapter(expected, dir + "/peft", 4, 8);  // PEFT's TOKEN_CLS folder of the same state
-  CausalLM base(tiny(), HeadKind::Value);
+  CausalLM base(lora_tensor_parallel_tiny(), HeadKind::Value);
   init_weights(base, 3, true);
   base->to(torch::kFloat64);
   EXPECT_GT(max_relative(values(base), values_whole), 1e-2);  // the adapters and the head matter
@@ -228,7 +228,7 @@ TEST(LoraTensorParallel, ValueModelStateLoadsIntoSlicesAndGathersWhole) {
   test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
     const TensorParallelGroup tp{comm};
     CausalLM part = shard_model(base, tp);
-    add_value_lora(part, spec(), /*seed=*/0);
+    add_value_lora(part, lora_tensor_parallel_spec(), /*seed=*/0);
     load_value_lora_state(part, dir + "/state.safetensors");  // the whole file, sliced
     EXPECT_LT(max_relative(values(part), values_whole), 1e-10);
     const NamedTensors gathered = value_lora_full_state(part);

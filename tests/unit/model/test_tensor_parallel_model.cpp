@@ -22,7 +22,7 @@
 namespace verl::model {
 namespace {
 
-HFConfig tiny(Arch arch) {
+HFConfig tensor_parallel_model_tiny(Arch arch) {
   HFConfig c = test::tiny_config(arch);
   c.initializer_range = 0.2;
   if (arch == Arch::Llama) {
@@ -32,7 +32,7 @@ HFConfig tiny(Arch arch) {
   return c;
 }
 
-CausalLM make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
+CausalLM tensor_parallel_model_make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
   CausalLM m(c, head);
   init_weights(m, 3, /*perturb=*/true);
   m->to(torch::kFloat64);  // fp64: the comparison then shows the split, not fp32 rounding
@@ -42,7 +42,7 @@ CausalLM make_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
 // A ragged left-padded batch: P = 5 prompt positions, R = 4 responses.
 using Batch = test::ModelBatch;
 using test::max_relative;
-Batch ragged_batch(int64_t vocab) {
+Batch tensor_parallel_model_ragged_batch(int64_t vocab) {
   torch::manual_seed(11);
   Batch b;
   b.input_ids = torch::randint(0, vocab - 2, {3, 9}, torch::kInt64);
@@ -63,10 +63,10 @@ class TensorParallelModel : public ::testing::TestWithParam<std::tuple<Arch, boo
 
 TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients) {
   auto [arch, tied] = GetParam();
-  HFConfig c = tiny(arch);
+  HFConfig c = tensor_parallel_model_tiny(arch);
   c.tie_word_embeddings = tied;
-  CausalLM whole = make_whole(c);
-  const Batch b = ragged_batch(c.vocab_size);
+  CausalLM whole = tensor_parallel_model_make_whole(c);
+  const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
 
   auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
   auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
@@ -109,9 +109,9 @@ INSTANTIATE_TEST_SUITE_P(Families, TensorParallelModel,
                                            std::make_tuple(Arch::Llama, false)));
 
 TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
-  HFConfig c = tiny(Arch::Qwen2);
-  CausalLM whole = make_whole(c, HeadKind::Value);
-  const Batch b = ragged_batch(c.vocab_size);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Qwen2);
+  CausalLM whole = tensor_parallel_model_make_whole(c, HeadKind::Value);
+  const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
   auto values_whole = response_values(whole, b.input_ids, b.attention_mask, b.position_ids, 4);
   whole->zero_grad();
   values_whole.sum().backward();
@@ -132,9 +132,9 @@ TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
 }
 
 TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
-  HFConfig c = tiny(Arch::Qwen3);
-  CausalLM whole = make_whole(c);
-  const Batch b = ragged_batch(c.vocab_size);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Qwen3);
+  CausalLM whole = tensor_parallel_model_make_whole(c);
+  const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
   whole->zero_grad();
   test::weighted_log_prob_loss(whole, b).backward();
   std::vector<torch::Tensor> params = whole->parameters();
@@ -157,11 +157,11 @@ TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
 }
 
 TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Qwen2);
   CausalLM whole(c);
   init_weights(whole, 5, true);  // fp32, as the rollout runs
   whole->eval();
-  const Batch b = ragged_batch(c.vocab_size);
+  const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
   auto prompts = b.input_ids.narrow(1, 0, 5).clone();
   auto prompt_mask = torch::ones({3, 5}, torch::kInt64);
   prompt_mask.index_put_({1, torch::indexing::Slice(0, 2)}, 0);
@@ -194,11 +194,11 @@ TEST(TensorParallelModelTest, GreedyGenerationGivesTheWholeModelsTokens) {
 // TP ranks that sample differently (here: different seeds) would drift apart; generation stops at the first step
 // with one error on every rank instead.
 TEST(TensorParallelModelTest, TensorParallelRanksThatChooseDifferentTokensAreAnError) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Qwen2);
   CausalLM whole(c);
   init_weights(whole, 5, true);
   whole->eval();
-  const Batch b = ragged_batch(c.vocab_size);
+  const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
   auto prompts = b.input_ids.narrow(1, 0, 5).clone();
   auto prompt_mask = torch::ones({3, 5}, torch::kInt64);
   std::vector<std::string> errors(2);
@@ -219,13 +219,13 @@ TEST(TensorParallelModelTest, TensorParallelRanksThatChooseDifferentTokensAreAnE
 }
 
 TEST(TensorParallelModelTest, SliceThenGatherIsBitExactAndSplitsAreHfNames) {
-  HFConfig c = tiny(Arch::Llama);
-  CausalLM whole = make_whole(c);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Llama);
+  CausalLM whole = tensor_parallel_model_make_whole(c);
   test::on_thread_ranks(4, [&](const std::shared_ptr<parallel::Comm>& comm) {
     // 4 ranks: 1 query head and half a KV head each would not split; use a config with 4 KV heads.
     HFConfig c4 = c;
     c4.num_key_value_heads = 4;
-    CausalLM w4 = make_whole(c4);
+    CausalLM w4 = tensor_parallel_model_make_whole(c4);
     CausalLM part = shard_model(w4, TensorParallelGroup{comm});
     CausalLM back = gather_full_model(part);
     for (const auto& item : w4->named_parameters()) {
@@ -244,7 +244,7 @@ TEST(TensorParallelModelTest, SliceThenGatherIsBitExactAndSplitsAreHfNames) {
 }
 
 TEST(TensorParallelModelTest, ConfigsThatDoNotSplitAreErrorsNamingTheField) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = tensor_parallel_model_tiny(Arch::Qwen2);
   c.num_key_value_heads = 1;
   c.num_attention_heads = 3;
   c.head_dim = 8;
@@ -255,7 +255,7 @@ TEST(TensorParallelModelTest, ConfigsThatDoNotSplitAreErrorsNamingTheField) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("num_attention_heads (3)"), std::string::npos) << e.what();
     }
-    HFConfig kv = tiny(Arch::Qwen2);
+    HFConfig kv = tensor_parallel_model_tiny(Arch::Qwen2);
     kv.num_key_value_heads = 1;
     try {
       CausalLM m(kv, HeadKind::LM, TensorParallelGroup{comm});

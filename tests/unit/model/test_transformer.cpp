@@ -17,7 +17,7 @@ namespace {
 
 using verl::test::error_of;
 
-HFConfig tiny(Arch arch) { return test::tiny_config(arch); }
+HFConfig transformer_tiny(Arch arch) { return test::tiny_config(arch); }
 
 CausalLM make(const HFConfig& c, uint64_t seed = 1, HeadKind head = HeadKind::LM) {
   CausalLM m(c, head);
@@ -33,7 +33,7 @@ std::vector<std::string> names_of(CausalLM& m) {
 }
 
 TEST(Transformer, Qwen2ParameterNamesAreExactlyHFs) {
-  HFConfig c = tiny(Arch::Qwen2);
+  HFConfig c = transformer_tiny(Arch::Qwen2);
   c.num_hidden_layers = 1;
   CausalLM m(c);
   // Qwen2ForCausalLM(num_hidden_layers=1).state_dict().keys() in HF transformers.
@@ -59,7 +59,7 @@ TEST(Transformer, Qwen2ParameterNamesAreExactlyHFs) {
 }
 
 TEST(Transformer, FamilyVariantsHaveTheirParameters) {
-  HFConfig q3 = tiny(Arch::Qwen3);
+  HFConfig q3 = transformer_tiny(Arch::Qwen3);
   q3.tie_word_embeddings = true;
   CausalLM m3(q3);
   auto n3 = names_of(m3);
@@ -69,7 +69,7 @@ TEST(Transformer, FamilyVariantsHaveTheirParameters) {
   EXPECT_EQ(std::find(n3.begin(), n3.end(), "model.layers.0.self_attn.q_proj.bias"), n3.end());
   EXPECT_EQ(m3->model->layer_list[0]->self_attn->q_norm->weight.size(0), 16);
 
-  HFConfig ll = tiny(Arch::Llama);
+  HFConfig ll = transformer_tiny(Arch::Llama);
   ll.attention_bias = true;
   ll.mlp_bias = true;
   CausalLM ml(ll);
@@ -78,7 +78,7 @@ TEST(Transformer, FamilyVariantsHaveTheirParameters) {
                            "model.layers.0.mlp.gate_proj.bias", "model.layers.0.self_attn.k_proj.bias"})
     EXPECT_NE(std::find(nl.begin(), nl.end(), name), nl.end()) << name;
 
-  CausalLM value(tiny(Arch::Qwen2), HeadKind::Value);
+  CausalLM value(transformer_tiny(Arch::Qwen2), HeadKind::Value);
   auto nv = names_of(value);
   EXPECT_EQ(nv[nv.size() - 2], "score.weight");
   EXPECT_EQ(nv.back(), "score.bias");
@@ -88,7 +88,7 @@ TEST(Transformer, FamilyVariantsHaveTheirParameters) {
 TEST(Transformer, SaveThenLoadIsBitExact) {
   for (Arch arch : {Arch::Llama, Arch::Qwen2, Arch::Qwen3}) {
     const std::string dir = test::make_temp_dir("save_load");
-    CausalLM m = make(tiny(arch), 7);
+    CausalLM m = make(transformer_tiny(arch), 7);
     save_model(m, dir);
     EXPECT_TRUE(std::filesystem::exists(dir + "/config.json"));
     EXPECT_TRUE(std::filesystem::exists(dir + "/generation_config.json"));
@@ -101,7 +101,7 @@ TEST(Transformer, SaveThenLoadIsBitExact) {
 
 TEST(Transformer, Bf16CheckpointLoadsAsFp32AndShardsWork) {
   const std::string dir = test::make_temp_dir("bf16_load");
-  CausalLM m = make(tiny(Arch::Qwen2), 3);
+  CausalLM m = make(transformer_tiny(Arch::Qwen2), 3);
   SaveOptions opts;
   opts.dtype = torch::kBFloat16;
   opts.max_shard_bytes = 4000;
@@ -118,7 +118,7 @@ TEST(Transformer, Bf16CheckpointLoadsAsFp32AndShardsWork) {
 
 TEST(Transformer, MissingUnexpectedAndMismatchedWeightsAreErrorsNamingThem) {
   const std::string dir = test::make_temp_dir("load_errors");
-  CausalLM m = make(tiny(Arch::Qwen2), 3);
+  CausalLM m = make(transformer_tiny(Arch::Qwen2), 3);
   NamedTensors all;
   for (const auto& item : m->named_parameters()) all.emplace_back(item.key(), item.value());
   save_hf_config(m->config, dir);
@@ -159,7 +159,7 @@ TEST(Transformer, MissingUnexpectedAndMismatchedWeightsAreErrorsNamingThem) {
 TEST(Transformer, KVCacheDecodeEqualsFullForwardAtEveryStep) {
   for (Arch arch : {Arch::Llama, Arch::Qwen2, Arch::Qwen3}) {
     torch::NoGradGuard ng;
-    CausalLM m = make(tiny(arch), 11);
+    CausalLM m = make(transformer_tiny(arch), 11);
     // Two left-padded rows: lengths 3 and 5 in a prompt of 5, then 4 decode steps.
     auto ids = torch::tensor({{39, 39, 4, 9, 2, 17, 30, 5, 6}, {1, 12, 7, 3, 22, 8, 13, 21, 2}}, torch::kInt64);
     auto mask = torch::ones_like(ids);
@@ -185,7 +185,7 @@ TEST(Transformer, KVCacheDecodeEqualsFullForwardAtEveryStep) {
 
 TEST(Transformer, LeftPaddingDoesNotChangeValidLogits) {
   torch::NoGradGuard ng;
-  CausalLM m = make(tiny(Arch::Qwen2), 5);
+  CausalLM m = make(transformer_tiny(Arch::Qwen2), 5);
   auto row = torch::tensor({{3, 14, 15, 9, 26}}, torch::kInt64);
   auto alone = m->forward(row, torch::ones_like(row), position_ids_from_mask(torch::ones_like(row)));
   auto padded = torch::tensor({{39, 39, 39, 3, 14, 15, 9, 26}}, torch::kInt64);
@@ -209,7 +209,7 @@ TEST(Transformer, LogProbsAndEntropyMatchHandValues) {
 
 TEST(Transformer, ResponseLogProbsReadPositionsPMinus1) {
   torch::NoGradGuard ng;
-  CausalLM m = make(tiny(Arch::Llama), 2);
+  CausalLM m = make(transformer_tiny(Arch::Llama), 2);
   auto ids = torch::tensor({{39, 5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5, 39, 39}}, torch::kInt64);
   auto mask = torch::tensor({{0, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 0, 0}}, torch::kInt64);
   auto pos = position_ids_from_mask(mask);
@@ -226,7 +226,7 @@ TEST(Transformer, ResponseLogProbsReadPositionsPMinus1) {
 }
 
 TEST(Transformer, RopeInvFreqLlama3AndLinearMatchHandValues) {
-  HFConfig c = tiny(Arch::Llama);
+  HFConfig c = transformer_tiny(Arch::Llama);
   c.num_attention_heads = 2;
   c.num_key_value_heads = 2;
   c.head_dim = 4;  // base inv_freq = [1, 1/sqrt(10000)] = [1, 0.01]
@@ -250,7 +250,7 @@ TEST(Transformer, RopeInvFreqLlama3AndLinearMatchHandValues) {
 
 TEST(Transformer, ValueHeadFromLmCheckpointIsFreshAndSeeded) {
   const std::string dir = test::make_temp_dir("value_head");
-  CausalLM lm = make(tiny(Arch::Qwen2), 4);
+  CausalLM lm = make(transformer_tiny(Arch::Qwen2), 4);
   save_model(lm, dir);
   LoadOptions o;
   o.head = HeadKind::Value;
@@ -293,7 +293,7 @@ namespace verl::model {
 namespace {
 
 TEST(Transformer, LogProbsAreDifferentiableForEveryParameter) {
-  HFConfig c = tiny(Arch::Qwen3);
+  HFConfig c = transformer_tiny(Arch::Qwen3);
   CausalLM m = make(c, 9);
   m->train();
   auto ids = torch::tensor({{39, 5, 6, 7, 8}, {1, 2, 3, 4, 6}}, torch::kInt64);
@@ -316,7 +316,7 @@ TEST(Transformer, SdpaEqualsEagerAttentionForwardPrefillAndGradients) {
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
       const bool bf16 = dtype == torch::kBFloat16;
       const double tolerance = bf16 ? 2e-2 : 1e-5;
-      CausalLM m = make(tiny(arch), 21);
+      CausalLM m = make(transformer_tiny(arch), 21);
       m->to(dtype);
       auto ids = torch::tensor({{39, 39, 4, 9, 2, 17, 30}, {1, 12, 7, 3, 22, 8, 13}}, torch::kInt64);
       auto mask = torch::ones_like(ids);

@@ -18,7 +18,7 @@ namespace {
 using verl::test::error_of;
 
 // Rows 0..n-1: obs = [[0,1],[2,3],...], labels = "a","b",...
-DataProto make(int64_t n) {
+DataProto data_proto_make(int64_t n) {
   TensorMap tensors;
   tensors["obs"] = torch::arange(2 * n, torch::kInt64).reshape({n, 2});
   tensors["score"] = torch::arange(n, torch::kFloat32) * 0.5;
@@ -46,7 +46,7 @@ TEST(DataProto, FromDictRejectsRowMismatch) {
 }
 
 TEST(DataProto, RepeatInterleavedAndTiled) {
-  DataProto d = make(2);
+  DataProto d = data_proto_make(2);
   EXPECT_EQ(first_column(d.repeat(3, true)), (std::vector<int64_t>{0, 0, 0, 2, 2, 2}));
   EXPECT_EQ(labels(d.repeat(2, true)), (std::vector<std::string>{"a", "a", "b", "b"}));
   EXPECT_EQ(first_column(d.repeat(2, false)), (std::vector<int64_t>{0, 2, 0, 2}));
@@ -54,7 +54,7 @@ TEST(DataProto, RepeatInterleavedAndTiled) {
 }
 
 TEST(DataProto, ChunkThenConcatRestoresRows) {
-  DataProto d = make(6);
+  DataProto d = data_proto_make(6);
   auto parts = d.chunk(3);
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(labels(parts[1]), (std::vector<std::string>{"c", "d"}));
@@ -65,53 +65,53 @@ TEST(DataProto, ChunkThenConcatRestoresRows) {
 }
 
 TEST(DataProto, SplitLeavesShortLastPart) {
-  auto parts = make(5).split(2);
+  auto parts = data_proto_make(5).split(2);
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[2].size(), 1);
   EXPECT_EQ(labels(parts[2]), (std::vector<std::string>{"e"}));
 }
 
 TEST(DataProto, PadToDivisorCyclesFromTheStartAndUnpads) {
-  DataProto d = make(5);
+  DataProto d = data_proto_make(5);
   int64_t pad = d.pad_to_divisor(4);
   EXPECT_EQ(pad, 3);
   EXPECT_EQ(labels(d), (std::vector<std::string>{"a", "b", "c", "d", "e", "a", "b", "c"}));
   d.unpad(pad);
   EXPECT_EQ(labels(d), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
-  DataProto tiny = make(1);
+  DataProto tiny = data_proto_make(1);
   EXPECT_EQ(tiny.pad_to_divisor(3), 2);
   EXPECT_EQ(labels(tiny), (std::vector<std::string>{"a", "a", "a"}));
-  EXPECT_EQ(make(4).pad_to_divisor(2), 0);
+  EXPECT_EQ(data_proto_make(4).pad_to_divisor(2), 0);
 }
 
 TEST(DataProto, ReorderAndIndex) {
-  DataProto d = make(4);
+  DataProto d = data_proto_make(4);
   d.reorder({2, 0, 3, 1});
   EXPECT_EQ(labels(d), (std::vector<std::string>{"c", "a", "d", "b"}));
   EXPECT_EQ(first_column(d), (std::vector<int64_t>{4, 0, 6, 2}));
   EXPECT_THROW(d.reorder({0, 0, 1, 2}), Error);
-  EXPECT_EQ(labels(make(3).index({2, 2, 0})), (std::vector<std::string>{"c", "c", "a"}));
+  EXPECT_EQ(labels(data_proto_make(3).index({2, 2, 0})), (std::vector<std::string>{"c", "c", "a"}));
 }
 
 TEST(DataProto, UnionMergesAndRejectsConflicts) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   DataProto extra = DataProto::from_dict({{"values", torch::ones({3, 4})}}, {}, {{"eos", 2}});
   d.union_with(extra);
   EXPECT_TRUE(d.has_tensor("values"));
   EXPECT_EQ(d.meta_info["eos"], 2);
   // Same key, same value: fine.
-  d.union_with(make(3));
+  d.union_with(data_proto_make(3));
   // Same key, different value: error.
-  DataProto other = make(3);
+  DataProto other = data_proto_make(3);
   other.batch["obs"] = other.batch["obs"] + 1;
   EXPECT_THROW(d.union_with(other), Error);
   DataProto meta_clash = DataProto::from_dict({}, {}, {{"temperature", 0.5}});
   EXPECT_THROW(d.union_with(meta_clash), Error);
-  EXPECT_THROW(d.union_with(make(2)), Error);
+  EXPECT_THROW(d.union_with(data_proto_make(2)), Error);
 }
 
 TEST(DataProto, SelectAndPop) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   DataProto s = d.select({"obs"}, {"label"});
   EXPECT_EQ(s.batch.size(), 1u);
   EXPECT_TRUE(s.meta_info.empty());
@@ -122,7 +122,7 @@ TEST(DataProto, SelectAndPop) {
 }
 
 TEST(DataProto, ConcatCollectsMetricsAndChecksMeta) {
-  DataProto a = make(2), b = make(2);
+  DataProto a = data_proto_make(2), b = data_proto_make(2);
   a.meta_info["metrics"] = {{"actor/pg_loss", 0.5}};
   b.meta_info["metrics"] = {{"actor/pg_loss", Json::array({0.25, 0.125})}};
   DataProto c = DataProto::concat({a, b});
@@ -132,7 +132,7 @@ TEST(DataProto, ConcatCollectsMetricsAndChecksMeta) {
 }
 
 TEST(DataProto, SerializeRoundTripsExactly) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   d.batch["mask"] = torch::tensor({true, false, true});
   d.batch["half"] = torch::randn({3, 5}).to(torch::kBFloat16);
   d.batch["f64"] = torch::randn({3, 2, 2}, torch::kFloat64);
@@ -152,7 +152,7 @@ TEST(DataProto, SerializeRoundTripsExactly) {
 }
 
 TEST(DataProto, DeserializeRejectsCorruptBytes) {
-  std::string bytes = make(3).serialize();
+  std::string bytes = data_proto_make(3).serialize();
   for (size_t cut : {size_t(0), size_t(5), size_t(10), bytes.size() / 2, bytes.size() - 1}) {
     EXPECT_THROW(DataProto::deserialize(bytes.substr(0, cut)), Error) << "cut at " << cut;
   }
@@ -165,7 +165,7 @@ TEST(DataProto, DeserializeRejectsCorruptBytes) {
 // ---- cases the tests above leave out: missing keys, bounds, keep-all select, column conflicts, dtypes ----
 
 TEST(DataProto, MissingKeysAreErrorsNamingTheKey) {
-  DataProto d = make(2);
+  DataProto d = data_proto_make(2);
   EXPECT_NE(error_of([&] { d.tensor("values"); }).find("'values'"), std::string::npos);
   EXPECT_NE(error_of([&] { d.column("uid"); }).find("'uid'"), std::string::npos);
   EXPECT_NE(error_of([&] { d.select({}, {"uid"}); }).find("'uid'"), std::string::npos);
@@ -176,7 +176,7 @@ TEST(DataProto, MissingKeysAreErrorsNamingTheKey) {
 }
 
 TEST(DataProto, SelectSharesStorageKeepsMetaAndKeepsAllWhenAsked) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   DataProto s = d.select({"obs"}, {}, {"temperature"});
   EXPECT_EQ(s.tensor("obs").data_ptr(), d.tensor("obs").data_ptr());
   EXPECT_EQ(s.meta_info, Json({{"temperature", 1.0}}));
@@ -193,21 +193,21 @@ TEST(DataProto, SelectSharesStorageKeepsMetaAndKeepsAllWhenAsked) {
 }
 
 TEST(DataProto, UnionRejectsAConflictingColumnAndFillsAnEmptyProto) {
-  DataProto d = make(2);
-  DataProto other = make(2);
+  DataProto d = data_proto_make(2);
+  DataProto other = data_proto_make(2);
   other.non_tensor_batch["label"][1] = "z";
   EXPECT_NE(error_of([&] { d.union_with(other); }).find("non-tensor column 'label'"), std::string::npos);
-  DataProto dtype_clash = make(2);
+  DataProto dtype_clash = data_proto_make(2);
   dtype_clash.batch["score"] = dtype_clash.batch["score"].to(torch::kFloat64);
   EXPECT_NE(error_of([&] { d.union_with(dtype_clash); }).find("tensor 'score'"), std::string::npos);
   DataProto empty;
-  empty.union_with(make(2));
+  empty.union_with(data_proto_make(2));
   EXPECT_EQ(empty.size(), 2);
   EXPECT_EQ(labels(empty), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(DataProto, BoundsAndCountsAreErrors) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   EXPECT_THROW(d.index({3}), Error);
   EXPECT_THROW(d.index({-1}), Error);
   EXPECT_THROW(d.slice(2, 4), Error);
@@ -227,13 +227,13 @@ TEST(DataProto, BoundsAndCountsAreErrors) {
 }
 
 TEST(DataProto, ConcatRejectsPartsWithDifferentKeysAndMergesEveryMetric) {
-  DataProto a = make(2), b = make(1);
+  DataProto a = data_proto_make(2), b = data_proto_make(1);
   b.batch.erase("score");
   EXPECT_NE(error_of([&] { DataProto::concat({a, b}); }).find("'score'"), std::string::npos);
-  DataProto c = make(1);
+  DataProto c = data_proto_make(1);
   c.batch["extra"] = torch::zeros({1});
   EXPECT_NE(error_of([&] { DataProto::concat({a, c}); }).find("different keys"), std::string::npos);
-  DataProto x = make(1), y = make(1), z = make(1);
+  DataProto x = data_proto_make(1), y = data_proto_make(1), z = data_proto_make(1);
   x.meta_info["metrics"] = {{"critic/vf_loss", 1.5}, {"critic/grad_norm", Json::array({2.0, 3.0})}};
   y.meta_info["metrics"] = {{"critic/vf_loss", 0.5}};
   z.meta_info["metrics"] = {{"critic/grad_norm", Json::array({4.0})}, {"critic/lr", 1e-5}};
@@ -246,7 +246,7 @@ TEST(DataProto, ConcatRejectsPartsWithDifferentKeysAndMergesEveryMetric) {
 }
 
 TEST(DataProto, RepeatTilesColumnsAndKeepsTrailingDimensions) {
-  DataProto d = make(3);
+  DataProto d = data_proto_make(3);
   d.batch["cube"] = torch::arange(3 * 2 * 2, torch::kInt64).reshape({3, 2, 2});
   DataProto tiled = d.repeat(2, /*interleave=*/false);
   EXPECT_EQ(labels(tiled), (std::vector<std::string>{"a", "b", "c", "a", "b", "c"}));
@@ -258,7 +258,7 @@ TEST(DataProto, RepeatTilesColumnsAndKeepsTrailingDimensions) {
 }
 
 TEST(DataProto, SerializeRoundTripsEveryDtypeEmptyAndStridedInputs) {
-  DataProto d = make(4);
+  DataProto d = data_proto_make(4);
   const std::vector<torch::ScalarType> dtypes = {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16,
                                                  torch::kInt64,   torch::kInt32,   torch::kInt16,   torch::kInt8,
                                                  torch::kUInt8,   torch::kBool};
@@ -288,7 +288,7 @@ TEST(DataProto, SerializeRoundTripsEveryDtypeEmptyAndStridedInputs) {
   EXPECT_EQ(zero_back.tensor("x").sizes(), (std::vector<int64_t>{0, 5}));
   EXPECT_EQ(zero_back.column("uid").size(), 0u);
 
-  std::string bytes = make(2).serialize();
+  std::string bytes = data_proto_make(2).serialize();
   std::string other_version = bytes;
   other_version[6] = 9;  // the uint32 format version follows the 6-byte magic
   EXPECT_NE(error_of([&] { DataProto::deserialize(other_version); }).find("format version 9"), std::string::npos);

@@ -19,7 +19,7 @@ void put_blob(std::string& out, const std::string& blob) {
   out += blob;
 }
 
-std::string error_of(const std::string& bytes) {
+std::string data_proto_limits_error_of(const std::string& bytes) {
   try {
     DataProto::deserialize(bytes);
   } catch (const Error& e) {
@@ -43,13 +43,13 @@ TEST(DataProtoLimits, DeeplyNestedCborMetaIsAnError) {
   deep += '\xf6';                          // null
   std::string bytes = header(deep, empty_object);
   put<uint32_t>(bytes, 0);
-  const std::string e = error_of(bytes);
+  const std::string e = data_proto_limits_error_of(bytes);
   EXPECT_NE(e.find("nested deeper than 256 levels (limit 256)"), std::string::npos) << e;
   // 200 levels are fine (the meta must still be an object to be used, so wrap it).
   std::string ok = "\xa1\x61k" + std::string(200, '\x81') + "\xf6";
   bytes = header(ok, empty_object);
   put<uint32_t>(bytes, 0);
-  EXPECT_EQ(error_of(bytes), "");
+  EXPECT_EQ(data_proto_limits_error_of(bytes), "");
 }
 
 TEST(DataProtoLimits, TensorSizeIsCheckedAgainstTheBytesBeforeAllocating) {
@@ -70,7 +70,7 @@ TEST(DataProtoLimits, TensorSizeIsCheckedAgainstTheBytesBeforeAllocating) {
   put<int64_t>(bytes, int64_t{1} << 20);
   put<int64_t>(bytes, int64_t{1} << 18);
   put<uint64_t>(bytes, uint64_t{1} << 40);
-  const std::string e = error_of(bytes);
+  const std::string e = data_proto_limits_error_of(bytes);
   EXPECT_NE(e.find("serialized DataProto is truncated: tensor 'x' needs 1099511627776 bytes, 0 left"),
             std::string::npos) << e;
 }
@@ -81,12 +81,12 @@ TEST(DataProtoLimits, TensorSizeIsCheckedAgainstTheBytesBeforeAllocating) {
 TEST(DataProtoLimits, MetaOrColumnsThatAreNotObjectsAreErrors) {
   std::string bytes = header("\x80", "\xa0");  // meta [], columns {}
   put<uint32_t>(bytes, 0);
-  std::string e = error_of(bytes);
+  std::string e = data_proto_limits_error_of(bytes);
   EXPECT_NE(e.find("serialized DataProto has a meta_info of type array, expected a JSON object"), std::string::npos)
       << e;
   bytes = header("\xa0", "\x05");  // meta {}, columns 5
   put<uint32_t>(bytes, 0);
-  e = error_of(bytes);
+  e = data_proto_limits_error_of(bytes);
   EXPECT_NE(e.find("serialized DataProto has columns of type number, expected a JSON object of arrays"),
             std::string::npos) << e;
 }
@@ -116,7 +116,7 @@ TEST(DataProtoLimits, HugeExtentsBesideAZeroExtentAreErrors) {
   put<int64_t>(bytes, int64_t{1} << 40);
   put<int64_t>(bytes, int64_t{1} << 40);
   put<uint64_t>(bytes, 0);
-  const std::string e = error_of(bytes);
+  const std::string e = data_proto_limits_error_of(bytes);
   EXPECT_NE(e.find("serialized tensor 'x' has a bad shape (extent 1099511627776 in dimension 2"), std::string::npos)
       << e;
 }

@@ -10,7 +10,7 @@
 namespace verl::reward {
 namespace {
 
-std::string error_of(const std::string& data_source) {
+std::string default_compute_score_error_of(const std::string& data_source) {
   try {
     default_compute_score(data_source, "#### 1", "1");
   } catch (const Error& e) {
@@ -45,7 +45,7 @@ TEST(DefaultComputeScore, ExtraInfoIsAccepted) {
 }
 
 TEST(DefaultComputeScore, UnknownSourceNamesItAndListsKnownOnes) {
-  const std::string message = error_of("my_dataset");
+  const std::string message = default_compute_score_error_of("my_dataset");
   EXPECT_NE(message.find("'my_dataset'"), std::string::npos) << message;
   for (const char* known : {"openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval",
                             "HuggingFaceH4/MATH-500", "math_dapo", "math_dapo_reasoning", "aime*", "arithmetic",
@@ -54,19 +54,19 @@ TEST(DefaultComputeScore, UnknownSourceNamesItAndListsKnownOnes) {
   }
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   // Names are exact and case-sensitive, as in verl ("aime" is a prefix).
-  EXPECT_NE(error_of("OpenAI/gsm8k"), "");
-  EXPECT_NE(error_of("AIME2024"), "");
-  EXPECT_NE(error_of("aim"), "");
-  EXPECT_NE(error_of(""), "");
+  EXPECT_NE(default_compute_score_error_of("OpenAI/gsm8k"), "");
+  EXPECT_NE(default_compute_score_error_of("AIME2024"), "");
+  EXPECT_NE(default_compute_score_error_of("aim"), "");
+  EXPECT_NE(default_compute_score_error_of(""), "");
   EXPECT_TRUE(has_rule_scorer("aime_2024"));
   EXPECT_FALSE(has_rule_scorer("gsm8k"));
 }
 
 TEST(DefaultComputeScore, VerlSourcesWithoutAPortSayWhich) {
-  EXPECT_NE(error_of("numina_olympiads").find("prime_math"), std::string::npos);
-  EXPECT_NE(error_of("codeforces").find("prime_code"), std::string::npos);
-  EXPECT_NE(error_of("hiyouga/geometry3k").find("geo3k"), std::string::npos);
-  EXPECT_NE(error_of("searchR1_nq").find("search_r1"), std::string::npos);
+  EXPECT_NE(default_compute_score_error_of("numina_olympiads").find("prime_math"), std::string::npos);
+  EXPECT_NE(default_compute_score_error_of("codeforces").find("prime_code"), std::string::npos);
+  EXPECT_NE(default_compute_score_error_of("hiyouga/geometry3k").find("geo3k"), std::string::npos);
+  EXPECT_NE(default_compute_score_error_of("searchR1_nq").find("search_r1"), std::string::npos);
 }
 
 }  // namespace

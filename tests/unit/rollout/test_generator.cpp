@@ -30,20 +30,20 @@ model::HFConfig tiny_config(model::Arch arch) {
   return c;
 }
 
-CausalLM tiny_model(const model::HFConfig& c, uint64_t seed) {
+CausalLM generator_tiny_model(const model::HFConfig& c, uint64_t seed) {
   CausalLM m(c);
   model::init_weights(m, seed, true);
   m->eval();
   return m;
 }
 
-CausalLM tiny_model(model::Arch arch, uint64_t seed) { return tiny_model(tiny_config(arch), seed); }
+CausalLM generator_tiny_model(model::Arch arch, uint64_t seed) { return generator_tiny_model(tiny_config(arch), seed); }
 
 const std::vector<std::vector<int64_t>> kPrompts = {{3, 4, 5}, {7}, {1, 2, 3, 4, 5, 6}, {9, 10}};
-constexpr int64_t kPad = 23;
+constexpr int64_t kGeneratorPad = 23;
 
 // Greedy continuation of one unpadded row by repeated full forwards.
-std::vector<int64_t> reference_greedy(CausalLM& m, std::vector<int64_t> ids, int64_t steps,
+std::vector<int64_t> generator_reference_greedy(CausalLM& m, std::vector<int64_t> ids, int64_t steps,
                                       const std::vector<int64_t>& eos) {
   torch::NoGradGuard ng;
   std::vector<int64_t> out;
@@ -61,21 +61,21 @@ std::vector<int64_t> reference_greedy(CausalLM& m, std::vector<int64_t> ids, int
 
 // Greedy generation of kPrompts, 7 tokens each, against repeated full forwards.
 void expect_greedy_equals_full_forwards(CausalLM& m) {
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
   SamplingParams p;
   p.do_sample = false;
   p.max_response_length = 7;
-  p.pad_token_id = kPad;
+  p.pad_token_id = kGeneratorPad;
   auto out = generate(m, prompts, mask, p);
   for (size_t i = 0; i < kPrompts.size(); ++i) {
-    auto ref = reference_greedy(m, kPrompts[i], 7, {});
+    auto ref = generator_reference_greedy(m, kPrompts[i], 7, {});
     for (int64_t t = 0; t < 7; ++t) EXPECT_EQ(out.responses[i][t].item<int64_t>(), ref[t]) << "row " << i << " t " << t;
   }
 }
 
 TEST(Generator, GreedyEqualsStepwiseArgmaxOfFullForwards) {
   for (auto arch : {model::Arch::Llama, model::Arch::Qwen2, model::Arch::Qwen3}) {
-    CausalLM m = tiny_model(arch, 21);
+    CausalLM m = generator_tiny_model(arch, 21);
     expect_greedy_equals_full_forwards(m);
   }
 }
@@ -89,7 +89,7 @@ TEST(Generator, PackedDecodeWeightsGiveFullForwardTokensAndAreRestored) {
   c.intermediate_size = 64;
   c.num_key_value_heads = 4;
   c.tie_word_embeddings = true;
-  CausalLM m = tiny_model(c, 5);
+  CausalLM m = generator_tiny_model(c, 5);
   {
     torch::NoGradGuard no_grad;
     auto cache = m->make_cache(1, 8);
@@ -106,13 +106,13 @@ TEST(Generator, PackedDecodeWeightsGiveFullForwardTokensAndAreRestored) {
 }
 
 TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
-  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  CausalLM m = generator_tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
   const int64_t R = 8, P = prompts.size(1);
   SamplingParams p;
   p.do_sample = false;
   p.max_response_length = R;
-  p.pad_token_id = kPad;
+  p.pad_token_id = kGeneratorPad;
   auto free_run = generate(m, prompts, mask, p);
   // Pick as eos the second token of row 0, so at least one row stops early.
   const int64_t eos = free_run.responses[0][1].item<int64_t>();
@@ -124,12 +124,12 @@ TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
   ASSERT_EQ(out.input_ids.sizes(), (std::vector<int64_t>{B, P + R}));
   bool some_early = false;
   for (int64_t i = 0; i < B; ++i) {
-    auto ref = reference_greedy(m, kPrompts[i], R, {eos});
+    auto ref = generator_reference_greedy(m, kPrompts[i], R, {eos});
     const int64_t len = ref.size();
     some_early |= len < R;
     EXPECT_EQ(out.response_lengths[i], len);
     for (int64_t t = 0; t < R; ++t) {
-      EXPECT_EQ(out.responses[i][t].item<int64_t>(), t < len ? ref[t] : kPad) << i << "," << t;
+      EXPECT_EQ(out.responses[i][t].item<int64_t>(), t < len ? ref[t] : kGeneratorPad) << i << "," << t;
       EXPECT_EQ(out.response_mask[i][t].item<int64_t>(), t < len ? 1 : 0);
       EXPECT_EQ(out.attention_mask[i][P + t].item<int64_t>(), t < len ? 1 : 0);
       // Positions continue past the last prompt position, also over padding.
@@ -138,7 +138,7 @@ TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
     const int64_t plen = kPrompts[i].size();
     for (int64_t j = 0; j < P; ++j) {
       EXPECT_EQ(out.attention_mask[i][j].item<int64_t>(), j >= P - plen ? 1 : 0);
-      EXPECT_EQ(out.prompts[i][j].item<int64_t>(), j >= P - plen ? kPrompts[i][j - (P - plen)] : kPad);
+      EXPECT_EQ(out.prompts[i][j].item<int64_t>(), j >= P - plen ? kPrompts[i][j - (P - plen)] : kGeneratorPad);
     }
   }
   EXPECT_TRUE(some_early);
@@ -160,13 +160,13 @@ TEST(Generator, StopsAtEosDropsFinishedRowsAndKeepsVerlLayout) {
 // eos) gives the one-pass batch exactly, field by field; the pass size is what the budget holds, and a budget
 // below one prompt's cache is an error naming the key.
 TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
-  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  CausalLM m = generator_tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
   SamplingParams p;
   p.do_sample = false;
   p.n = 2;
   p.max_response_length = 6;
-  p.pad_token_id = kPad;
+  p.pad_token_id = kGeneratorPad;
   p.calculate_log_probs = true;
   p.eos_token_ids = {generate(m, prompts, mask, p).responses[0][1].item<int64_t>()};
   const GenerationOutput whole = generate(m, prompts, mask, p);
@@ -196,12 +196,12 @@ TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
 // and max_num_seqs = 3, generate() runs passes of one prompt: greedy tokens equal the one-pass batch, and sampled
 // tokens equal generate_in_passes with one prompt per pass (its own draw order).
 TEST(Generator, MaxNumSeqsBoundsTheRowsOfAPass) {
-  CausalLM m = tiny_model(model::Arch::Qwen2, 5);
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  CausalLM m = generator_tiny_model(model::Arch::Qwen2, 5);
+  auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
   SamplingParams p;
   p.n = 2;
   p.max_response_length = 6;
-  p.pad_token_id = kPad;
+  p.pad_token_id = kGeneratorPad;
   p.seed = 7;
   p.do_sample = false;
   const GenerationOutput greedy_whole = generate(m, prompts, mask, p);
@@ -217,8 +217,8 @@ TEST(Generator, MaxNumSeqsBoundsTheRowsOfAPass) {
 }
 
 TEST(Generator, SampledTokensWithLogProbsMatchFullForward) {
-  CausalLM m = tiny_model(model::Arch::Llama, 8);
-  auto [prompts, mask] = left_pad(kPrompts, kPad);
+  CausalLM m = generator_tiny_model(model::Arch::Llama, 8);
+  auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
   SamplingParams p;
   p.temperature = 0.8;
   p.top_k = 10;
@@ -226,7 +226,7 @@ TEST(Generator, SampledTokensWithLogProbsMatchFullForward) {
   p.n = 3;
   p.max_response_length = 6;
   p.eos_token_ids = {2, 5};
-  p.pad_token_id = kPad;
+  p.pad_token_id = kGeneratorPad;
   p.calculate_log_probs = true;
   p.seed = 1234;
   auto a = generate(m, prompts, mask, p);
@@ -309,11 +309,11 @@ TEST(Generator, SamplerMatchesFixedDistributionsChiSquare) {
 }
 
 TEST(Generator, BadParametersAreErrors) {
-  CausalLM m = tiny_model(model::Arch::Qwen2, 1);
-  auto [prompts, mask] = left_pad({{1, 2}, {}}, kPad);
+  CausalLM m = generator_tiny_model(model::Arch::Qwen2, 1);
+  auto [prompts, mask] = left_pad({{1, 2}, {}}, kGeneratorPad);
   SamplingParams p;
   EXPECT_THROW(generate(m, prompts, mask, p), Error);  // an empty prompt
-  auto [pr, mk] = left_pad({{1, 2}}, kPad);
+  auto [pr, mk] = left_pad({{1, 2}}, kGeneratorPad);
   p.n = 0;
   EXPECT_THROW(generate(m, pr, mk, p), Error);
   p.n = 1;

@@ -13,7 +13,7 @@
 namespace verl::single_controller {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
+std::string worker_group_error_of(const std::function<void()>& fn) {
   try {
     fn();
   } catch (const std::exception& e) {
@@ -75,7 +75,7 @@ TEST(Role, NamesAreVerls) {
   EXPECT_EQ(role_name(Role::RewardModel), "rm");
   EXPECT_EQ(parse_role("ActorRolloutRef"), Role::ActorRolloutRef);
   EXPECT_EQ(parse_role("critic"), Role::Critic);
-  EXPECT_NE(error_of([] { parse_role("critc"); }).find("expected one of"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([] { parse_role("critc"); }).find("expected one of"), std::string::npos);
 }
 
 TEST(ResourcePoolManager, LaysOutPoolsAndValidates) {
@@ -90,15 +90,15 @@ TEST(ResourcePoolManager, LaysOutPoolsAndValidates) {
   EXPECT_EQ(manager.pool_index_of_slot(0), 0u);
   EXPECT_EQ(manager.pool_index_of_slot(3), 0u);
   EXPECT_EQ(manager.pool_index_of_slot(4), 1u);
-  EXPECT_NE(error_of([&] { manager.pool_index_of_slot(5); }).find("slot 5 is not in any resource pool"),
+  EXPECT_NE(worker_group_error_of([&] { manager.pool_index_of_slot(5); }).find("slot 5 is not in any resource pool"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { manager.pool_for(Role::RefPolicy); }).find("'ref' is not mapped"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { manager.pool_for(Role::RefPolicy); }).find("'ref' is not mapped"), std::string::npos);
 
-  EXPECT_NE(error_of([] { ResourcePoolManager({{"p", {1}}}, {{Role::Actor, "q"}}); }).find("unknown resource pool 'q'"),
+  EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {1}}}, {{Role::Actor, "q"}}); }).find("unknown resource pool 'q'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { ResourcePoolManager({{"p", {0}}}, {{Role::Actor, "p"}}); }).find("at least 1"),
+  EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {0}}}, {{Role::Actor, "p"}}); }).find("at least 1"),
             std::string::npos);
-  EXPECT_NE(error_of([] { ResourcePoolManager({{"p", {1}}, {"idle", {1}}}, {{Role::Actor, "p"}}); })
+  EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {1}}, {"idle", {1}}}, {{Role::Actor, "p"}}); })
                 .find("'idle' has no role"),
             std::string::npos);
 }
@@ -130,7 +130,7 @@ TEST(WorkerGroup, AllToAllIsPerRank) {
   ASSERT_EQ(outs.size(), 2u);
   EXPECT_EQ(values(outs[0].tensor("y")), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(values(outs[1].tensor("y")), (std::vector<int64_t>{100, 101, 102}));
-  EXPECT_NE(error_of([&] { group.call("each", rows(2)); }).find("one input per rank"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { group.call("each", rows(2)); }).find("one input per rank"), std::string::npos);
 }
 
 TEST(WorkerGroup, NdDispatchSendsOneChunkPerDpRankAndCollectsFromTpZero) {
@@ -142,10 +142,10 @@ TEST(WorkerGroup, NdDispatchSendsOneChunkPerDpRankAndCollectsFromTpZero) {
 
 TEST(WorkerGroup, FailureNamesGroupRankAndMethod) {
   WorkerGroup group("tag", tag_transport(2));
-  std::string message = error_of([&] { group.call("fail_on_rank_1", rows(4)); });
+  std::string message = worker_group_error_of([&] { group.call("fail_on_rank_1", rows(4)); });
   EXPECT_NE(message.find("worker group 'tag' rank 1 failed in 'fail_on_rank_1'"), std::string::npos) << message;
   EXPECT_NE(message.find("rank 1 refuses"), std::string::npos) << message;
-  EXPECT_NE(error_of([&] { group.call("tga", rows(1)); }).find("has no method 'tga'"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { group.call("tga", rows(1)); }).find("has no method 'tga'"), std::string::npos);
 }
 
 // Two groups on separate transports overlap: the first call can only finish once the second has started.
@@ -204,8 +204,8 @@ TEST(WorkerGroup, ColocatedRolesSpawnPerRoleViews) {
   EXPECT_EQ(pool.call("critic_bump").meta_info["count"], 20);
   auto& colocated = static_cast<ColocatedWorker&>(transport->worker(1));
   EXPECT_EQ(static_cast<CounterWorker&>(colocated.role_worker("critic")).count, 20);
-  EXPECT_NE(error_of([&] { pool.spawn({"ref"}); }).find("hosts no role 'ref'"), std::string::npos);
-  EXPECT_NE(error_of([&] { views.at("critic").call("update"); }).find("methods: bump"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { pool.spawn({"ref"}); }).find("hosts no role 'ref'"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { views.at("critic").call("update"); }).find("methods: bump"), std::string::npos);
 }
 
 // ---- an uneven batch with non-tensor columns over several slots, metric-only dispatch, nd padding ----

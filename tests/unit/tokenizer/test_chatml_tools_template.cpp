@@ -20,7 +20,7 @@ const char* const kSchema =
     R"({"type": "function", "function": {"name": "add", "description": "Adds.", "parameters": {"type": "object", )"
     R"("properties": {"a": {"type": "integer"}}, "required": ["a"]}}})";
 
-std::string render(const ordered_json& messages, const ordered_json& tools, bool add_generation_prompt) {
+std::string chatml_tools_template_render(const ordered_json& messages, const ordered_json& tools, bool add_generation_prompt) {
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.tools = tools;
@@ -37,10 +37,10 @@ const std::string kListing =
 TEST(ChatMLToolsTemplate, ListsToolsInTheSystemTurn) {
   const ordered_json messages = ordered_json::parse(R"([{"role": "system", "content": "Be brief."},
                                                         {"role": "user", "content": "1+2?"}])");
-  EXPECT_EQ(render(messages, tools(), true), "<|im_start|>system\nBe brief.\n\n" + kListing +
+  EXPECT_EQ(chatml_tools_template_render(messages, tools(), true), "<|im_start|>system\nBe brief.\n\n" + kListing +
                                                  "<|im_end|>\n<|im_start|>user\n1+2?<|im_end|>\n<|im_start|>assistant\n");
   // No system message: a system turn of the listing alone.
-  EXPECT_EQ(render(ordered_json::array({messages[1]}), tools(), false),
+  EXPECT_EQ(chatml_tools_template_render(ordered_json::array({messages[1]}), tools(), false),
             "<|im_start|>system\n" + kListing + "<|im_end|>\n<|im_start|>user\n1+2?<|im_end|>\n");
   EXPECT_EQ(tokenizer::chatml_tools_listing(tools()), kListing);
   // Without tools it is chatml_template().
@@ -48,7 +48,7 @@ TEST(ChatMLToolsTemplate, ListsToolsInTheSystemTurn) {
     tokenizer::ChatTemplateInputs inputs;
     inputs.messages = messages;
     inputs.add_generation_prompt = gen;
-    EXPECT_EQ(render(messages, nullptr, gen),
+    EXPECT_EQ(chatml_tools_template_render(messages, nullptr, gen),
               tokenizer::render_chat_template(tokenizer::chatml_template(), inputs, ordered_json::object()));
   }
 }
@@ -75,7 +75,7 @@ TEST(ChatMLToolsTemplate, ToolCallsAndGroupedToolResponses) {
       "<|im_start|>assistant\nSum.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call><|im_end|>\n"
       "<|im_start|>user\n<tool_response>\n0\n</tool_response><|im_end|>\n"
       "<|im_start|>assistant\n#### 7<|im_end|>\n";
-  EXPECT_EQ(render(messages, tools(), false), expected);
+  EXPECT_EQ(chatml_tools_template_render(messages, tools(), false), expected);
 }
 
 // verl's Continuous Token builder renders a tool group after a synthetic system / user / assistant prefix (the
@@ -89,8 +89,8 @@ TEST(ChatMLToolsTemplate, VerlsSyntheticPrefixRendersAppendOnly) {
       {"id": "call_0", "type": "function", "function": {"name": "add", "arguments": {}}}]}])");
   ordered_json full = prefix;
   full.push_back({{"role", "tool"}, {"content", "413"}});
-  const std::string head = render(prefix, tools(), false);
-  const std::string whole = render(full, tools(), true);
+  const std::string head = chatml_tools_template_render(prefix, tools(), false);
+  const std::string whole = chatml_tools_template_render(full, tools(), true);
   ASSERT_EQ(whole.compare(0, head.size(), head), 0) << head << "\n---\n" << whole;
   EXPECT_EQ(whole.substr(head.size()),
             "<|im_start|>user\n<tool_response>\n413\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
@@ -130,8 +130,8 @@ TEST(ChatMLToolsTemplate, ArithmeticToolSftRowsAreTheTemplatesConversation) {
     ordered_json rl_messages = ordered_json::array(
         {{{"role", "system"}, {"content", "Use the calculator for arithmetic."}},
          {{"role", "user"}, {"content", question + "\nAnswer after ####."}}});
-    const std::string prompt = render(sft_messages, nullptr, true);
-    ASSERT_EQ(prompt, render(rl_messages, schemas, true));
+    const std::string prompt = chatml_tools_template_render(sft_messages, nullptr, true);
+    ASSERT_EQ(prompt, chatml_tools_template_render(rl_messages, schemas, true));
     const std::string response = row.find("response")->as_string();
     const std::string truth = row.find("reward_model")->find("ground_truth")->as_string();
     if (!row.find("extra_info")->find("uses_tool")->as_bool()) {
@@ -148,7 +148,7 @@ TEST(ChatMLToolsTemplate, ArithmeticToolSftRowsAreTheTemplatesConversation) {
                                                                    {"arguments", {{"expression", expression}}}}}}})}});
     conversation.push_back({{"role", "tool"}, {"content", truth}});
     conversation.push_back({{"role", "assistant"}, {"content", "#### " + truth}});
-    EXPECT_EQ(prompt + response + "<|im_end|>\n", render(conversation, schemas, false));
+    EXPECT_EQ(prompt + response + "<|im_end|>\n", chatml_tools_template_render(conversation, schemas, false));
   }
   EXPECT_GT(with_tool, 5);
   EXPECT_LT(with_tool, 30);

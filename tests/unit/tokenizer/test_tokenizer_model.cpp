@@ -12,7 +12,7 @@
 namespace verl::tokenizer {
 namespace {
 
-using Ids = std::vector<int32_t>;
+using TokenizerModelIds = std::vector<int32_t>;
 
 Tokenizer from_json(const std::string& text) { return Tokenizer(parse_tokenizer_json(text, "test.json"), {}); }
 
@@ -23,26 +23,26 @@ std::string bpe_json(const std::string& merges, const std::string& extra_model =
 
 TEST(TokenizerBpe, LowestRankMergesFirst) {
   // "b c" has rank 0: a|b|c -> a|bc, and "a bc" is no merge.
-  EXPECT_EQ(from_json(bpe_json(R"(["b c","a b","ab c"])")).encode("abc"), (Ids{0, 4}));
+  EXPECT_EQ(from_json(bpe_json(R"(["b c","a b","ab c"])")).encode("abc"), (TokenizerModelIds{0, 4}));
   // "a b" first: a|b|c -> ab|c -> abc.
-  EXPECT_EQ(from_json(bpe_json(R"(["a b","b c","ab c"])")).encode("abc"), (Ids{5}));
+  EXPECT_EQ(from_json(bpe_json(R"(["a b","b c","ab c"])")).encode("abc"), (TokenizerModelIds{5}));
   // Pairs form of merges gives the same.
-  EXPECT_EQ(from_json(bpe_json(R"([["a","b"],["b","c"],["ab","c"]])")).encode("abc"), (Ids{5}));
+  EXPECT_EQ(from_json(bpe_json(R"([["a","b"],["b","c"],["ab","c"]])")).encode("abc"), (TokenizerModelIds{5}));
   // Equal ranks: the leftmost pair merges first ("abab" -> ab|ab).
-  EXPECT_EQ(from_json(bpe_json(R"(["a b"])")).encode("abab"), (Ids{3, 3}));
+  EXPECT_EQ(from_json(bpe_json(R"(["a b"])")).encode("abab"), (TokenizerModelIds{3, 3}));
 }
 
 TEST(TokenizerBpe, IgnoreMergesTakesWholeVocabWords) {
-  EXPECT_EQ(from_json(bpe_json(R"(["b c"])", R"(,"ignore_merges":true)")).encode("abc"), (Ids{5}));
-  EXPECT_EQ(from_json(bpe_json(R"(["b c"])", R"(,"ignore_merges":false)")).encode("abc"), (Ids{0, 4}));
+  EXPECT_EQ(from_json(bpe_json(R"(["b c"])", R"(,"ignore_merges":true)")).encode("abc"), (TokenizerModelIds{5}));
+  EXPECT_EQ(from_json(bpe_json(R"(["b c"])", R"(,"ignore_merges":false)")).encode("abc"), (TokenizerModelIds{0, 4}));
 }
 
 TEST(TokenizerBpe, ByteFallbackAndUnknowns) {
   // 'd' is not in the vocab but <0x64> is; 'e' has neither and becomes <unk>.
-  EXPECT_EQ(from_json(bpe_json("[]", R"(,"byte_fallback":true)")).encode("ade"), (Ids{0, 7, 6}));
-  EXPECT_EQ(from_json(bpe_json("[]", R"(,"byte_fallback":false)")).encode("ad"), (Ids{0, 6}));
-  EXPECT_EQ(from_json(bpe_json("[]", R"(,"fuse_unk":true)")).encode("eea"), (Ids{6, 0}));
-  EXPECT_EQ(from_json(bpe_json("[]", R"(,"fuse_unk":false)")).encode("eea"), (Ids{6, 6, 0}));
+  EXPECT_EQ(from_json(bpe_json("[]", R"(,"byte_fallback":true)")).encode("ade"), (TokenizerModelIds{0, 7, 6}));
+  EXPECT_EQ(from_json(bpe_json("[]", R"(,"byte_fallback":false)")).encode("ad"), (TokenizerModelIds{0, 6}));
+  EXPECT_EQ(from_json(bpe_json("[]", R"(,"fuse_unk":true)")).encode("eea"), (TokenizerModelIds{6, 0}));
+  EXPECT_EQ(from_json(bpe_json("[]", R"(,"fuse_unk":false)")).encode("eea"), (TokenizerModelIds{6, 6, 0}));
 }
 
 const char* const kAddedJson = R"({
@@ -58,13 +58,13 @@ const char* const kAddedJson = R"({
 
 TEST(TokenizerAddedTokens, StripSingleWordLongestAndNormalized) {
   const Tokenizer tok = from_json(kAddedJson);
-  EXPECT_EQ(tok.encode("a <x>b"), (Ids{0, 10, 1}));       // lstrip swallows the space before
-  EXPECT_EQ(tok.encode("a<y>  b"), (Ids{0, 11, 1}));      // rstrip swallows the spaces after
-  EXPECT_EQ(tok.encode("ab"), (Ids{12}));                 // single word, alone
-  EXPECT_EQ(tok.encode("aab"), (Ids{0, 0, 1}));           // touches a word character: not matched
-  EXPECT_EQ(tok.encode("a ab b"), (Ids{0, 2, 12, 2, 1}));
-  EXPECT_EQ(tok.encode("<x>y"), (Ids{13}));               // longest match wins
-  EXPECT_EQ(tok.encode("aQ"), (Ids{0, 14}));              // normalized token: matched after lowercasing
+  EXPECT_EQ(tok.encode("a <x>b"), (TokenizerModelIds{0, 10, 1}));       // lstrip swallows the space before
+  EXPECT_EQ(tok.encode("a<y>  b"), (TokenizerModelIds{0, 11, 1}));      // rstrip swallows the spaces after
+  EXPECT_EQ(tok.encode("ab"), (TokenizerModelIds{12}));                 // single word, alone
+  EXPECT_EQ(tok.encode("aab"), (TokenizerModelIds{0, 0, 1}));           // touches a word character: not matched
+  EXPECT_EQ(tok.encode("a ab b"), (TokenizerModelIds{0, 2, 12, 2, 1}));
+  EXPECT_EQ(tok.encode("<x>y"), (TokenizerModelIds{13}));               // longest match wins
+  EXPECT_EQ(tok.encode("aQ"), (TokenizerModelIds{0, 14}));              // normalized token: matched after lowercasing
   EXPECT_EQ(tok.decode({0, 10, 11, 1}), "a <x> <y> b");   // no decoder: tokens joined by spaces
   EXPECT_EQ(tok.decode({0, 10, 11, 1}, /*skip_special_tokens=*/true), "a <y> b");
   EXPECT_EQ(tok.decode({0, 999, 1}), "a b");              // unknown ids are skipped, as in HF
@@ -73,7 +73,7 @@ TEST(TokenizerAddedTokens, StripSingleWordLongestAndNormalized) {
   EXPECT_EQ(tok.vocab_size(), 15u);
 }
 
-void expect_error(const std::string& text, const std::string& fragment) {
+void tokenizer_model_expect_error(const std::string& text, const std::string& fragment) {
   try {
     from_json(text);
     ADD_FAILURE() << "expected an error containing '" << fragment << "'";
@@ -83,22 +83,22 @@ void expect_error(const std::string& text, const std::string& fragment) {
 }
 
 TEST(TokenizerErrors, MalformedFilesNameTheProblem) {
-  expect_error("{not json", "test.json: not valid JSON");
-  expect_error("[1, 2]", "expected a JSON object");
-  expect_error("{}", "missing the \"model\" object");
-  expect_error(R"({"model":{"type":"WordPiece","vocab":{}}})", "unsupported model type 'WordPiece'");
-  expect_error(R"({"model":{"type":"Unigram","vocab":[]}})", "unsupported model type 'Unigram'");
-  expect_error(bpe_json(R"(["a z"])"), "uses a token that is not in the vocab");
-  expect_error(bpe_json(R"(["abc"])"), "must be two tokens separated by one space");
-  expect_error(bpe_json(R"([42])"), "must be \"a b\" or [\"a\", \"b\"]");
-  expect_error(R"({"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}})", "must be a non-negative integer");
-  expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Punctuation"}})",
+  tokenizer_model_expect_error("{not json", "test.json: not valid JSON");
+  tokenizer_model_expect_error("[1, 2]", "expected a JSON object");
+  tokenizer_model_expect_error("{}", "missing the \"model\" object");
+  tokenizer_model_expect_error(R"({"model":{"type":"WordPiece","vocab":{}}})", "unsupported model type 'WordPiece'");
+  tokenizer_model_expect_error(R"({"model":{"type":"Unigram","vocab":[]}})", "unsupported model type 'Unigram'");
+  tokenizer_model_expect_error(bpe_json(R"(["a z"])"), "uses a token that is not in the vocab");
+  tokenizer_model_expect_error(bpe_json(R"(["abc"])"), "must be two tokens separated by one space");
+  tokenizer_model_expect_error(bpe_json(R"([42])"), "must be \"a b\" or [\"a\", \"b\"]");
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}})", "must be a non-negative integer");
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Punctuation"}})",
                "unsupported pre_tokenizer type 'Punctuation'");
-  expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"decoder":{"type":"WordPiece"}})",
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"decoder":{"type":"WordPiece"}})",
                "unsupported decoder type 'WordPiece'");
-  expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":"x"}]})",
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":"x"}]})",
                "added_tokens[0] needs an integer \"id\"");
-  expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[],"dropout":0.1}})", "dropout is not supported");
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[],"dropout":0.1}})", "dropout is not supported");
 }
 
 // Random byte edits of a valid file: each either loads (and encodes) or is one verl::Error; never a crash.
@@ -168,7 +168,7 @@ TEST(TokenizerConfigFiles, SpecialTokensTemplateAndGenerationEos) {
   const Tokenizer tok = Tokenizer::from_folder(dir);
   EXPECT_EQ(tok.bos_token_id(), 10);
   EXPECT_EQ(tok.eos_token_id(), 12);  // special_tokens_map.json overrides tokenizer_config.json
-  EXPECT_EQ(tok.eos_token_ids(), (Ids{11, 13, 12}));
+  EXPECT_EQ(tok.eos_token_ids(), (TokenizerModelIds{11, 13, 12}));
   EXPECT_EQ(tok.config().add_bos_token, true);
   EXPECT_EQ(tok.config().chat_template, "T1");
   EXPECT_EQ(tok.config().named_chat_templates.at("tool_use"), "T2");
@@ -184,11 +184,11 @@ TEST(TokenizerConfigFiles, LlamaAddBosAddEos) {
   test::write_file(dir + "/tokenizer_config.json",
                    R"({"tokenizer_class": "LlamaTokenizer", "bos_token": "<x>", "eos_token": "<y>",
                        "add_bos_token": true, "add_eos_token": true})");
-  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (Ids{10, 12, 11}));
-  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab", false), (Ids{12}));
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (TokenizerModelIds{10, 12, 11}));
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab", false), (TokenizerModelIds{12}));
   test::write_file(dir + "/tokenizer_config.json",
                    R"({"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<x>", "add_bos_token": false})");
-  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (Ids{12}));
+  EXPECT_EQ(Tokenizer::from_folder(dir).encode("ab"), (TokenizerModelIds{12}));
   test::write_file(dir + "/tokenizer_config.json", R"({"tokenizer_class": "LlamaTokenizer", "add_bos_token": true})");
   EXPECT_THROW(Tokenizer::from_folder(dir), Error);
 }

@@ -28,7 +28,7 @@ DataProto batch_of(const std::string& tag, const std::vector<float>& scores, flo
                               {{"uid", uids}, {"acc", acc}, {"row", row_ids}});
 }
 
-std::vector<std::string> rows_of(const DataProto& batch) {
+std::vector<std::string> dynamic_sampling_rows_of(const DataProto& batch) {
   std::vector<std::string> out;
   for (const auto& row : batch.column("row")) out.push_back(row.get<std::string>());
   return out;
@@ -72,11 +72,11 @@ TEST(DynamicSampling, AccumulatesUntilTrainBatchSizeGroupsThenCuts) {
   EXPECT_TRUE(sampler.add(batch_of("b", {0, 0, 0, 1, 1, 0})));
   EXPECT_EQ(sampler.num_gen_batches(), 2);
   DataProto batch = sampler.take();
-  EXPECT_EQ(rows_of(batch), (std::vector<std::string>{"a/0", "a/1", "a/2", "a/3", "b/2", "b/3"}));
+  EXPECT_EQ(dynamic_sampling_rows_of(batch), (std::vector<std::string>{"a/0", "a/1", "a/2", "a/3", "b/2", "b/3"}));
   EXPECT_EQ(sampler.num_gen_batches(), 0);
   // More groups than needed: cut to train_batch_size x n responses, in order.
   EXPECT_TRUE(sampler.add(batch_of("c", {1, 0, 0, 1, 1, 0, 0, 1})));
-  EXPECT_EQ(rows_of(sampler.take()), (std::vector<std::string>{"c/0", "c/1", "c/2", "c/3", "c/4", "c/5"}));
+  EXPECT_EQ(dynamic_sampling_rows_of(sampler.take()), (std::vector<std::string>{"c/0", "c/1", "c/2", "c/3", "c/4", "c/5"}));
 }
 
 TEST(DynamicSampling, ErrorsAsVerlWhenMaxNumGenBatchesIsSpent) {

@@ -17,17 +17,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kExamples = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/examples";
+const std::string kExampleConfigsExamples = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/examples";
 
 config::PPOConfig load_example(const std::string& name) {
   config::ConfigArgs args;
-  args.config_file = kExamples + "/" + name;
+  args.config_file = kExampleConfigsExamples + "/" + name;
   return config::load_config(args).ppo;
 }
 
 TEST(ExampleConfigs, EveryExampleResolvesAndFitsItsDevices) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(kExamples)) {
+  for (const auto& entry : fs::directory_iterator(kExampleConfigsExamples)) {
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().filename().string());
   }
   std::sort(names.begin(), names.end());
@@ -36,7 +36,7 @@ TEST(ExampleConfigs, EveryExampleResolvesAndFitsItsDevices) {
   EXPECT_EQ(names, expected);
   for (const auto& name : names) {
     SCOPED_TRACE(name);
-    CommandResult shown = run_command(verl_binary() + " config show --config '" + kExamples + "/" + name + "'");
+    CommandResult shown = run_command(verl_binary() + " config show --config '" + kExampleConfigsExamples + "/" + name + "'");
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     // The printed tree is valid --config input and resolves to the same typed config.
     const std::string round_trip = make_temp_dir("example_config_" + name) + "/resolved.yaml";
@@ -81,8 +81,8 @@ TEST(ExampleConfigs, SayWhatTheyRun) {
 }
 
 TEST(ExampleConfigs, TheDemoRunsTheArithmeticFilesVerbatim) {
-  EXPECT_EQ(trainer::demo_rl_config_yaml("grpo"), read_file(kExamples + "/arithmetic_grpo.yaml"));
-  EXPECT_EQ(trainer::demo_rl_config_yaml("ppo"), read_file(kExamples + "/arithmetic_ppo.yaml"));
+  EXPECT_EQ(trainer::demo_rl_config_yaml("grpo"), read_file(kExampleConfigsExamples + "/arithmetic_grpo.yaml"));
+  EXPECT_EQ(trainer::demo_rl_config_yaml("ppo"), read_file(kExampleConfigsExamples + "/arithmetic_ppo.yaml"));
   EXPECT_THROW(trainer::demo_rl_config_yaml("rloo"), Error);
 }
 

@@ -38,7 +38,7 @@ std::vector<std::string> prompt_contents(const std::string& path) {
 }
 
 // The character tokenizer's ids: S=0 E=1 P=2 U=3, '0'..'9' = 4..13, ',' = 14, ':' = 15.
-int char_id(char c) {
+int generate_cli_char_id(char c) {
   if (c >= '0' && c <= '9') return 4 + (c - '0');
   if (c == ',') return 14;
   if (c == ':') return 15;
@@ -54,7 +54,7 @@ void expect_one_line_error(const CommandResult& r, const std::string& fragment) 
 
 const std::vector<std::string> kBase = {"data.max_prompt_length=16", "data.max_response_length=6"};
 
-std::vector<std::string> with(std::vector<std::string> more) {
+std::vector<std::string> generate_cli_with(std::vector<std::string> more) {
   std::vector<std::string> all = kBase;
   all.insert(all.end(), more.begin(), more.end());
   return all;
@@ -62,7 +62,7 @@ std::vector<std::string> with(std::vector<std::string> more) {
 
 TEST(GenerateCli, NSamplesPerPromptThroughTheChatTemplate) {
   const std::string dir = make_temp_dir("generate_cli_n");
-  auto r = generate(dir + "/out.jsonl", with({"actor_rollout_ref.rollout.n=3"}), "--batch-size 4");
+  auto r = generate(dir + "/out.jsonl", generate_cli_with({"actor_rollout_ref.rollout.n=3"}), "--batch-size 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote 18 responses for 6 prompts"), std::string::npos) << r.out;
   const std::vector<std::string> contents = prompt_contents(setup().val_file);
@@ -78,7 +78,7 @@ TEST(GenerateCli, NSamplesPerPromptThroughTheChatTemplate) {
     const std::string expected_prompt = contents[row] + "S";
     EXPECT_EQ(line["prompt"], expected_prompt);
     std::vector<int> expected_ids;
-    for (char c : expected_prompt) expected_ids.push_back(char_id(c));
+    for (char c : expected_prompt) expected_ids.push_back(generate_cli_char_id(c));
     EXPECT_EQ(line["prompt_ids"].get<std::vector<int>>(), expected_ids);
     // Responses: at most 6 tokens, "stop" exactly when the last one is the eos id 1 (no earlier eos).
     const auto ids = line["response_ids"].get<std::vector<int>>();
@@ -103,7 +103,7 @@ TEST(GenerateCli, NSamplesPerPromptThroughTheChatTemplate) {
 
 TEST(GenerateCli, GreedyIsReproducibleAndEqualsTheArgmaxOfAFullForward) {
   const std::string dir = make_temp_dir("generate_cli_greedy");
-  const auto overrides = with({"actor_rollout_ref.rollout.do_sample=false", "actor_rollout_ref.rollout.n=2",
+  const auto overrides = generate_cli_with({"actor_rollout_ref.rollout.do_sample=false", "actor_rollout_ref.rollout.n=2",
                                "actor_rollout_ref.rollout.ignore_eos=true"});
   ASSERT_EQ(generate(dir + "/a.jsonl", overrides).exit_code, 0);
   auto r = generate(dir + "/b.jsonl", overrides, "--batch-size 2");
@@ -140,7 +140,7 @@ TEST(GenerateCli, GreedyIsReproducibleAndEqualsTheArgmaxOfAFullForward) {
 
 TEST(GenerateCli, SamplingIsSeededAndLogProbsAreReported) {
   const std::string dir = make_temp_dir("generate_cli_seed");
-  const auto base = with({"actor_rollout_ref.rollout.n=4", "actor_rollout_ref.rollout.calculate_log_probs=true",
+  const auto base = generate_cli_with({"actor_rollout_ref.rollout.n=4", "actor_rollout_ref.rollout.calculate_log_probs=true",
                           "actor_rollout_ref.rollout.temperature=1.5"});
   auto seeded = [&](const std::string& name, int seed) {
     auto o = base;
@@ -174,7 +174,7 @@ TEST(GenerateCli, MultiTurnGreedyTurnEqualsTheSingleTurnEngineAndLinesCarryTheCo
         description: scores an answer
         parameters: {type: object, properties: {answer: {type: string}}, required: [answer]}
 )Y");
-  const auto greedy = with({"actor_rollout_ref.rollout.do_sample=false"});
+  const auto greedy = generate_cli_with({"actor_rollout_ref.rollout.do_sample=false"});
   auto single = generate(dir + "/single.jsonl", greedy);
   ASSERT_EQ(single.exit_code, 0) << single.err;
   auto multi_overrides = greedy;
@@ -202,11 +202,11 @@ TEST(GenerateCli, BadInputsAreOneLineErrors) {
   const std::string dir = make_temp_dir("generate_cli_errors");
   const std::string out = dir + "/out.jsonl";
   write_file(out, "keep me\n");
-  expect_one_line_error(generate(out, with({"actor_rollout_ref.rollout.temprature=0.5"})), "temperature");
-  expect_one_line_error(generate(out, with({"trainer.total_epochs=2"})),
+  expect_one_line_error(generate(out, generate_cli_with({"actor_rollout_ref.rollout.temprature=0.5"})), "temperature");
+  expect_one_line_error(generate(out, generate_cli_with({"trainer.total_epochs=2"})),
                         "verl generate does not use 'trainer.total_epochs'");
-  expect_one_line_error(generate(out, with({"actor_rollout_ref.rollout.top_p=1.5"})), "top_p");
-  expect_one_line_error(generate(out, with({"actor_rollout_ref.rollout.n=0"})), "rollout.n");
+  expect_one_line_error(generate(out, generate_cli_with({"actor_rollout_ref.rollout.top_p=1.5"})), "top_p");
+  expect_one_line_error(generate(out, generate_cli_with({"actor_rollout_ref.rollout.n=0"})), "rollout.n");
   expect_one_line_error(generate(out, {"data.max_prompt_length=2"}), "longer than data.max_prompt_length=2");
   auto r = run_command(verl_binary() + " generate --model " + quote(setup().model_dir) + " --data " +
                        quote(dir + "/missing.jsonl") + " --output " + quote(out));

@@ -13,17 +13,17 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& override_config_preflight_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("override_preflight"), 4);
   return instance;
 }
 
 std::string preflight_error(const std::vector<std::string>& extra) {
   config::ConfigArgs args;
-  args.overrides = setup().base_overrides(make_temp_dir("override_preflight_run"));
+  args.overrides = override_config_preflight_setup().base_overrides(make_temp_dir("override_preflight_run"));
   args.overrides.insert(args.overrides.end(), extra.begin(), extra.end());
   const config::PPOConfig cfg = config::load_config(args).ppo;
-  const auto tok = tokenizer::Tokenizer::from_folder(setup().model_dir);
+  const auto tok = tokenizer::Tokenizer::from_folder(override_config_preflight_setup().model_dir);
   try {
     trainer::preflight_check(cfg, tok);
   } catch (const Error& e) {

@@ -18,7 +18,7 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& rollout_trace_mlflow_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("rollout_trace_setup"), 4);
   return instance;
 }
@@ -53,7 +53,7 @@ std::string site_packages_without_verl() {
 TracedRun traced_run(const std::string& name, const std::vector<std::string>& extra) {
   const std::string run_dir = make_temp_dir(name);
   const std::string store = "file:" + run_dir + "/mlruns";
-  std::vector<std::string> all = setup().base_overrides(run_dir);
+  std::vector<std::string> all = rollout_trace_mlflow_setup().base_overrides(run_dir);
   all.insert(all.end(), {"trainer.total_training_steps=1", "trainer.test_freq=-1", "algorithm.adv_estimator=grpo",
                          "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
                          "actor_rollout_ref.rollout.trace.backend=mlflow", "trainer.project_name=trace_project",

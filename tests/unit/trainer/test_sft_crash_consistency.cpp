@@ -18,13 +18,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // 24 rows in batches of 8: 3 steps an epoch, so a resume at step 2 crosses into the second epoch.
-const TinySFTSetup& setup() {
+const TinySFTSetup& sft_crash_consistency_setup() {
   static const TinySFTSetup instance = make_tiny_sft_setup(make_temp_dir("sft_crash_setup"), 24, 8);
   return instance;
 }
 
 CommandResult run_sft(const std::string& run_dir, const std::string& more) {
-  const TinySFTSetup& s = setup();
+  const TinySFTSetup& s = sft_crash_consistency_setup();
   return run_command(verl_binary() + " sft data.train_files=" + s.data_dir + "/sft_train.parquet data.val_files=" +
                      s.data_dir + "/sft_val.parquet data.prompt_key=prompt data.response_key=response "
                      "data.max_length=40 data.train_batch_size=8 data.micro_batch_size_per_gpu=4 "

@@ -19,7 +19,7 @@
 namespace verl::test {
 namespace {
 
-config::SFTConfig tiny_config(const TinySFTSetup& s, std::vector<std::string> extra = {}) {
+config::SFTConfig sft_trainer_tiny_config(const TinySFTSetup& s, std::vector<std::string> extra = {}) {
   config::ConfigArgs args;
   args.overrides = {"data.train_files=" + s.data_dir + "/sft_train.parquet",
                     "data.val_files=" + s.data_dir + "/sft_val.parquet",
@@ -39,7 +39,7 @@ config::SFTConfig tiny_config(const TinySFTSetup& s, std::vector<std::string> ex
 
 TEST(SFTDataset, PromptThenResponseWithEosMaskedAndRightPadded) {
   TinySFTSetup s = make_tiny_sft_setup(make_temp_dir("sft_dataset"), 6, 4);
-  config::SFTConfig cfg = tiny_config(s);
+  config::SFTConfig cfg = sft_trainer_tiny_config(s);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_folder(s.model_dir);
   data::SFTDataset ds(cfg.data.train_files, tok, cfg.data);
   ASSERT_EQ(ds.size(), 6);
@@ -69,23 +69,23 @@ TEST(SFTDataset, PromptThenResponseWithEosMaskedAndRightPadded) {
 TEST(SFTDataset, TruncationErrorLeftRight) {
   TinySFTSetup s = make_tiny_sft_setup(make_temp_dir("sft_truncation"), 3, 2);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_folder(s.model_dir);
-  config::SFTConfig cfg = tiny_config(s, {"data.max_length=12"});
+  config::SFTConfig cfg = sft_trainer_tiny_config(s, {"data.max_length=12"});
   try {
     data::SFTDataset ds(cfg.data.train_files, tok, cfg.data);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("data.max_length=12"), std::string::npos) << e.what();
   }
-  config::SFTConfig full_cfg = tiny_config(s, {"data.max_length=60"});
+  config::SFTConfig full_cfg = sft_trainer_tiny_config(s, {"data.max_length=60"});
   data::SFTDataset full(full_cfg.data.train_files, tok, full_cfg.data);
   const int64_t n = full.get({0}).attention_mask.sum().item<int64_t>();
   torch::Tensor whole = full.get({0}).input_ids.slice(1, 0, n);
   torch::Tensor whole_mask = full.get({0}).loss_mask.slice(1, 0, n);
-  config::SFTConfig left_cfg = tiny_config(s, {"data.max_length=12", "data.truncation=left"});
+  config::SFTConfig left_cfg = sft_trainer_tiny_config(s, {"data.max_length=12", "data.truncation=left"});
   data::SFTDataset left(left_cfg.data.train_files, tok, left_cfg.data);
   EXPECT_TRUE(torch::equal(left.get({0}).input_ids, whole.slice(1, n - 12)));
   EXPECT_TRUE(torch::equal(left.get({0}).loss_mask, whole_mask.slice(1, n - 12)));
-  config::SFTConfig right_cfg = tiny_config(s, {"data.max_length=12", "data.truncation=right"});
+  config::SFTConfig right_cfg = sft_trainer_tiny_config(s, {"data.max_length=12", "data.truncation=right"});
   data::SFTDataset right(right_cfg.data.train_files, tok, right_cfg.data);
   EXPECT_TRUE(torch::equal(right.get({0}).input_ids, whole.slice(1, 0, 12)));
   EXPECT_EQ(right.get({0}).loss_mask.sum().item<int64_t>(), 0);  // the prompt alone fills 12 tokens
@@ -93,7 +93,7 @@ TEST(SFTDataset, TruncationErrorLeftRight) {
 
 TEST(SFTTrainer, MicroBatchLossIsMaskedMeanOfResponseTokenCrossEntropy) {
   TinySFTSetup s = make_tiny_sft_setup(make_temp_dir("sft_loss"), 8, 4);
-  trainer::SFTTrainer t(tiny_config(s), "");
+  trainer::SFTTrainer t(sft_trainer_tiny_config(s), "");
   data::SFTBatch batch = t.train_dataset().all().slice(0, 4);
   torch::Tensor got = t.micro_batch_loss(batch, 2, false);
   // By hand: logits from the model's own forward over the full padded rows, then a double-precision loop.

@@ -9,19 +9,19 @@
 namespace verl::test {
 namespace {
 
-const DigitCompletionSetup& setup() {
+const DigitCompletionSetup& train_cli_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("train_cli_setup"), 8);
   return instance;
 }
 
 CommandResult train_with(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = setup().base_overrides(make_temp_dir("train_cli_run"));
+  std::vector<std::string> all = train_cli_setup().base_overrides(make_temp_dir("train_cli_run"));
   all.insert(all.end(), overrides.begin(), overrides.end());
   // VERL_LOG_LEVEL=warn: the one error line is all stderr should hold.
   return run_command("VERL_LOG_LEVEL=warn " + verl_train_command(all));
 }
 
-void expect_one_line_error(const CommandResult& result, const std::string& fragment) {
+void train_cli_expect_one_line_error(const CommandResult& result, const std::string& fragment) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   EXPECT_EQ(result.err.rfind("error: ", 0), 0u) << result.err;
@@ -44,13 +44,13 @@ TEST(TrainCli, PastedVerlLaunchPrefixIsIgnored) {
 }
 
 TEST(TrainCli, BatchSizeThatDoesNotDivideOverDevices) {
-  expect_one_line_error(train_with({"trainer.n_gpus_per_node=3"}),
+  train_cli_expect_one_line_error(train_with({"trainer.n_gpus_per_node=3"}),
                         "data.train_batch_size (8) x actor_rollout_ref.rollout.n (1) = 8 responses per step must be "
                         "divisible by the 3 devices");
 }
 
 TEST(TrainCli, MissingDataFile) {
-  expect_one_line_error(train_with({"data.train_files=/nonexistent/train.parquet"}),
+  train_cli_expect_one_line_error(train_with({"data.train_files=/nonexistent/train.parquet"}),
                         "data.train_files: '/nonexistent/train.parquet' does not exist");
 }
 
@@ -58,18 +58,18 @@ TEST(TrainCli, TokenizerLargerThanTheModelVocabulary) {
   const std::string dir = make_temp_dir("train_cli_small_vocab");
   CommandResult init = run_command(verl_binary() + " model init --arch llama --out '" + dir +
                                    "/model' --vocab-size 8 --hidden-size 16 --num-layers 1 --num-heads 2 "
-                                   "--num-kv-heads 2 --intermediate-size 32 --tokenizer '" + setup().dir + "/tok'");
+                                   "--num-kv-heads 2 --intermediate-size 32 --tokenizer '" + train_cli_setup().dir + "/tok'");
   ASSERT_EQ(init.exit_code, 0) << init.err;
-  expect_one_line_error(train_with({"actor_rollout_ref.model.path=" + dir + "/model"}),
+  train_cli_expect_one_line_error(train_with({"actor_rollout_ref.model.path=" + dir + "/model"}),
                         "has 16 tokens but the model's vocab_size is 8");
 }
 
 TEST(TrainCli, UnknownLogger) {
-  expect_one_line_error(train_with({"trainer.logger=[console,wandb]"}), "trainer.logger");
+  train_cli_expect_one_line_error(train_with({"trainer.logger=[console,wandb]"}), "trainer.logger");
 }
 
 TEST(TrainCli, MissingModelFolder) {
-  expect_one_line_error(train_with({"critic.model.path=/nonexistent/critic"}),
+  train_cli_expect_one_line_error(train_with({"critic.model.path=/nonexistent/critic"}),
                         "critic.model.path='/nonexistent/critic' is not a Hugging Face model folder");
 }
 

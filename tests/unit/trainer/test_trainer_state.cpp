@@ -11,7 +11,7 @@
 namespace verl::trainer {
 namespace {
 
-std::string error_of(const std::string& path) {
+std::string trainer_state_error_of(const std::string& path) {
   try {
     read_trainer_state(path);
   } catch (const Error& e) {
@@ -43,7 +43,7 @@ TEST(TrainerState, WrongTypesAreErrorsNamingTheKey) {
   };
   for (const auto& [text, expected] : cases) {
     test::write_file(path, text);
-    const std::string e = error_of(path);
+    const std::string e = trainer_state_error_of(path);
     EXPECT_NE(e.find(expected), std::string::npos) << text << " -> " << e;
     EXPECT_NE(e.find(path), std::string::npos) << e;
   }

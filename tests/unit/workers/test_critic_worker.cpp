@@ -21,10 +21,10 @@ using protocol::DataProto;
 using protocol::Json;
 using single_controller::WorkerContext;
 
-std::vector<std::string> base_overrides(const std::string& model_dir) { return test::critic_overrides(model_dir); }
+std::vector<std::string> critic_worker_base_overrides(const std::string& model_dir) { return test::critic_overrides(model_dir); }
 using test::with;
 
-std::unique_ptr<CriticWorker> make_worker(const std::vector<std::string>& overrides, int rank = 0, int world = 1) {
+std::unique_ptr<CriticWorker> critic_worker_make_worker(const std::vector<std::string>& overrides, int rank = 0, int world = 1) {
   return test::make_critic_worker(overrides, rank, world);
 }
 
@@ -45,7 +45,7 @@ bool same_parameters(model::CausalLM& a, model::CausalLM& b) {
 
 TEST(CriticConfig, NormalizesMiniBatchAndNamesBadKeysInOneLine) {
   const std::string lm = test::make_lm_folder("critic_norm_lm");
-  auto cfg = test::ppo_config(with(base_overrides(lm), {"actor_rollout_ref.rollout.n=2"}));
+  auto cfg = test::ppo_config(with(critic_worker_base_overrides(lm), {"actor_rollout_ref.rollout.n=2"}));
   DPCriticConfig c = normalize_critic_config(*cfg, 2);
   EXPECT_EQ(c.ppo_mini_batch_size, 4);  // 4 prompts x 2 responses / 2 ranks
   EXPECT_EQ(c.ppo_micro_batch_size_per_gpu, 2);
@@ -58,18 +58,18 @@ TEST(CriticConfig, NormalizesMiniBatchAndNamesBadKeysInOneLine) {
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   };
-  check(with(base_overrides(lm), {"critic.ppo_micro_batch_size_per_gpu=3"}), 1,
+  check(with(critic_worker_base_overrides(lm), {"critic.ppo_micro_batch_size_per_gpu=3"}), 1,
         "should be divisible by critic.ppo_micro_batch_size_per_gpu 3");
-  check(with(base_overrides(lm), {"critic.ppo_micro_batch_size_per_gpu=null"}), 1,
+  check(with(critic_worker_base_overrides(lm), {"critic.ppo_micro_batch_size_per_gpu=null"}), 1,
         "critic.ppo_micro_batch_size_per_gpu must be set");
-  check(with(base_overrides(lm), {"critic.ppo_mini_batch_size=1"}), 2, "fewer than the 2 data-parallel ranks");
-  check(with(base_overrides(lm), {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=0"}), 1,
+  check(with(critic_worker_base_overrides(lm), {"critic.ppo_mini_batch_size=1"}), 2, "fewer than the 2 data-parallel ranks");
+  check(with(critic_worker_base_overrides(lm), {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=0"}), 1,
         "critic.ppo_max_token_len_per_gpu must be > 0");
 }
 
 TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
   const std::string lm = test::make_lm_folder("critic_init_lm");
-  auto worker = make_worker(base_overrides(lm));
+  auto worker = critic_worker_make_worker(critic_worker_base_overrides(lm));
   model::LoadOptions o;
   o.head = model::HeadKind::Value;
   o.value_head_seed = 5;  // data.seed
@@ -78,15 +78,15 @@ TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
   EXPECT_GT(worker->module()->score->weight.abs().sum().item<double>(), 0.0);
 
   const std::string value_dir = test::make_value_folder(lm, "critic_init_value", 99);
-  auto from_value = make_worker(base_overrides(value_dir));
+  auto from_value = critic_worker_make_worker(critic_worker_base_overrides(value_dir));
   o.value_head_seed = 99;
   model::CausalLM saved = model::load_model(value_dir, o);
   EXPECT_TRUE(same_parameters(from_value->module(), saved));
   EXPECT_FALSE(torch::equal(from_value->module()->score->weight, worker->module()->score->weight));
 
-  std::string message = test::error_text([&] { make_worker(base_overrides("/nonexistent/critic_model")); });
+  std::string message = test::error_text([&] { critic_worker_make_worker(critic_worker_base_overrides("/nonexistent/critic_model")); });
   EXPECT_NE(message.find("critic.model.path '/nonexistent/critic_model'"), std::string::npos) << message;
-  CriticWorker idle(WorkerContext{0, 1, "critic"}, test::ppo_config(base_overrides(lm)));
+  CriticWorker idle(WorkerContext{0, 1, "critic"}, test::ppo_config(critic_worker_base_overrides(lm)));
   EXPECT_NE(test::error_text([&] { idle.compute_values(test::make_ppo_batch(2, 4, 3, 1)); }).find("before init_model"),
             std::string::npos);
 }
@@ -94,8 +94,8 @@ TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
 TEST(CriticWorker, ComputeValuesReadsPositionsPMinus1AndMasksWhateverTheMicroBatch) {
   const std::string lm = test::make_lm_folder("critic_values_lm");
   DataProto batch = test::make_ppo_batch(5, 4, 3, 7);
-  auto one = make_worker(with(base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=1"}));
-  auto all = make_worker(with(base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=8"}));
+  auto one = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=1"}));
+  auto all = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=8"}));
   torch::Tensor v1 = one->compute_values(batch).tensor("values");
   torch::Tensor v8 = all->compute_values(batch).tensor("values");
   ASSERT_EQ(v1.sizes(), (std::vector<int64_t>{5, 3}));
@@ -113,7 +113,7 @@ TEST(CriticWorker, ComputeValuesReadsPositionsPMinus1AndMasksWhateverTheMicroBat
 TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
   const std::string lm = test::make_lm_folder("critic_metrics_lm");
   // lr 0 keeps the parameters fixed, so every micro-batch's loss can be recomputed here from the start model.
-  auto worker = make_worker(with(base_overrides(lm), {"critic.optim.lr=0.0", "critic.ppo_epochs=2",
+  auto worker = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.optim.lr=0.0", "critic.ppo_epochs=2",
                                                       "critic.cliprange_value=0.1"}));
   DataProto batch = test::make_ppo_batch(8, 4, 3, 9);
   DataProto out = worker->update_critic(batch);
@@ -151,7 +151,7 @@ TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
 
 TEST(CriticWorker, LrIsTheOneUsedAndTheSchedulerStepsOncePerCall) {
   const std::string lm = test::make_lm_folder("critic_lr_lm");
-  auto worker = make_worker(with(base_overrides(lm), {"critic.optim.lr_warmup_steps=2",
+  auto worker = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.optim.lr_warmup_steps=2",
                                                       "critic.optim.total_training_steps=4"}));
   DataProto batch = test::make_ppo_batch(4, 4, 3, 2);
   std::vector<double> lrs;
@@ -167,8 +167,8 @@ TEST(CriticWorker, LrIsTheOneUsedAndTheSchedulerStepsOncePerCall) {
 
 TEST(CriticWorker, NonFiniteGradNormSkipsTheStep) {
   const std::string lm = test::make_lm_folder("critic_nan_lm");
-  auto worker = make_worker(base_overrides(lm));
-  auto before = make_worker(base_overrides(lm));
+  auto worker = critic_worker_make_worker(critic_worker_base_overrides(lm));
+  auto before = critic_worker_make_worker(critic_worker_base_overrides(lm));
   DataProto batch = test::make_ppo_batch(4, 4, 3, 3);
   batch.batch["returns"] = batch.tensor("returns").clone();
   batch.batch["returns"][0][0] = std::nan("");  // row 0 always has its first response token
@@ -186,20 +186,20 @@ TEST(CriticWorker, NonFiniteGradNormSkipsTheStep) {
 
 TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   const std::string lm = test::make_lm_folder("critic_resume_lm");
-  auto overrides = with(base_overrides(lm), {"critic.optim.lr_scheduler_type=cosine", "critic.optim.min_lr_ratio=0.1",
+  auto overrides = with(critic_worker_base_overrides(lm), {"critic.optim.lr_scheduler_type=cosine", "critic.optim.min_lr_ratio=0.1",
                                              "critic.optim.total_training_steps=4", "critic.optim.lr_warmup_steps=1",
                                              "critic.checkpoint.save_contents=[model,optimizer,extra,hf_model]"});
   std::vector<DataProto> batches;
   for (uint64_t s = 0; s < 3; ++s) batches.push_back(test::make_ppo_batch(8, 4, 3, 20 + s));
 
-  auto straight = make_worker(overrides);
+  auto straight = critic_worker_make_worker(overrides);
   std::vector<Json> straight_metrics;
   for (const auto& b : batches) straight_metrics.push_back(straight->update_critic(b).meta_info["metrics"]);
 
   const std::string ckpt = test::make_temp_dir("critic_resume_ckpt") + "/global_step_1/critic";
   std::vector<Json> resumed_metrics;
   {
-    auto first = make_worker(overrides);
+    auto first = critic_worker_make_worker(overrides);
     resumed_metrics.push_back(first->update_critic(batches[0]).meta_info["metrics"]);
     DataProto save;
     save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
@@ -215,7 +215,7 @@ TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   EXPECT_TRUE(extra.contains("lr_scheduler"));
   EXPECT_TRUE(extra.contains("rng"));
 
-  auto second = make_worker(overrides);
+  auto second = critic_worker_make_worker(overrides);
   DataProto load;
   load.meta_info = {{"local_path", ckpt}, {"del_local_after_load", false}};
   second->load_checkpoint(load);
@@ -232,7 +232,7 @@ TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   EXPECT_FALSE(same_parameters(exported, second->module()));
 
   // del_local_after_load removes the folder after loading.
-  auto third = make_worker(overrides);
+  auto third = critic_worker_make_worker(overrides);
   load.meta_info["del_local_after_load"] = true;
   third->load_checkpoint(load);
   EXPECT_FALSE(fs::exists(ckpt));
@@ -240,7 +240,7 @@ TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
 
 TEST(CriticWorker, LoadNamesAnotherWorldSizeAndAMissingFolder) {
   const std::string lm = test::make_lm_folder("critic_ws_lm");
-  auto worker = make_worker(base_overrides(lm));
+  auto worker = critic_worker_make_worker(critic_worker_base_overrides(lm));
   const std::string ckpt = test::make_temp_dir("critic_ws_ckpt") + "/critic";
   DataProto save;
   save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
@@ -269,13 +269,13 @@ TEST(CriticWorker, LoadNamesAnotherWorldSizeAndAMissingFolder) {
 
 TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTraining) {
   const std::string lm = test::make_lm_folder("critic_group_lm");
-  auto cfg = test::ppo_config(base_overrides(lm));
+  auto cfg = test::ppo_config(critic_worker_base_overrides(lm));
   auto transport = std::make_shared<single_controller::InProcessTransport>("critic", 2, critic_worker_factory(cfg));
   single_controller::WorkerGroup group("critic", transport);
   group.call("init_model");
   DataProto batch = test::make_ppo_batch(7, 4, 3, 4);  // 7 rows over 2 slots: one padding row
   torch::Tensor grouped = group.call("compute_values", batch).tensor("values");
-  auto single = make_worker(base_overrides(lm));
+  auto single = critic_worker_make_worker(critic_worker_base_overrides(lm));
   torch::Tensor expected = single->compute_values(batch).tensor("values");
   ASSERT_EQ(grouped.sizes(), expected.sizes());
   EXPECT_TRUE(torch::allclose(grouped, expected, 1e-5, 1e-6));
@@ -287,9 +287,9 @@ TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTrainin
 // fixed micro-batches, rows/mini for token-budget ones) both give the mini-batch mean: same loss, same gradient.
 TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatchesWhenNormalizationAgrees) {
   const std::string lm = test::make_lm_folder("critic_dynamic_lm");
-  auto common = with(base_overrides(lm), {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
-  auto fixed = make_worker(common);
-  auto dynamic = make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
+  auto common = with(critic_worker_base_overrides(lm), {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
+  auto fixed = critic_worker_make_worker(common);
+  auto dynamic = critic_worker_make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
                                            "critic.forward_max_token_len_per_gpu=9"}));
   DataProto batch = test::make_ppo_batch(8, 4, 3, 12);
   torch::Tensor v_fixed = fixed->compute_values(batch).tensor("values");

@@ -27,20 +27,20 @@ namespace fs = std::filesystem;
 using protocol::DataProto;
 using workers::ActorRolloutRefWorker;
 
-std::string shared_model() {
+std::string lora_worker_shared_model() {
   static const std::string dir = make_tiny_model(make_temp_dir("lora_worker_model") + "/model");
   return dir;
 }
 
-const std::vector<std::string> kLora = {"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.lora_alpha=8",
+const std::vector<std::string> kLoraWorkerLora = {"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.lora_alpha=8",
                                         "actor_rollout_ref.actor.optim.lr=0.02"};
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+std::vector<std::string> lora_worker_with(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 
-DataProto prompts_batch() {
+DataProto lora_worker_prompts_batch() {
   auto b = ragged_actor_batch();
   const int64_t P = 5;
   auto out = DataProto::from_dict({{"input_ids", b.tensor("input_ids").narrow(1, 0, P).clone()},
@@ -51,7 +51,7 @@ DataProto prompts_batch() {
 }
 
 // One training step through the worker: generate, old (and ref) log-probs, update.
-nlohmann::json train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
+nlohmann::json lora_worker_train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
   auto gen = w.generate_sequences(prompts);
   auto old = w.compute_log_prob(gen);
   gen.union_with(old.select({"old_log_probs"}));
@@ -63,13 +63,13 @@ nlohmann::json train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
 }
 
 TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
-  auto cfg = tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.actor.use_kl_loss=true"}));
+  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.use_kl_loss=true"}));
   ActorRolloutRefWorker w({0, 1, "w"}, cfg, "actor_rollout_ref");
   w.init_model(DataProto());
   EXPECT_THROW(w.ref_module(), Error);  // no second copy of the weights
-  const auto base = model::load_model(shared_model());
-  auto prompts = prompts_batch();
-  for (int i = 0; i < 3; ++i) train_step(w, prompts);
+  const auto base = model::load_model(lora_worker_shared_model());
+  auto prompts = lora_worker_prompts_batch();
+  for (int i = 0; i < 3; ++i) lora_worker_train_step(w, prompts);
 
   auto trained = w.actor_module()->named_parameters();
   int adapters = 0;
@@ -87,7 +87,7 @@ TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
   auto ref = w.compute_ref_log_prob(gen).tensor("ref_log_prob");
   auto old = w.compute_log_prob(gen).tensor("old_log_probs");
   auto mask = gen.tensor("response_mask").to(torch::kFloat32);
-  model::CausalLM plain = model::load_model(shared_model());
+  model::CausalLM plain = model::load_model(lora_worker_shared_model());
   torch::NoGradGuard no_grad;
   auto want = model::response_log_probs(plain, gen.tensor("input_ids"), gen.tensor("attention_mask"),
                                         gen.tensor("position_ids"), gen.tensor("responses"), 1.0, false)
@@ -97,15 +97,15 @@ TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
 }
 
 TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
-  auto cfg = tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.actor.optim.lr_warmup_steps=4",
+  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.optim.lr_warmup_steps=4",
                                                           "actor_rollout_ref.actor.optim.total_training_steps=10",
                                                           "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"}));
   const std::string root = make_temp_dir("lora_resume");
   const std::string ckpt = root + "/global_step_1/actor";
-  auto prompts = prompts_batch();
+  auto prompts = lora_worker_prompts_batch();
   ActorRolloutRefWorker a({0, 1, "a"}, cfg, "actor_rollout");
   a.init_model(DataProto());
-  train_step(a, prompts);
+  lora_worker_train_step(a, prompts);
   DataProto save;
   save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
   a.save_checkpoint(save);
@@ -115,19 +115,19 @@ TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
   for (const auto& [name, t] : state) EXPECT_TRUE(model::is_lora_parameter_name(name)) << name;
   const auto adapter_config = nlohmann::json::parse(read_file(ckpt + "/lora_adapter/adapter_config.json"));
   EXPECT_EQ(adapter_config["r"], 4);
-  EXPECT_EQ(adapter_config["base_model_name_or_path"], fs::absolute(shared_model()).string());
+  EXPECT_EQ(adapter_config["base_model_name_or_path"], fs::absolute(lora_worker_shared_model()).string());
   EXPECT_TRUE(fs::exists(ckpt + "/optim_world_size_1_rank_0.pt"));
   EXPECT_LT(fs::file_size(ckpt + "/optim_world_size_1_rank_0.pt"),
             fs::file_size(ckpt + "/huggingface/model.safetensors"));  // AdamW moments of the adapters only
 
-  auto m2a = train_step(a, prompts), m3a = train_step(a, prompts);
+  auto m2a = lora_worker_train_step(a, prompts), m3a = lora_worker_train_step(a, prompts);
   auto gen_a = a.generate_sequences(prompts);
   ActorRolloutRefWorker b({0, 1, "b"}, cfg, "actor_rollout");
   b.init_model(DataProto());
   DataProto load;
   load.meta_info = {{"local_path", ckpt}, {"del_local_after_load", false}};
   b.load_checkpoint(load);
-  auto m2b = train_step(b, prompts), m3b = train_step(b, prompts);
+  auto m2b = lora_worker_train_step(b, prompts), m3b = lora_worker_train_step(b, prompts);
   EXPECT_EQ(m2a, m2b);
   EXPECT_EQ(m3a, m3b);
   EXPECT_TRUE(torch::equal(gen_a.tensor("responses"), b.generate_sequences(prompts).tensor("responses")));
@@ -150,7 +150,7 @@ TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
   const std::string peft_out = root + "/export_adapter", merged_out = root + "/export_merged";
   workers::export_hf_model(ckpt, peft_out);
   EXPECT_TRUE(fs::exists(peft_out + "/adapter_model.safetensors"));
-  model::CausalLM reloaded = model::load_model(shared_model());
+  model::CausalLM reloaded = model::load_model(lora_worker_shared_model());
   model::load_peft_adapter(reloaded, peft_out);
   EXPECT_LT(((reloaded->forward(ids, am, pos) - adapted).abs() * amask).max().item<double>(), 1e-6);
   workers::export_hf_model(ckpt, merged_out, /*merge_lora=*/true);
@@ -160,10 +160,10 @@ TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
 
 TEST(LoraWorker, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
   const std::vector<std::string> keys =
-      with(kLora, {"actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"});
+      lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"});
   auto batch = ragged_actor_batch();
   batch.meta_info["temperature"] = 1.0;
-  auto cfg = tiny_ppo_config(shared_model(), keys);
+  auto cfg = tiny_ppo_config(lora_worker_shared_model(), keys);
   // B non-zero from the start, the same on every rank: gradients then reach A as well.
   auto start = [](ActorRolloutRefWorker& w) {
     torch::NoGradGuard no_grad;
@@ -204,21 +204,21 @@ TEST(LoraWorker, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
 TEST(LoraWorker, UnimplementedCombinationsAreConfigErrors) {
   // The reference is the actor's base with the adapters off, so it cannot split sequences differently.
   std::string e = error_of([&] {
-    tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+    tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
                                                  "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"}));
   });
   EXPECT_NE(e.find("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"), std::string::npos) << e;
-  e = error_of([&] { tiny_ppo_config(shared_model(), {"actor_rollout_ref.model.lora_rank=-1"}); });
+  e = error_of([&] { tiny_ppo_config(lora_worker_shared_model(), {"actor_rollout_ref.model.lora_rank=-1"}); });
   EXPECT_NE(e.find("actor_rollout_ref.model.lora_rank"), std::string::npos) << e;
   // A list of names, and a bad name, through the config.
-  auto cfg = tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.model.target_modules=[q_proj,v_proj]"}));
+  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[q_proj,v_proj]"}));
   EXPECT_EQ(cfg->actor_rollout_ref.model.lora.target_modules, (std::vector<std::string>{"q_proj", "v_proj"}));
-  auto bad = tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.model.target_modules=[qproj]"}));
+  auto bad = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[qproj]"}));
   ActorRolloutRefWorker w({0, 1, "w"}, bad, "actor_rollout");
   e = error_of([&] { w.init_model(DataProto()); });
   EXPECT_NE(e.find("qproj"), std::string::npos) << e;
   // An adapter path that is no adapter folder.
-  auto missing = tiny_ppo_config(shared_model(), with(kLora, {"actor_rollout_ref.model.lora_adapter_path=" + shared_model()}));
+  auto missing = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.lora_adapter_path=" + lora_worker_shared_model()}));
   ActorRolloutRefWorker m({0, 1, "m"}, missing, "actor_rollout");
   e = error_of([&] { m.init_model(DataProto()); });
   EXPECT_NE(e.find("adapter_config.json"), std::string::npos) << e;
