@@ -538,7 +538,11 @@ void PPOTrainer::fit() {
   const int64_t steps_per_epoch = train_dataloader_->batches_per_epoch();
   const int64_t current_epoch = global_steps_ / steps_per_epoch;
 
-  if (val_reward_fn_ && val_dataloader_ && trainer.val_before_train) {
+  // Resumed from the final checkpoint (a run killed after its last save, or started again): nothing is left to
+  // train, and no step runs past total_training_steps, so where a run ends does not depend on when it was stopped.
+  // val_only still validates the final model.
+  const bool already_complete = global_steps_ >= total_training_steps_;
+  if (val_reward_fn_ && val_dataloader_ && trainer.val_before_train && (!already_complete || trainer.val_only)) {
     MetricMap val_metrics = validate();
     VERL_LOG(Info, "trainer") << "initial validation: " << format_console_line(val_metrics, global_steps_);
     log(val_metrics);
@@ -546,6 +550,13 @@ void PPOTrainer::fit() {
       logger_->finish();
       return;
     }
+  }
+
+  if (already_complete) {
+    VERL_LOG(Info, "trainer") << "training already complete: resumed at step " << global_steps_ << " of "
+                              << total_training_steps_ << " (trainer.total_training_steps)";
+    logger_->finish();
+    return;
   }
 
   ProgressBar progress("training", total_training_steps_, "", options_.progress_mode);

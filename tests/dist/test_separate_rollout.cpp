@@ -30,7 +30,8 @@ const DigitCompletionSetup& separate_rollout_setup() {
   return s;
 }
 
-std::vector<std::string> separate_rollout_gae_run(const std::string& run_dir, bool hybrid, const std::vector<std::string>& more = {}) {
+std::vector<std::string> separate_rollout_gae_run(const std::string& run_dir, bool hybrid,
+                                                  const std::vector<std::string>& more = {}) {
   std::vector<std::string> o = separate_rollout_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
@@ -55,7 +56,8 @@ double max_difference(const std::string& a_file, const std::string& b_file) {
   return max_relative_difference(a_file, b_file).first;
 }
 
-void separate_rollout_expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b, double tolerance) {
+void separate_rollout_expect_same_metrics(const trainer::MetricHistory& a, const trainer::MetricHistory& b,
+                                          double tolerance) {
   for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/values/mean",
                           "critic/score/mean", "response_length/mean"}) {
     ASSERT_TRUE(a.count(key) && b.count(key)) << key;
@@ -107,7 +109,7 @@ TEST(SeparateRollout, UnderMpiSameTrajectoryAsTheHybridEngine) {
     EXPECT_EQ(max_difference(weights(separate, role), weights(hybrid, role)), 0.0) << role;
   }
   separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
-                      trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 0.0);
+                                       trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 0.0);
 }
 
 TEST(SeparateRollout, TwoActorRanksAndTwoRolloutRanksEndWhereOneHybridRankEnds) {
@@ -129,13 +131,14 @@ TEST(SeparateRollout, TwoActorRanksAndTwoRolloutRanksEndWhereOneHybridRankEnds) 
     }
   }
   separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
-                      trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 1e-4);
+                                       trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 1e-4);
   EXPECT_TRUE(fs::exists(separate + "/global_step_3/rollout/extra_state_world_size_2_rank_1.json"));
 }
 
 TEST(SeparateRollout, LayoutsThatCannotRunAreOneErrorLine) {
   const std::string dir = make_temp_dir("rollout_bad");
-  CommandResult in_process = run_command(verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
+  CommandResult in_process =
+      run_command(verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
   EXPECT_NE(in_process.exit_code, 0);
   EXPECT_NE(in_process.err.find("in one process the separate rollout runs on one slot"), std::string::npos)
       << in_process.err;
@@ -145,7 +148,8 @@ TEST(SeparateRollout, LayoutsThatCannotRunAreOneErrorLine) {
   }
   EXPECT_EQ(error_lines, 1u) << in_process.err;
 
-  CommandResult wrong_np = run_command(mpirun(3) + verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
+  CommandResult wrong_np =
+      run_command(mpirun(3) + verl_train_command(separate_rollout_gae_run(dir, false, {"rollout.n_gpus_per_node=2"})));
   EXPECT_NE(wrong_np.exit_code, 0);
   EXPECT_NE(wrong_np.err.find("rollout.nnodes=1 x rollout.n_gpus_per_node=2 device slots): run mpirun -np 4"),
             std::string::npos)

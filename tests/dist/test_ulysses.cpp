@@ -33,7 +33,8 @@ const DigitCompletionSetup& ulysses_setup() {
   return s;
 }
 
-std::vector<std::string> ulysses_gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false, bool lora = false) {
+std::vector<std::string> ulysses_gae_run(const std::string& run_dir, int slots, int sp, bool zero3 = false,
+                                         bool lora = false) {
   std::vector<std::string> o = ulysses_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
@@ -87,7 +88,8 @@ void ulysses_expect_same_run(const std::string& one_dir, const std::string& sp_d
     }
     EXPECT_GT(largest_b, 5e-4) << "the adapters hardly changed in two steps";
   } else {
-    auto [moved, name] = max_relative_difference(one_dir + actor_weights(false), ulysses_setup().model_dir + "/model.safetensors");
+    auto [moved, name] =
+        max_relative_difference(one_dir + actor_weights(false), ulysses_setup().model_dir + "/model.safetensors");
     EXPECT_GT(moved, 1e-2) << "the actor hardly changed in two steps";
   }
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
@@ -129,12 +131,14 @@ TEST(Ulysses, LoraWithSequenceParallelTwoEqualsOneRankForTwoPpoSteps) {
   const std::string sp_dir = make_temp_dir("dist_ulysses_lora_sp2");
   CommandResult one = run_command(verl_train_command(ulysses_gae_run(one_dir, 1, 1, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(ulysses_gae_run(sp_dir, 2, 2, /*zero3=*/false, /*lora=*/true)));
+  CommandResult two =
+      run_command(mpirun(3) + verl_train_command(ulysses_gae_run(sp_dir, 2, 2, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
   ulysses_expect_same_run(one_dir, sp_dir, /*lora=*/true);
   // DP=2 x SP=2: the adapters' gradients averaged over all 4 ranks (ZeRO-2 shards their optimizer state).
   const std::string mesh_dir = make_temp_dir("dist_ulysses_lora_dp2sp2");
-  CommandResult four = run_command(mpirun(5) + verl_train_command(ulysses_gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
+  CommandResult four =
+      run_command(mpirun(5) + verl_train_command(ulysses_gae_run(mesh_dir, 4, 2, /*zero3=*/false, /*lora=*/true)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   ulysses_expect_same_run(one_dir, mesh_dir, /*lora=*/true);
   // The same mesh over a ZeRO-3 base: the adapters stay whole beside the sharded layers.

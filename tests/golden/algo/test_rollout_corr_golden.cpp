@@ -48,8 +48,9 @@ std::vector<Case> all_cases() {
   for (const auto& [name, dtype] : {std::pair<std::string, torch::ScalarType>{"float64", torch::kFloat64},
                                     {"float32", torch::kFloat32}}) {
     const json& in = rollout_corr_golden().at("inputs");
-    out.push_back({name, dtype, rollout_corr_golden().at("tolerance").at(name).get<double>(), tensor_of(in.at("old_log_prob"), dtype),
-                   tensor_of(in.at("rollout_log_prob"), dtype), tensor_of(in.at("response_mask"), torch::kInt64)});
+    out.push_back({name, dtype, rollout_corr_golden().at("tolerance").at(name).get<double>(),
+                   tensor_of(in.at("old_log_prob"), dtype), tensor_of(in.at("rollout_log_prob"), dtype),
+                   tensor_of(in.at("response_mask"), torch::kInt64)});
   }
   return out;
 }

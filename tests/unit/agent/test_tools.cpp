@@ -41,7 +41,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 EVENTS = []
 
 
-class ToolsCalcTool(BaseTool):
+class CalcTool(BaseTool):
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema):
         super().__init__(config, tool_schema)
         self.instances = {}

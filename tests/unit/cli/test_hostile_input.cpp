@@ -29,7 +29,7 @@ std::string nested(int depth) { return std::string(depth, '[') + std::string(dep
 // `error:` line on stderr containing each of `expected`.
 // `stdin_file`: piped in (run_command redirects the whole command's stdin from /dev/null).
 void hostile_input_expect_one_error_line(const std::string& args, const std::vector<std::string>& expected,
-                           const std::string& stdin_file = "") {
+                                         const std::string& stdin_file = "") {
   const std::string pipe = stdin_file.empty() ? "" : "cat '" + stdin_file + "' | ";
   CommandResult r = run_command("(ulimit -v 4194304; " + pipe + binary() + " " + args + ")");
   EXPECT_EQ(r.exit_code, 1) << args << "\nstderr: " << r.err.substr(0, 500);
@@ -57,8 +57,9 @@ void set_config(const std::string& model, const std::string& key, const nlohmann
 TEST(HostileInput, DeeplyNestedJsonlRowInDataConvert) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/rows.jsonl", "{\"a\": 1}\n{\"prompt\": " + nested(100000) + "}\n");
-  hostile_input_expect_one_error_line("data convert " + dir + "/rows.jsonl " + dir + "/out.parquet",
-                        {"rows.jsonl:2", "nested deeper than 256 levels", "line 1, column 267", "(limit 256)"});
+  hostile_input_expect_one_error_line(
+      "data convert " + dir + "/rows.jsonl " + dir + "/out.parquet",
+      {"rows.jsonl:2", "nested deeper than 256 levels", "line 1, column 267", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedJsonlRowInScore) {
@@ -66,15 +67,15 @@ TEST(HostileInput, DeeplyNestedJsonlRowInScore) {
   write_file(dir + "/rows.jsonl", R"({"data_source": "openai/gsm8k", "solution_str": "#### 1", "ground_truth": "1",)"
                                   R"( "extra_info": )" + nested(100000) + "}\n");
   hostile_input_expect_one_error_line("score --input " + dir + "/rows.jsonl",
-                        {"rows.jsonl:1", "nested deeper than 256", "(limit 256)"});
+                                      {"rows.jsonl:1", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedIdsOnStdinOfDetokenize) {
   const std::string dir = make_temp_dir("hostile");
   write_char_tokenizer(dir + "/tok");
   write_file(dir + "/ids.json", nested(100000));
-  hostile_input_expect_one_error_line("detokenize --tokenizer " + dir + "/tok", {"stdin", "nested deeper than 256", "(limit 256)"},
-                        dir + "/ids.json");
+  hostile_input_expect_one_error_line("detokenize --tokenizer " + dir + "/tok",
+                                      {"stdin", "nested deeper than 256", "(limit 256)"}, dir + "/ids.json");
 }
 
 TEST(HostileInput, DeeplyNestedChatMessages) {
@@ -82,15 +83,16 @@ TEST(HostileInput, DeeplyNestedChatMessages) {
   write_char_tokenizer(dir + "/tok");
   write_file(dir + "/messages.json", R"([{"role": "user", "content": )" + nested(100000) + "}]");
   hostile_input_expect_one_error_line("chat-template --tokenizer " + dir + "/tok --messages " + dir + "/messages.json",
-                        {"messages.json", "nested deeper than 256", "(limit 256)"});
+                                      {"messages.json", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedIdsFileOfModelForward) {
   const std::string dir = make_temp_dir("hostile");
   const std::string model = tiny_model(dir);
   write_file(dir + "/ids.json", "{\"input_ids\": " + nested(100000) + "}");
-  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
-                        {"ids.json", "nested deeper than 256", "(limit 256)"});
+  hostile_input_expect_one_error_line(
+      "model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+      {"ids.json", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedConfigJson) {
@@ -100,8 +102,9 @@ TEST(HostileInput, DeeplyNestedConfigJson) {
   text.insert(text.find('{') + 1, "\"extra\": " + nested(100000) + ",");
   write_file(model + "/config.json", text);
   write_file(dir + "/ids.json", R"({"input_ids": [[1, 2]]})");
-  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
-                        {"config.json", "nested deeper than 256", "(limit 256)"});
+  hostile_input_expect_one_error_line(
+      "model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+      {"config.json", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, DeeplyNestedTokenizerJsonAndTokenizerConfig) {
@@ -113,7 +116,7 @@ TEST(HostileInput, DeeplyNestedTokenizerJsonAndTokenizerConfig) {
   text.replace(text.find("\"DEEP\""), 6, nested(100000));
   write_file(dir + "/a/tokenizer.json", text);
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
-                        {"tokenizer.json", "nested deeper than 256", "(limit 256)"});
+                                      {"tokenizer.json", "nested deeper than 256", "(limit 256)"});
 
   write_char_tokenizer(dir + "/b");
   auto config = nlohmann::json::parse(read_file(dir + "/b/tokenizer_config.json"));
@@ -122,7 +125,7 @@ TEST(HostileInput, DeeplyNestedTokenizerJsonAndTokenizerConfig) {
   text.replace(text.find("\"DEEP\""), 6, nested(100000));
   write_file(dir + "/b/tokenizer_config.json", text);
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/b",
-                        {"tokenizer_config.json", "nested deeper than 256", "(limit 256)"});
+                                      {"tokenizer_config.json", "nested deeper than 256", "(limit 256)"});
 }
 
 TEST(HostileInput, NumberBeyondDoubleInTokenizerConfig) {
@@ -131,7 +134,7 @@ TEST(HostileInput, NumberBeyondDoubleInTokenizerConfig) {
   write_char_tokenizer(dir + "/a");
   write_file(dir + "/a/tokenizer_config.json", R"({"model_max_length": 7e1026})");
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
-                        {"tokenizer_config.json: not valid JSON", "number overflow"});
+                                      {"tokenizer_config.json: not valid JSON", "number overflow"});
 }
 
 TEST(HostileInput, AddedTokenFlagOfTheWrongType) {
@@ -142,7 +145,7 @@ TEST(HostileInput, AddedTokenFlagOfTheWrongType) {
   tokenizer["added_tokens"][0]["normalized"] = 5;
   write_file(dir + "/a/tokenizer.json", tokenizer.dump());
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
-                        {"tokenizer.json: unexpected value", "type must be boolean, but is number"});
+                                      {"tokenizer.json: unexpected value", "type must be boolean, but is number"});
 }
 
 TEST(HostileInput, TokenIdsInTheHundredsOfMillions) {
@@ -152,22 +155,24 @@ TEST(HostileInput, TokenIdsInTheHundredsOfMillions) {
   tokenizer["added_tokens"].push_back({{"id", 400000000}, {"content", "<big>"}, {"special", true}});
   write_file(dir + "/a/tokenizer.json", tokenizer.dump());
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/a",
-                        {"tokenizer.json", "added_tokens[4].id is 400000000", "limit 4194304"});
+                                      {"tokenizer.json", "added_tokens[4].id is 400000000", "limit 4194304"});
 
   write_char_tokenizer(dir + "/b");
   tokenizer = nlohmann::json::parse(read_file(dir + "/b/tokenizer.json"));
   tokenizer["model"]["vocab"]["<big>"] = 400000000;  // the BPE model keeps an id -> token table
   write_file(dir + "/b/tokenizer.json", tokenizer.dump());
   hostile_input_expect_one_error_line("tokenize --tokenizer " + dir + "/b",
-                        {"tokenizer.json", "'<big>' is 400000000", "limit 4194304"});
+                                      {"tokenizer.json", "'<big>' is 400000000", "limit 4194304"});
 }
 
 TEST(HostileInput, YamlAliasOfItself) {
   const std::string dir = make_temp_dir("hostile");
   write_file(dir + "/list.yaml", "trainer: &x [*x]\n");
-  hostile_input_expect_one_error_line("config show --config " + dir + "/list.yaml", {"list.yaml", "'trainer[0]'", "cycle"});
+  hostile_input_expect_one_error_line("config show --config " + dir + "/list.yaml",
+                                      {"list.yaml", "'trainer[0]'", "cycle"});
   write_file(dir + "/map.yaml", "trainer: &x\n  logger: *x\n");
-  hostile_input_expect_one_error_line("config show --config " + dir + "/map.yaml", {"map.yaml", "'trainer.logger'", "cycle"});
+  hostile_input_expect_one_error_line("config show --config " + dir + "/map.yaml",
+                                      {"map.yaml", "'trainer.logger'", "cycle"});
 }
 
 TEST(HostileInput, YamlBillionLaughs) {
@@ -180,19 +185,20 @@ TEST(HostileInput, YamlBillionLaughs) {
   }
   write_file(dir + "/laughs.yaml", text);  // 10^10 nodes once expanded
   hostile_input_expect_one_error_line("config show --config " + dir + "/laughs.yaml",
-                        {"laughs.yaml", "more than 100000 nodes", "limit 100000"});
+                                      {"laughs.yaml", "more than 100000 nodes", "limit 100000"});
 }
 
 TEST(HostileInput, NumberOfFiftyThousandDigits) {
   const std::string dir = make_temp_dir("hostile");
   const std::string digits(50000, '9');
   write_file(dir + "/long.yaml", "trainer:\n  total_epochs: " + digits + "\n");
-  hostile_input_expect_one_error_line("config show --config " + dir + "/long.yaml",
-                        {"long.yaml", "'trainer.total_epochs'", "a number of 50000 characters", "limit 256"});
+  hostile_input_expect_one_error_line(
+      "config show --config " + dir + "/long.yaml",
+      {"long.yaml", "'trainer.total_epochs'", "a number of 50000 characters", "limit 256"});
   hostile_input_expect_one_error_line("config show trainer.total_epochs=" + digits,
-                        {"override trainer.total_epochs", "a number of 50000 characters", "limit 256"});
+                                      {"override trainer.total_epochs", "a number of 50000 characters", "limit 256"});
   hostile_input_expect_one_error_line("config show trainer.total_epochs=" + digits + ".5e3",
-                        {"override trainer.total_epochs", "a number of 50004 characters", "limit 256"});
+                                      {"override trainer.total_epochs", "a number of 50004 characters", "limit 256"});
 }
 
 TEST(HostileInput, AbsurdConfigJsonSizes) {
@@ -217,7 +223,8 @@ TEST(HostileInput, ConfigJsonSizesThatDoNotMatchTheCheckpoint) {
   set_config(model, "intermediate_size", 262144);
   hostile_input_expect_one_error_line(forward, {"config.json", "intermediate_size=262144", "[262144, 32]", "[48, 32]"});
   set_config(model, "intermediate_size", 48);
-  hostile_input_expect_one_error_line(forward, {"config.json", "num_hidden_layers=1024", "the checkpoint has 2 layers"});
+  hostile_input_expect_one_error_line(forward,
+                                      {"config.json", "num_hidden_layers=1024", "the checkpoint has 2 layers"});
 }
 
 TEST(HostileInput, ModelLargerThanPhysicalMemory) {
@@ -232,9 +239,9 @@ TEST(HostileInput, ModelLargerThanPhysicalMemory) {
   set_config(model, "num_attention_heads", 512);
   set_config(model, "num_key_value_heads", 512);
   set_config(model, "head_dim", 128);
-  hostile_input_expect_one_error_line("model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
-                        {"config.json", "GiB for its fp32 weights", "num_hidden_layers=1024",
-                         "limit: physical RAM"});
+  hostile_input_expect_one_error_line(
+      "model forward --model " + model + " --input " + dir + "/ids.json --output " + dir + "/o",
+      {"config.json", "GiB for its fp32 weights", "num_hidden_layers=1024", "limit: physical RAM"});
 }
 
 TEST(HostileInput, PromptLengthBeyondMaxPositionEmbeddings) {
@@ -244,9 +251,9 @@ TEST(HostileInput, PromptLengthBeyondMaxPositionEmbeddings) {
   overrides.push_back("data.max_prompt_length=100000");
   overrides.push_back("trainer.total_training_steps=1");  // bounds a run that should not start
   const std::string command = verl_train_command(overrides);
-  hostile_input_expect_one_error_line(command.substr(verl_binary().size() + 1),  // "train ..."
-                        {"data.max_prompt_length + data.max_response_length = 100018",
-                         "max_position_embeddings 4096", "config.json"});
+  hostile_input_expect_one_error_line(
+      command.substr(verl_binary().size() + 1),  // "train ..."
+      {"data.max_prompt_length + data.max_response_length = 100018", "max_position_embeddings 4096", "config.json"});
 }
 
 }  // namespace

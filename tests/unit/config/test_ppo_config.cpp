@@ -9,8 +9,12 @@
 namespace verl::config {
 namespace {
 
-LoadedConfig ppo_config_load(std::vector<std::string> overrides) { return test::load_with_overrides(std::move(overrides)); }
-std::string ppo_config_error_of(std::vector<std::string> overrides) { return test::config_error_of(std::move(overrides)); }
+LoadedConfig ppo_config_load(std::vector<std::string> overrides) {
+  return test::load_with_overrides(std::move(overrides));
+}
+std::string ppo_config_error_of(std::vector<std::string> overrides) {
+  return test::config_error_of(std::move(overrides));
+}
 
 TEST(PPOConfig, DefaultsAreVerls) {
   PPOConfig c = ppo_config_load({}).ppo;
@@ -43,7 +47,7 @@ TEST(PPOConfig, DefaultsAreVerls) {
 
 TEST(PPOConfig, CrossSectionDefaultsFollowTheirSource) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.ppo_mini_batch_size=32", "data.max_response_length=64",
-                      "actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.model.path=/m"})
+                                 "actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.model.path=/m"})
                     .ppo;
   EXPECT_EQ(c.critic.ppo_mini_batch_size, 32);
   EXPECT_EQ(c.actor_rollout_ref.rollout.response_length, 64);
@@ -58,7 +62,8 @@ TEST(PPOConfig, EnumeratedValuesAreChecked) {
   EXPECT_NE(message.find("'algorithm.adv_estimator' is 'grp'; expected one of"), std::string::npos) << message;
   EXPECT_NE(message.find("did you mean 'grpo'"), std::string::npos) << message;
   EXPECT_NE(ppo_config_error_of({"trainer.logger=[console,clearml]"}).find("contains 'clearml'"), std::string::npos);
-  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.loss_agg_mode=mean"}).find("loss_agg_mode"),
+            std::string::npos);
   EXPECT_EQ(ppo_config_error_of({"algorithm.adv_estimator=grpo", "algorithm.kl_penalty=k3+"}), "");
 }
 
@@ -76,9 +81,10 @@ TEST(PPOConfig, NullForARequiredKeyNamesIt) {
 }
 
 TEST(PPOConfig, ValuesReachTheStructs) {
-  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.optim.lr=3e-6", "actor_rollout_ref.rollout.n=8",
-                      "algorithm.adv_estimator=grpo", "trainer.logger=[console,jsonl]", "trainer.num_cpu_threads=2"})
-                    .ppo;
+  PPOConfig c =
+      ppo_config_load({"actor_rollout_ref.actor.optim.lr=3e-6", "actor_rollout_ref.rollout.n=8",
+                       "algorithm.adv_estimator=grpo", "trainer.logger=[console,jsonl]", "trainer.num_cpu_threads=2"})
+          .ppo;
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 3e-6);
   EXPECT_EQ(c.actor_rollout_ref.rollout.sampling.n, 8);
   EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
@@ -89,15 +95,17 @@ TEST(PPOConfig, ValuesReachTheStructs) {
 // The rollout and model keys of verl's quickstart commands load (the native engine stands in for vllm / sglang);
 // what is out of range or unknown is still an error naming the key.
 TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
-  PPOConfig c = ppo_config_load({"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
-                      "actor_rollout_ref.model.use_remove_padding=True", "critic.model.use_remove_padding=True",
-                      "actor_rollout_ref.rollout.tensor_model_parallel_size=1"})
-                    .ppo;
+  PPOConfig c =
+      ppo_config_load({"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
+                       "actor_rollout_ref.model.use_remove_padding=True", "critic.model.use_remove_padding=True",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"})
+          .ppo;
   EXPECT_EQ(c.actor_rollout_ref.rollout.name, "vllm");
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.gpu_memory_utilization=1.5"})
                 .find("actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.name=lmdeploy"}).find("'actor_rollout_ref.rollout.name' is 'lmdeploy'"),
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.name=lmdeploy"})
+                .find("'actor_rollout_ref.rollout.name' is 'lmdeploy'"),
             std::string::npos);
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.model.use_remove_padding=maybe"}).find("use_remove_padding"),
             std::string::npos);
@@ -106,8 +114,8 @@ TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
 // strategy=megatron's keys: tensor parallelism is read; the parallelisms verl.cpp lacks are errors naming the key.
 TEST(PPOConfig, MegatronKeys) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
-                      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "critic.strategy=megatron",
-                      "critic.megatron.tensor_model_parallel_size=4"})
+                                 "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                                 "critic.strategy=megatron", "critic.megatron.tensor_model_parallel_size=4"})
                     .ppo;
   EXPECT_EQ(c.actor_rollout_ref.actor.tensor_parallel_size(), 2);
   EXPECT_EQ(c.actor_rollout_ref.ref.megatron.tensor_model_parallel_size, 2);  // follows the actor's
@@ -115,10 +123,12 @@ TEST(PPOConfig, MegatronKeys) {
   EXPECT_TRUE(c.critic.megatron.use_distributed_optimizer);
   PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
   EXPECT_EQ(fsdp.actor_rollout_ref.actor.tensor_parallel_size(), 1);  // only megatron reads it
-  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
-                .find("actor_rollout_ref.actor.megatron.context_parallel_size=2: context parallelism is not implemented"),
-            std::string::npos);
-  EXPECT_NE(ppo_config_error_of({"critic.megatron.sequence_parallel=true"}).find("critic.megatron.sequence_parallel=true is not"),
+  EXPECT_NE(
+      ppo_config_error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
+          .find("actor_rollout_ref.actor.megatron.context_parallel_size=2: context parallelism is not implemented"),
+      std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"critic.megatron.sequence_parallel=true"})
+                .find("critic.megatron.sequence_parallel=true is not"),
             std::string::npos);
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2"})
                 .find("virtual_pipeline_model_parallel_size=2"),

@@ -22,10 +22,12 @@ std::string yaml_limits_error_of(F&& f) {
 }
 
 TEST(YamlLimits, AliasOfANodeThatContainsItIsACycle) {
-  EXPECT_NE(yaml_limits_error_of([] { parse_yaml("a: &x [1, *x]\n", "c.yaml"); })
-                .find("c.yaml: 'a[1]' is an alias of a node that contains it (a cycle)"),
+  EXPECT_NE(yaml_limits_error_of([] {
+              parse_yaml("a: &x [1, *x]\n", "c.yaml");
+            }).find("c.yaml: 'a[1]' is an alias of a node that contains it (a cycle)"),
             std::string::npos);
-  EXPECT_NE(yaml_limits_error_of([] { parse_yaml("a: &x\n  b:\n    c: *x\n", "c.yaml"); }).find("'a.b.c'"), std::string::npos);
+  EXPECT_NE(yaml_limits_error_of([] { parse_yaml("a: &x\n  b:\n    c: *x\n", "c.yaml"); }).find("'a.b.c'"),
+            std::string::npos);
   // An alias of a finished anchor is fine, also twice.
   Node root = parse_yaml("a: &x {k: 1}\nb: *x\nc: [*x, *x]\n", "c.yaml");
   EXPECT_EQ(root.find("b")->find("k")->as_int(), 1);
@@ -80,7 +82,8 @@ TEST(YamlLimits, NumberLength) {
 }
 
 TEST(YamlLimits, LongNumberInAnOverrideNamesTheKey) {
-  const std::string e = yaml_limits_error_of([&] { parse_override("trainer.total_epochs=" + std::string(20000, '5')); });
+  const std::string e =
+      yaml_limits_error_of([&] { parse_override("trainer.total_epochs=" + std::string(20000, '5')); });
   EXPECT_NE(e.find("override trainer.total_epochs: a number of 20000 characters"), std::string::npos) << e;
   EXPECT_LT(e.size(), 300u);  // the value is shown as an excerpt
 }

@@ -200,7 +200,8 @@ TEST(RLHFDataset, PadFallsBackToEosAndChatTemplateKwargsApply) {
 TEST(RLHFDataset, MaxSamples) {
   std::vector<Value> rows;
   for (int i = 0; i < 10; ++i) {
-    rows.push_back(rl_dataset_row({message("user", std::string(1, static_cast<char>('a' + i)))}, std::to_string(i), Value()));
+    rows.push_back(
+        rl_dataset_row({message("user", std::string(1, static_cast<char>('a' + i)))}, std::to_string(i), Value()));
   }
   const std::string path = write_rows("rl_max", rows);
   auto answers = [](const RLHFDataset& d) {

@@ -55,8 +55,8 @@ std::vector<json> reference(const std::vector<json>& messages, std::optional<boo
       in << line.dump() << "\n";
     }
   }
-  test::CommandResult r = test::run_command("cd '" + kJs + "' && node chat_template_ids.mjs '" + kRlDatasetQwen3 + "' '" +
-                                            dir + "/in.jsonl' '" + dir + "/out.jsonl'");
+  test::CommandResult r = test::run_command("cd '" + kJs + "' && node chat_template_ids.mjs '" + kRlDatasetQwen3 +
+                                            "' '" + dir + "/in.jsonl' '" + dir + "/out.jsonl'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<json> out;
   std::ifstream lines(dir + "/out.jsonl");

@@ -35,7 +35,8 @@ std::string make_file(const std::string& dir, io::parquet::Codec codec) {
 }
 
 // Expects reading `bytes` (written to a file) to fail with a message naming the file and containing `problem`.
-void parquet_corrupt_expect_error(const std::string& dir, const std::string& name, const std::string& bytes, const std::string& problem) {
+void parquet_corrupt_expect_error(const std::string& dir, const std::string& name, const std::string& bytes,
+                                  const std::string& problem) {
   const std::string path = dir + "/" + name + ".parquet";
   write_file(path, bytes);
   std::string error = read_error(path);

@@ -58,7 +58,8 @@ TEST(ParquetFixtures, LimitAndColumns) {
 }
 
 TEST(ParquetFixtures, SchemaText) {
-  CommandResult r = run_command(verl_binary() + " data show '" + kParquetFixtures + "/arithmetic_sequence_test.parquet' --schema");
+  CommandResult r =
+      run_command(verl_binary() + " data show '" + kParquetFixtures + "/arithmetic_sequence_test.parquet' --schema");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "message schema {\n"

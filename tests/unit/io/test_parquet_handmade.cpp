@@ -15,8 +15,8 @@ namespace {
 
 // Declarations, not `using namespace`: in a unity build the next file of the batch shares this namespace.
 using io::parquet::bit_width_for;
-using io::parquet::ColumnChunk;
 using io::parquet::Codec;
+using io::parquet::ColumnChunk;
 using io::parquet::ConvertedType;
 using io::parquet::DataPageHeader;
 using io::parquet::encode_rle_hybrid;

@@ -18,7 +18,8 @@ const std::string kParquetHyparquetJs = VERL_SOURCE_DIR_FOR_TESTS "/tests/js";
 
 bool have_hyparquet() {
   return std::filesystem::exists(kParquetHyparquetJs + "/node_modules/hyparquet") &&
-         std::filesystem::exists(kParquetHyparquetJs + "/node_modules/hyparquet-writer") && run_command("node --version").exit_code == 0;
+         std::filesystem::exists(kParquetHyparquetJs + "/node_modules/hyparquet-writer") &&
+         run_command("node --version").exit_code == 0;
 }
 
 std::string rows_as_jsonl(const std::vector<io::Value>& rows) {
@@ -66,7 +67,8 @@ TEST(ParquetHyparquet, HyparquetWriterFilesDecodeIdenticallyHere) {
   const std::string dir = make_temp_dir("hyparquet_write");
   for (const char* codec : {"SNAPPY", "UNCOMPRESSED", "GZIP"}) {
     const std::string path = dir + "/" + codec + ".parquet";
-    CommandResult r = run_command("node '" + kParquetHyparquetJs + "/parquet_write.mjs' '" + path + "' " + codec + " 3");
+    CommandResult r =
+        run_command("node '" + kParquetHyparquetJs + "/parquet_write.mjs' '" + path + "' " + codec + " 3");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     io::parquet::Reader reader(path);
     EXPECT_GT(reader.num_row_groups(), 2u);
@@ -79,7 +81,8 @@ TEST(ParquetHyparquet, FixturesDecodeAsHyparquetDecodesThem) {
   const std::string fixtures = fixtures_dir() + "/verl_parquet";
   for (const auto& entry : std::filesystem::directory_iterator(fixtures)) {
     if (entry.path().extension() != ".parquet") continue;
-    CommandResult r = run_command("node '" + kParquetHyparquetJs + "/parquet_read.mjs' '" + entry.path().string() + "'");
+    CommandResult r =
+        run_command("node '" + kParquetHyparquetJs + "/parquet_read.mjs' '" + entry.path().string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(compare_json_lines(rows_as_jsonl(io::parquet::read_parquet(entry.path().string())), r.out), "")
         << entry.path();

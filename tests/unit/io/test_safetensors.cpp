@@ -42,7 +42,9 @@ bool python_with_torch() {
   return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0;
 }
 
-std::string safetensors_script() { return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py"; }
+std::string safetensors_script() {
+  return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py";
+}
 
 TEST(Safetensors, RoundTripsEveryDtype) {
   const std::string dir = make_temp_dir("st_roundtrip");

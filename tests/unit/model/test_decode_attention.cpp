@@ -10,7 +10,7 @@ namespace verl::model {
 namespace {
 
 torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
-                        const torch::Tensor& bias, double scaling) {
+                                         const torch::Tensor& bias, double scaling) {
   const int64_t B = q.size(0), S = keys.size(2);
   auto scores = torch::matmul(q.to(torch::kFloat64), keys.to(torch::kFloat64).transpose(2, 3)) * scaling +
                 bias.to(torch::kFloat64).view({B, 1, 1, S});

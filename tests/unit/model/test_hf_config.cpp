@@ -93,17 +93,22 @@ TEST(HFConfig, UnsupportedArchitectureListsSupportedOnes) {
 TEST(HFConfig, BadFieldsAreClearErrors) {
   const std::string base = R"("architectures": ["Qwen2ForCausalLM"], "intermediate_size": 128,
     "num_hidden_layers": 1, "vocab_size": 10)";
-  EXPECT_NE(hf_config_error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})")
-                .find("multiple of num_key_value_heads"),
+  EXPECT_NE(
+      hf_config_error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})")
+          .find("multiple of num_key_value_heads"),
+      std::string::npos);
+  EXPECT_NE(hf_config_error_of("{" + base + R"(, "num_attention_heads": 4})")
+                .find("missing required integer \"hidden_size\""),
             std::string::npos);
-  EXPECT_NE(hf_config_error_of("{" + base + R"(, "num_attention_heads": 4})").find("missing required integer \"hidden_size\""),
-            std::string::npos);
-  EXPECT_NE(hf_config_error_of("{" + base + R"(, "hidden_size": "big", "num_attention_heads": 4})").find("must be an integer"),
+  EXPECT_NE(hf_config_error_of("{" + base + R"(, "hidden_size": "big", "num_attention_heads": 4})")
+                .find("must be an integer"),
             std::string::npos);
   EXPECT_NE(hf_config_error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "hidden_act": "gelu"})")
                 .find("hidden_act"),
             std::string::npos);
-  EXPECT_NE(hf_config_error_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "yarn", "factor": 2}})")
+  EXPECT_NE(hf_config_error_of(
+                "{" + base +
+                R"(, "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "yarn", "factor": 2}})")
                 .find("'yarn' is not supported"),
             std::string::npos);
   EXPECT_NE(hf_config_error_of("not json").find("not valid JSON"), std::string::npos);

@@ -44,7 +44,7 @@ constexpr int64_t kGeneratorPad = 23;
 
 // Greedy continuation of one unpadded row by repeated full forwards.
 std::vector<int64_t> generator_reference_greedy(CausalLM& m, std::vector<int64_t> ids, int64_t steps,
-                                      const std::vector<int64_t>& eos) {
+                                                const std::vector<int64_t>& eos) {
   torch::NoGradGuard ng;
   std::vector<int64_t> out;
   for (int64_t s = 0; s < steps; ++s) {

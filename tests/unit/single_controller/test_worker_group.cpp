@@ -92,14 +92,18 @@ TEST(ResourcePoolManager, LaysOutPoolsAndValidates) {
   EXPECT_EQ(manager.pool_index_of_slot(4), 1u);
   EXPECT_NE(worker_group_error_of([&] { manager.pool_index_of_slot(5); }).find("slot 5 is not in any resource pool"),
             std::string::npos);
-  EXPECT_NE(worker_group_error_of([&] { manager.pool_for(Role::RefPolicy); }).find("'ref' is not mapped"), std::string::npos);
+  EXPECT_NE(worker_group_error_of([&] { manager.pool_for(Role::RefPolicy); }).find("'ref' is not mapped"),
+            std::string::npos);
 
-  EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {1}}}, {{Role::Actor, "q"}}); }).find("unknown resource pool 'q'"),
+  EXPECT_NE(worker_group_error_of([] {
+              ResourcePoolManager({{"p", {1}}}, {{Role::Actor, "q"}});
+            }).find("unknown resource pool 'q'"),
             std::string::npos);
   EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {0}}}, {{Role::Actor, "p"}}); }).find("at least 1"),
             std::string::npos);
-  EXPECT_NE(worker_group_error_of([] { ResourcePoolManager({{"p", {1}}, {"idle", {1}}}, {{Role::Actor, "p"}}); })
-                .find("'idle' has no role"),
+  EXPECT_NE(worker_group_error_of([] {
+              ResourcePoolManager({{"p", {1}}, {"idle", {1}}}, {{Role::Actor, "p"}});
+            }).find("'idle' has no role"),
             std::string::npos);
 }
 

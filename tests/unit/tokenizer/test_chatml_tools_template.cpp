@@ -20,7 +20,8 @@ const char* const kSchema =
     R"({"type": "function", "function": {"name": "add", "description": "Adds.", "parameters": {"type": "object", )"
     R"("properties": {"a": {"type": "integer"}}, "required": ["a"]}}})";
 
-std::string chatml_tools_template_render(const ordered_json& messages, const ordered_json& tools, bool add_generation_prompt) {
+std::string chatml_tools_template_render(const ordered_json& messages, const ordered_json& tools,
+                                         bool add_generation_prompt) {
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.tools = tools;
@@ -37,8 +38,9 @@ const std::string kListing =
 TEST(ChatMLToolsTemplate, ListsToolsInTheSystemTurn) {
   const ordered_json messages = ordered_json::parse(R"([{"role": "system", "content": "Be brief."},
                                                         {"role": "user", "content": "1+2?"}])");
-  EXPECT_EQ(chatml_tools_template_render(messages, tools(), true), "<|im_start|>system\nBe brief.\n\n" + kListing +
-                                                 "<|im_end|>\n<|im_start|>user\n1+2?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(chatml_tools_template_render(messages, tools(), true),
+            "<|im_start|>system\nBe brief.\n\n" + kListing +
+                "<|im_end|>\n<|im_start|>user\n1+2?<|im_end|>\n<|im_start|>assistant\n");
   // No system message: a system turn of the listing alone.
   EXPECT_EQ(chatml_tools_template_render(ordered_json::array({messages[1]}), tools(), false),
             "<|im_start|>system\n" + kListing + "<|im_end|>\n<|im_start|>user\n1+2?<|im_end|>\n");

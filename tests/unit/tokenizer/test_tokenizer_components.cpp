@@ -35,25 +35,37 @@ std::string decode(const std::string& config, const std::vector<std::string>& to
 using Strings = std::vector<std::string>;
 
 TEST(TokenizerNormalizers, UnicodeForms) {
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFC"})", "e\xCC\x81"), "\xC3\xA9");             // e + U+0301 -> é
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFC"})", "e\xCC\x81"), "\xC3\xA9");  // e + U+0301 -> é
   EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFD"})", "\xC3\xA9"), "e\xCC\x81");
   EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFKC"})", "\xEF\xAC\x81 \xE2\x91\xA0"), "fi 1");  // ﬁ ① -> fi 1
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFKD"})", "\xE1\xBA\x9B"), "s\xCC\x87");         // ẛ -> s + U+0307
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"NFKD"})", "\xE1\xBA\x9B"), "s\xCC\x87");  // ẛ -> s + U+0307
 }
 
 TEST(TokenizerNormalizers, LowercaseReplacePrependStripSequence) {
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Lowercase"})", "HeLLo \xC3\x80\xC3\x89 \xC4\xB0"), "hello \xC3\xA0\xC3\xA9 i\xCC\x87");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})", "a b  c"),
-            "a\xE2\x96\x81" "b\xE2\x96\x81\xE2\x96\x81" "c");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Replace","pattern":{"Regex":"\\s+"},"content":" "})", "a \t\n b"), "a b");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Replace","pattern":{"String":"a.b"},"content":"X"})", "a.b axb"), "X axb");
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Lowercase"})", "HeLLo \xC3\x80\xC3\x89 \xC4\xB0"),
+            "hello \xC3\xA0\xC3\xA9 i\xCC\x87");
+  EXPECT_EQ(
+      tokenizer_components_normalize(R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})", "a b  c"),
+      "a\xE2\x96\x81"
+      "b\xE2\x96\x81\xE2\x96\x81"
+      "c");
+  EXPECT_EQ(
+      tokenizer_components_normalize(R"({"type":"Replace","pattern":{"Regex":"\\s+"},"content":" "})", "a \t\n b"),
+      "a b");
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Replace","pattern":{"String":"a.b"},"content":"X"})", "a.b axb"),
+            "X axb");
   EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Prepend","prepend":"_"})", "hi"), "_hi");
   EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Prepend","prepend":"_"})", ""), "");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Strip","strip_left":true,"strip_right":true})", " \t hi there \n"), "hi there");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Strip","strip_left":false,"strip_right":true})", "  hi  "), "  hi");
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"StripAccents"})", "e\xCC\x81t\xC3\xA9"), "et\xC3\xA9");  // only combining marks go
-  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Sequence","normalizers":[{"type":"NFD"},{"type":"StripAccents"},{"type":"Lowercase"}]})",
-                      "\xC3\x89t\xC3\xA9"),
+  EXPECT_EQ(
+      tokenizer_components_normalize(R"({"type":"Strip","strip_left":true,"strip_right":true})", " \t hi there \n"),
+      "hi there");
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"Strip","strip_left":false,"strip_right":true})", "  hi  "),
+            "  hi");
+  EXPECT_EQ(tokenizer_components_normalize(R"({"type":"StripAccents"})", "e\xCC\x81t\xC3\xA9"),
+            "et\xC3\xA9");  // only combining marks go
+  EXPECT_EQ(tokenizer_components_normalize(
+                R"({"type":"Sequence","normalizers":[{"type":"NFD"},{"type":"StripAccents"},{"type":"Lowercase"}]})",
+                "\xC3\x89t\xC3\xA9"),
             "ete");
 }
 

@@ -58,13 +58,13 @@ const char* const kAddedJson = R"({
 
 TEST(TokenizerAddedTokens, StripSingleWordLongestAndNormalized) {
   const Tokenizer tok = from_json(kAddedJson);
-  EXPECT_EQ(tok.encode("a <x>b"), (TokenizerModelIds{0, 10, 1}));       // lstrip swallows the space before
-  EXPECT_EQ(tok.encode("a<y>  b"), (TokenizerModelIds{0, 11, 1}));      // rstrip swallows the spaces after
-  EXPECT_EQ(tok.encode("ab"), (TokenizerModelIds{12}));                 // single word, alone
-  EXPECT_EQ(tok.encode("aab"), (TokenizerModelIds{0, 0, 1}));           // touches a word character: not matched
+  EXPECT_EQ(tok.encode("a <x>b"), (TokenizerModelIds{0, 10, 1}));   // lstrip swallows the space before
+  EXPECT_EQ(tok.encode("a<y>  b"), (TokenizerModelIds{0, 11, 1}));  // rstrip swallows the spaces after
+  EXPECT_EQ(tok.encode("ab"), (TokenizerModelIds{12}));             // single word, alone
+  EXPECT_EQ(tok.encode("aab"), (TokenizerModelIds{0, 0, 1}));       // touches a word character: not matched
   EXPECT_EQ(tok.encode("a ab b"), (TokenizerModelIds{0, 2, 12, 2, 1}));
-  EXPECT_EQ(tok.encode("<x>y"), (TokenizerModelIds{13}));               // longest match wins
-  EXPECT_EQ(tok.encode("aQ"), (TokenizerModelIds{0, 14}));              // normalized token: matched after lowercasing
+  EXPECT_EQ(tok.encode("<x>y"), (TokenizerModelIds{13}));   // longest match wins
+  EXPECT_EQ(tok.encode("aQ"), (TokenizerModelIds{0, 14}));  // normalized token: matched after lowercasing
   EXPECT_EQ(tok.decode({0, 10, 11, 1}), "a <x> <y> b");   // no decoder: tokens joined by spaces
   EXPECT_EQ(tok.decode({0, 10, 11, 1}, /*skip_special_tokens=*/true), "a <y> b");
   EXPECT_EQ(tok.decode({0, 999, 1}), "a b");              // unknown ids are skipped, as in HF
@@ -91,14 +91,17 @@ TEST(TokenizerErrors, MalformedFilesNameTheProblem) {
   tokenizer_model_expect_error(bpe_json(R"(["a z"])"), "uses a token that is not in the vocab");
   tokenizer_model_expect_error(bpe_json(R"(["abc"])"), "must be two tokens separated by one space");
   tokenizer_model_expect_error(bpe_json(R"([42])"), "must be \"a b\" or [\"a\", \"b\"]");
-  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}})", "must be a non-negative integer");
-  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Punctuation"}})",
-               "unsupported pre_tokenizer type 'Punctuation'");
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}})",
+                               "must be a non-negative integer");
+  tokenizer_model_expect_error(
+      R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Punctuation"}})",
+      "unsupported pre_tokenizer type 'Punctuation'");
   tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"decoder":{"type":"WordPiece"}})",
-               "unsupported decoder type 'WordPiece'");
+                               "unsupported decoder type 'WordPiece'");
   tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":"x"}]})",
-               "added_tokens[0] needs an integer \"id\"");
-  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[],"dropout":0.1}})", "dropout is not supported");
+                               "added_tokens[0] needs an integer \"id\"");
+  tokenizer_model_expect_error(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[],"dropout":0.1}})",
+                               "dropout is not supported");
 }
 
 // Random byte edits of a valid file: each either loads (and encodes) or is one verl::Error; never a crash.

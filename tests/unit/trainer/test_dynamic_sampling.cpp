@@ -76,7 +76,8 @@ TEST(DynamicSampling, AccumulatesUntilTrainBatchSizeGroupsThenCuts) {
   EXPECT_EQ(sampler.num_gen_batches(), 0);
   // More groups than needed: cut to train_batch_size x n responses, in order.
   EXPECT_TRUE(sampler.add(batch_of("c", {1, 0, 0, 1, 1, 0, 0, 1})));
-  EXPECT_EQ(dynamic_sampling_rows_of(sampler.take()), (std::vector<std::string>{"c/0", "c/1", "c/2", "c/3", "c/4", "c/5"}));
+  EXPECT_EQ(dynamic_sampling_rows_of(sampler.take()),
+            (std::vector<std::string>{"c/0", "c/1", "c/2", "c/3", "c/4", "c/5"}));
 }
 
 TEST(DynamicSampling, ErrorsAsVerlWhenMaxNumGenBatchesIsSpent) {

@@ -36,7 +36,8 @@ TEST(ExampleConfigs, EveryExampleResolvesAndFitsItsDevices) {
   EXPECT_EQ(names, expected);
   for (const auto& name : names) {
     SCOPED_TRACE(name);
-    CommandResult shown = run_command(verl_binary() + " config show --config '" + kExampleConfigsExamples + "/" + name + "'");
+    CommandResult shown =
+        run_command(verl_binary() + " config show --config '" + kExampleConfigsExamples + "/" + name + "'");
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     // The printed tree is valid --config input and resolves to the same typed config.
     const std::string round_trip = make_temp_dir("example_config_" + name) + "/resolved.yaml";

@@ -103,8 +103,9 @@ TEST(GenerateCli, NSamplesPerPromptThroughTheChatTemplate) {
 
 TEST(GenerateCli, GreedyIsReproducibleAndEqualsTheArgmaxOfAFullForward) {
   const std::string dir = make_temp_dir("generate_cli_greedy");
-  const auto overrides = generate_cli_with({"actor_rollout_ref.rollout.do_sample=false", "actor_rollout_ref.rollout.n=2",
-                               "actor_rollout_ref.rollout.ignore_eos=true"});
+  const auto overrides =
+      generate_cli_with({"actor_rollout_ref.rollout.do_sample=false", "actor_rollout_ref.rollout.n=2",
+                         "actor_rollout_ref.rollout.ignore_eos=true"});
   ASSERT_EQ(generate(dir + "/a.jsonl", overrides).exit_code, 0);
   auto r = generate(dir + "/b.jsonl", overrides, "--batch-size 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -140,8 +141,9 @@ TEST(GenerateCli, GreedyIsReproducibleAndEqualsTheArgmaxOfAFullForward) {
 
 TEST(GenerateCli, SamplingIsSeededAndLogProbsAreReported) {
   const std::string dir = make_temp_dir("generate_cli_seed");
-  const auto base = generate_cli_with({"actor_rollout_ref.rollout.n=4", "actor_rollout_ref.rollout.calculate_log_probs=true",
-                          "actor_rollout_ref.rollout.temperature=1.5"});
+  const auto base =
+      generate_cli_with({"actor_rollout_ref.rollout.n=4", "actor_rollout_ref.rollout.calculate_log_probs=true",
+                         "actor_rollout_ref.rollout.temperature=1.5"});
   auto seeded = [&](const std::string& name, int seed) {
     auto o = base;
     o.push_back("actor_rollout_ref.rollout.seed=" + std::to_string(seed));

@@ -321,6 +321,30 @@ TEST(PPOTrainer, ResumeAfterACrashReproducesTheUninterruptedRun) {
   EXPECT_GT(compared, 60);
 }
 
+TEST(PPOTrainer, ResumingAFinishedRunTrainsNoFurther) {
+  Harness h("ppo_trainer_finished", {"trainer.total_training_steps=3", "trainer.save_freq=5"});
+  {
+    auto trainer = h.make_trainer();
+    trainer->init_workers();
+    trainer->fit();  // the last step saves whatever save_freq says
+  }
+  EXPECT_EQ(read_file(h.dir + "/run/latest_checkpointed_iteration.txt"), "3");
+  const std::string metrics_before = read_file(h.dir + "/run/metrics.jsonl");
+  auto restarted_log = std::make_shared<CallLog>();
+  h.log = restarted_log;
+  {
+    auto trainer = h.make_trainer();
+    trainer->init_workers();
+    trainer->fit();
+  }
+  EXPECT_EQ(restarted_log->count("actor_rollout.load_checkpoint"), 1);
+  EXPECT_EQ(restarted_log->count("actor_rollout.generate_sequences"), 0);
+  EXPECT_EQ(restarted_log->count("actor_rollout.update_actor"), 0);
+  EXPECT_FALSE(fs::exists(h.dir + "/run/global_step_4"));
+  EXPECT_EQ(read_file(h.dir + "/run/latest_checkpointed_iteration.txt"), "3");
+  EXPECT_EQ(read_file(h.dir + "/run/metrics.jsonl"), metrics_before);
+}
+
 TEST(PPOTrainer, BadBatchSizesFailBeforeAnyWorkerStarts) {
   Harness h("ppo_trainer_bad_batch", {"data.train_batch_size=3", "actor_rollout_ref.rollout.n=1",
                                       "actor_rollout_ref.actor.ppo_mini_batch_size=1"});

@@ -44,24 +44,26 @@ TEST(TrainCli, PastedVerlLaunchPrefixIsIgnored) {
 }
 
 TEST(TrainCli, BatchSizeThatDoesNotDivideOverDevices) {
-  train_cli_expect_one_line_error(train_with({"trainer.n_gpus_per_node=3"}),
-                        "data.train_batch_size (8) x actor_rollout_ref.rollout.n (1) = 8 responses per step must be "
-                        "divisible by the 3 devices");
+  train_cli_expect_one_line_error(
+      train_with({"trainer.n_gpus_per_node=3"}),
+      "data.train_batch_size (8) x actor_rollout_ref.rollout.n (1) = 8 responses per step must be "
+      "divisible by the 3 devices");
 }
 
 TEST(TrainCli, MissingDataFile) {
   train_cli_expect_one_line_error(train_with({"data.train_files=/nonexistent/train.parquet"}),
-                        "data.train_files: '/nonexistent/train.parquet' does not exist");
+                                  "data.train_files: '/nonexistent/train.parquet' does not exist");
 }
 
 TEST(TrainCli, TokenizerLargerThanTheModelVocabulary) {
   const std::string dir = make_temp_dir("train_cli_small_vocab");
   CommandResult init = run_command(verl_binary() + " model init --arch llama --out '" + dir +
                                    "/model' --vocab-size 8 --hidden-size 16 --num-layers 1 --num-heads 2 "
-                                   "--num-kv-heads 2 --intermediate-size 32 --tokenizer '" + train_cli_setup().dir + "/tok'");
+                                   "--num-kv-heads 2 --intermediate-size 32 --tokenizer '" +
+                                   train_cli_setup().dir + "/tok'");
   ASSERT_EQ(init.exit_code, 0) << init.err;
   train_cli_expect_one_line_error(train_with({"actor_rollout_ref.model.path=" + dir + "/model"}),
-                        "has 16 tokens but the model's vocab_size is 8");
+                                  "has 16 tokens but the model's vocab_size is 8");
 }
 
 TEST(TrainCli, UnknownLogger) {
@@ -70,7 +72,7 @@ TEST(TrainCli, UnknownLogger) {
 
 TEST(TrainCli, MissingModelFolder) {
   train_cli_expect_one_line_error(train_with({"critic.model.path=/nonexistent/critic"}),
-                        "critic.model.path='/nonexistent/critic' is not a Hugging Face model folder");
+                                  "critic.model.path='/nonexistent/critic' is not a Hugging Face model folder");
 }
 
 }  // namespace

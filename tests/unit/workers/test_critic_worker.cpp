@@ -21,10 +21,13 @@ using protocol::DataProto;
 using protocol::Json;
 using single_controller::WorkerContext;
 
-std::vector<std::string> critic_worker_base_overrides(const std::string& model_dir) { return test::critic_overrides(model_dir); }
+std::vector<std::string> critic_worker_base_overrides(const std::string& model_dir) {
+  return test::critic_overrides(model_dir);
+}
 using test::with;
 
-std::unique_ptr<CriticWorker> critic_worker_make_worker(const std::vector<std::string>& overrides, int rank = 0, int world = 1) {
+std::unique_ptr<CriticWorker> critic_worker_make_worker(const std::vector<std::string>& overrides, int rank = 0,
+                                                        int world = 1) {
   return test::make_critic_worker(overrides, rank, world);
 }
 
@@ -62,9 +65,10 @@ TEST(CriticConfig, NormalizesMiniBatchAndNamesBadKeysInOneLine) {
         "should be divisible by critic.ppo_micro_batch_size_per_gpu 3");
   check(with(critic_worker_base_overrides(lm), {"critic.ppo_micro_batch_size_per_gpu=null"}), 1,
         "critic.ppo_micro_batch_size_per_gpu must be set");
-  check(with(critic_worker_base_overrides(lm), {"critic.ppo_mini_batch_size=1"}), 2, "fewer than the 2 data-parallel ranks");
-  check(with(critic_worker_base_overrides(lm), {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=0"}), 1,
-        "critic.ppo_max_token_len_per_gpu must be > 0");
+  check(with(critic_worker_base_overrides(lm), {"critic.ppo_mini_batch_size=1"}), 2,
+        "fewer than the 2 data-parallel ranks");
+  check(with(critic_worker_base_overrides(lm), {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=0"}),
+        1, "critic.ppo_max_token_len_per_gpu must be > 0");
 }
 
 TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
@@ -84,7 +88,8 @@ TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
   EXPECT_TRUE(same_parameters(from_value->module(), saved));
   EXPECT_FALSE(torch::equal(from_value->module()->score->weight, worker->module()->score->weight));
 
-  std::string message = test::error_text([&] { critic_worker_make_worker(critic_worker_base_overrides("/nonexistent/critic_model")); });
+  std::string message =
+      test::error_text([&] { critic_worker_make_worker(critic_worker_base_overrides("/nonexistent/critic_model")); });
   EXPECT_NE(message.find("critic.model.path '/nonexistent/critic_model'"), std::string::npos) << message;
   CriticWorker idle(WorkerContext{0, 1, "critic"}, test::ppo_config(critic_worker_base_overrides(lm)));
   EXPECT_NE(test::error_text([&] { idle.compute_values(test::make_ppo_batch(2, 4, 3, 1)); }).find("before init_model"),
@@ -94,8 +99,10 @@ TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
 TEST(CriticWorker, ComputeValuesReadsPositionsPMinus1AndMasksWhateverTheMicroBatch) {
   const std::string lm = test::make_lm_folder("critic_values_lm");
   DataProto batch = test::make_ppo_batch(5, 4, 3, 7);
-  auto one = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=1"}));
-  auto all = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=8"}));
+  auto one =
+      critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=1"}));
+  auto all =
+      critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.forward_micro_batch_size_per_gpu=8"}));
   torch::Tensor v1 = one->compute_values(batch).tensor("values");
   torch::Tensor v8 = all->compute_values(batch).tensor("values");
   ASSERT_EQ(v1.sizes(), (std::vector<int64_t>{5, 3}));
@@ -113,8 +120,8 @@ TEST(CriticWorker, ComputeValuesReadsPositionsPMinus1AndMasksWhateverTheMicroBat
 TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
   const std::string lm = test::make_lm_folder("critic_metrics_lm");
   // lr 0 keeps the parameters fixed, so every micro-batch's loss can be recomputed here from the start model.
-  auto worker = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.optim.lr=0.0", "critic.ppo_epochs=2",
-                                                      "critic.cliprange_value=0.1"}));
+  auto worker = critic_worker_make_worker(with(
+      critic_worker_base_overrides(lm), {"critic.optim.lr=0.0", "critic.ppo_epochs=2", "critic.cliprange_value=0.1"}));
   DataProto batch = test::make_ppo_batch(8, 4, 3, 9);
   DataProto out = worker->update_critic(batch);
   EXPECT_EQ(out.size(), 0);
@@ -151,8 +158,8 @@ TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
 
 TEST(CriticWorker, LrIsTheOneUsedAndTheSchedulerStepsOncePerCall) {
   const std::string lm = test::make_lm_folder("critic_lr_lm");
-  auto worker = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.optim.lr_warmup_steps=2",
-                                                      "critic.optim.total_training_steps=4"}));
+  auto worker = critic_worker_make_worker(with(
+      critic_worker_base_overrides(lm), {"critic.optim.lr_warmup_steps=2", "critic.optim.total_training_steps=4"}));
   DataProto batch = test::make_ppo_batch(4, 4, 3, 2);
   std::vector<double> lrs;
   for (int i = 0; i < 3; ++i) {
@@ -186,9 +193,10 @@ TEST(CriticWorker, NonFiniteGradNormSkipsTheStep) {
 
 TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   const std::string lm = test::make_lm_folder("critic_resume_lm");
-  auto overrides = with(critic_worker_base_overrides(lm), {"critic.optim.lr_scheduler_type=cosine", "critic.optim.min_lr_ratio=0.1",
-                                             "critic.optim.total_training_steps=4", "critic.optim.lr_warmup_steps=1",
-                                             "critic.checkpoint.save_contents=[model,optimizer,extra,hf_model]"});
+  auto overrides =
+      with(critic_worker_base_overrides(lm), {"critic.optim.lr_scheduler_type=cosine", "critic.optim.min_lr_ratio=0.1",
+                                              "critic.optim.total_training_steps=4", "critic.optim.lr_warmup_steps=1",
+                                              "critic.checkpoint.save_contents=[model,optimizer,extra,hf_model]"});
   std::vector<DataProto> batches;
   for (uint64_t s = 0; s < 3; ++s) batches.push_back(test::make_ppo_batch(8, 4, 3, 20 + s));
 
@@ -287,10 +295,12 @@ TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTrainin
 // fixed micro-batches, rows/mini for token-budget ones) both give the mini-batch mean: same loss, same gradient.
 TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatchesWhenNormalizationAgrees) {
   const std::string lm = test::make_lm_folder("critic_dynamic_lm");
-  auto common = with(critic_worker_base_overrides(lm), {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
+  auto common = with(critic_worker_base_overrides(lm),
+                     {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
   auto fixed = critic_worker_make_worker(common);
-  auto dynamic = critic_worker_make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
-                                           "critic.forward_max_token_len_per_gpu=9"}));
+  auto dynamic =
+      critic_worker_make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
+                                              "critic.forward_max_token_len_per_gpu=9"}));
   DataProto batch = test::make_ppo_batch(8, 4, 3, 12);
   torch::Tensor v_fixed = fixed->compute_values(batch).tensor("values");
   torch::Tensor v_dynamic = dynamic->compute_values(batch).tensor("values");

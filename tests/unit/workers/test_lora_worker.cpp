@@ -32,8 +32,9 @@ std::string lora_worker_shared_model() {
   return dir;
 }
 
-const std::vector<std::string> kLoraWorkerLora = {"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.lora_alpha=8",
-                                        "actor_rollout_ref.actor.optim.lr=0.02"};
+const std::vector<std::string> kLoraWorkerLora = {"actor_rollout_ref.model.lora_rank=4",
+                                                  "actor_rollout_ref.model.lora_alpha=8",
+                                                  "actor_rollout_ref.actor.optim.lr=0.02"};
 
 std::vector<std::string> lora_worker_with(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -63,7 +64,8 @@ nlohmann::json lora_worker_train_step(ActorRolloutRefWorker& w, const DataProto&
 }
 
 TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
-  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.use_kl_loss=true"}));
+  auto cfg = tiny_ppo_config(lora_worker_shared_model(),
+                             lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.use_kl_loss=true"}));
   ActorRolloutRefWorker w({0, 1, "w"}, cfg, "actor_rollout_ref");
   w.init_model(DataProto());
   EXPECT_THROW(w.ref_module(), Error);  // no second copy of the weights
@@ -97,9 +99,12 @@ TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
 }
 
 TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
-  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.optim.lr_warmup_steps=4",
-                                                          "actor_rollout_ref.actor.optim.total_training_steps=10",
-                                                          "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"}));
+  auto cfg = tiny_ppo_config(
+      lora_worker_shared_model(),
+      lora_worker_with(
+          kLoraWorkerLora,
+          {"actor_rollout_ref.actor.optim.lr_warmup_steps=4", "actor_rollout_ref.actor.optim.total_training_steps=10",
+           "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"}));
   const std::string root = make_temp_dir("lora_resume");
   const std::string ckpt = root + "/global_step_1/actor";
   auto prompts = lora_worker_prompts_batch();
@@ -159,8 +164,9 @@ TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
 }
 
 TEST(LoraWorker, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
-  const std::vector<std::string> keys =
-      lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"});
+  const std::vector<std::string> keys = lora_worker_with(
+      kLoraWorkerLora,
+      {"actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"});
   auto batch = ragged_actor_batch();
   batch.meta_info["temperature"] = 1.0;
   auto cfg = tiny_ppo_config(lora_worker_shared_model(), keys);
@@ -204,21 +210,27 @@ TEST(LoraWorker, TwoDataParallelRanksStepAsOneRankOnTheWholeBatch) {
 TEST(LoraWorker, UnimplementedCombinationsAreConfigErrors) {
   // The reference is the actor's base with the adapters off, so it cannot split sequences differently.
   std::string e = error_of([&] {
-    tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
-                                                 "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"}));
+    tiny_ppo_config(lora_worker_shared_model(),
+                    lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+                                                       "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"}));
   });
   EXPECT_NE(e.find("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1"), std::string::npos) << e;
   e = error_of([&] { tiny_ppo_config(lora_worker_shared_model(), {"actor_rollout_ref.model.lora_rank=-1"}); });
   EXPECT_NE(e.find("actor_rollout_ref.model.lora_rank"), std::string::npos) << e;
   // A list of names, and a bad name, through the config.
-  auto cfg = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[q_proj,v_proj]"}));
+  auto cfg =
+      tiny_ppo_config(lora_worker_shared_model(),
+                      lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[q_proj,v_proj]"}));
   EXPECT_EQ(cfg->actor_rollout_ref.model.lora.target_modules, (std::vector<std::string>{"q_proj", "v_proj"}));
-  auto bad = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[qproj]"}));
+  auto bad = tiny_ppo_config(lora_worker_shared_model(),
+                             lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.target_modules=[qproj]"}));
   ActorRolloutRefWorker w({0, 1, "w"}, bad, "actor_rollout");
   e = error_of([&] { w.init_model(DataProto()); });
   EXPECT_NE(e.find("qproj"), std::string::npos) << e;
   // An adapter path that is no adapter folder.
-  auto missing = tiny_ppo_config(lora_worker_shared_model(), lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.lora_adapter_path=" + lora_worker_shared_model()}));
+  auto missing = tiny_ppo_config(
+      lora_worker_shared_model(),
+      lora_worker_with(kLoraWorkerLora, {"actor_rollout_ref.model.lora_adapter_path=" + lora_worker_shared_model()}));
   ActorRolloutRefWorker m({0, 1, "m"}, missing, "actor_rollout");
   e = error_of([&] { m.init_model(DataProto()); });
   EXPECT_NE(e.find("adapter_config.json"), std::string::npos) << e;
