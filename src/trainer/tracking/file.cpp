@@ -1,6 +1,8 @@
 // file backend: verl's FileLogger (verl/utils/tracking.py). One JSON line per step, {"step":N,"data":{...}}, to
 // $VERL_FILE_LOGGER_PATH, else ${VERL_FILE_LOGGER_ROOT:-.}/<project_name>/<experiment_name>.jsonl; the file is
-// truncated at start as verl's open(..., "wb") does. Written as orjson writes it: compact, NaN and infinities null.
+// truncated at start as verl's open(..., "wb") does. Compact as orjson writes it, NaN and infinities null; a line
+// parses to verl's values, not to its bytes (numbers are the shortest round-trip %g text, so an integral float is
+// `3` where orjson writes `3.0`, `1e-05` where it writes `0.00001`; control characters in keys as \u00XX).
 #include <cerrno>
 #include <cmath>
 #include <cstdio>

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "support/digit_completion_setup.h"
+#include "support/metric_compare.h"
 #include "support/run_command.h"
 #include "verl/common/atomic_file.h"
 #include "verl/trainer/tracking.h"
@@ -43,11 +44,6 @@ std::vector<std::string> overrides(const std::string& run_dir, const std::vector
   return o;
 }
 
-bool timing_dependent(const std::string& key) {
-  return key.rfind("timing_", 0) == 0 || key == "perf/time_per_step" || key == "perf/throughput" ||
-         key.rfind("perf/mfu", 0) == 0;
-}
-
 // Steps of the metrics.jsonl lines, in file order.
 std::vector<int64_t> logged_steps(const std::string& run_dir) {
   std::vector<int64_t> steps;
@@ -65,7 +61,7 @@ std::vector<int64_t> logged_steps(const std::string& run_dir) {
 int compare_step(const trainer::MetricHistory& expected, const trainer::MetricHistory& got, int64_t step) {
   int compared = 0;
   for (const auto& [key, by_step] : expected) {
-    if (timing_dependent(key) || !by_step.count(step)) continue;
+    if (is_wall_time_metric(key) || !by_step.count(step)) continue;
     const auto it = got.find(key);
     EXPECT_TRUE(it != got.end() && it->second.count(step)) << key << " missing at step " << step;
     if (it == got.end() || !it->second.count(step)) continue;

@@ -24,10 +24,6 @@ std::string site_packages() {
   return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/.venv/test/lib/python3.11/site-packages";
 }
 
-bool test_python_has(const std::string& module) {
-  return run_command(test_python() + "-c 'import " + module + "'").exit_code == 0;
-}
-
 // `env VARS verl train base... logger`, two steps; returns the run's result (metrics.jsonl is also written).
 TrainRun train(const std::string& run_dir, const std::string& env, const std::string& loggers) {
   std::vector<std::string> all = loggers_setup().base_overrides(run_dir);
@@ -46,7 +42,7 @@ const std::vector<std::string> kVerlMetrics = {"critic/score/mean",         "cri
                                                "training/global_step",      "training/epoch"};
 
 TEST(LoggersE2E, WandbOfflineRunHoldsVerlsMetricsForBothSteps) {
-  if (!test_python_has("wandb")) GTEST_SKIP() << "wandb is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("wandb")) FAIL() << "wandb: " << test_python_missing_hint();
   const std::string run_dir = make_temp_dir("e2e_logger_wandb");
   TrainRun run = train(run_dir,
                        "WANDB_MODE=offline WANDB_SILENT=true WANDB_DIR='" + run_dir +
@@ -79,7 +75,7 @@ TEST(LoggersE2E, WandbOfflineRunHoldsVerlsMetricsForBothSteps) {
 }
 
 TEST(LoggersE2E, MlflowLocalStoreHoldsVerlsMetricsAndTheConfig) {
-  if (!test_python_has("mlflow")) GTEST_SKIP() << "mlflow is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("mlflow")) FAIL() << "mlflow: " << test_python_missing_hint();
   const std::string run_dir = make_temp_dir("e2e_logger_mlflow");
   const std::string store = "file:" + run_dir + "/mlruns";
   TrainRun run = train(run_dir,
@@ -116,7 +112,7 @@ print(json.dumps({"name": run.info.run_name, "params": run.data.params, "history
 }
 
 TEST(LoggersE2E, SwanlabOfflineRunHoldsVerlsConfigAndMetricsForBothSteps) {
-  if (!test_python_has("swanlab")) GTEST_SKIP() << "swanlab is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("swanlab")) FAIL() << "swanlab: " << test_python_missing_hint();
   const std::string run_dir = make_temp_dir("e2e_logger_swanlab");
   // verl's variables: SWANLAB_MODE (verl's default cloud), SWANLAB_LOG_DIR (verl's default ./swanlog).
   const std::string logdir = run_dir + "/swanlab_logs";

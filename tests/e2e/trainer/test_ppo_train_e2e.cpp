@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "support/digit_completion_setup.h"
+#include "support/metric_compare.h"
 #include "support/run_command.h"
 #include "verl/trainer/tracking.h"
 
@@ -69,12 +70,6 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
   }
 }
 
-// Wall-time metrics differ between runs; all others must be bitwise equal.
-bool ppo_train_timing_dependent(const std::string& key) {
-  return key.rfind("timing_", 0) == 0 || key == "perf/time_per_step" || key == "perf/throughput" ||
-         key.rfind("perf/mfu", 0) == 0;
-}
-
 TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   const std::vector<std::string> run = {"trainer.total_training_steps=6", "trainer.save_freq=3",
                                         "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive",
@@ -107,7 +102,7 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   trainer::MetricHistory resumed = ppo_train_run(resumed_dir, run);  // resume_mode=auto picks global_step_3
   int compared = 0;
   for (const auto& [key, by_step] : straight) {
-    if (ppo_train_timing_dependent(key)) continue;
+    if (is_wall_time_metric(key)) continue;
     for (int64_t step = 1; step <= 6; ++step) {
       if (!by_step.count(step)) continue;
       // A kill between step 3's checkpoint and its metrics line: the resumed run logs it from the checkpoint.

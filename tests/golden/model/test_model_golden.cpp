@@ -15,8 +15,6 @@
 namespace verl::test {
 namespace {
 
-bool python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
-
 std::vector<double> floats(const io::TensorView& v) {
   std::vector<double> out(v.numel());
   if (v.dtype == io::DType::F64) {
@@ -67,7 +65,7 @@ void check_family(const std::string& name, const std::string& init_flags) {
 class ModelGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!python_with_torch()) FAIL() << test_python_missing_hint();
+    if (!test_python_imports("torch")) FAIL() << test_python_missing_hint();
   }
 };
 

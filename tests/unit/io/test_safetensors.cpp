@@ -38,10 +38,6 @@ std::string safetensors_error_of(const std::string& path) {
   return "";
 }
 
-bool python_with_torch() {
-  return test::run_command(test::test_python() + "-c 'import torch'").exit_code == 0;
-}
-
 std::string safetensors_script() {
   return std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/golden/io/safetensors_check.py";
 }
@@ -241,7 +237,7 @@ TEST(Safetensors, IndexThatLiesIsAnError) {
 }
 
 TEST(Safetensors, PythonReadsWhatWeWrite) {
-  if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
+  if (!test::test_python_imports("torch")) FAIL() << test::test_python_missing_hint();
   const std::string dir = make_temp_dir("st_python_read");
   const uint16_t bf16[] = {0x3F80, 0xBC00};  // 1.0, -0.0078125
   const int64_t i64[] = {-3, 1LL << 50};
@@ -264,7 +260,7 @@ TEST(Safetensors, PythonReadsWhatWeWrite) {
 }
 
 TEST(Safetensors, WeReadWhatPythonWrites) {
-  if (!python_with_torch()) FAIL() << test::test_python_missing_hint();
+  if (!test::test_python_imports("torch")) FAIL() << test::test_python_missing_hint();
   const std::string dir = make_temp_dir("st_python_write");
   auto r = test::run_command(test::test_python() + safetensors_script() + " write " + dir + "/p.safetensors");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -4,6 +4,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "support/tensor_compare.h"
 #include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/decode_kernels.h"
@@ -13,13 +14,11 @@
 namespace verl::model {
 namespace {
 
+using test::max_abs_diff;
+
 bool kernels_here() {
   torch::NoGradGuard no_grad;
   return decode_kernels_apply(torch::zeros({1, 8}));
-}
-
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
 // HF's RMSNorm in fp64.
@@ -42,7 +41,7 @@ void expect_projections_match(const std::vector<torch::Tensor>& outs, const std:
   for (size_t i = 0; i < ps.size(); ++i) {
     auto want = linear_fp64(x, ps[i]);
     ASSERT_EQ(outs[i].sizes(), want.sizes());
-    EXPECT_LT(max_abs(outs[i], want), tolerance) << "projection " << i;
+    EXPECT_LT(max_abs_diff(outs[i], want), tolerance) << "projection " << i;
   }
 }
 
@@ -64,14 +63,14 @@ TEST(DecodeKernels, SkinnyLinearMatchesLinearForEveryTileShape) {
       // With the skip connection added in the same pass.
       auto residual = torch::randn({M, 26});
       auto got = skinny_linear(x, ps[4], residual);
-      EXPECT_LT(max_abs(got, linear_fp64(x, ps[4]) + residual.to(torch::kFloat64)),
+      EXPECT_LT(max_abs_diff(got, linear_fp64(x, ps[4]) + residual.to(torch::kFloat64)),
                 2e-5 * std::sqrt(static_cast<double>(K)));
       // With the input norm applied on the way in: ps[3] has a bias, ps[5] none.
       auto norm_w = torch::randn({K});
       auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[3], ps[5]});
       auto xn = rms_norm_fp64(x * 5, norm_w, 1e-6);
-      EXPECT_LT(max_abs(normed[0], linear_fp64(xn, ps[3])), 2e-5 * std::sqrt(static_cast<double>(K)));
-      EXPECT_LT(max_abs(normed[1], linear_fp64(xn, ps[5])), 2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs_diff(normed[0], linear_fp64(xn, ps[3])), 2e-5 * std::sqrt(static_cast<double>(K)));
+      EXPECT_LT(max_abs_diff(normed[1], linear_fp64(xn, ps[5])), 2e-5 * std::sqrt(static_cast<double>(K)));
     }
   }
 }
@@ -103,11 +102,11 @@ TEST(DecodeKernels, PackedWeightsMatchLinearForEveryTileShape) {
         const int64_t N = ps[j].weight.size(0);
         auto residual = torch::randn({M, N});
         auto got = skinny_linear(x, ps[j], residual);
-        EXPECT_LT(max_abs(got, linear_fp64(x, stored[j]) + residual.to(torch::kFloat64)),
+        EXPECT_LT(max_abs_diff(got, linear_fp64(x, stored[j]) + residual.to(torch::kFloat64)),
                   2e-5 * std::sqrt(static_cast<double>(K)));
         auto norm_w = torch::randn({K});
         auto normed = skinny_linear(x * 5, RowNorm{norm_w, 1e-6}, {ps[j]}).front();
-        EXPECT_LT(max_abs(normed, linear_fp64(rms_norm_fp64(x * 5, norm_w, 1e-6), stored[j])),
+        EXPECT_LT(max_abs_diff(normed, linear_fp64(rms_norm_fp64(x * 5, norm_w, 1e-6), stored[j])),
                   2e-5 * std::sqrt(static_cast<double>(K)));
       }
     }
@@ -137,15 +136,15 @@ TEST(DecodeKernels, PackingIsInPlaceAndUndoneBitForBit) {
     EXPECT_TRUE(packed_for_decode(w));
     EXPECT_TRUE(packed_for_decode(w.view({64, 48})));  // another tensor over the same memory
     EXPECT_FALSE(packed_for_decode(odd));
-    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+    EXPECT_LT(max_abs_diff(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
     EXPECT_TRUE(torch::equal(embedding_rows(w, ids), torch::embedding(w_stored, ids)));
     {
       DecodeWeightPacking inner({w});
       EXPECT_EQ(inner.size(), 0u) << "packed twice";
-      EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+      EXPECT_LT(max_abs_diff(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
     }
     EXPECT_TRUE(packed_for_decode(w)) << "the inner scope unpacked the outer scope's weight";
-    EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+    EXPECT_LT(max_abs_diff(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
   }
   EXPECT_TRUE(torch::equal(w, w_stored)) << "not put back bit for bit";
   EXPECT_FALSE(packed_for_decode(w));
@@ -168,7 +167,7 @@ TEST(DecodeKernels, PackedWeightsAcceptInferenceTensors) {
   const auto want = torch::nn::functional::linear(x.to(torch::kFloat64), w.to(torch::kFloat64));
   DecodeWeightPacking packing({w});
   if (packing.size() == 0) GTEST_SKIP() << "no AVX-512F on this CPU: nothing is packed";
-  EXPECT_LT(max_abs(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
+  EXPECT_LT(max_abs_diff(skinny_linear(x, {{w, {}}}).front(), want), 1e-4);
 }
 
 // The MLP's gated activation in one kernel on packed gate / up weights (and its unpacked fallback): every row
@@ -200,7 +199,7 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
             auto want = g * torch::sigmoid(g) * u;
             auto got = skinny_glu(x, gate, up);
             ASSERT_EQ(got.sizes(), want.sizes());
-            EXPECT_LT(max_abs(got, want), 1e-4 * (1 + want.abs().max().item<double>()));
+            EXPECT_LT(max_abs_diff(got, want), 1e-4 * (1 + want.abs().max().item<double>()));
             // With the input norm applied on the way in.
             auto norm_w = torch::rand({K}) + 0.5;
             auto xn = rms_norm_fp64(x, norm_w, 1e-5);
@@ -209,7 +208,7 @@ TEST(DecodeKernels, SkinnyGluMatchesSiluOfGateTimesUp) {
             auto un = torch::nn::functional::linear(xn, up_w,
                                                     bias ? up.bias.to(torch::kFloat64) : torch::Tensor());
             auto want_normed = gn * torch::sigmoid(gn) * un;
-            EXPECT_LT(max_abs(skinny_glu(x, gate, up, RowNorm{norm_w, 1e-5}), want_normed),
+            EXPECT_LT(max_abs_diff(skinny_glu(x, gate, up, RowNorm{norm_w, 1e-5}), want_normed),
                       1e-4 * (1 + want_normed.abs().max().item<double>()));
           }
         }
@@ -225,14 +224,14 @@ TEST(DecodeKernels, NormAndSiluMatchHFFormulas) {
   auto x = torch::randn({5, 48}) * 3, w = torch::randn({48});
   auto xd = x.to(torch::kFloat64);
   auto want_norm = w.to(torch::kFloat64) * (xd * torch::rsqrt(xd.pow(2).mean(-1, true) + 1e-6));
-  EXPECT_LT(max_abs(rms_norm_rows(x, w, 1e-6), want_norm), 1e-5);
+  EXPECT_LT(max_abs_diff(rms_norm_rows(x, w, 1e-6), want_norm), 1e-5);
 
   // Large |gate| included: exp(-gate) overflows / underflows fp32 there.
   auto gate = torch::cat({torch::randn({3, 40}) * 4, torch::tensor({-120.f, -90.f, 0.f, 90.f, 120.f}).repeat({3, 1})}, 1);
   auto up = torch::randn({3, 45});
   auto gd = gate.to(torch::kFloat64);
   auto want_act = gd * torch::sigmoid(gd) * up.to(torch::kFloat64);
-  EXPECT_LT(max_abs(silu_mul(gate, up), want_act), 1e-5);
+  EXPECT_LT(max_abs_diff(silu_mul(gate, up), want_act), 1e-5);
 }
 
 TEST(DecodeKernels, ApplyOnlyWithoutGradientsAndCheckShapes) {
@@ -298,8 +297,8 @@ TEST(DecodeKernels, FusedDecodeStepMatchesGeneralPath) {
     ASSERT_EQ(fused.size(), general.size());
     ASSERT_EQ(packed.size(), general.size());
     for (size_t t = 0; t < fused.size(); ++t) {
-      EXPECT_LT(max_abs(fused[t], general[t]), 1e-5) << "step " << t;
-      EXPECT_LT(max_abs(packed[t], general[t]), 1e-5) << "packed, step " << t;
+      EXPECT_LT(max_abs_diff(fused[t], general[t]), 1e-5) << "step " << t;
+      EXPECT_LT(max_abs_diff(packed[t], general[t]), 1e-5) << "packed, step " << t;
     }
   }
 }

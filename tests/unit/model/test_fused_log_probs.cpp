@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "support/tensor_compare.h"
 #include "verl/model/fused_log_probs.h"
 
 namespace verl::model {
 namespace {
+
+using test::max_abs_diff;
 
 struct Reference {
   torch::Tensor log_probs, entropy;
@@ -22,10 +25,6 @@ Reference unfused(const torch::Tensor& logits, const torch::Tensor& tokens, doub
   return r;
 }
 
-double fused_log_probs_max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 TEST(FusedLogProbs, ValuesAndGradientsEqualTheUnfusedFormulas) {
   torch::manual_seed(3);
   const auto base = torch::randn({3, 7, 41}, torch::kFloat64) * 3;
@@ -36,9 +35,9 @@ TEST(FusedLogProbs, ValuesAndGradientsEqualTheUnfusedFormulas) {
       auto a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
       auto fused = fused_log_probs(a, tokens, 0.7, /*with_entropy=*/which != 1, chunk);
       auto ref = unfused(b, tokens, 0.7);
-      EXPECT_LT(fused_log_probs_max_abs(fused.log_probs, ref.log_probs), 1e-5);
+      EXPECT_LT(max_abs_diff(fused.log_probs, ref.log_probs), 1e-5);
       if (which != 1) {
-        EXPECT_LT(fused_log_probs_max_abs(fused.entropy, ref.entropy), 1e-5);
+        EXPECT_LT(max_abs_diff(fused.entropy, ref.entropy), 1e-5);
       } else {
         EXPECT_FALSE(fused.entropy.defined());
       }
@@ -53,7 +52,7 @@ TEST(FusedLogProbs, ValuesAndGradientsEqualTheUnfusedFormulas) {
       }
       loss_f.backward();
       loss_r.backward();
-      EXPECT_LT(fused_log_probs_max_abs(a.grad(), b.grad()), 1e-5) << "loss " << which << " chunk " << chunk;
+      EXPECT_LT(max_abs_diff(a.grad(), b.grad()), 1e-5) << "loss " << which << " chunk " << chunk;
       EXPECT_GT(b.grad().abs().max().item<double>(), 1e-3);
     }
   }
@@ -66,8 +65,8 @@ TEST(FusedLogProbs, Bf16LogitsGiveFp32StatisticsAndABf16Gradient) {
   auto fused = fused_log_probs(logits, tokens, 1.0, true, 2);
   EXPECT_EQ(fused.log_probs.scalar_type(), torch::kFloat32);
   auto ref = unfused(logits.detach(), tokens, 1.0);  // the same bf16 values, in fp32
-  EXPECT_LT(fused_log_probs_max_abs(fused.log_probs, ref.log_probs), 1e-4);
-  EXPECT_LT(fused_log_probs_max_abs(fused.entropy, ref.entropy), 1e-4);
+  EXPECT_LT(max_abs_diff(fused.log_probs, ref.log_probs), 1e-4);
+  EXPECT_LT(max_abs_diff(fused.entropy, ref.entropy), 1e-4);
   (fused.log_probs.sum() + fused.entropy.sum()).backward();
   EXPECT_EQ(logits.grad().scalar_type(), torch::kBFloat16);
 }

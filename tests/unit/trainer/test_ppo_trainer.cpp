@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/char_tokenizer.h"
+#include "support/metric_compare.h"
 #include "support/run_command.h"
 #include "unit/trainer/fake_ppo_workers.h"
 #include "verl/common/error.h"
@@ -277,11 +278,6 @@ TEST(PPOTrainer, TotalEpochsBoundTheRun) {
   EXPECT_EQ(history["training/epoch"][3], 1.0);
 }
 
-// Metrics that depend on wall time differ between runs; everything else must be bitwise equal.
-bool timing_dependent(const std::string& key) {
-  return key.rfind("timing_", 0) == 0 || key == "perf/time_per_step" || key == "perf/throughput";
-}
-
 TEST(PPOTrainer, ResumeAfterACrashReproducesTheUninterruptedRun) {
   const std::vector<std::string> common = {"trainer.total_training_steps=5", "trainer.save_freq=2",
                                            "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive"};
@@ -311,7 +307,7 @@ TEST(PPOTrainer, ResumeAfterACrashReproducesTheUninterruptedRun) {
   trainer::MetricHistory a = straight.history(), b = resumed.history();
   int compared = 0;
   for (const auto& [key, by_step] : a) {
-    if (timing_dependent(key)) continue;
+    if (is_wall_time_metric(key)) continue;
     for (int64_t step = 3; step <= 5; ++step) {
       ASSERT_TRUE(b.count(key) && b[key].count(step)) << key << " step " << step;
       EXPECT_EQ(by_step.at(step), b[key][step]) << key << " step " << step;

@@ -23,10 +23,6 @@ const DigitCompletionSetup& rollout_trace_mlflow_setup() {
   return instance;
 }
 
-bool test_python_has(const std::string& module) {
-  return run_command(test_python() + "-c 'import " + module + "'").exit_code == 0;
-}
-
 struct TracedRun {
   TrainRun run;
   nlohmann::json traces;
@@ -91,7 +87,7 @@ print(json.dumps(out))
 }
 
 TEST(RolloutTraceMlflow, EveryRolloutIsATraceWithVerlsSpansAndTags) {
-  if (!test_python_has("mlflow")) GTEST_SKIP() << "mlflow is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("mlflow")) FAIL() << "mlflow: " << test_python_missing_hint();
   const TracedRun r = traced_run("rollout_trace_all", {});
   ASSERT_EQ(r.run.result.exit_code, 0) << r.run.result.err;
   ASSERT_EQ(r.traces.size(), 16u);  // 8 prompts x n=2
@@ -120,7 +116,7 @@ TEST(RolloutTraceMlflow, EveryRolloutIsATraceWithVerlsSpansAndTags) {
 // policy turn per conversation): ToolAgentLoop.run under agent_loop, its generate span first, its output's
 // response_ids the logged response lengths.
 TEST(RolloutTraceMlflow, ToolAgentLoopRunsAreTracedWithTheirTurns) {
-  if (!test_python_has("mlflow")) GTEST_SKIP() << "mlflow is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("mlflow")) FAIL() << "mlflow: " << test_python_missing_hint();
   const std::string dir = make_temp_dir("rollout_trace_tools");
   write_file(dir + "/tools.yaml", R"Y(tools:
   - class_name: verl.tools.gsm8k_tool.Gsm8kTool
@@ -156,7 +152,7 @@ TEST(RolloutTraceMlflow, ToolAgentLoopRunsAreTracedWithTheirTurns) {
 }
 
 TEST(RolloutTraceMlflow, MaxSamplesPerStepKeepsThatManySamplesWithAllTheirRollouts) {
-  if (!test_python_has("mlflow")) GTEST_SKIP() << "mlflow is not installed in .venv/test (scripts/requirements/test.txt)";
+  if (!test_python_imports("mlflow")) FAIL() << "mlflow: " << test_python_missing_hint();
   const TracedRun r =
       traced_run("rollout_trace_some", {"actor_rollout_ref.rollout.trace.max_samples_per_step_per_worker=3"});
   ASSERT_EQ(r.run.result.exit_code, 0) << r.run.result.err;

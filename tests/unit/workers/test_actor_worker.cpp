@@ -125,16 +125,6 @@ TEST(ActorWorker, ComputeLogProbDynamicBszRestoresOrder) {
   EXPECT_THROW(actor.update_policy(batch), Error);  // no optimizer
 }
 
-DataProto prompts_batch() {
-  auto b = ragged_actor_batch();
-  const int64_t P = 5;
-  auto out = DataProto::from_dict({{"input_ids", b.tensor("input_ids").narrow(1, 0, P).clone()},
-                                   {"attention_mask", b.tensor("attention_mask").narrow(1, 0, P).clone()},
-                                   {"position_ids", b.tensor("position_ids").narrow(1, 0, P).clone()}});
-  out.meta_info = {{"eos_token_id", nlohmann::json::array({3, 7})}, {"pad_token_id", 0}, {"do_sample", true}};
-  return out;
-}
-
 // One training step through the worker: generate, old/ref log-probs, update.
 nlohmann::json train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
   auto gen = w.generate_sequences(prompts);
@@ -151,7 +141,7 @@ TEST(ActorWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
                                               "actor_rollout_ref.actor.optim.lr_warmup_steps=4",
                                               "actor_rollout_ref.actor.optim.total_training_steps=10"});
   const std::string ckpt = make_temp_dir("actor_resume") + "/global_step_1/actor";
-  auto prompts = prompts_batch();
+  auto prompts = ragged_actor_prompts();
   ActorRolloutRefWorker a({0, 1, "a"}, cfg, "actor_rollout");
   a.init_model(DataProto());
   train_step(a, prompts);
@@ -221,7 +211,7 @@ TEST(ActorWorker, WorkerGroupFlowMetricsAndHfExport) {
       "actor_rollout_ref", 1, workers::actor_rollout_ref_worker_factory(cfg, "actor_rollout_ref"));
   single_controller::WorkerGroup group("actor_rollout_ref", transport);
   group.call("init_model");
-  auto gen = group.call("generate_sequences", prompts_batch());
+  auto gen = group.call("generate_sequences", ragged_actor_prompts());
   for (const char* k : {"prompts", "responses", "input_ids", "attention_mask", "position_ids", "response_mask",
                         "rollout_log_probs"}) {
     EXPECT_TRUE(gen.has_tensor(k)) << k;
@@ -289,7 +279,7 @@ TEST(ActorWorker, BatchSizeAndRoleErrors) {
   ActorRolloutRefWorker ref({0, 1, "g"}, cfg, "ref");
   EXPECT_NE(error_of([&] { ref.compute_log_prob(ragged_actor_batch()); }).find("before init_model"), std::string::npos);
   ref.init_model(DataProto());
-  EXPECT_NE(error_of([&] { ref.generate_sequences(prompts_batch()); }).find("role is 'ref'"), std::string::npos);
+  EXPECT_NE(error_of([&] { ref.generate_sequences(ragged_actor_prompts()); }).find("role is 'ref'"), std::string::npos);
   EXPECT_NE(error_of([&] { ref.update_actor(ragged_actor_batch()); }).find("role is 'ref'"), std::string::npos);
   EXPECT_EQ(ref.compute_ref_log_prob(ragged_actor_batch()).tensor("ref_log_prob").sizes(),
             (std::vector<int64_t>{8, 6}));

@@ -41,16 +41,6 @@ std::vector<std::string> lora_worker_with(std::vector<std::string> a, const std:
   return a;
 }
 
-DataProto lora_worker_prompts_batch() {
-  auto b = ragged_actor_batch();
-  const int64_t P = 5;
-  auto out = DataProto::from_dict({{"input_ids", b.tensor("input_ids").narrow(1, 0, P).clone()},
-                                   {"attention_mask", b.tensor("attention_mask").narrow(1, 0, P).clone()},
-                                   {"position_ids", b.tensor("position_ids").narrow(1, 0, P).clone()}});
-  out.meta_info = {{"eos_token_id", nlohmann::json::array({3, 7})}, {"pad_token_id", 0}, {"do_sample", true}};
-  return out;
-}
-
 // One training step through the worker: generate, old (and ref) log-probs, update.
 nlohmann::json lora_worker_train_step(ActorRolloutRefWorker& w, const DataProto& prompts) {
   auto gen = w.generate_sequences(prompts);
@@ -70,7 +60,7 @@ TEST(LoraWorker, OnlyAdaptersTrainAndTheReferenceIsTheBase) {
   w.init_model(DataProto());
   EXPECT_THROW(w.ref_module(), Error);  // no second copy of the weights
   const auto base = model::load_model(lora_worker_shared_model());
-  auto prompts = lora_worker_prompts_batch();
+  auto prompts = ragged_actor_prompts();
   for (int i = 0; i < 3; ++i) lora_worker_train_step(w, prompts);
 
   auto trained = w.actor_module()->named_parameters();
@@ -107,7 +97,7 @@ TEST(LoraWorker, CheckpointHoldsAdaptersResumesExactlyAndExports) {
            "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"}));
   const std::string root = make_temp_dir("lora_resume");
   const std::string ckpt = root + "/global_step_1/actor";
-  auto prompts = lora_worker_prompts_batch();
+  auto prompts = ragged_actor_prompts();
   ActorRolloutRefWorker a({0, 1, "a"}, cfg, "actor_rollout");
   a.init_model(DataProto());
   lora_worker_train_step(a, prompts);

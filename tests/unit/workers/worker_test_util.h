@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/actor_fixture.h"
 #include "support/run_command.h"
 #include "verl/config/config_loader.h"
 #include "verl/model/model_tools.h"
@@ -16,23 +17,9 @@
 
 namespace verl::test {
 
-// An LM folder (Qwen2, hidden 32, 2 layers, vocab 64) made as `verl model init` makes it.
+// make_tiny_model's LM (Qwen2, hidden 32, vocab 64) in a fresh temp folder `name`.
 inline std::string make_lm_folder(const std::string& name, uint64_t seed = 3, int64_t layers = 2) {
-  const std::string dir = make_temp_dir(name);
-  model::InitOptions o;
-  o.arch = model::Arch::Qwen2;
-  o.out_dir = dir;
-  o.seed = seed;
-  o.hidden_size = 32;
-  o.num_layers = layers;
-  o.num_heads = 4;
-  o.num_kv_heads = 2;
-  o.intermediate_size = 48;
-  o.vocab_size = 64;
-  o.initializer_range = 0.2;
-  o.perturb_norms_and_biases = true;
-  model::init_model_folder(o);
-  return dir;
+  return make_tiny_model(make_temp_dir(name), seed, layers);
 }
 
 // A value-model folder (score.weight / score.bias present) built from an LM folder with a seeded head.
