@@ -83,6 +83,8 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   VERL_CHECK(o.batch_size > 0 && o.n > 0, kComponent, "--batch-size and --n must be positive");
   VERL_CHECK(o.prompt_length > 0 && o.response_length > 1, kComponent,
              "--prompt-length must be positive and --response-length at least 2");
+  VERL_CHECK(o.prompt_tokens >= 0 && o.prompt_tokens <= o.prompt_length, kComponent, "--prompt-tokens (",
+             o.prompt_tokens, ") must be in [0, --prompt-length ", o.prompt_length, "]");
   VERL_CHECK(o.micro_batch_size > 0, kComponent, "--micro-batch-size must be positive");
   VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kComponent, "--micro-batch-size (", o.micro_batch_size,
              ") must divide batch size x n (", o.batch_size * o.n, ")");
@@ -137,10 +139,20 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   actor.init_model(DataProto());
   if (critic) critic->init_model(DataProto());
 
-  // Prompts of full length (no padding), repeated n times as the trainer does before generation.
+  // Prompts of full length, or of drawn lengths left-padded (--prompt-tokens), repeated n times as the trainer
+  // does before generation.
   auto gen = at::detail::createCPUGenerator(o.seed + 1);
   auto ids = torch::randint(0, std::max<int64_t>(1, c.vocab_size - 3), {B, P}, gen, torch::kInt64);
   auto mask = torch::ones({B, P}, torch::kInt64);
+  std::vector<int64_t> prompt_lengths(static_cast<size_t>(B), P);
+  if (o.prompt_tokens > 0) {
+    const int64_t shortest = (o.prompt_tokens + 1) / 2;
+    for (int64_t i = 0; i < B; ++i) {
+      prompt_lengths[i] = torch::randint(shortest, o.prompt_tokens + 1, {1}, gen, torch::kInt64).item<int64_t>();
+      mask[i].narrow(0, 0, P - prompt_lengths[i]).zero_();
+      ids[i].narrow(0, 0, P - prompt_lengths[i]).fill_(c.pad_token_id.value_or(0));
+    }
+  }
   DataProto prompts = DataProto::from_dict(
       {{"input_ids", ids}, {"attention_mask", mask}, {"position_ids", model::position_ids_from_mask(mask)}});
   prompts = prompts.repeat(o.n, /*interleave=*/true);
@@ -165,16 +177,20 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   result.roofline = measure_roofline(roofline);
   if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
 
-  const double full_tokens = static_cast<double>(N * (P + R));
-  const double forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/true);
-  const double value_forward = sequence_forward_flops(c, N, P, R, /*lm_head=*/false);
+  // The work of each pass over the prompts' real tokens (n rows per prompt).
+  double full_tokens = 0, forward = 0, value_forward = 0, generation = 0;
+  for (const int64_t p : prompt_lengths) {
+    full_tokens += static_cast<double>(o.n * (p + R));
+    forward += sequence_forward_flops(c, o.n, p, R, /*lm_head=*/true);
+    value_forward += sequence_forward_flops(c, o.n, p, R, /*lm_head=*/false);
+    generation += prefill_flops(c, o.n, p) + decode_flops(c, o.n, p, R - 1);
+  }
   // One step in verl's order. On a GPU the first step pays one-time costs (cuBLAS handles and workspaces,
   // the autograd engine's device thread, allocator growth): an untimed step runs first there.
   auto step = [&](std::vector<PpoPhase>& phases) {
     DataProto batch;
-    phases.push_back(timed("gen", static_cast<double>(N * R),
-                                  prefill_flops(c, N, P) + decode_flops(c, N, P, R - 1),
-                                  device, [&] { batch = actor.generate_sequences(prompts); }));
+    phases.push_back(timed("gen", static_cast<double>(N * R), generation, device,
+                           [&] { batch = actor.generate_sequences(prompts); }));
     VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
                 "responses did not all run to full length");
     batch.meta_info = {{"temperature", 1.0}};
@@ -289,6 +305,7 @@ nlohmann::json to_json(const PpoBenchResult& r) {
           {"batch_size", o.batch_size},
           {"n", o.n},
           {"prompt_length", o.prompt_length},
+          {"prompt_tokens", o.prompt_tokens},
           {"response_length", o.response_length},
           {"micro_batch_size", o.micro_batch_size},
           {"gradient_checkpointing", o.gradient_checkpointing},
@@ -323,7 +340,11 @@ std::string format_ppo_bench(const PpoBenchResult& r) {
       << format_number(step_seconds > 0 ? 100.0 * step_flops / step_seconds / peak : 0) << " %\n";
   const auto& o = r.options;
   out << (o.model_dir.empty() ? o.model : o.model_dir) << " (" << format_si(r.params, "") << " params), "
-      << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length << " + response "
+      << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length
+      << (o.prompt_tokens > 0 ? " (" + std::to_string((o.prompt_tokens + 1) / 2) + "-" + std::to_string(o.prompt_tokens) +
+                                    " real tokens, left-padded)"
+                              : std::string())
+      << " + response "
       << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
       << (o.gradient_checkpointing ? "on" : "off") << ", " << r.compute_dtype << " compute (fp32 masters) on "
       << r.roofline.device << ", roles " << join(r.roles, " + ");

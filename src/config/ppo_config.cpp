@@ -473,7 +473,7 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "actor_rollout_ref.model", /*with_adapter_path=*/true);
   c.model.override_config = read_override_config(in, "actor_rollout_ref.model.override_config");
-  in.get_bool("actor_rollout_ref.model.use_remove_padding");  // either way the same numbers (see the yaml)
+  c.model.use_remove_padding = in.get_bool("actor_rollout_ref.model.use_remove_padding");
   c.actor = read_actor(in);
   c.ref.log_prob_micro_batch_size_per_gpu = in.get_optional_int("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
   check_optional_positive(c.ref.log_prob_micro_batch_size_per_gpu, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu");
@@ -508,7 +508,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "critic.model", /*with_adapter_path=*/true);
   c.model.override_config = read_override_config(in, "critic.model.override_config");
-  in.get_bool("critic.model.use_remove_padding");  // either way the same numbers (see the yaml)
+  c.model.use_remove_padding = in.get_bool("critic.model.use_remove_padding");
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
   c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",

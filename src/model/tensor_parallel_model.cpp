@@ -53,6 +53,7 @@ CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp) {
   }
   sharded->train(whole->is_training());
   sharded->model->gradient_checkpointing = whole->model->gradient_checkpointing;
+  sharded->remove_padding = whole->remove_padding;
   return sharded;
 }
 

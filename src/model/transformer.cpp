@@ -516,12 +516,40 @@ torch::Tensor response_window(const torch::Tensor& local, const CausalLM& model,
   return parallel::gather_sequence(local, 1, model->model->sequence_parallel.comm).narrow(1, L - R - 1, R);
 }
 
-}  // namespace
+// The columns [begin, end) of a [B, P+R] batch that remove_padding keeps: from the first column where some row
+// has a token to the last one, but at least [P-1, P+1) (the position that predicts the first response token, and
+// one response column) so that every rank still runs the forward and its collectives.
+struct KeptColumns {
+  int64_t begin = 0, end = 0;
+};
+KeptColumns kept_columns(const torch::Tensor& attention_mask, int64_t R) {
+  const int64_t L = attention_mask.size(1), P = L - R;
+  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  const auto used = (attention_mask != 0).any(0).to(torch::kCPU).contiguous();  // [L]; one host sync per batch
+  const bool* u = used.data_ptr<bool>();
+  KeptColumns c{0, P + 1};
+  while (c.begin < P - 1 && !u[c.begin]) ++c.begin;
+  for (int64_t j = L - 1; j >= P + 1; --j) {
+    if (u[j]) {
+      c.end = j + 1;
+      break;
+    }
+  }
+  return c;
+}
 
-ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
-                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
-                                    const torch::Tensor& responses, double temperature, bool with_entropy,
-                                    bool with_sum_pi_squared) {
+// A [B, r] output of the kept columns back to the response window [B, R]: 0 past column r and wherever the
+// response part of attention_mask is 0.
+torch::Tensor widen_to_window(const torch::Tensor& t, const torch::Tensor& attention_mask, int64_t R) {
+  if (!t.defined()) return t;
+  const auto padding = attention_mask.narrow(1, attention_mask.size(1) - R, R).to(t.device()) == 0;
+  return torch::constant_pad_nd(t, {0, R - t.size(1)}, 0).masked_fill(padding, 0);
+}
+
+ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
+                                          const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                          const torch::Tensor& responses, double temperature, bool with_entropy,
+                                          bool with_sum_pi_squared) {
   if (!model->model->sequence_parallel.active()) {
     auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
     return log_probs_at(model, hidden, responses, temperature, with_entropy, with_sum_pi_squared);
@@ -539,8 +567,9 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   return out;
 }
 
-torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                              const torch::Tensor& position_ids, int64_t response_length) {
+torch::Tensor dense_response_values(CausalLM& model, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                    int64_t response_length) {
   if (model->model->sequence_parallel.active()) {
     const int64_t L = input_ids.size(1);
     VERL_CHECK(response_length >= 1 && response_length < L, kComponent, "response length ", response_length,
@@ -550,6 +579,41 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
   }
   auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, response_length);
   return model->values(hidden).to(torch::kFloat32);
+}
+
+}  // namespace
+
+ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
+                                    const torch::Tensor& responses, double temperature, bool with_entropy,
+                                    bool with_sum_pi_squared) {
+  if (!model->remove_padding) {
+    return dense_response_log_probs(model, input_ids, attention_mask, position_ids, responses, temperature,
+                                    with_entropy, with_sum_pi_squared);
+  }
+  const int64_t R = responses.size(1), P = input_ids.size(1) - R;
+  const KeptColumns c = kept_columns(attention_mask, R);
+  const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
+  auto out = dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
+                                      responses.narrow(1, 0, c.end - P), temperature, with_entropy,
+                                      with_sum_pi_squared);
+  out.log_probs = widen_to_window(out.log_probs, attention_mask, R);
+  out.entropy = widen_to_window(out.entropy, attention_mask, R);
+  out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R);
+  return out;
+}
+
+torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              const torch::Tensor& position_ids, int64_t response_length) {
+  if (!model->remove_padding) {
+    return dense_response_values(model, input_ids, attention_mask, position_ids, response_length);
+  }
+  const int64_t P = input_ids.size(1) - response_length;
+  const KeptColumns c = kept_columns(attention_mask, response_length);
+  const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
+  return widen_to_window(dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids),
+                                               c.end - P),
+                         attention_mask, response_length);
 }
 
 torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

@@ -322,6 +322,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
     if (is_actor_) {
       model::set_sequence_parallel(actor_module_, actor_sp_group, actor_sp_key);
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
+      actor_module_->remove_padding = arr.model.use_remove_padding;
       const auto& fsdp = actor_cfg_.fsdp_config;
       const std::string fsdp_size_key = "actor_rollout_ref.actor.fsdp_config.fsdp_size";
       // fsdp_config.mixed_precision.reduce_dtype: the dtype of the gradients' data-parallel reduction (fsdp only).
@@ -360,6 +361,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   } else if (is_ref_) {
     ref_module_ = model::load_model(path, load_options);
     ref_module_->to(device_);
+    ref_module_->remove_padding = arr.model.use_remove_padding;
     freeze(ref_module_);
     model::set_sequence_parallel(ref_module_, ref_sp_group, ref_sp_key);
     if (tp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {

@@ -148,6 +148,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
+  (*module_)->model->gradient_checkpointing = config_->critic.model.enable_gradient_checkpointing;
+  (*module_)->remove_padding = config_->critic.model.use_remove_padding;
   const auto& lora = config_->critic.model.lora;
   lora_ = lora.enabled() || lora.lora_adapter_path.has_value();  // verl's _is_lora
   if (lora_) {

@@ -2,10 +2,11 @@
 // CriticWorker), in verl's order: generate_sequences -> compute_log_prob (old) -> compute_ref_log_prob ->
 // compute_values -> GAE on the controller -> update_critic -> update_actor. Random weights of a preset shape
 // (written to a temporary HF folder, as the workers load from a path) or a given model folder; random prompts
-// of full length and responses to full length (ignore_eos), so every token is a computed token.
+// of full length (or, with prompt_tokens, of a drawn length left-padded as verl pads to data.max_prompt_length)
+// and responses to full length (ignore_eos).
 // Per phase: wall and CPU time, tokens/s (attention-mask tokens; generated tokens for generation) and MFU
 // = model FLOPs / wall / the GEMM peak measured in this process just before the step (bench/model_flops.h
-// says what is counted).
+// says what is counted). Tokens and FLOPs count the prompts' real tokens only: padding is not work.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,9 @@ struct PpoBenchOptions {
   int64_t batch_size = 16;          // prompts (data.train_batch_size = ppo_mini_batch_size: one update step)
   int64_t n = 4;                    // responses per prompt (actor_rollout_ref.rollout.n)
   int64_t prompt_length = 64;
+  // > 0: prompt i has a length drawn uniformly from [ceil(prompt_tokens / 2), prompt_tokens] (seeded), left-padded
+  // to prompt_length, the shape of a real dataset's batch; 0: every prompt fills prompt_length.
+  int64_t prompt_tokens = 0;
   int64_t response_length = 64;
   int64_t micro_batch_size = 16;    // per-device micro batch of every log-prob / value / update pass
   bool gradient_checkpointing = false;

@@ -61,6 +61,7 @@ struct ModelConfig {
   std::string path;
   std::optional<std::string> custom_chat_template;
   bool enable_gradient_checkpointing = true;
+  bool use_remove_padding = true;  // the actor's and the reference's log-prob passes (model::CausalLMImpl)
   LoraConfig lora;
   // model.override_config: applied to config.json for the actor, the reference and the rollout (model/hf_config.h).
   model::HFConfigOverrides override_config;
@@ -257,6 +258,7 @@ struct CriticModelConfig {
   std::string path;
   std::string tokenizer_path;
   bool enable_gradient_checkpointing = true;
+  bool use_remove_padding = true;            // the value passes (model::CausalLMImpl)
   model::HFConfigOverrides override_config;  // critic.model.override_config
   LoraConfig lora;
   FSDPConfig fsdp_config;

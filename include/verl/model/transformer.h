@@ -186,6 +186,11 @@ struct CausalLMImpl : torch::nn::Module {
   HFConfig config;
   HeadKind head;
   TensorParallelGroup tp;
+  // verl's use_remove_padding for response_log_probs / response_values: they run the trunk only over the columns
+  // that hold a token in some row of their batch (the prompts' shared left padding and the responses' shared
+  // right padding are skipped), and return 0 at every padding position of the response window, as verl's
+  // unpadded forward does. The valid positions get the same numbers up to rounding.
+  bool remove_padding = false;
 };
 TORCH_MODULE(CausalLM);
 
@@ -220,11 +225,12 @@ struct ResponseLogProbs {
 };
 // verl's log-prob pass: runs the trunk over input_ids [B,P+R], applies the LM head only at positions
 // [P-1, P+R-1) (the ones that predict responses [B,R]), divides by temperature, returns fp32 log-probs.
+// With model->remove_padding, only over the columns some row uses (see there).
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     const torch::Tensor& responses, double temperature, bool with_entropy,
                                     bool with_sum_pi_squared = false);
-// verl's critic pass: value-head outputs at positions [P-1, P+R-1) as [B,R] fp32.
+// verl's critic pass: value-head outputs at positions [P-1, P+R-1) as [B,R] fp32 (model->remove_padding as above).
 torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, int64_t response_length);
 // Reward-model scores [B] fp32: the value head at each row's last valid token (attention_mask == 1).

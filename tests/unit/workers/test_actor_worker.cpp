@@ -107,6 +107,18 @@ TEST(ActorWorker, GradientCheckpointingGivesTheSameGradients) {
   EXPECT_GE(ckpt.grads.size(), per_step);
 }
 
+// actor_rollout_ref.model.use_remove_padding reaches the actor's and the reference's modules (default true).
+TEST(ActorWorker, UseRemovePaddingReachesActorAndReference) {
+  for (bool on : {true, false}) {
+    const std::vector<std::string> keys =
+        on ? std::vector<std::string>{} : std::vector<std::string>{"actor_rollout_ref.model.use_remove_padding=false"};
+    ActorRolloutRefWorker w({0, 1, "g"}, tiny_ppo_config(shared_model(), keys), "actor_rollout_ref");
+    w.init_model(DataProto());
+    EXPECT_EQ(w.actor_module()->remove_padding, on);
+    EXPECT_EQ(w.ref_module()->remove_padding, on);
+  }
+}
+
 TEST(ActorWorker, ComputeLogProbDynamicBszRestoresOrder) {
   auto cfg = tiny_ppo_config(shared_model(), {});
   auto module = model::load_model(shared_model());

@@ -96,6 +96,18 @@ TEST(CriticWorker, LmFolderGetsASeededFreshHeadAndAValueFolderKeepsItsHead) {
             std::string::npos);
 }
 
+// critic.model.use_remove_padding and enable_gradient_checkpointing reach the critic's module (both default true).
+TEST(CriticWorker, ModelKeysReachTheModule) {
+  const std::string lm = test::make_lm_folder("critic_model_keys_lm");
+  auto by_default = critic_worker_make_worker(critic_worker_base_overrides(lm));
+  EXPECT_TRUE(by_default->module()->remove_padding);
+  EXPECT_TRUE(by_default->module()->model->gradient_checkpointing);
+  auto off = critic_worker_make_worker(with(critic_worker_base_overrides(lm), {"critic.model.use_remove_padding=false",
+                                                     "critic.model.enable_gradient_checkpointing=false"}));
+  EXPECT_FALSE(off->module()->remove_padding);
+  EXPECT_FALSE(off->module()->model->gradient_checkpointing);
+}
+
 TEST(CriticWorker, ComputeValuesReadsPositionsPMinus1AndMasksWhateverTheMicroBatch) {
   const std::string lm = test::make_lm_folder("critic_values_lm");
   DataProto batch = test::make_ppo_batch(5, 4, 3, 7);
