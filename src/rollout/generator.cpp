@@ -234,6 +234,15 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
 }
 
 namespace {
+// How many leading columns of a left-padded prompt mask [B, P] are padding in every row.
+int64_t shared_left_padding(const torch::Tensor& prompt_mask) {
+  const auto used = (prompt_mask != 0).any(0).to(torch::kCPU).contiguous();
+  const bool* u = used.data_ptr<bool>();
+  int64_t lead = 0;
+  while (lead < used.size(0) && !u[lead]) ++lead;
+  return lead;
+}
+
 GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& prompts,
                                    const torch::Tensor& prompt_mask, const SamplingParams& params) {
   VERL_CHECK(prompts.dim() == 2 && prompt_mask.sizes() == prompts.sizes(), kComponent,
@@ -253,12 +262,16 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   VERL_CHECK((pmask.sum(-1) > 0).all().item<bool>(), kComponent, "every prompt needs at least one token");
   auto prompt_pos = model::position_ids_from_mask(pmask);
   auto gen = at::detail::createCPUGenerator(params.seed);
+  // The columns that are padding in every prompt (verl pads them to data.max_prompt_length; vLLM never sees the
+  // padding) are left out of the prefill and the KV cache: Pk columns from `lead`. The outputs keep width P.
+  const int64_t lead = shared_left_padding(pmask), Pk = P - lead;
+  const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, lead, Pk); };
 
   Stopwatch prefill_watch;
   // Prefill the distinct prompts once, then give each of the n samples its own copy of the cache rows.
-  model::KVCache cache = model->make_cache(B0, P + R);
-  auto hidden = model->hidden_states(pids, pmask, prompt_pos, &cache);
-  auto last_logits = model->logits(hidden.narrow(1, P - 1, 1).squeeze(1)).to(torch::kFloat32);  // [B0,V]
+  model::KVCache cache = model->make_cache(B0, Pk + R);
+  auto hidden = model->hidden_states(kept(pids), kept(pmask), kept(prompt_pos), &cache);
+  auto last_logits = model->logits(hidden.narrow(1, Pk - 1, 1).squeeze(1)).to(torch::kFloat32);  // [B0,V]
   auto rows = torch::arange(B0, torch::TensorOptions().dtype(torch::kInt64).device(device))
                   .repeat_interleave(params.n);
   if (params.n > 1) {
@@ -275,7 +288,8 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   auto lengths_t = torch::zeros({N}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   // Active rows (indices into the N outputs) and their attention mask over cache positions.
   auto active = torch::arange(N, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  auto mask_buf = torch::cat({out_pmask, torch::ones({N, R}, out_pmask.options())}, 1);  // [a, P+R]
+  const auto cache_pmask = kept(out_pmask);
+  auto mask_buf = torch::cat({cache_pmask, torch::ones({N, R}, out_pmask.options())}, 1);  // [a, Pk+R]
   auto next_pos = out_ppos.narrow(1, P - 1, 1) + 1;                                      // [a,1]
   torch::Tensor eos;
   if (!params.eos_token_ids.empty())
@@ -287,7 +301,7 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   int64_t decode_steps = 0;
   // On CUDA the step is captured once as a graph and replayed (rollout/cuda_graph_decode.h).
   std::optional<CudaGraphDecode> graph;
-  if (R > 1 && !params.enforce_eager && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, out_pmask, next_pos);
+  if (R > 1 && !params.enforce_eager && cuda_graph_decode_applies(model, device)) graph.emplace(model, cache, cache_pmask, next_pos);
   // Otherwise, on the CPU, the decode step's weights packed in place for the broadcast kernel
   // (model/decode_kernels.h), from after the prefill to the end of this loop: nothing else reads the model meanwhile.
   std::optional<model::DecodeWeightPacking> packing;
@@ -325,7 +339,7 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
     if (graph) {
       logits = graph->step(active, tokens, t);
     } else {
-      auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, P + t + 1), next_pos, &cache);
+      auto step_hidden = model->hidden_states(tokens.unsqueeze(1), mask_buf.narrow(1, 0, Pk + t + 1), next_pos, &cache);
       logits = decode_step_logits(model, step_hidden.squeeze(1)).to(torch::kFloat32);
       next_pos = next_pos + 1;
     }

@@ -192,6 +192,35 @@ TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
   }
 }
 
+// Prompts padded to a wider max_prompt_length (five more columns of padding in every row) generate the same
+// responses and log-probs: the columns no prompt uses stay out of the prefill and the KV cache, and the outputs keep
+// the wider layout.
+TEST(Generator, SharedLeftPaddingChangesNothingButTheLayout) {
+  CausalLM m = generator_tiny_model(model::Arch::Qwen2, 5);
+  for (bool sample : {false, true}) {
+    SamplingParams p;
+    p.do_sample = sample;
+    p.n = 2;
+    p.max_response_length = 6;
+    p.pad_token_id = kGeneratorPad;
+    p.calculate_log_probs = true;
+    p.seed = 11;
+    auto [prompts, mask] = left_pad(kPrompts, kGeneratorPad);
+    auto [wide_prompts, wide_mask] = left_pad(kPrompts, kGeneratorPad, prompts.size(1) + 5);
+    const GenerationOutput tight = generate(m, prompts, mask, p);
+    const GenerationOutput wide = generate(m, wide_prompts, wide_mask, p);
+    EXPECT_TRUE(torch::equal(wide.responses, tight.responses)) << sample;
+    EXPECT_TRUE(torch::allclose(wide.rollout_log_probs, tight.rollout_log_probs, 0, 1e-6)) << sample;
+    EXPECT_EQ(wide.response_lengths, tight.response_lengths) << sample;
+    ASSERT_EQ(wide.prompts.size(1), prompts.size(1) + 5);
+    EXPECT_TRUE(torch::equal(wide.prompts.narrow(1, 5, prompts.size(1)), tight.prompts)) << sample;
+    EXPECT_TRUE(torch::all(wide.prompts.narrow(1, 0, 5) == kGeneratorPad).item<bool>()) << sample;
+    EXPECT_TRUE(torch::equal(wide.attention_mask.narrow(1, 5, tight.attention_mask.size(1)), tight.attention_mask));
+    EXPECT_EQ(wide.attention_mask.narrow(1, 0, 5).sum().item<int64_t>(), 0);
+    EXPECT_TRUE(torch::equal(wide.position_ids.narrow(1, 5, tight.position_ids.size(1)), tight.position_ids));
+  }
+}
+
 // rollout.max_num_seqs (vLLM's concurrent sequences): at most that many rows (prompts x n) decode at once. With n = 2
 // and max_num_seqs = 3, generate() runs passes of one prompt: greedy tokens equal the one-pass batch, and sampled
 // tokens equal generate_in_passes with one prompt per pass (its own draw order).
