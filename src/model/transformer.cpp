@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -11,6 +12,7 @@
 #include "verl/model/fused_log_probs.h"
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/model/lora.h"
+#include "verl/model/used_columns.h"
 #include "verl/parallel/tensor_parallel.h"
 #include "verl/parallel/ulysses.h"
 #include "verl/model/mixed_precision.h"
@@ -516,26 +518,14 @@ torch::Tensor response_window(const torch::Tensor& local, const CausalLM& model,
   return parallel::gather_sequence(local, 1, model->model->sequence_parallel.comm).narrow(1, L - R - 1, R);
 }
 
-// The columns [begin, end) of a [B, P+R] batch that remove_padding keeps: from the first column where some row
-// has a token to the last one, but at least [P-1, P+1) (the position that predicts the first response token, and
-// one response column) so that every rank still runs the forward and its collectives.
-struct KeptColumns {
-  int64_t begin = 0, end = 0;
-};
-KeptColumns kept_columns(const torch::Tensor& attention_mask, int64_t R) {
+// The columns [begin, end) of a [B, P+R] batch that remove_padding keeps: the used ones, but at least [P-1, P+1)
+// (the position that predicts the first response token, and one response column) so that every rank still runs
+// the forward and its collectives.
+ColumnRange kept_columns(const torch::Tensor& attention_mask, int64_t R) {
   const int64_t L = attention_mask.size(1), P = L - R;
   VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
-  const auto used = (attention_mask != 0).any(0).to(torch::kCPU).contiguous();  // [L]; one host sync per batch
-  const bool* u = used.data_ptr<bool>();
-  KeptColumns c{0, P + 1};
-  while (c.begin < P - 1 && !u[c.begin]) ++c.begin;
-  for (int64_t j = L - 1; j >= P + 1; --j) {
-    if (u[j]) {
-      c.end = j + 1;
-      break;
-    }
-  }
-  return c;
+  const ColumnRange used = used_columns(attention_mask);
+  return {std::min(used.begin, P - 1), std::max(used.end, P + 1)};
 }
 
 // A [B, r] output of the kept columns back to the response window [B, R]: 0 past column r and wherever the
@@ -592,7 +582,7 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
                                     with_entropy, with_sum_pi_squared);
   }
   const int64_t R = responses.size(1), P = input_ids.size(1) - R;
-  const KeptColumns c = kept_columns(attention_mask, R);
+  const ColumnRange c = kept_columns(attention_mask, R);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
   auto out = dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
                                       responses.narrow(1, 0, c.end - P), temperature, with_entropy,
@@ -609,7 +599,7 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
     return dense_response_values(model, input_ids, attention_mask, position_ids, response_length);
   }
   const int64_t P = input_ids.size(1) - response_length;
-  const KeptColumns c = kept_columns(attention_mask, response_length);
+  const ColumnRange c = kept_columns(attention_mask, response_length);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
   return widen_to_window(dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids),
                                                c.end - P),

@@ -12,6 +12,7 @@
 #include "verl/common/stopwatch.h"
 #include "verl/model/decode_kernels.h"
 #include "verl/model/tensor_parallel_model.h"
+#include "verl/model/used_columns.h"
 #include "verl/rollout/cuda_graph_decode.h"
 #include "verl/runtime/cuda_device.h"
 
@@ -234,15 +235,6 @@ GenerationOutput generate(model::CausalLM& model, const torch::Tensor& prompts, 
 }
 
 namespace {
-// How many leading columns of a left-padded prompt mask [B, P] are padding in every row.
-int64_t shared_left_padding(const torch::Tensor& prompt_mask) {
-  const auto used = (prompt_mask != 0).any(0).to(torch::kCPU).contiguous();
-  const bool* u = used.data_ptr<bool>();
-  int64_t lead = 0;
-  while (lead < used.size(0) && !u[lead]) ++lead;
-  return lead;
-}
-
 GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& prompts,
                                    const torch::Tensor& prompt_mask, const SamplingParams& params) {
   VERL_CHECK(prompts.dim() == 2 && prompt_mask.sizes() == prompts.sizes(), kComponent,
@@ -264,7 +256,7 @@ GenerationOutput generate_one_pass(model::CausalLM& model, const torch::Tensor& 
   auto gen = at::detail::createCPUGenerator(params.seed);
   // The columns that are padding in every prompt (verl pads them to data.max_prompt_length; vLLM never sees the
   // padding) are left out of the prefill and the KV cache: Pk columns from `lead`. The outputs keep width P.
-  const int64_t lead = shared_left_padding(pmask), Pk = P - lead;
+  const int64_t lead = model::used_columns(pmask).begin, Pk = P - lead;
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, lead, Pk); };
 
   Stopwatch prefill_watch;

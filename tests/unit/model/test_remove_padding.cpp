@@ -8,11 +8,13 @@
 #include <torch/torch.h>
 
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/tensor_compare.h"
 #include "support/tiny_model.h"
 #include "verl/model/transformer.h"
+#include "verl/model/used_columns.h"
 
 namespace verl::model {
 namespace {
@@ -58,6 +60,16 @@ ResponseLogProbs log_probs_of(CausalLM& m, const PaddedBatch& b, bool remove_pad
   m->remove_padding = remove_padding;
   return response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, /*entropy=*/true,
                             /*sum_pi_squared=*/true);
+}
+
+TEST(RemovePadding, UsedColumnsSpanTheFirstToTheLastColumnSomeRowUses) {
+  const auto range = [](const std::vector<int64_t>& row0, const std::vector<int64_t>& row1) {
+    const ColumnRange r = used_columns(torch::stack({torch::tensor(row0), torch::tensor(row1)}));
+    return std::pair{r.begin, r.end};
+  };
+  EXPECT_EQ(range({0, 0, 1, 1, 0}, {0, 1, 1, 0, 0}), (std::pair<int64_t, int64_t>{1, 4}));
+  EXPECT_EQ(range({1, 0, 0, 0, 1}, {0, 0, 0, 0, 0}), (std::pair<int64_t, int64_t>{0, 5}));  // a gap stays
+  EXPECT_EQ(range({0, 0, 0}, {0, 0, 0}), (std::pair<int64_t, int64_t>{3, 0}));
 }
 
 TEST(RemovePadding, LogProbsEqualTheDensePassAndAreZeroAtPadding) {
