@@ -60,6 +60,20 @@ void union_tensors(DataProto& batch, const DataProto& output) {
   batch.union_with(tensors);
 }
 
+// Ends response i after lengths[i] tokens, as an EOS there would (the rollout's right padding after it): the
+// responses and input ids hold pad_id past it, the attention and response masks 0.
+void end_responses(DataProto& batch, const std::vector<int64_t>& lengths, int64_t prompt_length, int64_t pad_id) {
+  auto& b = batch.batch;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const auto row = static_cast<int64_t>(i);
+    const int64_t R = b.at("responses").size(1), cut = R - lengths[i];
+    b.at("responses")[row].narrow(0, lengths[i], cut).fill_(pad_id);
+    b.at("response_mask")[row].narrow(0, lengths[i], cut).zero_();
+    b.at("input_ids")[row].narrow(0, prompt_length + lengths[i], cut).fill_(pad_id);
+    b.at("attention_mask")[row].narrow(0, prompt_length + lengths[i], cut).zero_();
+  }
+}
+
 template <typename Fn>
 PpoPhase timed(const std::string& name, double tokens, double flops, const torch::Device& device, Fn&& fn) {
   VERL_LOG(Info, kComponent) << "phase " << name;
@@ -85,6 +99,8 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
              "--prompt-length must be positive and --response-length at least 2");
   VERL_CHECK(o.prompt_tokens >= 0 && o.prompt_tokens <= o.prompt_length, kComponent, "--prompt-tokens (",
              o.prompt_tokens, ") must be in [0, --prompt-length ", o.prompt_length, "]");
+  VERL_CHECK(o.response_tokens >= 0 && o.response_tokens <= o.response_length, kComponent, "--response-tokens (",
+             o.response_tokens, ") must be in [0, --response-length ", o.response_length, "]");
   VERL_CHECK(o.micro_batch_size > 0, kComponent, "--micro-batch-size must be positive");
   VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kComponent, "--micro-batch-size (", o.micro_batch_size,
              ") must divide batch size x n (", o.batch_size * o.n, ")");
@@ -156,6 +172,14 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   DataProto prompts = DataProto::from_dict(
       {{"input_ids", ids}, {"attention_mask", mask}, {"position_ids", model::position_ids_from_mask(mask)}});
   prompts = prompts.repeat(o.n, /*interleave=*/true);
+  // The length each of the N responses keeps (--response-tokens), drawn once so every step trains the same shape.
+  std::vector<int64_t> response_lengths(static_cast<size_t>(N), R);
+  if (o.response_tokens > 0) {
+    const int64_t shortest = (o.response_tokens + 1) / 2;
+    for (auto& r : response_lengths) {
+      r = torch::randint(shortest, o.response_tokens + 1, {1}, gen, torch::kInt64).item<int64_t>();
+    }
+  }
   prompts.meta_info = {{"eos_token_id", c.eos_token_ids.empty() ? 0 : c.eos_token_ids[0]},
                        {"pad_token_id", c.pad_token_id.value_or(0)},
                        {"do_sample", true},
@@ -177,13 +201,14 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
   result.roofline = measure_roofline(roofline);
   if (device.is_cuda()) runtime::cuda_reset_memory_peak(device.index());
 
-  // The work of each pass over the prompts' real tokens (n rows per prompt).
+  // The work of each pass over the real tokens (row i: prompt i / n, its response as kept).
   double full_tokens = 0, forward = 0, value_forward = 0, generation = 0;
-  for (const int64_t p : prompt_lengths) {
-    full_tokens += static_cast<double>(o.n * (p + R));
-    forward += sequence_forward_flops(c, o.n, p, R, /*lm_head=*/true);
-    value_forward += sequence_forward_flops(c, o.n, p, R, /*lm_head=*/false);
-    generation += prefill_flops(c, o.n, p) + decode_flops(c, o.n, p, R - 1);
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t p = prompt_lengths[static_cast<size_t>(i / o.n)], r = response_lengths[static_cast<size_t>(i)];
+    full_tokens += static_cast<double>(p + r);
+    forward += sequence_forward_flops(c, 1, p, r, /*lm_head=*/true);
+    value_forward += sequence_forward_flops(c, 1, p, r, /*lm_head=*/false);
+    generation += prefill_flops(c, 1, p) + decode_flops(c, 1, p, R - 1);
   }
   // One step in verl's order. On a GPU the first step pays one-time costs (cuBLAS handles and workspaces,
   // the autograd engine's device thread, allocator growth): an untimed step runs first there.
@@ -193,6 +218,7 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
                            [&] { batch = actor.generate_sequences(prompts); }));
     VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
                 "responses did not all run to full length");
+    if (o.response_tokens > 0) end_responses(batch, response_lengths, P, c.pad_token_id.value_or(0));
     batch.meta_info = {{"temperature", 1.0}};
     phases.push_back(timed("old_log_prob", full_tokens, forward, device, [&] {
       DataProto out = actor.compute_log_prob(batch);
@@ -307,6 +333,7 @@ nlohmann::json to_json(const PpoBenchResult& r) {
           {"prompt_length", o.prompt_length},
           {"prompt_tokens", o.prompt_tokens},
           {"response_length", o.response_length},
+          {"response_tokens", o.response_tokens},
           {"micro_batch_size", o.micro_batch_size},
           {"gradient_checkpointing", o.gradient_checkpointing},
           {"device", r.roofline.device},
@@ -341,11 +368,14 @@ std::string format_ppo_bench(const PpoBenchResult& r) {
   const auto& o = r.options;
   out << (o.model_dir.empty() ? o.model : o.model_dir) << " (" << format_si(r.params, "") << " params), "
       << o.batch_size << " prompts x n " << o.n << ", prompt " << o.prompt_length
-      << (o.prompt_tokens > 0 ? " (" + std::to_string((o.prompt_tokens + 1) / 2) + "-" + std::to_string(o.prompt_tokens) +
-                                    " real tokens, left-padded)"
+      << (o.prompt_tokens > 0 ? " (" + std::to_string((o.prompt_tokens + 1) / 2) + "-" +
+                                    std::to_string(o.prompt_tokens) + " real tokens, left-padded)"
                               : std::string())
-      << " + response "
-      << o.response_length << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
+      << " + response " << o.response_length
+      << (o.response_tokens > 0 ? " (" + std::to_string((o.response_tokens + 1) / 2) + "-" +
+                                      std::to_string(o.response_tokens) + " real tokens, right-padded)"
+                                : std::string())
+      << " tokens, micro batch " << o.micro_batch_size << ", gradient checkpointing "
       << (o.gradient_checkpointing ? "on" : "off") << ", " << r.compute_dtype << " compute (fp32 masters) on "
       << r.roofline.device << ", roles " << join(r.roles, " + ");
   if (r.peak_memory_bytes > 0) out << ", peak GPU memory " << format_si(static_cast<double>(r.peak_memory_bytes), "B");

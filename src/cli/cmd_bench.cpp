@@ -22,7 +22,8 @@ const char* const kBenchUsage =
     "                           [--lora-rank 0] [--lora-alpha 16] [--lora-modes off,merged,side]\n"
     "                           [--quick] [ROOFLINE OPTIONS] [--json FILE]\n"
     "       verl bench ppo [--model NAME|--model-dir DIR] [--batch-size 16] [--n 4] [--prompt-length 64]\n"
-    "                      [--prompt-tokens 0] [--response-length 64] [--micro-batch-size 16]\n"
+    "                      [--prompt-tokens 0] [--response-length 64] [--response-tokens 0]\n"
+    "                      [--micro-batch-size 16]\n"
     "                      [--gradient-checkpointing] [--seed S]\n"
     "                      [--repeats 1] [--quick] [ROOFLINE OPTIONS] [--json FILE] [key=value ...]\n"
     "\n"
@@ -37,7 +38,9 @@ const char* const kBenchUsage =
     "          verl config overrides (key=value) are applied last. --repeats N > 1: an untimed warm-up step,\n"
     "          then N timed steps; the table shows the fastest, the JSON every step's phase times.\n"
     "          --prompt-tokens K: prompts of K/2..K real tokens left-padded to --prompt-length (a dataset's\n"
-    "          batch; tokens and FLOPs count the real tokens).\n"
+    "          batch; tokens and FLOPs count the real tokens). --response-tokens K: each response, generated to\n"
+    "          full length, then ends after K/2..K tokens as an EOS would end it (random weights never sample\n"
+    "          one), the rest masked, before the training passes.\n"
     "\n"
     "ROOFLINE OPTIONS: --gemm-sizes 256,512,1024,2048  --stream-mib 128 (per array)  --roofline-seconds 0.6\n"
     "                  (per point, split into 5 windows; the best window counts)\n"
@@ -203,8 +206,9 @@ int run_ppo(const Args& args) {
     if (a == "--model") model = value();
     else if (a == "--model-dir") o.model_dir = value();
     else if (a == "--batch-size" || a == "--n" || a == "--prompt-length" || a == "--prompt-tokens" ||
-             a == "--response-length" ||
-             a == "--micro-batch-size" || a == "--seed" || a == "--repeats") ints[a] = parse_int_option(a, value());
+             a == "--response-length" || a == "--response-tokens" || a == "--micro-batch-size" || a == "--seed" ||
+             a == "--repeats")
+      ints[a] = parse_int_option(a, value());
     else if (a == "--gradient-checkpointing") o.gradient_checkpointing = true;
     else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) o.overrides.push_back(a);
     else return usage_error("unknown option '" + a + "' for verl bench ppo");
@@ -224,6 +228,7 @@ int run_ppo(const Args& args) {
   if (ints.count("--prompt-length")) o.prompt_length = ints["--prompt-length"];
   if (ints.count("--prompt-tokens")) o.prompt_tokens = ints["--prompt-tokens"];
   if (ints.count("--response-length")) o.response_length = ints["--response-length"];
+  if (ints.count("--response-tokens")) o.response_tokens = ints["--response-tokens"];
   if (ints.count("--micro-batch-size")) o.micro_batch_size = ints["--micro-batch-size"];
   if (ints.count("--seed")) o.seed = static_cast<uint64_t>(ints["--seed"]);
   if (ints.count("--repeats")) o.repeats = static_cast<int>(ints["--repeats"]);

@@ -58,9 +58,11 @@ std::vector<torch::Tensor> trained(const std::vector<torch::Tensor>& params) {
 // outside the shard) get their gradients accumulated into their .grad, as autograd would.
 struct FullyShardedModel::LayerFunction : public torch::autograd::Function<LayerFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& cos,
-                               const torch::Tensor& sin, const torch::Tensor& mask_bias, const torch::Tensor& shard,
-                               FullyShardedModel* self, int64_t layer) {
+                               const torch::Tensor& sin, const torch::Tensor& mask_bias, const torch::Tensor* packed,
+                               const torch::Tensor& shard, FullyShardedModel* self, int64_t layer) {
     (void)shard;  // an input only so that autograd routes the layer's gradient to it
+    // By pointer, not a tensor input: autograd cannot take an undefined tensor (a padded forward's) as one.
+    if (packed->defined()) ctx->saved_data["packed"] = *packed;
     ctx->saved_data["self"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(self));
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["h_requires_grad"] = h.requires_grad();
@@ -68,7 +70,7 @@ struct FullyShardedModel::LayerFunction : public torch::autograd::Function<Layer
     const size_t unit = static_cast<size_t>(layer) + 1;
     self->gather(unit);
     torch::Tensor out = self->module_->model->layer_list[static_cast<size_t>(layer)]->forward(h, cos, sin, mask_bias,
-                                                                                            nullptr, layer);
+                                                                                              nullptr, layer, *packed);
     self->release(unit);
     return out;
   }
@@ -85,8 +87,10 @@ struct FullyShardedModel::LayerFunction : public torch::autograd::Function<Layer
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
-      out = self->module_->model->layer_list[static_cast<size_t>(layer)]->forward(h, saved[1], saved[2], saved[3],
-                                                                                  nullptr, layer);
+      const auto packed = ctx->saved_data.find("packed");
+      out = self->module_->model->layer_list[static_cast<size_t>(layer)]->forward(
+          h, saved[1], saved[2], saved[3], nullptr, layer,
+          packed == ctx->saved_data.end() ? torch::Tensor() : packed->second.toTensor());
     }
     const Unit& u = self->units_[unit];
     const bool shard_trains = self->shards_[unit].requires_grad();
@@ -118,8 +122,9 @@ struct FullyShardedModel::LayerFunction : public torch::autograd::Function<Layer
       shard_grad = self->reduce_gradients(unit, grads);
     }
     self->release(unit);
-    // One gradient per forward argument: h, cos, sin, mask_bias, shard, self, layer.
-    return {h_grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), shard_grad, torch::Tensor(), torch::Tensor()};
+    // One gradient per forward argument: h, cos, sin, mask_bias, packed, shard, self, layer.
+    return {h_grad,          torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), shard_grad,      torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -169,8 +174,9 @@ FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::
     for (auto& p : unit.params) p.set_data(torch::empty({0}, p.options()));
   }
   module_->model->layer_runner = [this](size_t layer, const torch::Tensor& h, const torch::Tensor& cos,
-                                        const torch::Tensor& sin, const torch::Tensor& mask_bias) {
-    return run_layer(layer, h, cos, sin, mask_bias);
+                                        const torch::Tensor& sin, const torch::Tensor& mask_bias,
+                                        const torch::Tensor& packed) {
+    return run_layer(layer, h, cos, sin, mask_bias, packed);
   };
 }
 
@@ -224,18 +230,19 @@ torch::Tensor FullyShardedModel::reduce_gradients(size_t u, const std::vector<to
 }
 
 torch::Tensor FullyShardedModel::run_layer(size_t layer, const torch::Tensor& h, const torch::Tensor& cos,
-                                           const torch::Tensor& sin, const torch::Tensor& mask_bias) {
+                                           const torch::Tensor& sin, const torch::Tensor& mask_bias,
+                                           const torch::Tensor& packed) {
   const size_t u = layer + 1;
   if (torch::GradMode::is_enabled() && (shards_[u].requires_grad() || !trained(units_[u].adapters).empty())) {
     // A frozen base under LoRA: the shard takes no gradient and the embeddings' output none either, so autograd
     // would not record the layer at all; a leaf that asks for a gradient (it receives none) makes it record the
     // layer, whose backward gives the adapters theirs.
     const torch::Tensor anchor = shards_[u].requires_grad() ? shards_[u] : torch::zeros({}).set_requires_grad(true);
-    return LayerFunction::apply(h, cos, sin, mask_bias, anchor, this, static_cast<int64_t>(layer));
+    return LayerFunction::apply(h, cos, sin, mask_bias, &packed, anchor, this, static_cast<int64_t>(layer));
   }
   gather(u);
-  torch::Tensor out = module_->model->layer_list[layer]->forward(h, cos, sin, mask_bias, nullptr,
-                                                                 static_cast<int64_t>(layer));
+  torch::Tensor out =
+      module_->model->layer_list[layer]->forward(h, cos, sin, mask_bias, nullptr, static_cast<int64_t>(layer), packed);
   release(u);
   return out;
 }

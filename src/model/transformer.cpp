@@ -81,7 +81,13 @@ torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, 
 }  // namespace
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                     const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
+                                     const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
+                                     const torch::Tensor& packed) {
+  if (packed.defined()) {
+    VERL_ASSERT(cache == nullptr && !sequence_parallel.active(), kComponent,
+                "a packed attention runs without a cache and without Ulysses");
+    return forward_packed(x, cos, sin, mask_bias, packed);
+  }
   const int64_t B = x.size(0), T_local = x.size(1);
   const auto xin = column_input(x, tp);
   auto q = lora_linear(q_proj, xin, lora.get(), tp).view({B, T_local, num_heads, head_dim});
@@ -138,7 +144,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     keys = cache->k[layer].narrow(2, 0, start + T);
     vals = cache->v[layer].narrow(2, 0, start + T);
   }
-  const int64_t S = keys.size(2);
   // Grouped heads without repeating K/V: head h uses kv head h / groups.
   auto qg = q.reshape({B, kv_heads, groups * T, head_dim});
   if (T == 1 && cache != nullptr && !cache->write_index.defined() && decode_attention_applies(qg, keys)) {
@@ -146,13 +151,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     auto out = decode_attention(qg, keys, vals, mask_bias, scaling);  // [B,Hkv,g,D]
     return row_output(o_proj, out.reshape({B, 1, num_heads * head_dim}), tp, lora.get());
   }
+  return output(attend(q, keys, vals, mask_bias));
+}
+
+torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
+                                    const torch::Tensor& mask_bias) const {
+  const int64_t B = q.size(0), heads = q.size(1), T = q.size(2), kv_heads = keys.size(1), S = keys.size(2);
+  const int64_t groups = heads / kv_heads;
   // fp64 (a reference dtype of the tests) stays eager: LibTorch 2.11's CPU SDPA backward gives fp64 gradients
   // only to ~3e-8 relative (measured on Qwen3 head size 16), fp32's precision, not fp64's.
   if (kernel == AttentionKernel::Sdpa && q.scalar_type() != torch::kFloat64) {
     // The same additive mask as the eager path, so fully masked rows (left padding) come out the same.
-    return output(at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
-                                                   /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1));
+    return at::scaled_dot_product_attention(q, keys, vals, mask_bias.view({B, 1, T, S}), /*dropout_p=*/0.0,
+                                            /*is_causal=*/false, scaling, /*enable_gqa=*/groups > 1);
   }
+  auto qg = q.reshape({B, kv_heads, groups * T, head_dim});
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scaling;  // [B,Hkv,g*T,S]
   scores = scores.view({B, kv_heads, groups, T, S}) + mask_bias;
   // Softmax in at least fp32 (HF upcasts half precision); fp64 stays fp64, where the fp64 mask minimum would
@@ -160,7 +173,36 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const auto softmax_dtype = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto probs = torch::softmax(scores, -1, softmax_dtype).to(q.scalar_type());
   auto out = torch::matmul(probs.view({B, kv_heads, groups * T, S}), vals);  // [B,Hkv,g*T,D]
-  return output(out.view({B, heads, T, head_dim}));
+  return out.view({B, heads, T, head_dim});
+}
+
+torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                            const torch::Tensor& mask_bias, const torch::Tensor& packed) {
+  const int64_t N = x.size(1), B = mask_bias.size(0), T = mask_bias.size(3);
+  VERL_ASSERT(x.size(0) == 1 && packed.size(0) == N, kComponent, "packed attention: x ", x.sizes(), " for ",
+              packed.size(0), " packed positions");
+  const auto xin = column_input(x, tp);
+  auto q = lora_linear(q_proj, xin, lora.get(), tp).view({N, num_heads, head_dim});
+  auto k = lora_linear(k_proj, xin, lora.get(), tp).view({N, num_kv_heads, head_dim});
+  auto v = lora_linear(v_proj, xin, lora.get(), tp).view({N, num_kv_heads, head_dim});
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  const auto c = cos.view({N, 1, head_dim}), s = sin.view({N, 1, head_dim});
+  q = q * c + rotate_half(q) * s;
+  k = k * c + rotate_half(k) * s;
+  // Each row's tokens back at their columns for one masked attention call (the padding slots hold zeros, which
+  // the mask keeps out of every real token's attention); only the real tokens' outputs are gathered.
+  const auto padded = [&](const torch::Tensor& t) {
+    return torch::zeros({B * T, t.size(1), head_dim}, t.options())
+        .index_copy(0, packed, t)
+        .view({B, T, t.size(1), head_dim})
+        .transpose(1, 2);
+  };
+  const auto attended = attend(padded(q), padded(k), padded(v), mask_bias);  // [B,heads,T,D]
+  const auto out = attended.transpose(1, 2).reshape({B * T, num_heads * head_dim}).index_select(0, packed);
+  return row_output(o_proj, out.view({1, N, num_heads * head_dim}), tp, lora.get());
 }
 
 MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
@@ -256,7 +298,8 @@ std::vector<torch::Tensor> fused_decode_weights(CausalLM& model, const KVCache& 
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer) {
+                                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
+                                        const torch::Tensor& packed) {
   if (fused_decode_applies(*this, x, cache)) {
     return fused_decode_layer(*this, x, cos, sin, mask_bias, *cache, layer);
   }
@@ -264,7 +307,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
     VERL_ASSERT(!packed_for_decode(w), kComponent, "layer ", layer, ": the general forward would read weights packed "
                 "for the decode step (a prefill or unfused step inside a DecodeWeightPacking scope)");
   }
-  auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer);
+  auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer, packed);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
 
@@ -287,6 +330,36 @@ torch::Tensor rope_inv_freq(const HFConfig& c) {
   }
   return inv_freq.to(torch::kFloat32);
 }
+
+namespace {
+
+// Rotary cos / sin [.., head_dim] of `positions` [..], computed in fp32 and cast to `dtype` (HF computes them with
+// autocast disabled). Moves inv_freq to the positions' device once.
+std::pair<torch::Tensor, torch::Tensor> rotary(torch::Tensor& inv_freq, const torch::Tensor& positions,
+                                               torch::ScalarType dtype) {
+  if (inv_freq.device() != positions.device()) inv_freq = inv_freq.to(positions.device());
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
+  auto emb = torch::cat({freqs, freqs}, -1);
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+// The causal + padding mask as an additive bias [B,1,1,T,S] for T new tokens after `past` cached ones
+// (attention_mask [B,S], S = past + T, on the model's device).
+torch::Tensor attention_bias(const torch::Tensor& attention_mask, int64_t past, torch::ScalarType dtype) {
+  const auto device = attention_mask.device();
+  const int64_t B = attention_mask.size(0), S = attention_mask.size(1), T = S - past;
+  auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});      // [1,T,S]
+  auto allowed = causal.logical_and(attention_mask.view({B, 1, S}) != 0);  // [B,T,S]
+  // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
+  const double min_value = masked_bias_value(compute_dtype(device, dtype));
+  return torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
+      .masked_fill(allowed.logical_not(), min_value)
+      .view({B, 1, 1, T, S});
+}
+
+}  // namespace
 
 DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_) : config(c), tp(std::move(tp_)) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
@@ -319,32 +392,42 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   // embedding_rows: the table may be packed for the decode step (tied to the LM head).
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
                        : embedding_rows(embed_tokens->weight, ids.to(device));
+  const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype);
+  const auto mask_bias = attention_bias(attention_mask.to(device), past, dtype);
+  return run_layers(h, cos, sin, mask_bias, cache, torch::Tensor());
+}
 
-  // Rotary embeddings in fp32, then cast (HF computes them with autocast disabled).
-  if (inv_freq.device() != device) inv_freq = inv_freq.to(device);
-  auto freqs = positions.to(device).to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
-  auto emb = torch::cat({freqs, freqs}, -1);
-  auto cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                          const torch::Tensor& position_ids, const PackedTokens& packing) {
+  VERL_CHECK(
+      input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes() && position_ids.sizes() == input_ids.sizes(),
+      kComponent, "input_ids, attention_mask and position_ids must be the same [batch, seq], got ", input_ids.sizes(),
+      ", ", attention_mask.sizes(), ", ", position_ids.sizes());
+  VERL_ASSERT(packing.rows == input_ids.size(0) && packing.width == input_ids.size(1), kComponent,
+              "the packing is of a [", packing.rows, ", ", packing.width, "] batch, input_ids is ", input_ids.sizes());
+  VERL_ASSERT(!sequence_parallel.active(), kComponent, "a packed forward does not split the sequence (Ulysses)");
+  const auto device = embed_tokens->weight.device();
+  const auto dtype = embed_tokens->weight.scalar_type();
+  const auto ids = packing.pack(input_ids.to(device)).unsqueeze(0);  // [1,N]
+  auto h = tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm)
+                       : embedding_rows(embed_tokens->weight, ids);
+  const auto [cos, sin] = rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype);
+  const auto mask_bias = attention_bias(attention_mask.to(device), 0, dtype);
+  return run_layers(h, cos, sin, mask_bias, nullptr, packing.positions.to(device)).squeeze(0);
+}
 
-  // Causal + padding mask as an additive bias [B,1,1,T,S].
-  auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});             // [1,T,S]
-  auto allowed = causal.logical_and(attention_mask.to(device).view({B, 1, S}) != 0);  // [B,T,S]
-  // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
-  const double min_value = masked_bias_value(compute_dtype(device, dtype));
-  auto mask_bias = torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
-                       .masked_fill(allowed.logical_not(), min_value)
-                       .view({B, 1, 1, T, S});
+torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                                      const torch::Tensor& mask_bias, KVCache* cache, const torch::Tensor& packed) {
   const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layer_list.size(); ++i) {
     if (layer_runner && cache == nullptr) {
-      h = layer_runner(i, h, cos, sin, mask_bias);
+      h = layer_runner(i, h, cos, sin, mask_bias, packed);
     } else {
-      h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias)
-                     : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i));
+      h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias, packed)
+                     : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i), packed);
     }
   }
+  const int64_t B = h.size(0), T = h.size(1);
   if (cache) cache->length += T;
   if (cache && T == 1 && decode_kernels_apply(h) && norm->weight.scalar_type() == torch::kFloat32) {
     return rms_norm_rows(h.reshape({B, -1}), norm->weight, norm->eps).view(h.sizes());
@@ -395,9 +478,7 @@ torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const
   const int64_t B = tokens.size(0), S = bias.size(1);
   const auto dtype = embed_tokens->weight.scalar_type();
   auto h = embed_tokens->forward(tokens);
-  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
-  auto emb = torch::cat({freqs, freqs}, -1);
-  auto cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+  const auto [cos, sin] = rotary(inv_freq, positions, dtype);
   const auto mask_bias = bias.view({B, 1, 1, 1, S});
   for (size_t i = 0; i < layer_list.size(); ++i) {
     h = layer_list[i]->forward(h, cos, sin, mask_bias, &cache, static_cast<int64_t>(i));
@@ -571,6 +652,32 @@ torch::Tensor dense_response_values(CausalLM& model, const torch::Tensor& input_
   return model->values(hidden).to(torch::kFloat32);
 }
 
+// The packed layout of a response pass's (kept) batch, or std::nullopt where it runs unpacked: under Ulysses (each
+// rank holds a slice of whole rows) and where pack_responses declines.
+std::optional<PackedResponses> response_packing(CausalLM& model, const torch::Tensor& attention_mask, int64_t R) {
+  if (model->model->sequence_parallel.active()) return std::nullopt;
+  return pack_responses(attention_mask, R, model->model->embed_tokens->weight.device());
+}
+
+// The packed trunk's hidden state before each real response token [M, H].
+torch::Tensor predictor_hidden(CausalLM& model, const PackedResponses& packing, const torch::Tensor& input_ids,
+                               const torch::Tensor& attention_mask, const torch::Tensor& position_ids) {
+  const auto hidden = model->model->forward_packed(input_ids, attention_mask, position_ids, packing.tokens);
+  return hidden.index_select(0, packing.predictors.to(hidden.device()));
+}
+
+ResponseLogProbs packed_response_log_probs(CausalLM& model, const PackedResponses& packing,
+                                           const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                           const torch::Tensor& position_ids, const torch::Tensor& responses,
+                                           double temperature, bool with_entropy, bool with_sum_pi_squared) {
+  const auto hidden = predictor_hidden(model, packing, input_ids, attention_mask, position_ids);
+  const auto labels = responses.reshape({-1}).index_select(0, packing.window.to(responses.device()));
+  const auto local = log_probs_at(model, hidden.unsqueeze(0), labels.unsqueeze(0), temperature, with_entropy,
+                                  with_sum_pi_squared);  // [1, M]
+  const auto to_window = [&](const torch::Tensor& t) { return t.defined() ? packing.to_window(t.squeeze(0)) : t; };
+  return {to_window(local.log_probs), to_window(local.entropy), to_window(local.sum_pi_squared)};
+}
+
 }  // namespace
 
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
@@ -584,9 +691,13 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   const int64_t R = responses.size(1), P = input_ids.size(1) - R;
   const ColumnRange c = kept_columns(attention_mask, R);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
-  auto out = dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
-                                      responses.narrow(1, 0, c.end - P), temperature, with_entropy,
-                                      with_sum_pi_squared);
+  const auto kept_responses = responses.narrow(1, 0, c.end - P);
+  const auto packing = response_packing(model, kept(attention_mask), c.end - P);
+  auto out = packing
+                 ? packed_response_log_probs(model, *packing, kept(input_ids), kept(attention_mask), kept(position_ids),
+                                             kept_responses, temperature, with_entropy, with_sum_pi_squared)
+                 : dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
+                                            kept_responses, temperature, with_entropy, with_sum_pi_squared);
   out.log_probs = widen_to_window(out.log_probs, attention_mask, R);
   out.entropy = widen_to_window(out.entropy, attention_mask, R);
   out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R);
@@ -601,9 +712,14 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
   const int64_t P = input_ids.size(1) - response_length;
   const ColumnRange c = kept_columns(attention_mask, response_length);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
-  return widen_to_window(dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids),
-                                               c.end - P),
-                         attention_mask, response_length);
+  torch::Tensor values;
+  if (const auto packing = response_packing(model, kept(attention_mask), c.end - P)) {
+    const auto hidden = predictor_hidden(model, *packing, kept(input_ids), kept(attention_mask), kept(position_ids));
+    values = packing->to_window(model->values(hidden).to(torch::kFloat32));
+  } else {
+    values = dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids), c.end - P);
+  }
+  return widen_to_window(values, attention_mask, response_length);
 }
 
 torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

@@ -3,7 +3,8 @@
 // compute_values -> GAE on the controller -> update_critic -> update_actor. Random weights of a preset shape
 // (written to a temporary HF folder, as the workers load from a path) or a given model folder; random prompts
 // of full length (or, with prompt_tokens, of a drawn length left-padded as verl pads to data.max_prompt_length)
-// and responses to full length (ignore_eos).
+// and responses generated to full length (ignore_eos; with response_tokens, each then ended at a drawn length as
+// an EOS would end it, the padding after it masked, before the log-prob, value and update passes).
 // Per phase: wall and CPU time, tokens/s (attention-mask tokens; generated tokens for generation) and MFU
 // = model FLOPs / wall / the GEMM peak measured in this process just before the step (bench/model_flops.h
 // says what is counted). Tokens and FLOPs count the prompts' real tokens only: padding is not work.
@@ -28,6 +29,10 @@ struct PpoBenchOptions {
   // to prompt_length, the shape of a real dataset's batch; 0: every prompt fills prompt_length.
   int64_t prompt_tokens = 0;
   int64_t response_length = 64;
+  // > 0: after generation, response i keeps a length drawn uniformly from [ceil(response_tokens / 2),
+  // response_tokens] (seeded) and is right-padded to response_length, the ragged responses of a real run (random
+  // weights never sample EOS); 0: every response fills response_length.
+  int64_t response_tokens = 0;
   int64_t micro_batch_size = 16;    // per-device micro batch of every log-prob / value / update pass
   bool gradient_checkpointing = false;
   uint64_t seed = 0;

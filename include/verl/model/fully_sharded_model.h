@@ -104,7 +104,7 @@ class FullyShardedModel {
   // Mean over the group (then over the replicas) of this rank's part of the unit's gradients (undefined: zeros).
   torch::Tensor reduce_gradients(size_t unit, const std::vector<torch::Tensor>& grads);
   torch::Tensor run_layer(size_t layer, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                          const torch::Tensor& mask_bias);
+                          const torch::Tensor& mask_bias, const torch::Tensor& packed);
   int64_t shard_size(const Unit& unit) const;
 
   CausalLM module_;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "verl/model/hf_config.h"
+#include "verl/model/packed_tokens.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::model {
@@ -87,8 +88,11 @@ struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const HFConfig& config, TensorParallelGroup tp = {});
   // x [B,T,H]; cos/sin [B,T,head_dim]; mask_bias [B,1,1,T,S] additive. With a cache, the new keys go to
   // cache positions [cache->length, cache->length + T) of layer `layer` and attention covers [0, length + T).
+  // `packed` defined (model/packed_tokens.h, no cache): x [1,N,H] and cos/sin [1,N,head_dim] hold N real tokens,
+  // `packed` [N] their flat positions b*T+t in mask_bias's [B,T] layout; the output is [1,N,H] too.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
+                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
+                        const torch::Tensor& packed = {});
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
   int64_t num_heads, num_kv_heads, head_dim;  // heads held by this rank (all of them without TP)
@@ -100,6 +104,13 @@ struct AttentionImpl : torch::nn::Module {
   // sequence of num_heads / sp heads around the attention (KV heads repeated first when fewer than sp), mask_bias
   // covers the whole sequence.
   SequenceParallelGroup sequence_parallel;
+
+ private:
+  // q [B,heads,T,D] over keys / vals [B,kv_heads,S,D] under mask_bias: SDPA, or the eager reference.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& vals,
+                       const torch::Tensor& mask_bias) const;
+  torch::Tensor forward_packed(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const torch::Tensor& mask_bias, const torch::Tensor& packed);
 };
 TORCH_MODULE(Attention);
 
@@ -114,8 +125,10 @@ TORCH_MODULE(MLP);
 
 struct DecoderLayerImpl : torch::nn::Module {
   explicit DecoderLayerImpl(const HFConfig& config, TensorParallelGroup tp = {});
+  // `packed`: as AttentionImpl::forward's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer);
+                        const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
+                        const torch::Tensor& packed = {});
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -129,6 +142,11 @@ struct DecoderImpl : torch::nn::Module {
   // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& position_ids, KVCache* cache = nullptr);
+  // The same forward without a cache over only the real tokens (use_remove_padding; packing from pack_tokens or
+  // pack_responses of attention_mask): input_ids, attention_mask, position_ids [B,T] as forward's; returns the
+  // final-normed hidden states of the N real tokens [N,hidden], in packing.positions' order. Not with Ulysses.
+  torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                               const torch::Tensor& position_ids, const PackedTokens& packing);
   // One decode step with every shape fixed, so that it can be captured as a CUDA graph and replayed: tokens
   // [B,1] and positions [B,1]; bias [B,capacity] the additive attention mask over the whole cache (0 where a
   // row may attend, the dtype's lowest elsewhere); writes K/V at cache->write_index. No host synchronisation,
@@ -146,14 +164,19 @@ struct DecoderImpl : torch::nn::Module {
   // forward and recomputed in backward (model/gradient_checkpointing.h). Same gradients, less memory.
   bool gradient_checkpointing = false;
   // ZeRO-3 (model/fully_sharded_model.h): when set, runs layer i of a forward without a cache in place of the
-  // plain or checkpointed call, gathering the layer's sharded parameters around it.
+  // plain or checkpointed call, gathering the layer's sharded parameters around it. `packed` as the layer's.
   std::function<torch::Tensor(size_t layer, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                              const torch::Tensor& mask_bias)>
+                              const torch::Tensor& mask_bias, const torch::Tensor& packed)>
       layer_runner;
   // Active: a forward without a cache takes the whole sequence (its length a multiple of the group size), runs
   // this rank's 1/sp of it (global position ids, so rotary embeddings are those of the whole sequence) and returns
   // this rank's part of the hidden states [B, T/sp, hidden].
   SequenceParallelGroup sequence_parallel;
+
+ private:
+  // The layers, then the final norm; `packed` as the layer's.
+  torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                           const torch::Tensor& mask_bias, KVCache* cache, const torch::Tensor& packed);
 };
 TORCH_MODULE(Decoder);
 
@@ -186,10 +209,12 @@ struct CausalLMImpl : torch::nn::Module {
   HFConfig config;
   HeadKind head;
   TensorParallelGroup tp;
-  // verl's use_remove_padding for response_log_probs / response_values: they run the trunk only over the columns
+  // verl's use_remove_padding for response_log_probs / response_values. They run the trunk only over the columns
   // that hold a token in some row of their batch (the prompts' shared left padding and the responses' shared
-  // right padding are skipped), and return 0 at every padding position of the response window, as verl's
-  // unpadded forward does. The valid positions get the same numbers up to rounding.
+  // right padding are skipped), packed (model/packed_tokens.h): projections, MLPs and the LM / value head compute
+  // only the real tokens, attention their rows' columns. They return 0 at every padding position of the response
+  // window, as verl's unpadded forward does; the valid positions get the same numbers up to rounding. Under Ulysses,
+  // with no response token in the batch, or with a hole in a row's mask, the kept columns run unpacked.
   bool remove_padding = false;
 };
 TORCH_MODULE(CausalLM);
@@ -225,7 +250,7 @@ struct ResponseLogProbs {
 };
 // verl's log-prob pass: runs the trunk over input_ids [B,P+R], applies the LM head only at positions
 // [P-1, P+R-1) (the ones that predict responses [B,R]), divides by temperature, returns fp32 log-probs.
-// With model->remove_padding, only over the columns some row uses (see there).
+// With model->remove_padding, only over the real tokens (see there).
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     const torch::Tensor& responses, double temperature, bool with_entropy,

@@ -1,8 +1,9 @@
 // use_remove_padding (CausalLMImpl::remove_padding): the log-prob and value passes run the trunk only over the
-// columns some row of the batch uses, and give 0 at the response window's padding positions, as verl's unpadded
-// forward does. Checked against the dense passes of the same model: in fp64 (eager attention) the valid positions
-// and every parameter's gradient agree to 1e-12; in fp32 (SDPA) to fp32 rounding. A layer runner records the
-// sequence length each layer saw, so the test also shows the padding columns were skipped.
+// real tokens of the columns some row of the batch uses (packed, model/packed_tokens.h), and give 0 at the response
+// window's padding positions, as verl's unpadded forward does. Checked against the dense passes of the same model:
+// in fp64 (eager attention) the valid positions and every parameter's gradient agree to 1e-12 (also with gradient
+// checkpointing); in fp32 (SDPA) to fp32 rounding. A layer runner records the tokens each layer computed, so the
+// test also shows the padding was skipped, and where the pass falls back to the kept columns unpacked.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 
 #include "support/tensor_compare.h"
 #include "support/tiny_model.h"
+#include "verl/model/packed_tokens.h"
 #include "verl/model/transformer.h"
 #include "verl/model/used_columns.h"
 
@@ -99,7 +101,10 @@ TEST(RemovePadding, GradientsEqualTheDensePass) {
   const auto valid = response_padding(b).logical_not().to(torch::kFloat64);
   const auto weights = torch::linspace(-1.0, 1.0, valid.numel(), torch::kFloat64).view(valid.sizes()) * valid;
   std::vector<std::vector<torch::Tensor>> grads;
-  for (bool remove_padding : {false, true}) {
+  // Dense; packed; packed with gradient checkpointing (the packed positions saved for the recomputation).
+  for (auto [remove_padding, checkpointing] :
+       {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}}) {
+    m->model->gradient_checkpointing = checkpointing;
     m->zero_grad();
     const auto out = log_probs_of(m, b, remove_padding);
     ((out.log_probs * weights).sum() + 0.3 * (out.entropy * valid).sum()).backward();
@@ -109,6 +114,7 @@ TEST(RemovePadding, GradientsEqualTheDensePass) {
   }
   for (size_t i = 0; i < grads[0].size(); ++i) {
     EXPECT_LT(max_abs_diff(grads[1][i], grads[0][i]), 1e-12) << "parameter " << i;
+    EXPECT_LT(max_abs_diff(grads[2][i], grads[0][i]), 1e-12) << "parameter " << i << " (checkpointed)";
     EXPECT_GT(grads[0][i].abs().max().item<double>(), 0.0) << "parameter " << i << " got no gradient";
   }
 }
@@ -126,45 +132,92 @@ TEST(RemovePadding, ValuesEqualTheDensePassAndAreZeroAtPadding) {
   EXPECT_TRUE(torch::all(packed.masked_select(padding) == 0).item<bool>());
 }
 
-TEST(RemovePadding, TheTrunkSkipsTheColumnsNoRowUses) {
+// What each layer computed: token rows (B x T of its input), and whether it ran packed.
+using LayerInput = std::pair<int64_t, bool>;
+
+TEST(RemovePadding, TheTrunkComputesOnlyTheRealTokens) {
   CausalLM m = padding_model(torch::kFloat32);
   const PaddedBatch b = padded_batch(m->config.vocab_size);
-  std::vector<int64_t> lengths;
+  std::vector<LayerInput> seen;
   m->model->layer_runner = [&](size_t i, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                               const torch::Tensor& mask_bias) {
-    lengths.push_back(h.size(1));
-    return m->model->layer_list[i]->forward(h, cos, sin, mask_bias, nullptr, static_cast<int64_t>(i));
+                               const torch::Tensor& mask_bias, const torch::Tensor& packed) {
+    seen.push_back({h.size(0) * h.size(1), packed.defined()});
+    return m->model->layer_list[i]->forward(h, cos, sin, mask_bias, nullptr, static_cast<int64_t>(i), packed);
   };
   log_probs_of(m, b, false);
-  EXPECT_EQ(lengths, (std::vector<int64_t>{11, 11}));
-  lengths.clear();
+  EXPECT_EQ(seen, (std::vector<LayerInput>(2, {33, false})));  // 3 rows x 11 columns
+  seen.clear();
   log_probs_of(m, b, true);
-  EXPECT_EQ(lengths, (std::vector<int64_t>{7, 7}));  // columns 2-8
+  EXPECT_EQ(seen, (std::vector<LayerInput>(2, {15, true})));  // prompts 4 + 3 + 2, responses 3 + 1 + 2
 
-  // One row's prompt fills its six columns: only the responses' shared padding is skipped.
+  // One row's prompt fills its six columns: two more real tokens, the same numbers as the dense pass.
   PaddedBatch full_prompt = b;
   full_prompt.attention_mask = b.attention_mask.clone();
   full_prompt.attention_mask[0].narrow(0, 0, kPrompt).fill_(1);
   full_prompt.position_ids = position_ids_from_mask(full_prompt.attention_mask);
-  lengths.clear();
+  seen.clear();
+  const auto packed = log_probs_of(m, full_prompt, true);
+  EXPECT_EQ(seen, (std::vector<LayerInput>(2, {17, true})));
   m->remove_padding = false;
   const auto dense = response_log_probs(m, full_prompt.input_ids, full_prompt.attention_mask,
                                         full_prompt.position_ids, full_prompt.responses, 0.7, false);
-  const auto packed = log_probs_of(m, full_prompt, true);
-  EXPECT_EQ(lengths, (std::vector<int64_t>{11, 11, 9, 9}));  // columns 0-8
   const auto padding = response_padding(full_prompt);
   EXPECT_LT(max_abs_diff(packed.log_probs, dense.log_probs.masked_fill(padding, 0)), 1e-5);
 
-  // No response token in any row: the trunk still runs (ranks keep their collectives in step) over the prompts'
-  // used columns and one response column, and every output is 0.
+  // No response token in any row: the kept columns run unpacked (ranks keep their collectives in step, and the
+  // outputs stay on the trunk's graph) over the prompts' used columns and one response column; every output is 0.
   PaddedBatch empty = b;
   empty.attention_mask = b.attention_mask.clone();
   empty.attention_mask.narrow(1, kPrompt, kResponse).zero_();
-  lengths.clear();
+  seen.clear();
   const auto out = log_probs_of(m, empty, true);
-  EXPECT_EQ(lengths, (std::vector<int64_t>{5, 5}));  // columns 2-6
+  EXPECT_EQ(seen, (std::vector<LayerInput>(2, {15, false})));  // 3 rows x columns 2-6
   EXPECT_TRUE(torch::all(out.log_probs == 0).item<bool>());
   m->model->layer_runner = nullptr;
+}
+
+TEST(RemovePadding, AResponseTokenAfterPaddingRunsTheKeptColumnsUnpacked) {
+  CausalLM m = padding_model(torch::kFloat64);
+  PaddedBatch b = padded_batch(m->config.vocab_size);
+  // Row 1's response token moves one column right: column 6 (its predictor's) is padding, column 7 real.
+  b.attention_mask[1][kPrompt] = 0;
+  b.attention_mask[1][kPrompt + 1] = 1;
+  b.position_ids = position_ids_from_mask(b.attention_mask);
+  EXPECT_FALSE(pack_responses(b.attention_mask, kResponse, torch::kCPU).has_value());
+  std::vector<LayerInput> seen;
+  m->model->layer_runner = [&](size_t i, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const torch::Tensor& mask_bias, const torch::Tensor& packed) {
+    seen.push_back({h.size(0) * h.size(1), packed.defined()});
+    return m->model->layer_list[i]->forward(h, cos, sin, mask_bias, nullptr, static_cast<int64_t>(i), packed);
+  };
+  const auto kept = log_probs_of(m, b, true);
+  EXPECT_EQ(seen, (std::vector<LayerInput>(2, {21, false})));  // 3 rows x columns 2-8
+  m->model->layer_runner = nullptr;
+  const auto dense = log_probs_of(m, b, false);
+  const auto padding = response_padding(b);
+  EXPECT_LT(max_abs_diff(kept.log_probs, dense.log_probs.masked_fill(padding, 0)), 1e-12);
+}
+
+TEST(RemovePadding, PackedTokensRoundTripAndResponsesPointAtTheirPredictors) {
+  const auto mask = torch::tensor({0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1}, torch::kInt64).view({2, 6});
+  const PackedTokens p = pack_tokens(mask, torch::kCPU);
+  EXPECT_TRUE(torch::equal(p.positions, torch::tensor({1, 2, 3, 5, 6, 8, 9, 10, 11}, torch::kInt64)));
+  const auto x = torch::arange(24, torch::kFloat64).view({2, 6, 2});
+  const auto round_trip = p.unpack(p.pack(x));
+  EXPECT_TRUE(torch::equal(round_trip, x.masked_fill((mask == 0).unsqueeze(-1), 0)));
+
+  // P = 3, R = 3: row 0's responses at columns 3 and 5 (column 4 padding: a hole, so no packing); without the
+  // hole, the predictors are the packed tokens just before each response token.
+  EXPECT_FALSE(pack_responses(mask, 3, torch::kCPU).has_value());
+  const auto contiguous = torch::tensor({0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, torch::kInt64).view({2, 6});
+  const auto r = pack_responses(contiguous, 3, torch::kCPU);
+  ASSERT_TRUE(r.has_value());
+  // Packed: row 0 columns 1-4 (indices 0-3), row 1 columns 1-5 (indices 4-8). Responses: row 0 columns 3, 4;
+  // row 1 columns 3, 4, 5.
+  EXPECT_TRUE(torch::equal(r->predictors, torch::tensor({1, 2, 5, 6, 7}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(r->window, torch::tensor({0, 1, 3, 4, 5}, torch::kInt64)));
+  const auto window = r->to_window(torch::tensor({1.0, 2.0, 3.0, 4.0, 5.0}, torch::kFloat64));
+  EXPECT_TRUE(torch::equal(window, torch::tensor({1.0, 2.0, 0.0, 3.0, 4.0, 5.0}, torch::kFloat64).view({2, 3})));
 }
 
 }  // namespace

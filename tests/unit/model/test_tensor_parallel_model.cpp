@@ -67,41 +67,47 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
   c.tie_word_embeddings = tied;
   CausalLM whole = tensor_parallel_model_make_whole(c);
   const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
+  // Padded, and packed (use_remove_padding: the slices compute the real tokens only, the LM head's vocabulary-
+  // parallel log-probs only the real response tokens).
+  for (bool remove_padding : {false, true}) {
+    SCOPED_TRACE(remove_padding ? "remove_padding" : "padded");
+    whole->remove_padding = remove_padding;  // shard_model copies it to the slices
 
-  auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
-  auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
-  whole->zero_grad();
-  test::weighted_log_prob_loss(whole, b).backward();
-  std::map<std::string, torch::Tensor> grads_whole;
-  for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
+    auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
+    auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+    whole->zero_grad();
+    test::weighted_log_prob_loss(whole, b).backward();
+    std::map<std::string, torch::Tensor> grads_whole;
+    for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
 
-  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
-    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
-    // The slices really are slices: q_proj holds 2 of the 4 heads, the vocabulary half.
-    EXPECT_EQ(part->model->layer_list[0]->self_attn->q_proj->weight.size(0), 2 * c.head_dim);
-    EXPECT_EQ(part->model->embed_tokens->weight.size(0), c.vocab_size / 2);
+    test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+      CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+      // The slices really are slices: q_proj holds 2 of the 4 heads, the vocabulary half.
+      EXPECT_EQ(part->model->layer_list[0]->self_attn->q_proj->weight.size(0), 2 * c.head_dim);
+      EXPECT_EQ(part->model->embed_tokens->weight.size(0), c.vocab_size / 2);
 
-    auto logits = part->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
-    EXPECT_LT(max_relative(logits, logits_whole), 1e-10);
-    auto lp = response_log_probs(part, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
-    // Log-probs are taken in fp32 (verl's convention), on slices in another order: fp32 rounding, ~1e-7.
-    EXPECT_LT(max_relative(lp.log_probs, lp_whole.log_probs), 1e-6);
-    EXPECT_LT(max_relative(lp.entropy, lp_whole.entropy), 1e-6);
+      auto logits = part->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
+      EXPECT_LT(max_relative(logits, logits_whole), 1e-10);
+      auto lp = response_log_probs(part, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+      // Log-probs are taken in fp32 (verl's convention), on slices in another order: fp32 rounding, ~1e-7.
+      EXPECT_LT(max_relative(lp.log_probs, lp_whole.log_probs), 1e-6);
+      EXPECT_LT(max_relative(lp.entropy, lp_whole.entropy), 1e-6);
 
-    part->zero_grad();
-    test::weighted_log_prob_loss(part, b).backward();
-    // Gradients gathered from the slices (gather_full_state of a model holding them) equal the whole model's.
-    CausalLM grads(c, HeadKind::LM, TensorParallelGroup{comm});
-    grads->to(torch::kFloat64);
-    {
-      torch::NoGradGuard no_grad;
-      auto gp = grads->named_parameters();
-      for (const auto& item : part->named_parameters()) gp[item.key()].copy_(item.value().grad());
-    }
-    for (const auto& [name, g] : gather_full_state(grads)) {
-      EXPECT_LT(max_relative(g, grads_whole.at(name)), 1e-6) << name;
-    }
-  });
+      part->zero_grad();
+      test::weighted_log_prob_loss(part, b).backward();
+      // Gradients gathered from the slices (gather_full_state of a model holding them) equal the whole model's.
+      CausalLM grads(c, HeadKind::LM, TensorParallelGroup{comm});
+      grads->to(torch::kFloat64);
+      {
+        torch::NoGradGuard no_grad;
+        auto gp = grads->named_parameters();
+        for (const auto& item : part->named_parameters()) gp[item.key()].copy_(item.value().grad());
+      }
+      for (const auto& [name, g] : gather_full_state(grads)) {
+        EXPECT_LT(max_relative(g, grads_whole.at(name)), 1e-6) << name;
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TensorParallelModel,
@@ -111,6 +117,7 @@ INSTANTIATE_TEST_SUITE_P(Families, TensorParallelModel,
 TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
   HFConfig c = tensor_parallel_model_tiny(Arch::Qwen2);
   CausalLM whole = tensor_parallel_model_make_whole(c, HeadKind::Value);
+  whole->remove_padding = true;  // packed, as the critic runs by default
   const Batch b = tensor_parallel_model_ragged_batch(c.vocab_size);
   auto values_whole = response_values(whole, b.input_ids, b.attention_mask, b.position_ids, 4);
   whole->zero_grad();
