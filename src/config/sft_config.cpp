@@ -94,6 +94,11 @@ SFTConfig parse_sft_config(const Node& resolved) {
 
   c.partial_pretrain = expand_user_path(in.get_string("model.partial_pretrain"));
   c.lora = read_lora_config(in, "model", /*with_adapter_path=*/false);
+  c.enable_gradient_checkpointing = in.get_bool("model.enable_gradient_checkpointing");
+  c.use_remove_padding = in.get_bool("use_remove_padding");
+  const int64_t sp = in.get_int("ulysses_sequence_parallel_size");
+  VERL_CHECK(sp == 1, "config", "config key 'ulysses_sequence_parallel_size' must be 1, got ", sp,
+             ": verl sft trains in one process, so there is no group to split sequences over");
 
   SFTOptimConfig& o = c.optim;
   o.lr = in.get_double("optim.lr");

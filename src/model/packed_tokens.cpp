@@ -41,6 +41,15 @@ torch::Tensor PackedTokens::unpack(const torch::Tensor& packed) const {
   return padded.view(shape);
 }
 
+torch::Tensor PackedTokens::index_of(const torch::Tensor& flat) const {
+  const auto opts = positions.options();
+  auto inverse = torch::full({rows * width}, -1, opts).index_put_({positions}, torch::arange(count(), opts));
+  auto index = inverse.index_select(0, flat.to(positions.device()));
+  VERL_ASSERT(index.numel() == 0 || index.min().item<int64_t>() >= 0, kComponent,
+              "a position asked of the packed tokens is padding");
+  return index;
+}
+
 PackedTokens pack_tokens(const torch::Tensor& attention_mask, const torch::Device& device) {
   const auto mask = host_mask(attention_mask);
   PackedTokens p;

@@ -55,6 +55,9 @@ struct SFTConfig {
   SFTDataConfig data;
   std::string partial_pretrain;  // model.partial_pretrain: an HF model folder (`~` expanded)
   LoraConfig lora;               // model.lora_rank, lora_alpha, target_modules, exclude_modules (model/lora.h)
+  bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
+  // verl's top-level use_remove_padding: the trunk runs over the real tokens only (model/packed_tokens.h).
+  bool use_remove_padding = false;
   SFTOptimConfig optim;
   SFTTrainerSection trainer;
 };

@@ -20,6 +20,9 @@ struct PackedTokens {
   torch::Tensor pack(const torch::Tensor& padded) const;
   // [N, ...] -> [B, T, ...], 0 at padding; differentiable in `packed`.
   torch::Tensor unpack(const torch::Tensor& packed) const;
+  // The packed index of each flat position b * width + t in `flat` [M]; every one must be a real token. One host
+  // synchronisation (the check).
+  torch::Tensor index_of(const torch::Tensor& flat) const;
 };
 
 // The real tokens of `attention_mask` [B, T], their positions on `device`. One host synchronisation.

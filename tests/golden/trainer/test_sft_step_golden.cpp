@@ -1,10 +1,14 @@
 // One verl SFT training step (3 micro batches with gradient accumulation, right truncation, clip_grad_norm,
-// AdamW) against tests/golden/trainer/sft_step_reference.py: an independent float64 PyTorch implementation
-// written from verl's fsdp_sft_trainer.py / sft_dataset.py (verl's own shifted loss mask), over the
-// reference forward of tests/golden/model/gen_model_golden.py. Runs under the test-only Python (.venv/test).
+// AdamW; padded, with gradient checkpointing, and packed) against tests/golden/trainer/sft_step_reference.py: an
+// independent float64 PyTorch implementation written from verl's fsdp_sft_trainer.py / sft_dataset.py (verl's own
+// shifted loss mask), over the reference forward of tests/golden/model/gen_model_golden.py. Runs under the test-only
+// Python (.venv/test).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "support/run_command.h"
 #include "support/test_python.h"
@@ -61,15 +65,24 @@ TEST(SFTStepGolden, OneStepMatchesTorchReference) {
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   nlohmann::json want = nlohmann::json::parse(read_file(s.dir + "/ref.json"));
 
-  std::map<std::string, double> metrics = t.training_step(t.train_dataset().all());
-  double after = t.micro_batch_loss(t.train_dataset().all(), 1, false).item<double>();
   const double before_ref = want["loss_before"], norm_ref = want["grad_norm"], after_ref = want["loss_after"];
-  EXPECT_NEAR(metrics["train/loss"], before_ref, 1e-5 * before_ref);
-  EXPECT_NEAR(metrics["train/grad_norm"], norm_ref, 1e-4 * norm_ref);
   EXPECT_GT(norm_ref, 0.5) << "clipping should be active";
-  EXPECT_NEAR(after, after_ref, 1e-4 * after_ref);
   EXPECT_LT(after_ref, before_ref);
-  EXPECT_DOUBLE_EQ(metrics["train/lr"], 0.01);
+  // The same step padded, with gradient checkpointing (the default), and packed (use_remove_padding=true).
+  for (const auto& [remove_padding, checkpointing] :
+       {std::pair{"false", "false"}, std::pair{"false", "true"}, std::pair{"true", "true"}}) {
+    SCOPED_TRACE(std::string("use_remove_padding=") + remove_padding + " gradient checkpointing " + checkpointing);
+    config::ConfigArgs run = args;
+    run.overrides.push_back(std::string("use_remove_padding=") + remove_padding);
+    run.overrides.push_back(std::string("model.enable_gradient_checkpointing=") + checkpointing);
+    trainer::SFTTrainer step(config::load_sft_config(run).sft, "");
+    std::map<std::string, double> metrics = step.training_step(step.train_dataset().all());
+    double after = step.micro_batch_loss(step.train_dataset().all(), 1, false).item<double>();
+    EXPECT_NEAR(metrics["train/loss"], before_ref, 1e-5 * before_ref);
+    EXPECT_NEAR(metrics["train/grad_norm"], norm_ref, 1e-4 * norm_ref);
+    EXPECT_NEAR(after, after_ref, 1e-4 * after_ref);
+    EXPECT_DOUBLE_EQ(metrics["train/lr"], 0.01);
+  }
 }
 
 }  // namespace

@@ -94,8 +94,10 @@ TEST(SFTDataset, TruncationErrorLeftRight) {
 TEST(SFTTrainer, MicroBatchLossIsMaskedMeanOfResponseTokenCrossEntropy) {
   TinySFTSetup s = make_tiny_sft_setup(make_temp_dir("sft_loss"), 8, 4);
   trainer::SFTTrainer t(sft_trainer_tiny_config(s), "");
+  trainer::SFTTrainer packed(sft_trainer_tiny_config(s, {"use_remove_padding=true"}), "");
   data::SFTBatch batch = t.train_dataset().all().slice(0, 4);
   torch::Tensor got = t.micro_batch_loss(batch, 2, false);
+  torch::Tensor got_packed = packed.micro_batch_loss(batch, 2, false);
   // By hand: logits from the model's own forward over the full padded rows, then a double-precision loop.
   torch::NoGradGuard no_grad;
   torch::Tensor logits =
@@ -113,6 +115,7 @@ TEST(SFTTrainer, MicroBatchLossIsMaskedMeanOfResponseTokenCrossEntropy) {
   }
   ASSERT_GT(count, 10);
   EXPECT_NEAR(got.item<double>(), total / count / 2, 1e-5);
+  EXPECT_NEAR(got_packed.item<double>(), total / count / 2, 1e-5);  // the same model (same seed), packed
 }
 
 TEST(SFTTrainer, CliLossGoesDownLogsMetricsAndSavesHfFolder) {
@@ -171,6 +174,18 @@ TEST(SFTConfig, ErrorsNameTheKey) {
   EXPECT_THROW(config::load_sft_config(args), Error);
   args.overrides = {"data.truncation=middle"};
   EXPECT_THROW(config::load_sft_config(args), Error);
+  // verl's SFT keys that verl.cpp reads: a sequence-parallel group needs ranks `verl sft` does not have.
+  args.overrides = {"ulysses_sequence_parallel_size=2"};
+  try {
+    config::load_sft_config(args);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ulysses_sequence_parallel_size"), std::string::npos) << e.what();
+  }
+  args.overrides = {"use_remove_padding=true", "model.enable_gradient_checkpointing=false"};
+  const config::SFTConfig keys = config::load_sft_config(args).sft;
+  EXPECT_TRUE(keys.use_remove_padding);
+  EXPECT_FALSE(keys.enable_gradient_checkpointing);
   CommandResult r = run_command(verl_binary() + " sft data.micro_batch_sise=3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("data.micro_batch_sise"), std::string::npos) << r.err;
