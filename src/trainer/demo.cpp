@@ -175,6 +175,8 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
   set_key(root, "data.train_batch_size", config::Node::integer(options.sft_batch_size));
   set_key(root, "data.micro_batch_size_per_gpu", config::Node::integer(options.sft_batch_size));
   set_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
+  // A model of a few MB: recomputing layers in backward would only cost time.
+  set_key(root, "model.enable_gradient_checkpointing", config::Node::boolean(false));
   set_key(root, "optim.lr", config::Node::floating(options.sft_lr));
   set_key(root, "optim.betas", config::Node::list({config::Node::floating(0.9), config::Node::floating(0.999)}));
   // 40 warm-up steps whatever the step limit, so that the limit does not change the trajectory (the schedule is

@@ -92,32 +92,28 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
 
 torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward) {
   data::SFTBatch b = trim_right_padding(micro);
-  const int64_t L = b.input_ids.size(1);
-  // verl's shifted mask: the loss at position t is of token t + 1. The LM head runs only at the positions it
-  // weighs (the others' weight is 0: the same loss, without vocabulary-wide logits over prompts and padding).
+  // verl's shifted mask: the loss at position t is of token t + 1.
   const torch::Tensor mask = b.loss_mask.slice(1, 1).to(torch::kFloat32);
   const torch::Tensor at = mask.nonzero();  // [M, 2]: row, position
   torch::Tensor loss;
-  if (at.size(0) == 0) {
-    // Nothing to learn from: the full padded pass (loss 0, every parameter a zero gradient, as verl's).
-    torch::Tensor logits = model_->forward(b.input_ids, b.attention_mask, b.position_ids).slice(1, 0, -1);
-    loss = (logits.to(torch::kFloat32).sum(-1) * mask).sum() / (mask.sum() + 1e-8) / static_cast<double>(n_micro);
+  if (!config_.use_remove_padding || at.size(0) == 0) {
+    // verl's padded forward: logits at every position (a micro-batch without a loss token gives loss 0 and every
+    // parameter a zero gradient, as verl's).
+    torch::Tensor logits = model_->forward(b.input_ids, b.attention_mask, b.position_ids);  // [n, L, V]
+    torch::Tensor log_probs = torch::log_softmax(logits.slice(1, 0, -1).to(torch::kFloat32), -1);
+    torch::Tensor nll = -log_probs.gather(-1, b.input_ids.slice(1, 1).unsqueeze(-1)).squeeze(-1);
+    loss = (nll * mask).sum() / (mask.sum() + 1e-8) / static_cast<double>(n_micro);
   } else {
+    // Packed: the trunk over the real tokens, the LM head only at the positions the loss weighs (the others'
+    // weight is 0: the same loss, without vocabulary-wide logits over prompts and padding).
     const torch::Tensor rows = at.select(1, 0), positions = at.select(1, 1);
-    const torch::Tensor predictors = rows * L + positions;  // flat index into [n, L]
+    const torch::Tensor predictors = rows * b.input_ids.size(1) + positions;  // flat index into [n, L]
     const torch::Tensor labels = b.input_ids.reshape({-1}).index_select(0, predictors + 1);
     const auto device = model_->model->embed_tokens->weight.device();
-    torch::Tensor hidden;  // [M, hidden] at the predictors
-    if (config_.use_remove_padding) {
-      const model::PackedTokens packing = model::pack_tokens(b.attention_mask, device);
-      hidden = model_->model->forward_packed(b.input_ids, b.attention_mask, b.position_ids, packing)
-                   .index_select(0, packing.index_of(predictors).to(device));
-    } else {
-      hidden = model_->hidden_states(b.input_ids, b.attention_mask, b.position_ids)
-                   .reshape({b.input_ids.numel(), -1})
-                   .index_select(0, predictors.to(device));
-    }
-    const torch::Tensor logits = model_->logits(hidden.unsqueeze(0));  // [1, M, V]
+    const model::PackedTokens packing = model::pack_tokens(b.attention_mask, device);
+    const torch::Tensor hidden = model_->model->forward_packed(b.input_ids, b.attention_mask, b.position_ids, packing)
+                                     .index_select(0, packing.index_of(predictors).to(device));  // [M, hidden]
+    const torch::Tensor logits = model_->logits(hidden.unsqueeze(0));                            // [1, M, V]
     const torch::Tensor log_probs = model::fused_log_probs(logits, labels.unsqueeze(0).to(device), 1.0,
                                                            /*with_entropy=*/false)
                                         .log_probs.squeeze(0);
