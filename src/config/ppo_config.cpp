@@ -1,6 +1,7 @@
 #include "verl/config/ppo_config.h"
 
 #include <algorithm>
+#include <map>
 
 #include "verl/algo/algo_names.h"
 #include "verl/algo/pf_ppo.h"
@@ -25,6 +26,11 @@ const std::vector<std::string>& supported_adv_estimators() {
 
 const std::vector<std::string>& supported_loss_agg_modes() {
   static const std::vector<std::string> names = algo::loss_agg_mode_names();
+  return names;
+}
+
+const std::vector<std::string>& supported_optimizers() {
+  static const std::vector<std::string> names = {"AdamW", "Adam", "SGD", "RMSprop", "Adagrad"};
   return names;
 }
 
@@ -77,6 +83,104 @@ void check_members(const std::vector<std::string>& values, const std::vector<std
   }
 }
 
+// torch.optim's keyword arguments of each class (PyTorch 2.x signatures), which override_optimizer_config may set.
+const std::vector<std::string>& optimizer_arguments(const std::string& optimizer) {
+  static const std::map<std::string, std::vector<std::string>> arguments = {
+      {"AdamW", {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
+                 "differentiable", "fused"}},
+      {"Adam", {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable", "differentiable",
+                "fused", "decoupled_weight_decay"}},
+      {"SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach", "differentiable",
+               "fused"}},
+      {"RMSprop", {"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
+                   "differentiable"}},
+      {"Adagrad", {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach", "maximize",
+                   "differentiable", "fused"}},
+  };
+  return arguments.at(optimizer);
+}
+
+// verl's build_optimizer: getattr(importlib.import_module(optimizer_impl), optimizer)(params, lr=, weight_decay=,
+// betas= (classes named *adam*), **override_optimizer_config). The overrides win over the section's keys, as in
+// verl; the checks are torch.optim's constructors'.
+void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o) {
+  const std::string impl = in.get_string(p + ".optimizer_impl");
+  VERL_CHECK(impl == "torch.optim", "config", "config key '", p, ".optimizer_impl' is '", impl,
+             "': only torch.optim's optimizers are built into verl.cpp (",
+             join(supported_optimizers(), ", "), "); other optimizer libraries are not implemented");
+  o.optimizer = in.get_choice(p + ".optimizer", supported_optimizers());
+  if (o.optimizer == "Adagrad") o.eps = 1e-10;
+  const std::string key = p + ".override_optimizer_config";
+  const Node overrides = in.get_node(key);
+  VERL_CHECK(overrides.is_null() || overrides.is_map(), "config", "config key '", key,
+             "' expects a map of torch.optim.", o.optimizer, " arguments or null, got ", overrides.to_text());
+  bool decoupled = false;
+  for (const auto& [name, value] : overrides.fields()) {
+    const std::string at = key + "." + name;
+    const auto& takes = optimizer_arguments(o.optimizer);
+    VERL_CHECK(std::find(takes.begin(), takes.end(), name) != takes.end(), "config", "config key '", at,
+               "': torch.optim.", o.optimizer, " takes no argument '", name, "' (it takes: ", join(takes, ", "), ")");
+    const auto number = [&] {
+      VERL_CHECK(value.kind() == Kind::Int || value.kind() == Kind::Float, "config", "config key '", at,
+                 "' expects a number, got ", value.to_text());
+      return value.as_double();
+    };
+    const auto flag = [&] {
+      VERL_CHECK(value.kind() == Kind::Bool, "config", "config key '", at, "' expects true or false, got ",
+                 value.to_text());
+      return value.as_bool();
+    };
+    if (name == "lr") o.lr = number();
+    else if (name == "eps") o.eps = number();
+    else if (name == "weight_decay") o.weight_decay = number();
+    else if (name == "momentum") o.momentum = number();
+    else if (name == "dampening") o.dampening = number();
+    else if (name == "alpha") o.alpha = number();
+    else if (name == "lr_decay") o.lr_decay = number();
+    else if (name == "initial_accumulator_value") o.initial_accumulator_value = number();
+    else if (name == "amsgrad") o.amsgrad = flag();
+    else if (name == "nesterov") o.nesterov = flag();
+    else if (name == "centered") o.centered = flag();
+    else if (name == "decoupled_weight_decay") decoupled = flag();
+    else if (name == "maximize") {
+      VERL_CHECK(!flag(), "config", "config key '", at,
+                 "' is true: gradient ascent (maximize) is not implemented in verl.cpp (only false is accepted)");
+    } else if (name == "betas") {
+      VERL_CHECK(value.is_list() && value.items().size() == 2, "config", "config key '", at,
+                 "' expects two numbers (beta1, beta2), got ", value.to_text());
+      o.betas.clear();
+      for (const Node& beta : value.items()) {
+        VERL_CHECK(beta.kind() == Kind::Int || beta.kind() == Kind::Float, "config", "config key '", at,
+                   "' expects two numbers, got ", value.to_text());
+        o.betas.push_back(beta.as_double());
+      }
+    } else {
+      // foreach / fused / capturable / differentiable choose torch's kernels, not the update: no effect here.
+      VERL_CHECK(value.is_null() || value.kind() == Kind::Bool, "config", "config key '", at,
+                 "' expects true, false or null, got ", value.to_text());
+    }
+  }
+  // torch.optim.Adam(decoupled_weight_decay=True) is AdamW.
+  if (decoupled) o.optimizer = "AdamW";
+  const auto at_least_zero = [&](double v, const char* name) {
+    VERL_CHECK(v >= 0, "config", "config key '", p, ".", name, "' (or override_optimizer_config.", name,
+               ") must be >= 0 for torch.optim.", o.optimizer, ", got ", v);
+  };
+  at_least_zero(o.lr, "lr");
+  at_least_zero(o.weight_decay, "weight_decay");
+  at_least_zero(o.eps, "eps");
+  at_least_zero(o.momentum, "momentum");
+  at_least_zero(o.alpha, "alpha");
+  at_least_zero(o.lr_decay, "lr_decay");
+  at_least_zero(o.initial_accumulator_value, "initial_accumulator_value");
+  if (o.optimizer == "AdamW" || o.optimizer == "Adam") {
+    VERL_CHECK(o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config", "config key '",
+               key, ".betas' expects two numbers in [0, 1)");
+  }
+  VERL_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "config", "config key '", key,
+             ".nesterov' is true: torch.optim.SGD's Nesterov momentum requires momentum > 0 and dampening 0");
+}
+
 OptimConfig read_optim(ConfigReader& in, const std::string& p) {
   OptimConfig o;
   o.lr = in.get_double(p + ".lr");
@@ -100,6 +204,7 @@ OptimConfig read_optim(ConfigReader& in, const std::string& p) {
   o.min_lr_ratio = in.get_double(p + ".min_lr_ratio");
   o.num_cycles = in.get_double(p + ".num_cycles");
   o.total_training_steps = in.get_int(p + ".total_training_steps");
+  read_optimizer_class(in, p, o);
   return o;
 }
 

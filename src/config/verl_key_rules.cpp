@@ -60,16 +60,10 @@ const std::vector<Entry>& table() {
       {"critic.model.custom_chat_template", N, "the critic's chat template (the actor's renders the prompts)"},
 
       // actor / ref / critic: optimizer
-      {"*.*.optim.optimizer", F, "optimizers other than AdamW"},
-      {"*.optim.optimizer", F, "optimizers other than AdamW"},
-      {"*.*.optim.optimizer_impl", N, "the optimizer's Python module"},
-      {"*.optim.optimizer_impl", N, "the optimizer's Python module"},
       {"*.*.optim.clip_grad", H, "grad_clip"},
       {"*.optim.clip_grad", H, "grad_clip"},
       {"*.*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
       {"*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
-      {"*.*.optim.override_optimizer_config", F, "optimizer config overrides"},
-      {"*.optim.override_optimizer_config", F, "optimizer config overrides"},
 
       // FSDP engine settings (actor, ref, critic.fsdp)
       {"*.*.fsdp_config", N, "PyTorch FSDP"},

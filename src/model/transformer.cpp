@@ -194,15 +194,11 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch:
   k = k * c + rotate_half(k) * s;
   // Each row's tokens back at their columns for one masked attention call (the padding slots hold zeros, which
   // the mask keeps out of every real token's attention); only the real tokens' outputs are gathered.
-  const auto padded = [&](const torch::Tensor& t) {
-    return torch::zeros({B * T, t.size(1), head_dim}, t.options())
-        .index_copy(0, packed, t)
-        .view({B, T, t.size(1), head_dim})
-        .transpose(1, 2);
-  };
-  const auto attended = attend(padded(q), padded(k), padded(v), mask_bias);  // [B,heads,T,D]
-  const auto out = attended.transpose(1, 2).reshape({B * T, num_heads * head_dim}).index_select(0, packed);
-  return row_output(o_proj, out.view({1, N, num_heads * head_dim}), tp, lora.get());
+  const PackedTokens tokens{B, T, packed};
+  const auto padded = [&](const torch::Tensor& t) { return tokens.unpack(t).transpose(1, 2); };  // [B,heads,T,D]
+  const auto attended = attend(padded(q), padded(k), padded(v), mask_bias);
+  const auto out = tokens.pack(attended.transpose(1, 2));  // [N,heads,D]
+  return row_output(o_proj, out.reshape({1, N, num_heads * head_dim}), tp, lora.get());
 }
 
 MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
@@ -610,11 +606,14 @@ ColumnRange kept_columns(const torch::Tensor& attention_mask, int64_t R) {
 }
 
 // A [B, r] output of the kept columns back to the response window [B, R]: 0 past column r and wherever the
-// response part of attention_mask is 0.
-torch::Tensor widen_to_window(const torch::Tensor& t, const torch::Tensor& attention_mask, int64_t R) {
+// response part of attention_mask is 0 (`zeros_at_padding`: the output has them already, as a packed pass's does).
+torch::Tensor widen_to_window(const torch::Tensor& t, const torch::Tensor& attention_mask, int64_t R,
+                              bool zeros_at_padding) {
   if (!t.defined()) return t;
+  auto widened = torch::constant_pad_nd(t, {0, R - t.size(1)}, 0);
+  if (zeros_at_padding) return widened;
   const auto padding = attention_mask.narrow(1, attention_mask.size(1) - R, R).to(t.device()) == 0;
-  return torch::constant_pad_nd(t, {0, R - t.size(1)}, 0).masked_fill(padding, 0);
+  return widened.masked_fill(padding, 0);
 }
 
 ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
@@ -689,18 +688,21 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
                                     with_entropy, with_sum_pi_squared);
   }
   const int64_t R = responses.size(1), P = input_ids.size(1) - R;
-  const ColumnRange c = kept_columns(attention_mask, R);
+  // The mask on the host once: the kept columns and the packing both read it (one device sync, not two).
+  const auto host_mask = (attention_mask != 0).to(torch::kCPU);
+  const ColumnRange c = kept_columns(host_mask, R);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
   const auto kept_responses = responses.narrow(1, 0, c.end - P);
-  const auto packing = response_packing(model, kept(attention_mask), c.end - P);
+  const auto packing = response_packing(model, kept(host_mask), c.end - P);
   auto out = packing
                  ? packed_response_log_probs(model, *packing, kept(input_ids), kept(attention_mask), kept(position_ids),
                                              kept_responses, temperature, with_entropy, with_sum_pi_squared)
                  : dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
                                             kept_responses, temperature, with_entropy, with_sum_pi_squared);
-  out.log_probs = widen_to_window(out.log_probs, attention_mask, R);
-  out.entropy = widen_to_window(out.entropy, attention_mask, R);
-  out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R);
+  const bool zeros = packing.has_value();
+  out.log_probs = widen_to_window(out.log_probs, attention_mask, R, zeros);
+  out.entropy = widen_to_window(out.entropy, attention_mask, R, zeros);
+  out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R, zeros);
   return out;
 }
 
@@ -710,16 +712,16 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
     return dense_response_values(model, input_ids, attention_mask, position_ids, response_length);
   }
   const int64_t P = input_ids.size(1) - response_length;
-  const ColumnRange c = kept_columns(attention_mask, response_length);
+  const auto host_mask = (attention_mask != 0).to(torch::kCPU);  // read twice below, synchronised once
+  const ColumnRange c = kept_columns(host_mask, response_length);
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
-  torch::Tensor values;
-  if (const auto packing = response_packing(model, kept(attention_mask), c.end - P)) {
+  if (const auto packing = response_packing(model, kept(host_mask), c.end - P)) {
     const auto hidden = predictor_hidden(model, *packing, kept(input_ids), kept(attention_mask), kept(position_ids));
-    values = packing->to_window(model->values(hidden).to(torch::kFloat32));
-  } else {
-    values = dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids), c.end - P);
+    return widen_to_window(packing->to_window(model->values(hidden).to(torch::kFloat32)), attention_mask,
+                           response_length, /*zeros_at_padding=*/true);
   }
-  return widen_to_window(values, attention_mask, response_length);
+  const auto values = dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids), c.end - P);
+  return widen_to_window(values, attention_mask, response_length, /*zeros_at_padding=*/false);
 }
 
 torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

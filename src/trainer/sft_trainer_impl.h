@@ -14,7 +14,7 @@
 namespace verl::trainer {
 
 struct SFTTrainer::Impl {
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<workers::LRScheduler> lr_scheduler;
   std::vector<torch::Tensor> parameters;  // the trained ones (LoRA: the adapters)
   config::OptimConfig optim;

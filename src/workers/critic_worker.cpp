@@ -211,7 +211,7 @@ LRScheduler& CriticWorker::lr_scheduler() {
   return *lr_scheduler_;
 }
 
-torch::optim::AdamW& CriticWorker::optimizer() {
+torch::optim::Optimizer& CriticWorker::optimizer() {
   require_initialized("optimizer()");
   return *optimizer_;
 }

@@ -7,20 +7,92 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/file_digest.h"
 #include "verl/common/error.h"
+#include "verl/common/strings.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::workers {
 
-std::unique_ptr<torch::optim::AdamW> build_optimizer(const std::vector<torch::Tensor>& parameters,
-                                                     const config::OptimConfig& optim) {
-  VERL_CHECK(optim.betas.size() == 2, "optim", "optim.betas must hold two numbers (beta1, beta2), got ",
-             optim.betas.size());
+std::unique_ptr<torch::optim::Optimizer> build_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                         const config::OptimConfig& optim) {
   VERL_CHECK(optim.lr >= 0, "optim", "optim.lr must be >= 0, got ", optim.lr);
-  auto options = torch::optim::AdamWOptions(optim.lr)
-                     .betas(std::make_tuple(optim.betas[0], optim.betas[1]))
-                     .eps(1e-8)
-                     .weight_decay(optim.weight_decay);
-  return std::make_unique<torch::optim::AdamW>(parameters, options);
+  const std::string& name = optim.optimizer;
+  if (name == "AdamW" || name == "Adam") {
+    VERL_CHECK(optim.betas.size() == 2, "optim", "optim.betas must hold two numbers (beta1, beta2), got ",
+               optim.betas.size());
+    const auto betas = std::make_tuple(optim.betas[0], optim.betas[1]);
+    if (name == "AdamW") {
+      return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(optim.lr)
+                                                                   .betas(betas)
+                                                                   .eps(optim.eps)
+                                                                   .weight_decay(optim.weight_decay)
+                                                                   .amsgrad(optim.amsgrad));
+    }
+    // torch.optim.Adam: weight decay as an L2 term added to the gradient (coupled), not AdamW's decay.
+    return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(optim.lr)
+                                                                .betas(betas)
+                                                                .eps(optim.eps)
+                                                                .weight_decay(optim.weight_decay)
+                                                                .amsgrad(optim.amsgrad));
+  }
+  if (name == "SGD") {
+    return std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(optim.lr)
+                                                               .momentum(optim.momentum)
+                                                               .dampening(optim.dampening)
+                                                               .weight_decay(optim.weight_decay)
+                                                               .nesterov(optim.nesterov));
+  }
+  if (name == "RMSprop") {
+    return std::make_unique<torch::optim::RMSprop>(parameters, torch::optim::RMSpropOptions(optim.lr)
+                                                                   .alpha(optim.alpha)
+                                                                   .eps(optim.eps)
+                                                                   .weight_decay(optim.weight_decay)
+                                                                   .momentum(optim.momentum)
+                                                                   .centered(optim.centered));
+  }
+  VERL_CHECK(name == "Adagrad", "optim", "optim.optimizer '", name, "' is not a torch.optim class verl.cpp builds (",
+             join(config::supported_optimizers(), ", "), ")");
+  return std::make_unique<torch::optim::Adagrad>(parameters, torch::optim::AdagradOptions(optim.lr)
+                                                                 .lr_decay(optim.lr_decay)
+                                                                 .weight_decay(optim.weight_decay)
+                                                                 .initial_accumulator_value(
+                                                                     optim.initial_accumulator_value)
+                                                                 .eps(optim.eps));
+}
+
+std::string optimizer_class_name(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer) != nullptr) return "AdamW";
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer) != nullptr) return "Adam";
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer) != nullptr) return "SGD";
+  if (dynamic_cast<const torch::optim::RMSprop*>(&optimizer) != nullptr) return "RMSprop";
+  if (dynamic_cast<const torch::optim::Adagrad*>(&optimizer) != nullptr) return "Adagrad";
+  VERL_FAIL("optim", "an optimizer that build_optimizer does not make");
+}
+
+void replace_state_tensors(torch::optim::Optimizer& optimizer,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& place) {
+  // LibTorch keeps one state object per stepped parameter, of the class's own type.
+  const auto placed = [&](const torch::Tensor& t) { return t.defined() ? place(t) : t; };
+  for (auto& [key, state] : optimizer.state()) {
+    if (auto* s = dynamic_cast<torch::optim::AdamWParamState*>(state.get())) {
+      s->exp_avg(placed(s->exp_avg()));
+      s->exp_avg_sq(placed(s->exp_avg_sq()));
+      s->max_exp_avg_sq(placed(s->max_exp_avg_sq()));
+    } else if (auto* s = dynamic_cast<torch::optim::AdamParamState*>(state.get())) {
+      s->exp_avg(placed(s->exp_avg()));
+      s->exp_avg_sq(placed(s->exp_avg_sq()));
+      s->max_exp_avg_sq(placed(s->max_exp_avg_sq()));
+    } else if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(state.get())) {
+      s->momentum_buffer(placed(s->momentum_buffer()));
+    } else if (auto* s = dynamic_cast<torch::optim::RMSpropParamState*>(state.get())) {
+      s->square_avg(placed(s->square_avg()));
+      s->momentum_buffer(placed(s->momentum_buffer()));
+      s->grad_avg(placed(s->grad_avg()));
+    } else if (auto* s = dynamic_cast<torch::optim::AdagradParamState*>(state.get())) {
+      s->sum(placed(s->sum()));
+    } else {
+      VERL_FAIL("optim", "optimizer state of a class build_optimizer does not make");
+    }
+  }
 }
 
 int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_training_steps) {
@@ -129,10 +201,15 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
   return total_value;
 }
 
+namespace {
+constexpr const char* kClassKey = "verl_optimizer_class";
+}  // namespace
+
 void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path) {
   std::ostringstream out;
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
+  archive.write(kClassKey, c10::IValue(optimizer_class_name(optimizer)));
   archive.save_to(out);
   write_file_atomic(path, out.str());
   write_file_digest(path);
@@ -143,10 +220,17 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string&
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
+    c10::IValue tag;
+    // Files from before optim.optimizer was honoured carry no tag: they hold AdamW's state.
+    const std::string saved = archive.try_read(kClassKey, tag) && tag.isString() ? tag.toStringRef() : "AdamW";
+    const std::string expected = optimizer_class_name(optimizer);
+    VERL_CHECK(saved == expected, "optim", path, ": the optimizer state of torch.optim.", saved,
+               ", but this run builds torch.optim.", expected, " (optim.optimizer): resume with the optimizer it was saved with");
     optimizer.load(archive);
   } catch (const c10::Error& e) {
     VERL_FAIL("optim", path, ": not an optimizer state for these parameters (", e.what_without_backtrace(), ")");
   } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const Error*>(&e) != nullptr) throw;
     VERL_FAIL("optim", path, ": not an optimizer state for these parameters (", e.what(), ")");
   }
 }

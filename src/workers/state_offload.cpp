@@ -3,6 +3,7 @@
 #include <torch/cuda.h>
 
 #include "verl/common/logging.h"
+#include "verl/workers/optimizer.h"
 
 namespace verl::workers {
 namespace {
@@ -16,17 +17,6 @@ torch::Tensor placed(const torch::Tensor& t, const torch::Device& device) {
     return host;
   }
   return t.to(device, /*non_blocking=*/true);
-}
-
-// The AdamW moments of every parameter the optimizer has stepped (LibTorch keeps them per parameter).
-void move_adamw_state(torch::optim::Optimizer& optimizer, const torch::Device& device) {
-  for (auto& [key, state] : optimizer.state()) {
-    auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state.get());
-    if (adamw == nullptr) continue;
-    adamw->exp_avg(placed(adamw->exp_avg(), device));
-    adamw->exp_avg_sq(placed(adamw->exp_avg_sq(), device));
-    if (adamw->max_exp_avg_sq().defined()) adamw->max_exp_avg_sq(placed(adamw->max_exp_avg_sq(), device));
-  }
 }
 
 }  // namespace
@@ -44,7 +34,9 @@ void OffloadPolicy::move(const std::vector<torch::Tensor>& parameters, torch::op
       g.set_data(placed(g.data(), target));
     }
   }
-  if (optimizer != nullptr && this->optimizer) move_adamw_state(*optimizer, target);
+  if (optimizer != nullptr && this->optimizer) {
+    replace_state_tensors(*optimizer, [&](const torch::Tensor& t) { return placed(t, target); });
+  }
   // The copies ran on the current stream; wait for them so the freed device memory and the host copies are final.
   torch::cuda::synchronize(device.index());
 }

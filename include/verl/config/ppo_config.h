@@ -77,7 +77,21 @@ struct OptimConfig {
   double min_lr_ratio = 0;
   double num_cycles = 0.5;
   int64_t total_training_steps = -1;
+  // optim.optimizer: the torch.optim class verl builds (optimizer_impl torch.optim): AdamW, Adam, SGD, RMSprop or
+  // Adagrad, with verl's arguments (lr, weight_decay; betas for the Adam family) and those of
+  // override_optimizer_config; a field below counts only for the classes that take it (workers/optimizer.h).
+  std::string optimizer = "AdamW";
+  double eps = 1e-8;          // AdamW, Adam, RMSprop; Adagrad (its default 1e-10)
+  bool amsgrad = false;       // AdamW, Adam
+  double momentum = 0;        // SGD, RMSprop
+  double dampening = 0;       // SGD
+  bool nesterov = false;      // SGD
+  double alpha = 0.99;        // RMSprop
+  bool centered = false;      // RMSprop
+  double lr_decay = 0;        // Adagrad
+  double initial_accumulator_value = 0;  // Adagrad
 };
+
 
 struct CheckpointContentsConfig {
   std::vector<std::string> save_contents;
@@ -396,6 +410,8 @@ struct PPOConfig {
 // Names accepted for the enumerated keys; the algorithm ones are the registries' (verl/algo/algo_names.h).
 const std::vector<std::string>& supported_adv_estimators();
 const std::vector<std::string>& supported_loss_agg_modes();
+// The torch.optim classes verl.cpp builds (optim.optimizer).
+const std::vector<std::string>& supported_optimizers();
 const std::vector<std::string>& supported_kl_penalties();
 const std::vector<std::string>& supported_policy_loss_modes();
 const std::vector<std::string>& supported_logger_backends();

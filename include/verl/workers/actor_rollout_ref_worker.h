@@ -29,7 +29,7 @@
 //
 // Checkpoint folder (save_checkpoint meta local_path), published whole (save_rank_folder, checkpoint_files.h):
 //   model_world_size_{W}_rank_{r}.safetensors   every parameter of this rank (HF names; ZeRO-3: this rank's runs)
-//   optim_world_size_{W}_rank_{r}.pt            AdamW state (workers/optimizer.h)
+//   optim_world_size_{W}_rank_{r}.pt            optimizer state (workers/optimizer.h)
 //   extra_state_world_size_{W}_rank_{r}.json    {"lr_scheduler": {...}, "rng": {"cpu": hex, "rollout": hex},
 //                                                "global_step": N}
 //   huggingface/                                config.json, generation_config.json, tokenizer files
@@ -111,7 +111,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   model::CausalLM ref_module_{nullptr};
   // ZeRO-3 (fsdp_config.reshard_after_forward) of the actor and of the ref; null: whole parameters.
   std::shared_ptr<model::FullyShardedModel> actor_sharded_, ref_sharded_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<LRScheduler> lr_scheduler_;
   std::unique_ptr<DataParallelPPOActor> actor_;
   std::unique_ptr<DataParallelPPOActor> ref_policy_;

@@ -1,7 +1,7 @@
 // verl's CriticWorker (fsdp_workers.py): one rank of the critic worker group. Methods (verl names, dispatch):
 //   init_model       ONE_TO_ALL        loads critic.model.path with the value head `score` (a folder without
 //                                      score.weight, i.e. an LM, gets a fresh head seeded from data.seed, or 0),
-//                                      AdamW + LR schedule from critic.optim (total steps:
+//                                      optimizer + LR schedule from critic.optim (total steps:
 //                                      critic.optim.total_training_steps, written by the trainer)
 //   compute_values   DP_COMPUTE_PROTO  -> values [b, R] (* response_mask)
 //   update_critic    DP_COMPUTE_PROTO  -> empty batch, meta {"metrics": {critic/vf_loss, critic/vf_clipfrac,
@@ -46,7 +46,7 @@ class CriticWorker : public single_controller::Worker {
   // After init_model.
   model::CausalLM& module();
   LRScheduler& lr_scheduler();
-  torch::optim::AdamW& optimizer();
+  torch::optim::Optimizer& optimizer();
 
  private:
   void require_initialized(const char* method) const;
@@ -62,9 +62,9 @@ class CriticWorker : public single_controller::Worker {
   std::unique_ptr<model::CausalLM> module_;
   bool lora_ = false;  // adapters on the decoder projections, base frozen (model/value_lora.h)
   std::shared_ptr<model::FullyShardedModel> fully_sharded_;  // ZeRO-3 (fsdp_config.reshard_after_forward)
-  OffloadPolicy offload_;  // where the parameters and AdamW moments rest between phases (workers/state_offload.h)
+  OffloadPolicy offload_;  // where the parameters and optimizer state rest between phases (workers/state_offload.h)
   std::vector<torch::Tensor> state() const;  // the parameters, or the ZeRO-3 shards
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<LRScheduler> lr_scheduler_;
   std::unique_ptr<DataParallelPPOCritic> critic_;
 };

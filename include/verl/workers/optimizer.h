@@ -1,9 +1,11 @@
-// The optimizer and learning-rate schedule of verl's workers (spec §4.6): AdamW with verl's defaults
-// (betas (0.9, 0.999), weight_decay 0.01, eps 1e-8) and a per-step LR schedule, `constant` or `cosine`,
-// each with linear warmup. Both actor and critic use them; state saves and loads for exact resume.
+// The optimizer and learning-rate schedule of verl's workers (spec §4.6): the torch.optim class of optim.optimizer
+// (AdamW by default, with verl's betas (0.9, 0.999), weight_decay 0.01, eps 1e-8; Adam, SGD, RMSprop, Adagrad with
+// override_optimizer_config's arguments) and a per-step LR schedule, `constant` or `cosine`, each with linear
+// warmup. Both actor and critic use them; state saves and loads for exact resume.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +21,18 @@ class Comm;
 
 namespace verl::workers {
 
-// torch.optim.AdamW(params, lr, betas, weight_decay, eps=1e-8) from an `optim` config section.
-std::unique_ptr<torch::optim::AdamW> build_optimizer(const std::vector<torch::Tensor>& parameters,
-                                                     const config::OptimConfig& optim);
+// torch.optim.<optim.optimizer>(params, lr, weight_decay, betas (Adam family), **override_optimizer_config), as
+// verl's build_optimizer, from an `optim` config section (LibTorch's classes: the same updates as torch.optim's).
+std::unique_ptr<torch::optim::Optimizer> build_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                         const config::OptimConfig& optim);
+
+// The torch.optim class name of an optimizer build_optimizer made ("AdamW", "SGD", ...).
+std::string optimizer_class_name(const torch::optim::Optimizer& optimizer);
+
+// Replaces every state tensor of the optimizer (moments, momentum buffers, sums; not the step counts) with
+// place(tensor), e.g. to move it between the host and a device.
+void replace_state_tensors(torch::optim::Optimizer& optimizer,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& place);
 
 // Warmup steps as verl computes them: lr_warmup_steps when > 0, else int(lr_warmup_steps_ratio * total).
 int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_training_steps);
@@ -76,8 +87,9 @@ struct GradientPlacement {
 double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
                       const GradientPlacement& placement);
 
-// Optimizer state (AdamW moments and step counts) to and from a file (LibTorch archive). The write is
-// atomic; loading a file made for other parameters is an error naming the file.
+// Optimizer state (moments and step counts) to and from a file (LibTorch archive, tagged with the class name).
+// The write is atomic; loading a file made for other parameters or another optimizer class is an error naming
+// the file (an untagged file, from before optim.optimizer was honoured, holds AdamW's state).
 void save_optimizer_state(const torch::optim::Optimizer& optimizer, const std::string& path);
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& path);
 

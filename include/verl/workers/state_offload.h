@@ -1,5 +1,5 @@
 // verl's offload keys on a GPU (fsdp_config.param_offload / optimizer_offload, megatron's param_offload /
-// grad_offload / optimizer_offload): a role's parameters (or its ZeRO-3 shards), their gradients and its AdamW
+// grad_offload / optimizer_offload): a role's parameters (or its ZeRO-3 shards), their gradients and its optimizer
 // moments rest in pinned host memory between phases and come to the device only for the phase that uses them,
 // as verl's load_fsdp_model_to_gpu / offload_fsdp_model_to_cpu and load/offload_fsdp_optimizer do. The tensors
 // keep their identity (set_data), so the optimizer and the sharded model still hold them. On the CPU every key is
@@ -20,7 +20,7 @@ struct OffloadPolicy {
   torch::Device device{torch::kCPU};  // where the phases run
   bool params = false;                // parameters (and their gradients) rest on the host
   bool grads = false;                 // gradients rest on the host (megatron's grad_offload; implied by params)
-  bool optimizer = false;             // AdamW moments rest on the host
+  bool optimizer = false;             // the optimizer state (moments, buffers) rests on the host
   bool active() const { return device.is_cuda() && (params || grads || optimizer); }
 
   // Moves the state this policy offloads to pinned host memory (or, with `to_device`, back to `device`);

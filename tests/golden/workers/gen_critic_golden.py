@@ -11,8 +11,9 @@ An independent float64 plain-PyTorch computation, written from verl's descriptio
     clipfrac = masked mean of (clipped loss > unclipped loss);
   * mini-batches of `mini` rows (contiguous), micro-batches of `micro`, loss * 1/(mini // micro),
     `epochs` passes; torch.nn.utils.clip_grad_norm_(grad_clip), step skipped when the norm is not finite;
-  * torch.optim.AdamW(lr, betas, weight_decay, eps=1e-8) with a LambdaLR schedule (constant or cosine with
-    linear warmup) stepped once per call; the lr reported is the one the call used.
+  * torch.optim.<optimizer> (AdamW by default) as verl's build_optimizer makes it (lr, weight_decay, betas for
+    *adam* classes, then optimizer_kwargs) with a LambdaLR schedule (constant or cosine with linear warmup)
+    stepped once per call; the lr reported is the one the call used.
 Writes OUT_PREFIX.json (per-call metrics) and OUT_PREFIX.safetensors (final parameters, float64).
 """
 import importlib.util
@@ -91,6 +92,17 @@ def lr_lambda(s):
     return f
 
 
+def build_optimizer(params, s):
+    # verl's build_optimizer: torch.optim's class by name; lr and weight_decay, betas for *adam* classes, then the
+    # override_optimizer_config arguments, which win.
+    name = s.get("optimizer", "AdamW")
+    args = {"lr": s["lr"], "weight_decay": s["weight_decay"]}
+    if "adam" in name.lower():
+        args["betas"] = tuple(s["betas"])
+    args.update(s.get("optimizer_kwargs", {}))
+    return getattr(torch.optim, name)(params, **args)
+
+
 def main():
     model_dir, batch_path, settings_path, out_prefix = sys.argv[1:5]
     with open(os.path.join(model_dir, "config.json")) as f:
@@ -102,7 +114,7 @@ def main():
     batch, _ = st_format.read(batch_path)
     P, R = s["prompt_length"], s["response_length"]
     params = [W[k] for k in sorted(W)]
-    opt = torch.optim.AdamW(params, lr=s["lr"], betas=tuple(s["betas"]), weight_decay=s["weight_decay"], eps=1e-8)
+    opt = build_optimizer(params, s)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(s))
     B = batch["input_ids"].shape[0]
     mini, micro = s["mini"], s["micro"]

@@ -1,7 +1,8 @@
 // Three update_critic calls of a tiny value model on a fixed batch against
 // tests/golden/workers/gen_critic_golden.py, an independent float64 PyTorch implementation of verl's critic
 // update (value forward per row without padding, clipped value loss, micro-batch scaling, grad clipping,
-// torch.optim.AdamW, LambdaLR). The script runs at test time on a model made by `verl model init`, under
+// torch.optim's class as verl's build_optimizer builds it (AdamW, or critic.optim.optimizer with
+// override_optimizer_config), LambdaLR). The script runs at test time on a model made by `verl model init`, under
 // the test-only Python (.venv/test).
 // Tolerances (C++ runs in float32): metrics (clip fractions included) within 2e-5 relative (+1e-7 absolute);
 // final parameters within 5e-5 absolute (measured: 8.8e-6 and 1.7e-6, Adam amplifies
@@ -31,6 +32,8 @@ struct CriticCase {
   std::string schedule;
   int64_t layers;
   double grad_clip;
+  std::string optimizer = "AdamW";  // critic.optim.optimizer
+  Json kwargs = Json::object();     // critic.optim.override_optimizer_config
 };
 
 void run_case(const CriticCase& c) {
@@ -49,7 +52,8 @@ void run_case(const CriticCase& c) {
                    {"lr", lr},                  {"betas", {0.9, 0.999}},     {"weight_decay", 0.01},
                    {"grad_clip", c.grad_clip},  {"cliprange_value", 0.2},    {"loss_agg_mode", c.loss_agg_mode},
                    {"schedule", c.schedule},    {"warmup_steps", 0},         {"total_steps", 3},
-                   {"min_lr_ratio", 0.1},       {"num_cycles", 0.5}};
+                   {"min_lr_ratio", 0.1},       {"num_cycles", 0.5},         {"optimizer", c.optimizer},
+                   {"optimizer_kwargs", c.kwargs}};
   test::write_file(dir + "/settings.json", settings.dump());
   auto ref = test::run_command(test::test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
                                "/tests/golden/workers/gen_critic_golden.py " + value_dir + " " + dir +
@@ -63,7 +67,8 @@ void run_case(const CriticCase& c) {
                                   "critic.optim.lr_scheduler_type=" + c.schedule, "critic.optim.min_lr_ratio=0.1",
                                   "critic.optim.total_training_steps=3", "critic.cliprange_value=0.2",
                                   "critic.grad_clip=" + std::to_string(c.grad_clip),
-                                  "critic.loss_agg_mode=" + c.loss_agg_mode});
+                                  "critic.loss_agg_mode=" + c.loss_agg_mode, "critic.optim.optimizer=" + c.optimizer,
+                                  "critic.optim.override_optimizer_config=" + c.kwargs.dump()});
   CriticWorker worker(single_controller::WorkerContext{0, 1, "critic"}, config);
   worker.init_model(DataProto());
   bool clipped_grad = false, clipped_value = false;
@@ -112,6 +117,16 @@ TEST_F(CriticGolden, TokenMeanTwoEpochsCosineTwoLayers) { run_case({"token_mean"
 
 TEST_F(CriticGolden, SeqMeanTokenSumOneEpochConstantOneLayer) {
   run_case({"seq_sum", "seq-mean-token-sum", 1, "constant", 1, 1.0});
+}
+
+// critic.optim.optimizer with override_optimizer_config reaches the worker's optimizer and its LR schedule.
+TEST_F(CriticGolden, RMSpropCenteredWithMomentumCosine) {
+  run_case({"rmsprop", "token-mean", 1, "cosine", 1, 1.0, "RMSprop",
+            {{"momentum", 0.5}, {"centered", true}, {"lr", 0.002}}});
+}
+
+TEST_F(CriticGolden, SGDNesterovWithItsOwnLr) {
+  run_case({"sgd", "token-mean", 2, "constant", 1, 1.0, "SGD", {{"momentum", 0.9}, {"nesterov", true}, {"lr", 0.1}}});
 }
 
 }  // namespace

@@ -132,12 +132,55 @@ TEST(VerlKeyRules, FeaturesAcceptTheirDefaultAndNameThemselvesOtherwise) {
       {"sandbox_fusion.url=http://localhost:8080", "sandbox fusion"},
       {"distillation.enabled=true", "on-policy distillation"},
       {"trainer.v1.trainer_mode=separate_async", "asynchronous v1 trainer"},
-      {"actor_rollout_ref.actor.optim.optimizer=SGD", "optimizers other than AdamW"},
+      {"critic.optim.zero_indexed_step=false", "one-indexed LR scheduler steps"},
   };
   for (const auto& [override_arg, feature] : cases) {
     const std::string err = config_error_of({override_arg});
     EXPECT_TRUE(contains(err, feature)) << override_arg << " -> " << err;
     EXPECT_TRUE(contains(err, "is not implemented in verl.cpp")) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << err;
+  }
+}
+
+// verl's build_optimizer: torch.optim's class by name, its arguments from the section and override_optimizer_config.
+TEST(VerlKeyRules, OptimizerClassAndItsArgumentsAreHonoured) {
+  const auto sgd = load_with_overrides({"actor_rollout_ref.actor.optim.optimizer=SGD",
+                                        "actor_rollout_ref.actor.optim.override_optimizer_config={momentum: 0.9, "
+                                        "nesterov: true, lr: 0.5, foreach: true}"})
+                       .ppo.actor_rollout_ref.actor.optim;
+  EXPECT_EQ(sgd.optimizer, "SGD");
+  EXPECT_DOUBLE_EQ(sgd.momentum, 0.9);
+  EXPECT_TRUE(sgd.nesterov);
+  EXPECT_DOUBLE_EQ(sgd.lr, 0.5);  // the override wins over optim.lr, as in verl
+  const auto critic = load_with_overrides({"critic.optim.optimizer=Adagrad"}).ppo.critic.optim;
+  EXPECT_EQ(critic.optimizer, "Adagrad");
+  EXPECT_DOUBLE_EQ(critic.eps, 1e-10);  // Adagrad's own default
+  const auto adam = load_with_overrides({"critic.optim.optimizer=Adam",
+                                         "critic.optim.override_optimizer_config={decoupled_weight_decay: true}"})
+                        .ppo.critic.optim;
+  EXPECT_EQ(adam.optimizer, "AdamW");  // torch.optim.Adam(decoupled_weight_decay=True) is AdamW
+  EXPECT_EQ(load_with_overrides({}).ppo.actor_rollout_ref.actor.optim.optimizer, "AdamW");
+
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> errors = {
+      {{"actor_rollout_ref.actor.optim.optimizer_impl=bitsandbytes.optim"},
+       {"actor_rollout_ref.actor.optim.optimizer_impl", "bitsandbytes.optim", "torch.optim"}},
+      {{"critic.optim.optimizer=adamw"}, {"critic.optim.optimizer", "did you mean 'AdamW'"}},
+      {{"critic.optim.optimizer=Lion"}, {"critic.optim.optimizer", "AdamW, Adam, SGD, RMSprop, Adagrad"}},
+      {{"critic.optim.optimizer=SGD", "critic.optim.override_optimizer_config={betas: [0.9, 0.95]}"},
+       {"critic.optim.override_optimizer_config.betas", "torch.optim.SGD takes no argument 'betas'"}},
+      {{"critic.optim.override_optimizer_config={momentum: 0.9}"},
+       {"critic.optim.override_optimizer_config.momentum", "torch.optim.AdamW"}},
+      {{"critic.optim.override_optimizer_config={maximize: true}"}, {"maximize", "not implemented"}},
+      {{"critic.optim.override_optimizer_config={eps: fast}"}, {"override_optimizer_config.eps", "expects a number"}},
+      {{"critic.optim.override_optimizer_config={amsgrad: 1}"}, {"override_optimizer_config.amsgrad", "true or false"}},
+      {{"critic.optim.override_optimizer_config={eps: -1.0}"}, {"eps", "must be >= 0"}},
+      {{"critic.optim.optimizer=SGD", "critic.optim.override_optimizer_config={nesterov: true}"},
+       {"nesterov", "momentum > 0 and dampening 0"}},
+      {{"critic.optim.override_optimizer_config={betas: [0.9, 1.5]}"}, {"override_optimizer_config.betas", "[0, 1)"}},
+  };
+  for (const auto& [overrides, parts] : errors) {
+    const std::string err = config_error_of(overrides);
+    for (const auto& part : parts) EXPECT_TRUE(contains(err, part)) << overrides.back() << " -> " << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << err;
   }
 }
