@@ -86,16 +86,20 @@ void check_members(const std::vector<std::string>& values, const std::vector<std
 // torch.optim's keyword arguments of each class (PyTorch 2.x signatures), which override_optimizer_config may set.
 const std::vector<std::string>& optimizer_arguments(const std::string& optimizer) {
   static const std::map<std::string, std::vector<std::string>> arguments = {
-      {"AdamW", {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
-                 "differentiable", "fused"}},
-      {"Adam", {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable", "differentiable",
-                "fused", "decoupled_weight_decay"}},
-      {"SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach", "differentiable",
-               "fused"}},
-      {"RMSprop", {"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
-                   "differentiable"}},
-      {"Adagrad", {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach", "maximize",
-                   "differentiable", "fused"}},
+      {"AdamW",
+       {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable", "differentiable",
+        "fused"}},
+      {"Adam",
+       {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable", "differentiable", "fused",
+        "decoupled_weight_decay"}},
+      {"SGD",
+       {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach", "differentiable", "fused"}},
+      {"RMSprop",
+       {"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
+        "differentiable"}},
+      {"Adagrad",
+       {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach", "maximize", "differentiable",
+        "fused"}},
   };
   return arguments.at(optimizer);
 }
@@ -106,8 +110,8 @@ const std::vector<std::string>& optimizer_arguments(const std::string& optimizer
 void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o) {
   const std::string impl = in.get_string(p + ".optimizer_impl");
   VERL_CHECK(impl == "torch.optim", "config", "config key '", p, ".optimizer_impl' is '", impl,
-             "': only torch.optim's optimizers are built into verl.cpp (",
-             join(supported_optimizers(), ", "), "); other optimizer libraries are not implemented");
+             "': only torch.optim's optimizers are built into verl.cpp (", join(supported_optimizers(), ", "),
+             "); other optimizer libraries are not implemented");
   o.optimizer = in.get_choice(p + ".optimizer", supported_optimizers());
   if (o.optimizer == "Adagrad") o.eps = 1e-10;
   const std::string key = p + ".override_optimizer_config";
@@ -130,19 +134,25 @@ void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o
                  value.to_text());
       return value.as_bool();
     };
-    if (name == "lr") o.lr = number();
-    else if (name == "eps") o.eps = number();
-    else if (name == "weight_decay") o.weight_decay = number();
-    else if (name == "momentum") o.momentum = number();
-    else if (name == "dampening") o.dampening = number();
-    else if (name == "alpha") o.alpha = number();
-    else if (name == "lr_decay") o.lr_decay = number();
-    else if (name == "initial_accumulator_value") o.initial_accumulator_value = number();
-    else if (name == "amsgrad") o.amsgrad = flag();
-    else if (name == "nesterov") o.nesterov = flag();
-    else if (name == "centered") o.centered = flag();
-    else if (name == "decoupled_weight_decay") decoupled = flag();
-    else if (name == "maximize") {
+    // The section's fields each argument sets.
+    static const std::map<std::string, double OptimConfig::*> numbers = {
+        {"lr", &OptimConfig::lr},
+        {"eps", &OptimConfig::eps},
+        {"weight_decay", &OptimConfig::weight_decay},
+        {"momentum", &OptimConfig::momentum},
+        {"dampening", &OptimConfig::dampening},
+        {"alpha", &OptimConfig::alpha},
+        {"lr_decay", &OptimConfig::lr_decay},
+        {"initial_accumulator_value", &OptimConfig::initial_accumulator_value}};
+    static const std::map<std::string, bool OptimConfig::*> flags = {
+        {"amsgrad", &OptimConfig::amsgrad}, {"nesterov", &OptimConfig::nesterov}, {"centered", &OptimConfig::centered}};
+    if (const auto n = numbers.find(name); n != numbers.end()) {
+      o.*(n->second) = number();
+    } else if (const auto f = flags.find(name); f != flags.end()) {
+      o.*(f->second) = flag();
+    } else if (name == "decoupled_weight_decay") {
+      decoupled = flag();
+    } else if (name == "maximize") {
       VERL_CHECK(!flag(), "config", "config key '", at,
                  "' is true: gradient ascent (maximize) is not implemented in verl.cpp (only false is accepted)");
     } else if (name == "betas") {
@@ -174,8 +184,8 @@ void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o
   at_least_zero(o.lr_decay, "lr_decay");
   at_least_zero(o.initial_accumulator_value, "initial_accumulator_value");
   if (o.optimizer == "AdamW" || o.optimizer == "Adam") {
-    VERL_CHECK(o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config", "config key '",
-               key, ".betas' expects two numbers in [0, 1)");
+    VERL_CHECK(o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config", "config key '", key,
+               ".betas' expects two numbers in [0, 1)");
   }
   VERL_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "config", "config key '", key,
              ".nesterov' is true: torch.optim.SGD's Nesterov momentum requires momentum > 0 and dampening 0");
@@ -204,6 +214,7 @@ OptimConfig read_optim(ConfigReader& in, const std::string& p) {
   o.min_lr_ratio = in.get_double(p + ".min_lr_ratio");
   o.num_cycles = in.get_double(p + ".num_cycles");
   o.total_training_steps = in.get_int(p + ".total_training_steps");
+  o.zero_indexed_step = in.get_bool(p + ".zero_indexed_step");
   read_optimizer_class(in, p, o);
   return o;
 }
@@ -249,7 +260,6 @@ std::vector<std::string> read_file_list(ConfigReader& in, const std::string& pat
 
 DataConfig read_data(ConfigReader& in) {
   DataConfig d;
-  d.tokenizer = in.get_optional_string("data.tokenizer");
   d.train_files = read_file_list(in, "data.train_files");
   d.val_files = read_file_list(in, "data.val_files");
   d.prompt_key = in.get_string("data.prompt_key");

@@ -32,6 +32,7 @@ const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
       // data
       {"data.use_shm", N, "verl's shared-memory model copy"},
+      {"data.tokenizer", N, "verl reads it nowhere either: the tokenizer is actor_rollout_ref.model.path's"},
       {"data.dataloader_num_workers", N, "PyTorch DataLoader workers"},
       {"data.filter_overlong_prompts_workers", N, "datasets.map workers"},
       {"data.trust_remote_code", N, "transformers remote code (native tokenizer)"},
@@ -47,7 +48,7 @@ const std::vector<Entry>& table() {
 
       // models (actor / ref / critic)
       {"*.model.hf_config_path", F, "a model config apart from the model path"},
-      {"*.model.tokenizer_path", F, "a tokenizer apart from the model path (use data.tokenizer)"},
+      {"*.model.tokenizer_path", F, "a tokenizer apart from the model path (the model folder must hold it)"},
       {"*.model.use_shm", N, "verl's shared-memory model copy"},
       {"*.model.trust_remote_code", N, "transformers remote code (native model classes)"},
       {"*.model.external_lib", F, "external model libraries"},
@@ -62,8 +63,6 @@ const std::vector<Entry>& table() {
       // actor / ref / critic: optimizer
       {"*.*.optim.clip_grad", H, "grad_clip"},
       {"*.optim.clip_grad", H, "grad_clip"},
-      {"*.*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
-      {"*.optim.zero_indexed_step", F, "one-indexed LR scheduler steps"},
 
       // FSDP engine settings (actor, ref, critic.fsdp)
       {"*.*.fsdp_config", N, "PyTorch FSDP"},
@@ -118,7 +117,8 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.qat", F, kQAT},
       {"actor_rollout_ref.rollout.disaggregation.enabled", F, "prefill / decode disaggregation"},
       {"actor_rollout_ref.rollout.multi_turn.function_tool_path", F, kFunctionTools},
-      {"actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", F, "repeated multi-turn rollouts"},
+      {"actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", N,
+       "verl 0.9.1 declares it and reads it nowhere (the agent loop repeats a prompt by rollout.n)"},
       {"actor_rollout_ref.rollout.agent.agent_loop_config_path", F, kAgentLoop},
       {"actor_rollout_ref.rollout.agent.custom_async_server", F, kAgentLoop},
       {"actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", F, "custom weight-sync backends"},

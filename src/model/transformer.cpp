@@ -720,7 +720,8 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
     return widen_to_window(packing->to_window(model->values(hidden).to(torch::kFloat32)), attention_mask,
                            response_length, /*zeros_at_padding=*/true);
   }
-  const auto values = dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids), c.end - P);
+  const auto values =
+      dense_response_values(model, kept(input_ids), kept(attention_mask), kept(position_ids), c.end - P);
   return widen_to_window(values, attention_mask, response_length, /*zeros_at_padding=*/false);
 }
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "verl/common/atomic_file.h"
-#include "verl/common/file_digest.h"
 #include "verl/common/error.h"
+#include "verl/common/file_digest.h"
 #include "verl/common/strings.h"
 #include "verl/parallel/comm.h"
 
@@ -51,12 +51,12 @@ std::unique_ptr<torch::optim::Optimizer> build_optimizer(const std::vector<torch
   }
   VERL_CHECK(name == "Adagrad", "optim", "optim.optimizer '", name, "' is not a torch.optim class verl.cpp builds (",
              join(config::supported_optimizers(), ", "), ")");
-  return std::make_unique<torch::optim::Adagrad>(parameters, torch::optim::AdagradOptions(optim.lr)
-                                                                 .lr_decay(optim.lr_decay)
-                                                                 .weight_decay(optim.weight_decay)
-                                                                 .initial_accumulator_value(
-                                                                     optim.initial_accumulator_value)
-                                                                 .eps(optim.eps));
+  return std::make_unique<torch::optim::Adagrad>(parameters,
+                                                 torch::optim::AdagradOptions(optim.lr)
+                                                     .lr_decay(optim.lr_decay)
+                                                     .weight_decay(optim.weight_decay)
+                                                     .initial_accumulator_value(optim.initial_accumulator_value)
+                                                     .eps(optim.eps));
 }
 
 std::string optimizer_class_name(const torch::optim::Optimizer& optimizer) {
@@ -101,6 +101,9 @@ int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_trainin
 }
 
 double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step) {
+  // verl's get_cosine_schedule_with_warmup(zero_indexed_step=False) evaluates its lambda at step + 1; its constant
+  // schedule has no such flag.
+  if (!optim.zero_indexed_step && optim.lr_scheduler_type == "cosine") ++step;
   const int64_t warmup = num_warmup_steps(optim, total_training_steps);
   if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
   if (optim.lr_scheduler_type == "constant") return 1.0;
@@ -225,7 +228,8 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string&
     const std::string saved = archive.try_read(kClassKey, tag) && tag.isString() ? tag.toStringRef() : "AdamW";
     const std::string expected = optimizer_class_name(optimizer);
     VERL_CHECK(saved == expected, "optim", path, ": the optimizer state of torch.optim.", saved,
-               ", but this run builds torch.optim.", expected, " (optim.optimizer): resume with the optimizer it was saved with");
+               ", but this run builds torch.optim.", expected,
+               " (optim.optimizer): resume with the optimizer it was saved with");
     optimizer.load(archive);
   } catch (const c10::Error& e) {
     VERL_FAIL("optim", path, ": not an optimizer state for these parameters (", e.what_without_backtrace(), ")");

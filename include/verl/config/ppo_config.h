@@ -14,7 +14,6 @@
 namespace verl::config {
 
 struct DataConfig {
-  std::optional<std::string> tokenizer;
   // As written in the config (a string or a list there), `~` not yet expanded: data::data_files_from_config.
   std::vector<std::string> train_files;
   std::vector<std::string> val_files;
@@ -77,21 +76,23 @@ struct OptimConfig {
   double min_lr_ratio = 0;
   double num_cycles = 0.5;
   int64_t total_training_steps = -1;
+  // false: the cosine schedule counts steps from 1 (verl's zero_indexed_step, torchtitan's convention): the LR at
+  // update k is the zero-indexed schedule's at k + 1. The constant schedule ignores it, as verl's does.
+  bool zero_indexed_step = true;
   // optim.optimizer: the torch.optim class verl builds (optimizer_impl torch.optim): AdamW, Adam, SGD, RMSprop or
   // Adagrad, with verl's arguments (lr, weight_decay; betas for the Adam family) and those of
   // override_optimizer_config; a field below counts only for the classes that take it (workers/optimizer.h).
   std::string optimizer = "AdamW";
-  double eps = 1e-8;          // AdamW, Adam, RMSprop; Adagrad (its default 1e-10)
-  bool amsgrad = false;       // AdamW, Adam
-  double momentum = 0;        // SGD, RMSprop
-  double dampening = 0;       // SGD
-  bool nesterov = false;      // SGD
-  double alpha = 0.99;        // RMSprop
-  bool centered = false;      // RMSprop
-  double lr_decay = 0;        // Adagrad
+  double eps = 1e-8;                     // AdamW, Adam, RMSprop; Adagrad (its default 1e-10)
+  bool amsgrad = false;                  // AdamW, Adam
+  double momentum = 0;                   // SGD, RMSprop
+  double dampening = 0;                  // SGD
+  bool nesterov = false;                 // SGD
+  double alpha = 0.99;                   // RMSprop
+  bool centered = false;                 // RMSprop
+  double lr_decay = 0;                   // Adagrad
   double initial_accumulator_value = 0;  // Adagrad
 };
-
 
 struct CheckpointContentsConfig {
   std::vector<std::string> save_contents;

@@ -40,7 +40,8 @@ int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_trainin
 // The multiplier of the base LR after `step` scheduler steps (transformers' schedules):
 //   constant: step / max(1, warmup) during warmup, then 1
 //   cosine:   the same warmup, then max(min_lr_ratio, 0.5 * (1 + cos(2*pi*num_cycles*p)) * (1 - min) + min)
-//             with p = (step - warmup) / max(1, total - warmup)
+//             with p = (step - warmup) / max(1, total - warmup); optim.zero_indexed_step=false shifts the cosine
+//             schedule by one step (it is evaluated at step + 1), as verl's
 double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step);
 
 // torch.optim.lr_scheduler.LambdaLR over lr_factor: construction sets lr = base * factor(0); step() advances

@@ -47,12 +47,24 @@ void run_case(const CriticCase& c) {
   model::save_tensors(dir + "/batch.safetensors", tensors);
 
   const double lr = 0.01;
-  Json settings = {{"prompt_length", P},        {"response_length", R},      {"mini", 4},
-                   {"micro", 2},                {"epochs", c.epochs},        {"calls", 3},
-                   {"lr", lr},                  {"betas", {0.9, 0.999}},     {"weight_decay", 0.01},
-                   {"grad_clip", c.grad_clip},  {"cliprange_value", 0.2},    {"loss_agg_mode", c.loss_agg_mode},
-                   {"schedule", c.schedule},    {"warmup_steps", 0},         {"total_steps", 3},
-                   {"min_lr_ratio", 0.1},       {"num_cycles", 0.5},         {"optimizer", c.optimizer},
+  Json settings = {{"prompt_length", P},
+                   {"response_length", R},
+                   {"mini", 4},
+                   {"micro", 2},
+                   {"epochs", c.epochs},
+                   {"calls", 3},
+                   {"lr", lr},
+                   {"betas", {0.9, 0.999}},
+                   {"weight_decay", 0.01},
+                   {"grad_clip", c.grad_clip},
+                   {"cliprange_value", 0.2},
+                   {"loss_agg_mode", c.loss_agg_mode},
+                   {"schedule", c.schedule},
+                   {"warmup_steps", 0},
+                   {"total_steps", 3},
+                   {"min_lr_ratio", 0.1},
+                   {"num_cycles", 0.5},
+                   {"optimizer", c.optimizer},
                    {"optimizer_kwargs", c.kwargs}};
   test::write_file(dir + "/settings.json", settings.dump());
   auto ref = test::run_command(test::test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
@@ -61,14 +73,14 @@ void run_case(const CriticCase& c) {
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   Json expected = Json::parse(test::read_file(dir + "/ref.json"));
 
-  auto config = test::ppo_config({"critic.model.path=" + value_dir, "trainer.device=cpu", "actor_rollout_ref.rollout.n=1",
-                                  "critic.ppo_mini_batch_size=4", "critic.ppo_micro_batch_size_per_gpu=2",
-                                  "critic.ppo_epochs=" + std::to_string(c.epochs), "critic.optim.lr=0.01",
-                                  "critic.optim.lr_scheduler_type=" + c.schedule, "critic.optim.min_lr_ratio=0.1",
-                                  "critic.optim.total_training_steps=3", "critic.cliprange_value=0.2",
-                                  "critic.grad_clip=" + std::to_string(c.grad_clip),
-                                  "critic.loss_agg_mode=" + c.loss_agg_mode, "critic.optim.optimizer=" + c.optimizer,
-                                  "critic.optim.override_optimizer_config=" + c.kwargs.dump()});
+  auto config = test::ppo_config(
+      {"critic.model.path=" + value_dir, "trainer.device=cpu", "actor_rollout_ref.rollout.n=1",
+       "critic.ppo_mini_batch_size=4", "critic.ppo_micro_batch_size_per_gpu=2",
+       "critic.ppo_epochs=" + std::to_string(c.epochs), "critic.optim.lr=0.01",
+       "critic.optim.lr_scheduler_type=" + c.schedule, "critic.optim.min_lr_ratio=0.1",
+       "critic.optim.total_training_steps=3", "critic.cliprange_value=0.2",
+       "critic.grad_clip=" + std::to_string(c.grad_clip), "critic.loss_agg_mode=" + c.loss_agg_mode,
+       "critic.optim.optimizer=" + c.optimizer, "critic.optim.override_optimizer_config=" + c.kwargs.dump()});
   CriticWorker worker(single_controller::WorkerContext{0, 1, "critic"}, config);
   worker.init_model(DataProto());
   bool clipped_grad = false, clipped_value = false;
@@ -121,7 +133,13 @@ TEST_F(CriticGolden, SeqMeanTokenSumOneEpochConstantOneLayer) {
 
 // critic.optim.optimizer with override_optimizer_config reaches the worker's optimizer and its LR schedule.
 TEST_F(CriticGolden, RMSpropCenteredWithMomentumCosine) {
-  run_case({"rmsprop", "token-mean", 1, "cosine", 1, 1.0, "RMSprop",
+  run_case({"rmsprop",
+            "token-mean",
+            1,
+            "cosine",
+            1,
+            1.0,
+            "RMSprop",
             {{"momentum", 0.5}, {"centered", true}, {"lr", 0.002}}});
 }
 

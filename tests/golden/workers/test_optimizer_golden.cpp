@@ -1,9 +1,11 @@
-// optim.optimizer and optim.override_optimizer_config against torch.optim itself: each case sets verl's keys,
-// builds the optimizer through the config and workers::build_optimizer, and runs six steps on float64 parameters
-// with a changing LR and a step where one parameter has no gradient; tests/golden/workers/optimizer_reference.py
-// runs torch.optim built as verl's build_optimizer builds it (under .venv/test) on the same numbers. Both sides are
-// float64, so the bound is 1e-12 relative. Each case also saves its state after three steps and resumes in a
-// fresh optimizer: the resumed parameters equal the straight run's bit for bit.
+// The optim section against verl's own code (tests/golden/workers/optimizer_reference.py runs verl 0.9.1's
+// build_optimizer and LR schedules under .venv/test):
+// - optim.optimizer and override_optimizer_config: each case sets verl's keys, builds the optimizer through the
+//   config and workers::build_optimizer, and runs six steps on float64 parameters with a changing LR and a step
+//   where one parameter has no gradient; verl builds torch.optim's optimizer from the same keys. Both sides are
+//   float64, so the bound is 1e-12 relative. Each case also saves its state after three steps and resumes in a
+//   fresh optimizer: the resumed parameters equal the straight run's bit for bit.
+// - lr_scheduler_type, warmup, min_lr_ratio, num_cycles and zero_indexed_step: the LR of each update.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,7 +57,9 @@ torch::Tensor initial_param(size_t j) {
 std::optional<torch::Tensor> gradient(int step, size_t j) {
   if (step == 1 && j == 1) return std::nullopt;
   const int64_t n = c10::multiply_integers(kShapes[j]);
-  return (torch::arange(n, torch::kFloat64) * 0.61 + 0.9 * step + static_cast<double>(j)).cos().mul(0.5 + step % 3)
+  return (torch::arange(n, torch::kFloat64) * 0.61 + 0.9 * step + static_cast<double>(j))
+      .cos()
+      .mul(0.5 + step % 3)
       .reshape(kShapes[j]);
 }
 
@@ -85,6 +89,16 @@ std::vector<torch::Tensor> fresh_params() {
   return params;
 }
 
+// optimizer_reference.py's output for `spec` (an empty object when it fails; the assertion shows why).
+Json run_reference(const Json& spec, const std::string& dir) {
+  test::write_file(dir + "/spec.json", spec.dump());
+  auto ref =
+      test::run_command(test::test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
+                        "/tests/golden/workers/optimizer_reference.py " + dir + "/spec.json " + dir + "/ref.json");
+  EXPECT_EQ(ref.exit_code, 0) << ref.err;
+  return ref.exit_code == 0 ? Json::parse(test::read_file(dir + "/ref.json")) : Json::object();
+}
+
 TEST(OptimizerGolden, VerlKeysBuildTorchOptimAndResumeExactly) {
   if (!test::test_python_imports("torch")) FAIL() << test::test_python_missing_hint();
   const std::string dir = test::make_temp_dir("optimizer_golden");
@@ -111,14 +125,16 @@ TEST(OptimizerGolden, VerlKeysBuildTorchOptimAndResumeExactly) {
   for (const auto& c : cases()) {
     const config::OptimConfig defaults = test::ppo_config({})->actor_rollout_ref.actor.optim;
     // The reference gets verl's arguments from the section's defaults and lr 0.05, plus the overrides.
-    spec["cases"].push_back({{"name", c.name}, {"optimizer", c.optimizer}, {"lr", 0.05},
-                             {"weight_decay", defaults.weight_decay}, {"betas", defaults.betas}, {"kwargs", c.kwargs}});
+    spec["cases"].push_back({{"name", c.name},
+                             {"optimizer", c.optimizer},
+                             {"lr", 0.05},
+                             {"weight_decay", defaults.weight_decay},
+                             {"betas", defaults.betas},
+                             {"kwargs", c.kwargs}});
   }
-  test::write_file(dir + "/spec.json", spec.dump());
-  auto ref = test::run_command(test::test_python() + std::string(VERL_SOURCE_DIR_FOR_TESTS) +
-                               "/tests/golden/workers/optimizer_reference.py " + dir + "/spec.json " + dir + "/ref.json");
-  ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  const Json expected = Json::parse(test::read_file(dir + "/ref.json"));
+  const Json reference = run_reference(spec, dir);
+  ASSERT_TRUE(reference.contains("cases")) << reference.dump();
+  const Json& expected = reference.at("cases");
 
   for (const auto& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -159,6 +175,61 @@ TEST(OptimizerGolden, VerlKeysBuildTorchOptimAndResumeExactly) {
     run_steps(*after, resumed, base_lr, 3, kSteps);
     for (size_t j = 0; j < resumed.size(); ++j) EXPECT_TRUE(torch::equal(resumed[j], straight[j])) << "param " << j;
   }
+}
+
+TEST(OptimizerGolden, LrSchedulesMatchVerls) {
+  if (!test::test_python_imports("torch")) FAIL() << test::test_python_missing_hint();
+  struct Schedule {
+    std::string name, type;
+    int64_t warmup, total;
+    double min_lr_ratio, num_cycles;
+    bool zero_indexed_step;
+  };
+  const std::vector<Schedule> schedules = {
+      {"cosine_zero_indexed", "cosine", 3, 10, 0.1, 0.5, true},
+      {"cosine_one_indexed", "cosine", 3, 10, 0.1, 0.5, false},
+      {"cosine_one_indexed_no_warmup_full_cycle", "cosine", 0, 8, 0.0, 1.0, false},
+      {"constant_ignores_the_flag", "constant", 2, 10, 0.0, 0.5, false},
+  };
+  const int steps = 12;  // past the total: the schedule's tail too
+  Json spec = {{"cases", Json::array()}, {"params", Json::array()}, {"steps", 0}, {"grads", Json::array()}};
+  for (const auto& s : schedules) {
+    spec["schedules"].push_back({{"name", s.name},
+                                 {"type", s.type},
+                                 {"warmup", s.warmup},
+                                 {"total", s.total},
+                                 {"min_lr_ratio", s.min_lr_ratio},
+                                 {"num_cycles", s.num_cycles},
+                                 {"zero_indexed_step", s.zero_indexed_step},
+                                 {"steps", steps}});
+  }
+  const Json reference = run_reference(spec, test::make_temp_dir("lr_schedule_golden"));
+  ASSERT_TRUE(reference.contains("schedules")) << reference.dump();
+  for (const auto& s : schedules) {
+    SCOPED_TRACE(s.name);
+    const auto optim = test::ppo_config({"actor_rollout_ref.actor.optim.lr=1.0",
+                                         "actor_rollout_ref.actor.optim.lr_scheduler_type=" + s.type,
+                                         "actor_rollout_ref.actor.optim.lr_warmup_steps=" + std::to_string(s.warmup),
+                                         "actor_rollout_ref.actor.optim.min_lr_ratio=" + std::to_string(s.min_lr_ratio),
+                                         "actor_rollout_ref.actor.optim.num_cycles=" + std::to_string(s.num_cycles),
+                                         std::string("actor_rollout_ref.actor.optim.zero_indexed_step=") +
+                                             (s.zero_indexed_step ? "true" : "false")})
+                           ->actor_rollout_ref.actor.optim;
+    std::vector<torch::Tensor> params = fresh_params();
+    auto optimizer = build_optimizer(params, optim);
+    LRScheduler scheduler(*optimizer, optim, s.total);
+    const Json& want = reference.at("schedules").at(s.name);
+    ASSERT_EQ(want.size(), static_cast<size_t>(steps));
+    for (int k = 0; k < steps; ++k) {
+      EXPECT_NEAR(scheduler.last_lr(), want[static_cast<size_t>(k)].get<double>(), 1e-12) << "update " << k;
+      scheduler.step();
+    }
+  }
+  // The flag moves the cosine schedule by one update.
+  const Json& zero = reference.at("schedules").at("cosine_zero_indexed");
+  const Json& one = reference.at("schedules").at("cosine_one_indexed");
+  EXPECT_DOUBLE_EQ(one[0].get<double>(), zero[1].get<double>());
+  EXPECT_NE(one[0].get<double>(), zero[0].get<double>());
 }
 
 TEST(OptimizerGolden, ResumingWithAnotherOptimizerNamesTheFileAndBoth) {

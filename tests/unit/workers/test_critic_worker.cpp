@@ -258,6 +258,46 @@ TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   EXPECT_FALSE(fs::exists(ckpt));
 }
 
+// critic.optim.optimizer reaches the worker; its state resumes exactly and another class refuses it by name.
+TEST(CriticWorker, AnotherOptimizerResumesExactlyAndAMismatchIsNamed) {
+  const std::string lm = test::make_lm_folder("critic_rmsprop_lm");
+  const auto rmsprop =
+      with(critic_worker_base_overrides(lm),
+           {"critic.optim.optimizer=RMSprop", "critic.optim.override_optimizer_config={momentum: 0.5, centered: true}",
+            "critic.optim.lr_scheduler_type=cosine", "critic.optim.zero_indexed_step=false",
+            "critic.optim.total_training_steps=4", "critic.checkpoint.save_contents=[model,optimizer,extra]"});
+  std::vector<DataProto> batches;
+  for (uint64_t s = 0; s < 3; ++s) batches.push_back(test::make_ppo_batch(8, 4, 3, 40 + s));
+  auto straight = critic_worker_make_worker(rmsprop);
+  EXPECT_EQ(optimizer_class_name(straight->optimizer()), "RMSprop");
+  std::vector<Json> straight_metrics;
+  for (const auto& b : batches) straight_metrics.push_back(straight->update_critic(b).meta_info["metrics"]);
+
+  const std::string ckpt = test::make_temp_dir("critic_rmsprop_ckpt") + "/global_step_1/critic";
+  std::vector<Json> resumed_metrics;
+  {
+    auto first = critic_worker_make_worker(rmsprop);
+    resumed_metrics.push_back(first->update_critic(batches[0]).meta_info["metrics"]);
+    DataProto save;
+    save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
+    first->save_checkpoint(save);
+  }
+  DataProto load;
+  load.meta_info = {{"local_path", ckpt}, {"del_local_after_load", false}};
+  auto second = critic_worker_make_worker(rmsprop);
+  second->load_checkpoint(load);
+  for (size_t i = 1; i < batches.size(); ++i)
+    resumed_metrics.push_back(second->update_critic(batches[i]).meta_info["metrics"]);
+  EXPECT_TRUE(same_parameters(straight->module(), second->module()));
+  for (size_t i = 0; i < straight_metrics.size(); ++i) EXPECT_EQ(straight_metrics[i], resumed_metrics[i]) << i;
+
+  auto adamw = critic_worker_make_worker(critic_worker_base_overrides(lm));
+  const std::string message = test::error_text([&] { adamw->load_checkpoint(load); });
+  EXPECT_NE(message.find("optim_world_size_1_rank_0.pt"), std::string::npos) << message;
+  EXPECT_NE(message.find("torch.optim.RMSprop"), std::string::npos) << message;
+  EXPECT_NE(message.find("torch.optim.AdamW"), std::string::npos) << message;
+}
+
 TEST(CriticWorker, LoadNamesAnotherWorldSizeAndAMissingFolder) {
   const std::string lm = test::make_lm_folder("critic_ws_lm");
   auto worker = critic_worker_make_worker(critic_worker_base_overrides(lm));
