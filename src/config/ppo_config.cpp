@@ -888,6 +888,23 @@ void apply_deprecated_micro_batch_keys(const DeprecatedMicroBatchKeys& k, const 
     warn_no_effect("critic.forward_micro_batch_size", *k.critic_forward, "verl 0.9.1 reads it nowhere");
 }
 
+// verl's RolloutSkipConfig: its checks (steps are ints; cache or repeat).
+RolloutSkipConfig read_rollout_skip(ConfigReader& in, const std::string& p) {
+  RolloutSkipConfig r;
+  r.enable = in.get_bool(p + ".enable");
+  r.dump_dir = in.get_string(p + ".dump_dir");
+  const Node steps = in.get_node(p + ".steps");
+  VERL_CHECK(steps.is_list(), "config", "config key '", p, ".steps' expects a list of global steps, got ",
+             steps.to_text());
+  for (const Node& step : steps.items()) {
+    VERL_CHECK(step.kind() == Kind::Int && step.as_int() >= 1, "config", "config key '", p,
+               ".steps' expects global steps (integers >= 1), got ", step.to_text());
+    r.steps.push_back(step.as_int());
+  }
+  r.action = in.get_choice(p + ".action", {"cache", "repeat"});
+  return r;
+}
+
 }  // namespace
 
 PPOConfig parse_ppo_config(const Node& resolved) {
@@ -914,6 +931,7 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   check_positive(c.rollout.nnodes, "rollout.nnodes");
   c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
   check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
+  c.skip_rollout = read_rollout_skip(in, "skip.rollout");
   const DeprecatedMicroBatchKeys deprecated_micro_batch = read_deprecated_micro_batch_keys(in);
   static const Node defaults = default_config_tree();
   const std::vector<std::string> no_effect = accept_verl_keys(in, resolved, defaults);

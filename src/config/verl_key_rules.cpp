@@ -157,7 +157,8 @@ const std::vector<Entry>& table() {
       {"trainer.v1", F, "verl's asynchronous v1 trainer modes"},
       {"distillation", F, "on-policy distillation"},
       {"transfer_queue", F, "TransferQueue"},
-      {"skip", F, "rollout dumps and replays"},
+      {"skip.rollout_tq", F, "rollout dumps of verl's TransferQueue trainer (skip.rollout is implemented)"},
+      {"skip.async_rollout", F, "rollout dumps of verl's fully async trainer (skip.rollout is implemented)"},
       {"ray_kwargs", N, "Ray"},
   };
   return entries;

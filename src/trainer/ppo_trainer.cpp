@@ -288,6 +288,17 @@ DataProto PPOTrainer::generate(const DataProto& gen_batch, MetricMap& timing_raw
   return output;
 }
 
+DataProto PPOTrainer::generate_training_rollout(const DataProto& gen_batch, MetricMap& timing_raw) {
+  if (!rollout_skip_ || !rollout_skip_->applies(global_steps_) || rollout_skip_step_ == global_steps_) {
+    return generate(gen_batch, timing_raw);
+  }
+  rollout_skip_step_ = global_steps_;
+  if (auto dumped = rollout_skip_->load(global_steps_, gen_batch.size())) return std::move(*dumped);
+  DataProto output = generate(gen_batch, timing_raw);
+  rollout_skip_->dump(global_steps_, output);
+  return output;
+}
+
 RewardOutput PPOTrainer::compute_reward(DataProto& batch, const RewardFn& reward_fn) {
   if (reward_fn) return reward_fn(batch);
   VERL_CHECK(batch.has_tensor("rm_scores"), "trainer", "no reward function and no rm_scores from a reward model");
@@ -526,6 +537,7 @@ void PPOTrainer::fit() {
                                        options_.config_yaml, options_.console_out);
 
   global_steps_ = 0;
+  if (cfg.skip_rollout.enable) rollout_skip_.emplace(cfg);
   // Temporaries of writes a killed run left behind (`*.tmp.<pid>`, `*.old.<pid>`): checkpoint folders and the
   // files beside them, and the run folder's reports.
   for (const std::string& dir : {trainer.default_local_dir, run_dir_}) {
@@ -591,7 +603,7 @@ void PPOTrainer::fit() {
         DataProto gen_batch_output;
         {
           PhaseTimer timer("gen", timing_raw);
-          gen_batch_output = generate(gen_batch.repeat(n, /*interleave=*/true), timing_raw);
+          gen_batch_output = generate_training_rollout(gen_batch.repeat(n, /*interleave=*/true), timing_raw);
         }
         if (cfg.algorithm.adv_estimator == "remax") {
           // ReMax: the greedy response of every prompt (un-repeated) is the reward baseline.

@@ -397,6 +397,15 @@ struct RolloutPoolConfig {
   int64_t n_gpus_per_node = 1;
 };
 
+// verl's skip.rollout (verl/utils/skip): the training rollout of the listed global steps is dumped under dump_dir
+// and read back on a later run instead of generated (trainer/rollout_skip.h).
+struct RolloutSkipConfig {
+  bool enable = false;
+  std::string dump_dir;          // `~` not yet expanded
+  std::vector<int64_t> steps;    // global steps (the first training step is 1)
+  std::string action = "cache";  // cache: that step's dump; repeat: the nearest dump (latest before, else after)
+};
+
 struct PPOConfig {
   DataConfig data;
   ActorRolloutRefConfig actor_rollout_ref;
@@ -406,6 +415,7 @@ struct PPOConfig {
   AlgorithmConfig algorithm;
   TrainerConfig trainer;
   RolloutPoolConfig rollout;
+  RolloutSkipConfig skip_rollout;  // skip.rollout
 };
 
 // Names accepted for the enumerated keys; the algorithm ones are the registries' (verl/algo/algo_names.h).

@@ -34,6 +34,7 @@
 #include "verl/single_controller/worker_group.h"
 #include "verl/tokenizer/tokenizer.h"
 #include "verl/trainer/balance_batch.h"
+#include "verl/trainer/rollout_skip.h"
 #include "verl/trainer/tracking.h"
 #include "verl/trainer/uid_generator.h"
 
@@ -126,6 +127,9 @@ class PPOTrainer {
   DataProto get_gen_batch(DataProto& batch) const;
   nlohmann::json generation_meta(bool validate, bool do_sample) const;
   DataProto generate(const DataProto& gen_batch, algo::MetricMap& timing_raw);
+  // The step's training rollout: generate(), or skip.rollout's dump of it (trainer/rollout_skip.h), once per step
+  // (DAPO's further generation batches of the step generate).
+  DataProto generate_training_rollout(const DataProto& gen_batch, algo::MetricMap& timing_raw);
   RewardOutput compute_reward(DataProto& batch, const RewardFn& reward_fn);
   void balance_batch(DataProto& batch, algo::MetricMap& metrics);
   void compute_advantage(DataProto& batch) const;  // + PF-PPO resampling after GAE (algorithm.use_pf_ppo)
@@ -176,6 +180,8 @@ class PPOTrainer {
   std::string run_dir_;
   std::unique_ptr<algo::KLController> kl_ctrl_in_reward_;
   UidGenerator uid_generator_;
+  std::optional<RolloutSkip> rollout_skip_;  // skip.rollout.enable
+  int64_t rollout_skip_step_ = 0;            // the last step skip.rollout handled
 
   std::map<std::string, single_controller::WorkerGroup> all_wg_;
   std::optional<single_controller::WorkerGroup> actor_rollout_wg_;

@@ -198,6 +198,22 @@ TEST(VerlKeyRules, ToolCallFormatsNameVerlsRegistry) {
   EXPECT_EQ(qwen.find('\n'), std::string::npos) << "one line: " << qwen;
 }
 
+// skip.rollout is read (trainer/rollout_skip.h); the TransferQueue and fully async trainers' dumps are features.
+TEST(VerlKeyRules, SkipRolloutKeysAreCheckedAsVerlChecksThem) {
+  const auto skip = load_with_overrides({"skip.rollout.enable=true", "skip.rollout.steps=[2, 5]",
+                                         "skip.rollout.action=repeat", "skip.rollout.dump_dir=/tmp/dumps"})
+                        .ppo.skip_rollout;
+  EXPECT_TRUE(skip.enable);
+  EXPECT_EQ(skip.steps, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(skip.action, "repeat");
+  EXPECT_EQ(skip.dump_dir, "/tmp/dumps");
+  EXPECT_TRUE(contains(config_error_of({"skip.rollout.action=random"}), "expected one of: cache, repeat"));
+  EXPECT_TRUE(contains(config_error_of({"skip.rollout.steps=[0]"}), "integers >= 1"));
+  EXPECT_TRUE(contains(config_error_of({"skip.rollout.steps=[two]"}), "skip.rollout.steps"));
+  EXPECT_TRUE(contains(config_error_of({"skip.rollout_tq.enable=true"}), "is not implemented in verl.cpp"));
+  EXPECT_TRUE(contains(config_error_of({"skip.async_rollout.enable=true"}), "fully async"));
+}
+
 // verl 0.9.1's new places of the reward keys feed the ones verl.cpp reads.
 TEST(VerlKeyRules, Verl091RewardKeysAndCriticEngineKeysAreHonoured) {
   const auto loaded = load_with_overrides({"reward.reward_manager.name=dapo", "reward.custom_reward_function.path=/x.py",

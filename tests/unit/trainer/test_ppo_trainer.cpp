@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/char_tokenizer.h"
+#include "support/error_text.h"
 #include "support/metric_compare.h"
 #include "support/run_command.h"
 #include "unit/trainer/fake_ppo_workers.h"
@@ -315,6 +316,55 @@ TEST(PPOTrainer, ResumeAfterACrashReproducesTheUninterruptedRun) {
     }
   }
   EXPECT_GT(compared, 60);
+}
+
+// skip.rollout (verl's RolloutSkip): the listed steps' rollouts are dumped, and a later run of the same shape reads
+// them back instead of generating; repeat takes the latest dump before the step; a damaged dump is named.
+TEST(PPOTrainer, SkipRolloutDumpsAndReadsBackTheListedSteps) {
+  const std::string dumps = make_temp_dir("ppo_skip_dumps");
+  const auto skip = [&](const std::string& steps, const std::string& action, int64_t total) {
+    return std::vector<std::string>{"trainer.total_training_steps=" + std::to_string(total),
+                                    "skip.rollout.enable=true",
+                                    "skip.rollout.dump_dir=" + dumps,
+                                    "skip.rollout.steps=" + steps,
+                                    "skip.rollout.action=" + action,
+                                    "trainer.experiment_name=exp",
+                                    "trainer.project_name=proj"};
+  };
+  const auto run = [](Harness& h) {
+    auto trainer = h.make_trainer();
+    trainer->init_workers();
+    trainer->fit();
+  };
+  Harness first("ppo_skip_first", skip("[2,3]", "cache", 3));
+  run(first);
+  EXPECT_EQ(first.log->count("actor_rollout.generate_sequences"), 3);  // nothing dumped yet: every step generates
+  // verl's folder: <dump_dir>/<experiment>_<project>/GBS<gen batch>_N<n>_in<prompt>_out<response>/<step>/
+  const std::string project = dumps + "/exp_proj/GBS4_N2_in12_out4";
+  for (const char* step : {"2", "3"}) {
+    EXPECT_TRUE(fs::exists(project + "/" + step + "/gen_batch.dp")) << step;
+    EXPECT_EQ(read_file(project + "/" + step + "/meta.json"), std::string("{\"global_steps\":") + step + "}");
+  }
+  EXPECT_FALSE(fs::exists(project + "/1"));
+
+  Harness cached("ppo_skip_cached", skip("[2,3]", "cache", 3));
+  run(cached);
+  EXPECT_EQ(cached.log->count("actor_rollout.generate_sequences"), 1);  // step 1 only
+  trainer::MetricHistory a = first.history(), b = cached.history();
+  for (const char* key : {"response_length/mean", "prompt_length/mean", "critic/score/mean"}) {
+    for (int64_t step = 2; step <= 3; ++step) EXPECT_EQ(a.at(key).at(step), b.at(key).at(step)) << key << " " << step;
+  }
+
+  Harness repeat("ppo_skip_repeat", skip("[4]", "repeat", 4));  // no dump of step 4: the latest before, step 3's
+  run(repeat);
+  EXPECT_EQ(repeat.log->count("actor_rollout.generate_sequences"), 3);
+  EXPECT_FALSE(fs::exists(project + "/4"));
+
+  write_file(project + "/2/gen_batch.dp", "not a rollout");
+  Harness damaged("ppo_skip_damaged", skip("[2]", "cache", 2));
+  const std::string message = error_of([&] { run(damaged); });
+  EXPECT_NE(message.find(project + "/2/gen_batch.dp"), std::string::npos) << message;
+  EXPECT_NE(message.find("skip.rollout"), std::string::npos) << message;
 }
 
 TEST(PPOTrainer, ResumingAFinishedRunTrainsNoFurther) {
