@@ -203,6 +203,16 @@ TEST(CriticWorker, NonFiniteGradNormSkipsTheStep) {
   EXPECT_FALSE(same_parameters(worker->module(), before->module()));
 }
 
+// A fresh worker's first update on `batch`, then its checkpoint at `ckpt` as global step 1; the update's metrics.
+Json update_once_and_save(const std::vector<std::string>& overrides, const DataProto& batch, const std::string& ckpt) {
+  auto worker = critic_worker_make_worker(overrides);
+  Json metrics = worker->update_critic(batch).meta_info["metrics"];
+  DataProto save;
+  save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
+  worker->save_checkpoint(save);
+  return metrics;
+}
+
 TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   const std::string lm = test::make_lm_folder("critic_resume_lm");
   auto overrides =
@@ -217,14 +227,7 @@ TEST(CriticWorker, SaveLoadContinueIsBitwiseEqualToUninterrupted) {
   for (const auto& b : batches) straight_metrics.push_back(straight->update_critic(b).meta_info["metrics"]);
 
   const std::string ckpt = test::make_temp_dir("critic_resume_ckpt") + "/global_step_1/critic";
-  std::vector<Json> resumed_metrics;
-  {
-    auto first = critic_worker_make_worker(overrides);
-    resumed_metrics.push_back(first->update_critic(batches[0]).meta_info["metrics"]);
-    DataProto save;
-    save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
-    first->save_checkpoint(save);
-  }
+  std::vector<Json> resumed_metrics = {update_once_and_save(overrides, batches[0], ckpt)};
   for (const char* name : {"model_world_size_1_rank_0.safetensors", "optim_world_size_1_rank_0.pt",
                            "extra_state_world_size_1_rank_0.json", "huggingface/config.json",
                            "huggingface/generation_config.json", "huggingface/model.safetensors"}) {
@@ -274,14 +277,7 @@ TEST(CriticWorker, AnotherOptimizerResumesExactlyAndAMismatchIsNamed) {
   for (const auto& b : batches) straight_metrics.push_back(straight->update_critic(b).meta_info["metrics"]);
 
   const std::string ckpt = test::make_temp_dir("critic_rmsprop_ckpt") + "/global_step_1/critic";
-  std::vector<Json> resumed_metrics;
-  {
-    auto first = critic_worker_make_worker(rmsprop);
-    resumed_metrics.push_back(first->update_critic(batches[0]).meta_info["metrics"]);
-    DataProto save;
-    save.meta_info = {{"local_path", ckpt}, {"global_step", 1}};
-    first->save_checkpoint(save);
-  }
+  std::vector<Json> resumed_metrics = {update_once_and_save(rmsprop, batches[0], ckpt)};
   DataProto load;
   load.meta_info = {{"local_path", ckpt}, {"del_local_after_load", false}};
   auto second = critic_worker_make_worker(rmsprop);
