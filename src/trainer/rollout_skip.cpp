@@ -36,8 +36,6 @@ bool RolloutSkip::applies(int64_t step) const {
   return config_.enable && std::find(config_.steps.begin(), config_.steps.end(), step) != config_.steps.end();
 }
 
-std::string RolloutSkip::project_dir() const { return project_dir_; }
-
 std::string RolloutSkip::step_dir(int64_t step) const {
   return (fs::path(project_dir_) / std::to_string(step)).string();
 }

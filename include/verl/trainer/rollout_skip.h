@@ -30,10 +30,8 @@ class RolloutSkip {
   // Writes `output` as `step`'s dump (atomically; a failure is a warning).
   void dump(int64_t step, const protocol::DataProto& output) const;
 
-  std::string project_dir() const;
-  std::string step_dir(int64_t step) const;
-
  private:
+  std::string step_dir(int64_t step) const;
   bool has_dump(int64_t step) const;
   std::optional<int64_t> nearest_dump(int64_t step) const;  // action repeat
 
