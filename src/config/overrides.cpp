@@ -72,6 +72,11 @@ Node fit_to_default(const Node& root, const std::string& path, const Node& curre
       VERL_CHECK(value.kind() == Kind::Bool, "config", mismatch());
       return value;
     case Kind::Int:
+      // verl sft_trainer's save_freq / test_freq: steps, or the word after_each_epoch.
+      if (value.kind() == Kind::String && value.as_string() == "after_each_epoch" &&
+          (ends_with(path, ".save_freq") || ends_with(path, ".test_freq"))) {
+        return value;
+      }
       VERL_CHECK(value.kind() == Kind::Int, "config", mismatch());
       return value;
     case Kind::Float:

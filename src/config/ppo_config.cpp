@@ -11,8 +11,9 @@
 #include "verl/common/strings.h"
 #include "verl/config/config_loader.h"
 #include "verl/config/config_reader.h"
-#include "verl/config/verl_key_rules.h"
 #include "verl/config/node_json.h"
+#include "verl/config/section_readers.h"
+#include "verl/config/verl_key_rules.h"
 #include "verl/model/mixed_precision.h"
 
 namespace verl::config {
@@ -550,6 +551,11 @@ RolloutConfig read_rollout(ConfigReader& in) {
 }
 
 }  // namespace
+
+OptimConfig read_optim_config(ConfigReader& in, const std::string& prefix) { return read_optim(in, prefix); }
+model::HFConfigOverrides read_model_override_config(ConfigReader& in, const std::string& key) {
+  return read_override_config(in, key);
+}
 
 LoraConfig read_lora_config(ConfigReader& in, const std::string& m, bool with_adapter_path) {
   LoraConfig c;

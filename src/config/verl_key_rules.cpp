@@ -164,6 +164,40 @@ const std::vector<Entry>& table() {
   return entries;
 }
 
+// verl 0.9.1's sft_trainer (configs/sft_trainer_engine.yaml). The data order, batching and loss keys are read by
+// src/config/sft_engine_config.cpp; these are the rest.
+const std::vector<Entry>& sft_trainer_table() {
+  static const std::vector<Entry> entries = {
+      {"data.balance_dp_token", N, "verl declares it \"to be implemented\" (and verl sft is one process)"},
+      {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
+      {"data.use_shm", N, "verl's shared-memory model copy"},
+      {"data.num_workers", N, "PyTorch DataLoader workers"},
+      {"model.hf_config_path", F, "a model config apart from the model path"},
+      {"model.tokenizer_path", F, "a tokenizer apart from the model path (the model folder must hold it)"},
+      {"model.use_shm", N, "verl's shared-memory model copy"},
+      {"model.trust_remote_code", N, "transformers remote code (native model classes)"},
+      {"model.external_lib", F, "external model libraries"},
+      {"model.enable_activation_offload", N, "FSDP activation offload"},
+      {"model.use_liger", N, "Liger kernels"},
+      {"model.use_fused_kernels", N, "verl's fused kernels (verl.cpp fuses the packed loss's log-probs)"},
+      {"model.fused_kernel_options", N, "verl's fused kernels"},
+      {"model.tiled_mlp", N, "tiled MLP memory saving"},
+      {"model.mtp", F, kMTP},
+      {"model.lora", N, "the megatron engine's LoRA section (the fsdp engine reads model.lora_rank, lora_alpha, ...)"},
+      {"engine", N, "PyTorch FSDP (verl sft is one process)"},
+      {"engine.qat", F, kQAT},
+      {"engine.turbo_config", N, "fsdp_turbo"},
+      {"profiler", N, "profilers"},
+      {"checkpoint", N, "verl's checkpoint contents (verl.cpp's SFT checkpoints always hold model, optimizer, extra)"},
+      {"trainer.default_hdfs_dir", F, "HDFS checkpoint copies"},
+      {"trainer.balance_batch", N, "verl's sft_trainer reads it nowhere"},
+      {"trainer.nnodes", N, "torchrun's placement (verl sft is one process)"},
+      {"trainer.n_gpus_per_node", N, "torchrun's placement (verl sft is one process)"},
+      {"trainer.profile_interval", N, "profilers"},
+  };
+  return entries;
+}
+
 // Segments of `pattern` matched against the start of `path`; -1 when it does not match, else its length.
 int match_length(const std::vector<std::string>& pattern, const std::vector<std::string>& path) {
   if (pattern.size() > path.size()) return -1;
@@ -175,12 +209,12 @@ int match_length(const std::vector<std::string>& pattern, const std::vector<std:
 
 }  // namespace
 
-std::optional<KeyRule> verl_key_rule(const std::string& path) {
+std::optional<KeyRule> verl_key_rule(const std::string& path, KeyRuleTable which) {
   const std::vector<std::string> parts = split(path, '.');
   const Entry* best = nullptr;
   int best_length = -1;
   int best_wildcards = 0;
-  for (const Entry& entry : table()) {
+  for (const Entry& entry : which == KeyRuleTable::SFTTrainer ? sft_trainer_table() : table()) {
     const std::vector<std::string> pattern = split(entry.pattern, '.');
     const int length = match_length(pattern, parts);
     int wildcards = 0;
@@ -222,10 +256,11 @@ std::optional<Node> default_value(const Node& resolved, const Node& defaults, co
 
 }  // namespace
 
-std::vector<std::string> accept_verl_keys(ConfigReader& in, const Node& resolved, const Node& defaults) {
+std::vector<std::string> accept_verl_keys(ConfigReader& in, const Node& resolved, const Node& defaults,
+                                          KeyRuleTable which) {
   std::vector<std::string> no_effect;
   for (const std::string& path : in.unread_leaves()) {
-    const std::optional<KeyRule> rule = verl_key_rule(path);
+    const std::optional<KeyRule> rule = verl_key_rule(path, which);
     if (!rule) continue;  // check_all_read names it
     in.mark_read(path);
     if (rule->kind == KeyRuleKind::Honoured) continue;

@@ -1,8 +1,11 @@
 #include "verl/data/sft_dataset.h"
 
+#include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 #include "verl/common/error.h"
+#include "verl/data/multiturn_sft.h"
 #include "verl/io/jsonl.h"
 #include "verl/io/parquet/reader.h"
 #include "verl/model/transformer.h"
@@ -103,35 +106,49 @@ SFTDataset::SFTDataset(const std::vector<std::string>& files, const tokenizer::T
   auto attn_acc = attention_mask_.accessor<int64_t, 2>();
   auto loss_acc = loss_mask_.accessor<int64_t, 2>();
   std::unordered_map<std::string, std::vector<int32_t>> prompt_cache;  // rendered prompts repeat in practice
+  std::unique_ptr<MultiTurnSFTTokenizer> conversations;
+  std::vector<std::pair<int64_t, int64_t>> left_cut;  // (row, tokens cut at its left)
+  if (config.multiturn) conversations = std::make_unique<MultiTurnSFTTokenizer>(tokenizer, config);
   prompt_ids_.reserve(rows_.size());
   for (int64_t i = 0; i < n; ++i) {
     const io::Value& row = rows_[static_cast<size_t>(i)];
     const std::string& where = origin[static_cast<size_t>(i)];
-    const io::Value& prompt = pick(row, config.prompt_key, config.prompt_dict_keys, where);
-    const io::Value& response = pick(row, config.response_key, config.response_dict_keys, where);
-    VERL_CHECK(response.is_string(), "data", where, ": response '", config.response_key, "' must be a string, got ",
-               io::kind_name(response.kind()));
-    std::string cache_key = io::to_json(prompt);
-    auto it = prompt_cache.find(cache_key);
-    if (it == prompt_cache.end()) {
-      it = prompt_cache.emplace(cache_key, sft_prompt_ids(tokenizer, prompt, config.chat_template_timeout)).first;
+    std::vector<int64_t> ids, is_response;
+    if (conversations) {
+      SFTExample example = conversations->tokenize(row, where);
+      ids = std::move(example.input_ids);
+      is_response = std::move(example.loss_mask);
+      // The prompt: what comes before the first trained token.
+      const auto first = std::find(is_response.begin(), is_response.end(), 1);
+      prompt_ids_.emplace_back(ids.begin(), ids.begin() + (first - is_response.begin()));
+    } else {
+      const io::Value& prompt = pick(row, config.prompt_key, config.prompt_dict_keys, where);
+      const io::Value& response = pick(row, config.response_key, config.response_dict_keys, where);
+      VERL_CHECK(response.is_string(), "data", where, ": response '", config.response_key, "' must be a string, got ",
+                 io::kind_name(response.kind()));
+      std::string cache_key = io::to_json(prompt);
+      auto it = prompt_cache.find(cache_key);
+      if (it == prompt_cache.end()) {
+        it = prompt_cache.emplace(cache_key, sft_prompt_ids(tokenizer, prompt, config.chat_template_timeout)).first;
+      }
+      const std::vector<int32_t>& p_ids = it->second;
+      std::vector<int32_t> r_ids = sft_response_ids(tokenizer, response.as_string());
+      prompt_ids_.push_back(p_ids);
+      ids.assign(p_ids.begin(), p_ids.end());
+      ids.insert(ids.end(), r_ids.begin(), r_ids.end());
+      is_response.assign(p_ids.size(), 0);
+      is_response.resize(ids.size(), 1);
     }
-    const std::vector<int32_t>& p_ids = it->second;
-    std::vector<int32_t> r_ids = sft_response_ids(tokenizer, response.as_string());
-    prompt_ids_.push_back(p_ids);
-
-    std::vector<int64_t> ids(p_ids.begin(), p_ids.end());
-    ids.insert(ids.end(), r_ids.begin(), r_ids.end());
-    std::vector<int64_t> is_response(p_ids.size(), 0);
-    is_response.resize(ids.size(), 1);
     const int64_t length = static_cast<int64_t>(ids.size());
     int64_t begin = 0;
     if (length > max_length) {
-      VERL_CHECK(config.truncation != "error", "data", where, ": prompt + response is ", length,
+      VERL_CHECK(config.truncation != "error", "data", where, ": the row is ", length,
                  " tokens, longer than data.max_length=", max_length,
                  " (set data.truncation=left|right or raise data.max_length)");
-      if (config.truncation == "left") begin = length - max_length;
+      // verl's no_padding mode keeps the first max_length tokens whatever data.truncation says.
+      if (config.truncation == "left" && config.pad_mode != "no_padding") begin = length - max_length;
     }
+    if (begin > 0 && conversations) left_cut.emplace_back(i, begin);
     const int64_t kept = std::min(length, max_length);
     for (int64_t j = 0; j < kept; ++j) {
       ids_acc[i][j] = ids[static_cast<size_t>(begin + j)];
@@ -140,6 +157,9 @@ SFTDataset::SFTDataset(const std::vector<std::string>& files, const tokenizer::T
     }
   }
   position_ids_ = model::position_ids_from_mask(attention_mask_);
+  // verl's MultiTurnSFTDataset cuts a left-truncated row's positions with its tokens (they start at the cut);
+  // fsdp_sft_trainer's SFTDataset numbers the kept tokens from 0. RoPE sees only differences: the same logits.
+  for (const auto& [row, offset] : left_cut) position_ids_[row].add_(offset);
 }
 
 SFTBatch SFTDataset::get(const std::vector<int64_t>& rows) const {

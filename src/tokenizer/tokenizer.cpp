@@ -160,4 +160,16 @@ std::vector<int32_t> Tokenizer::eos_token_ids() const {
   return ids;
 }
 
+void Tokenizer::set_chat_template(std::string chat_template, std::string source) {
+  config_.chat_template = std::move(chat_template);
+  config_.chat_template_file = std::move(source);
+}
+
+Tokenizer load_model_tokenizer(const std::string& model_dir, const std::optional<std::string>& custom_chat_template,
+                               const std::string& key) {
+  Tokenizer tokenizer = Tokenizer::from_folder(model_dir);
+  if (custom_chat_template) tokenizer.set_chat_template(*custom_chat_template, key);
+  return tokenizer;
+}
+
 }  // namespace verl::tokenizer

@@ -161,7 +161,9 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
   runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
   const std::string model_path = data::expand_user(config->actor_rollout_ref.model.path);
   check_model_folder("actor_rollout_ref.model.path", config->actor_rollout_ref.model.path);
-  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_path));
+  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(
+      tokenizer::load_model_tokenizer(model_path, config->actor_rollout_ref.model.custom_chat_template,
+                                      "actor_rollout_ref.model.custom_chat_template"));
   preflight_check(*config, *tokenizer);
 
   // Reward managers: training prints no samples, validation prints one per data source (num_examine).

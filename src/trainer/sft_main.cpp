@@ -11,9 +11,9 @@ namespace verl::trainer {
 int run_sft_main(const std::vector<std::string>& args) {
   config::LoadedSFTConfig loaded = config::load_sft_config(config::parse_config_args(args));
   SFTTrainer trainer(loaded.sft, config::to_yaml(loaded.resolved));
-  std::cerr << "sft: " << trainer.train_dataset().size() << " train rows, " << trainer.val_dataset().size()
-            << " val rows, " << trainer.steps_per_epoch() << " steps/epoch, " << trainer.total_training_steps()
-            << " steps\n";
+  std::cerr << "sft: " << trainer.train_dataset().size() << " train rows, "
+            << (trainer.has_validation() ? trainer.val_dataset().size() : 0) << " val rows, "
+            << trainer.steps_per_epoch() << " steps/epoch, " << trainer.total_training_steps() << " steps\n";
   SFTFitResult result = trainer.fit();
   std::cout << "sft: steps=" << result.global_steps << " train/loss=" << result.last_train_loss;
   if (result.last_val_loss) std::cout << " val/loss=" << *result.last_val_loss;

@@ -18,23 +18,16 @@
 #include "verl/trainer/tracking.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/optimizer.h"
+#include "verl/workers/seqlen_balancing.h"
 
 namespace verl::trainer {
 
 namespace {
 
-config::OptimConfig to_optim_config(const config::SFTOptimConfig& sft, int64_t total_steps) {
-  config::OptimConfig o;
-  o.lr = sft.lr;
-  o.weight_decay = sft.weight_decay;
-  o.betas = sft.betas;
-  o.lr_warmup_steps = -1;
-  o.lr_warmup_steps_ratio = sft.warmup_steps_ratio;
-  o.lr_scheduler_type = sft.lr_scheduler;
-  o.min_lr_ratio = 0.0;
-  o.num_cycles = 0.5;
-  o.total_training_steps = total_steps;
-  return o;
+data::SFTBatch select_rows(const data::SFTBatch& batch, const std::vector<int64_t>& rows) {
+  const torch::Tensor index = torch::tensor(rows, torch::kInt64);
+  return data::SFTBatch{batch.input_ids.index_select(0, index), batch.attention_mask.index_select(0, index),
+                        batch.position_ids.index_select(0, index), batch.loss_mask.index_select(0, index)};
 }
 
 }  // namespace
@@ -52,32 +45,47 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
     : config_(std::move(config)), resolved_yaml_(std::move(resolved_yaml)), console_(console) {
   runtime::configure_cpu_threads(config_.trainer.num_cpu_threads);
   const std::string& model_dir = config_.partial_pretrain;
-  VERL_CHECK(std::filesystem::is_directory(model_dir), "sft", "model.partial_pretrain '", model_dir,
+  const char* model_key = config_.layout == config::SFTLayout::SFTTrainer ? "model.path" : "model.partial_pretrain";
+  VERL_CHECK(std::filesystem::is_directory(model_dir), "sft", model_key, " '", model_dir,
              "' is not a folder (expected a Hugging Face model folder)");
   for (const auto& files : {config_.data.train_files, config_.data.val_files}) {
     for (const auto& file : files) {
       VERL_CHECK(std::filesystem::is_regular_file(file), "sft", "data file '", file, "' does not exist");
     }
   }
-  tokenizer_ = std::make_shared<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_dir));
+  tokenizer_ = std::make_shared<tokenizer::Tokenizer>(
+      tokenizer::load_model_tokenizer(model_dir, config_.custom_chat_template, "model.custom_chat_template"));
   train_ = std::make_unique<data::SFTDataset>(config_.data.train_files, *tokenizer_, config_.data,
                                               config_.data.train_max_samples);
-  val_ = std::make_unique<data::SFTDataset>(config_.data.val_files, *tokenizer_, config_.data,
-                                            config_.data.val_max_samples);
+  if (!config_.data.val_files.empty()) {  // the sft_trainer layout's val_files may be null: no validation
+    val_ = std::make_unique<data::SFTDataset>(config_.data.val_files, *tokenizer_, config_.data,
+                                              config_.data.val_max_samples);
+    const bool rows_key = config_.layout == config::SFTLayout::FsdpSFTTrainer;
+    VERL_CHECK(val_->size() >= config_.val_batch_size, "sft", "the validation set has ", val_->size(),
+               " rows, fewer than one validation batch (data.",
+               rows_key ? "micro_batch_size_per_gpu" : "train_batch_size", "=", config_.val_batch_size, ")");
+  }
   steps_per_epoch_ = train_->size() / config_.data.train_batch_size;
   VERL_CHECK(steps_per_epoch_ > 0, "sft", "the training set has ", train_->size(),
              " rows, fewer than data.train_batch_size=", config_.data.train_batch_size);
-  VERL_CHECK(val_->size() >= config_.data.micro_batch_size_per_gpu, "sft", "the validation set has ", val_->size(),
-             " rows, fewer than data.micro_batch_size_per_gpu=", config_.data.micro_batch_size_per_gpu);
   total_steps_ = config_.trainer.total_training_steps.value_or(steps_per_epoch_ * config_.trainer.total_epochs);
+  for (int64_t* freq : {&config_.trainer.save_freq, &config_.trainer.test_freq}) {
+    if (*freq == config::SFTTrainerSection::kAfterEachEpoch) *freq = steps_per_epoch_;
+  }
 
   torch::manual_seed(static_cast<uint64_t>(config_.trainer.seed));
-  model_ = model::load_model(model_dir);
+  model::LoadOptions load_options;
+  load_options.config_overrides = config_.override_config;
+  model_ = model::load_model(model_dir, load_options);
   VERL_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= model_->config.vocab_size, "sft", "the tokenizer in '",
              model_dir, "' has ", tokenizer_->vocab_size(), " tokens, more than the model's vocab_size ",
              model_->config.vocab_size);
   // LoRA: the base frozen, only the adapters (seeded by trainer.seed) train.
-  if (config_.lora.enabled()) {
+  if (config_.lora.lora_adapter_path) {
+    // A saved PEFT adapter to start from (lora_rank > 0 must agree with it; 0 takes the adapter's).
+    const model::LoraSpec spec = model::lora_spec(config_.lora);
+    model::load_peft_adapter(model_, *config_.lora.lora_adapter_path, config_.lora.enabled() ? &spec : nullptr);
+  } else if (config_.lora.enabled()) {
     model::add_lora(model_, model::lora_spec(config_.lora), static_cast<uint64_t>(config_.trainer.seed));
   }
   model_->model->gradient_checkpointing = config_.enable_gradient_checkpointing;
@@ -85,12 +93,14 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   for (auto& p : model_->parameters()) {
     if (p.requires_grad()) impl_->parameters.push_back(p);
   }
-  impl_->optim = to_optim_config(config_.optim, total_steps_);
+  impl_->optim = config_.optimizer;
+  impl_->optim.total_training_steps = total_steps_;
   impl_->optimizer = workers::build_optimizer(impl_->parameters, impl_->optim);
   impl_->lr_scheduler = std::make_unique<workers::LRScheduler>(*impl_->optimizer, impl_->optim, total_steps_);
 }
 
-torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward) {
+torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward,
+                                           double batch_tokens) {
   data::SFTBatch b = trim_right_padding(micro);
   // verl's shifted mask: the loss at position t is of token t + 1.
   const torch::Tensor mask = b.loss_mask.slice(1, 1).to(torch::kFloat32);
@@ -102,7 +112,8 @@ torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t 
     torch::Tensor logits = model_->forward(b.input_ids, b.attention_mask, b.position_ids);  // [n, L, V]
     torch::Tensor log_probs = torch::log_softmax(logits.slice(1, 0, -1).to(torch::kFloat32), -1);
     torch::Tensor nll = -log_probs.gather(-1, b.input_ids.slice(1, 1).unsqueeze(-1)).squeeze(-1);
-    loss = (nll * mask).sum() / (mask.sum() + 1e-8) / static_cast<double>(n_micro);
+    loss = batch_tokens > 0 ? (nll * mask).sum() / batch_tokens
+                            : (nll * mask).sum() / (mask.sum() + 1e-8) / static_cast<double>(n_micro);
   } else {
     // Packed: the trunk over the real tokens, the LM head only at the positions the loss weighs (the others'
     // weight is 0: the same loss, without vocabulary-wide logits over prompts and padding).
@@ -118,22 +129,43 @@ torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t 
                                                            /*with_entropy=*/false)
                                         .log_probs.squeeze(0);
     const torch::Tensor weights = mask.index({rows, positions}).to(log_probs.device());
-    loss = -(log_probs * weights).sum() / (mask.sum().to(log_probs.device()) + 1e-8) / static_cast<double>(n_micro);
+    loss = batch_tokens > 0 ? -(log_probs * weights).sum() / batch_tokens
+                            : -(log_probs * weights).sum() / (mask.sum().to(log_probs.device()) + 1e-8) /
+                                  static_cast<double>(n_micro);
   }
   if (backward) loss.backward();
   return loss;
 }
 
+double SFTTrainer::batch_loss(const data::SFTBatch& batch, bool backward) {
+  std::vector<std::vector<int64_t>> parts;
+  if (config_.data.use_dynamic_bsz) {
+    // verl's dynamic batch: micro-batches of at most max_token_len_per_gpu real tokens, balanced.
+    parts = workers::rearrange_micro_batches(batch.attention_mask, config_.data.max_token_len_per_gpu).micro_batches;
+  } else {
+    const int64_t micro = config_.data.micro_batch_size_per_gpu;
+    for (int64_t begin = 0; begin < batch.size(); begin += micro) {
+      std::vector<int64_t>& rows = parts.emplace_back();
+      for (int64_t r = begin; r < std::min(batch.size(), begin + micro); ++r) rows.push_back(r);
+    }
+  }
+  // sft_trainer: every token's loss over the batch's loss-token count (verl's batch_num_tokens, the unshifted mask's
+  // sum); a batch without one gives 0 where verl would divide by 0.
+  const double batch_tokens = config_.loss_normalization == config::SFTLossNormalization::BatchTokenMean
+                                  ? std::max(1.0, batch.loss_mask.sum().item<double>())
+                                  : 0.0;
+  const int64_t n_micro = static_cast<int64_t>(parts.size());
+  double total = 0;
+  for (const auto& rows : parts) {
+    total += micro_batch_loss(select_rows(batch, rows), n_micro, backward, batch_tokens).item<double>();
+  }
+  return total;
+}
+
 std::map<std::string, double> SFTTrainer::training_step(const data::SFTBatch& batch) {
   model_->train();
   impl_->optimizer->zero_grad();
-  const int64_t micro = config_.data.micro_batch_size_per_gpu;
-  const int64_t n_micro = (batch.size() + micro - 1) / micro;
-  double step_loss = 0;
-  for (int64_t begin = 0; begin < batch.size(); begin += micro) {
-    torch::Tensor loss = micro_batch_loss(batch.slice(begin, std::min(batch.size(), begin + micro)), n_micro, true);
-    step_loss += loss.item<double>();
-  }
+  const double step_loss = batch_loss(batch, /*backward=*/true);
   double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.optim.clip_grad);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, "sft") << "grad_norm is not finite: " << grad_norm << "; skipping the update";
@@ -142,19 +174,27 @@ std::map<std::string, double> SFTTrainer::training_step(const data::SFTBatch& ba
     impl_->optimizer->step();
   }
   impl_->lr_scheduler->step();
-  return {{"train/loss", step_loss}, {"train/lr", impl_->lr_scheduler->last_lr()}, {"train/grad_norm", grad_norm}};
+  std::map<std::string, double> metrics = {
+      {"train/loss", step_loss}, {"train/lr", impl_->lr_scheduler->last_lr()}, {"train/grad_norm", grad_norm}};
+  if (config_.layout == config::SFTLayout::SFTTrainer) {
+    // verl's sft_trainer: the batch's tokens, and their running total since this process started (in billions).
+    const double tokens = batch.attention_mask.sum().item<double>();
+    total_tokens_ += tokens;
+    metrics["train/global_tokens"] = tokens;
+    metrics["train/total_tokens(B)"] = total_tokens_ / 1e9;
+  }
+  return metrics;
 }
 
 double SFTTrainer::validate() {
+  VERL_CHECK(val_ != nullptr, "sft", "no validation set (data.val_files is null)");
   torch::NoGradGuard no_grad;
   model_->eval();
-  const int64_t micro = config_.data.micro_batch_size_per_gpu;
-  const int64_t batches = val_->size() / micro;  // drop_last, as verl's val dataloader
+  const int64_t rows = config_.val_batch_size;
+  const int64_t batches = val_->size() / rows;  // drop_last, as verl's val dataloader
   data::SFTBatch all = val_->all();
   double total = 0;
-  for (int64_t i = 0; i < batches; ++i) {
-    total += micro_batch_loss(all.slice(i * micro, (i + 1) * micro), 1, false).item<double>();
-  }
+  for (int64_t i = 0; i < batches; ++i) total += batch_loss(all.slice(i * rows, (i + 1) * rows), /*backward=*/false);
   model_->train();
   return total / static_cast<double>(batches);
 }
@@ -173,7 +213,7 @@ SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
   // The order of an epoch depends only on trainer.seed + epoch, so a resumed run continues at batch
   // global_step % steps_per_epoch of epoch global_step / steps_per_epoch.
   for (int64_t epoch = global_step / steps_per_epoch_; global_step < total_steps_; ++epoch) {
-    torch::Generator generator = at::detail::createCPUGenerator(static_cast<uint64_t>(t.seed + epoch));
+    torch::Generator generator = at::detail::createCPUGenerator(static_cast<uint64_t>(t.shuffle_seed + epoch));
     torch::Tensor order = torch::randperm(train_->size(), generator, torch::kInt64);
     for (int64_t b = global_step - epoch * steps_per_epoch_; b < steps_per_epoch_ && global_step < total_steps_;
          ++b) {
@@ -191,7 +231,7 @@ SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
         last = true;
         result.stopped_early = true;
       }
-      if (last || (t.test_freq > 0 && global_step % t.test_freq == 0)) {
+      if (val_ && (last || (t.test_freq > 0 && global_step % t.test_freq == 0))) {
         double val_loss = validate();
         metrics["val/loss"] = val_loss;
         result.last_val_loss = val_loss;

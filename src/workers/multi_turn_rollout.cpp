@@ -23,8 +23,9 @@ const std::vector<Json>& column(const protocol::DataProto& data, const std::stri
 
 MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(config) {
   const auto& mt = config.actor_rollout_ref.rollout.multi_turn;
-  tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(
-      tokenizer::Tokenizer::from_folder(data::expand_user(config.actor_rollout_ref.model.path)));
+  tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_model_tokenizer(
+      data::expand_user(config.actor_rollout_ref.model.path), config.actor_rollout_ref.model.custom_chat_template,
+      "actor_rollout_ref.model.custom_chat_template"));
   if (mt.tool_config_path) tools_ = agent::ToolSet::from_config_file(data::expand_user(*mt.tool_config_path), mt.tool_timeout);
   if (mt.interaction_config_path) {
     interactions_ = agent::InteractionSet::from_config_file(data::expand_user(*mt.interaction_config_path), mt.tool_timeout);

@@ -26,12 +26,17 @@ struct KeyRule {
   std::string what;  // NoEffect: whose knob it is; Feature: the feature's name; Honoured: the key it feeds
 };
 
+// Whose keys: verl's PPO trainer (configs/ppo_trainer.yaml) or verl 0.9.1's sft_trainer
+// (configs/sft_trainer_engine.yaml).
+enum class KeyRuleTable { PPOTrainer, SFTTrainer };
+
 // The rule for a leaf path (the most specific table entry; `*` matches one segment), or nullopt.
-std::optional<KeyRule> verl_key_rule(const std::string& path);
+std::optional<KeyRule> verl_key_rule(const std::string& path, KeyRuleTable which = KeyRuleTable::PPOTrainer);
 
 // Accepts every leaf the typed sections left unread that has a rule, comparing against `defaults` (the
 // built-in defaults, not yet resolved): throws for a Feature key off its default, and returns "key=value" for each
 // NoEffect key off its default (the caller reports them once).
-std::vector<std::string> accept_verl_keys(ConfigReader& in, const Node& resolved, const Node& defaults);
+std::vector<std::string> accept_verl_keys(ConfigReader& in, const Node& resolved, const Node& defaults,
+                                          KeyRuleTable which = KeyRuleTable::PPOTrainer);
 
 }  // namespace verl::config

@@ -9,6 +9,11 @@
 //
 // A prompt column may hold a string (verl's case) or a chat list [{role, content}, ...] (used as the
 // messages); prompt_dict_keys / response_dict_keys descend into struct columns first (verl's *_dict_keys).
+//
+// With config.multiturn (verl's MultiTurnSFTDataset: `--config-name sft_trainer_engine`, or data.multiturn.enable)
+// each row is a conversation tokenized by data/multiturn_sft.h, loss_mask on the assistant messages; padding and
+// truncation as above, except that pad_mode no_padding cuts at the right whatever data.truncation says and that a
+// left-truncated row's position ids start at the cut (both as verl's MultiTurnSFTDataset).
 #pragma once
 
 #include <torch/torch.h>

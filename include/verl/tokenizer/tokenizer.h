@@ -40,6 +40,9 @@ class Tokenizer {
   bool is_special(int32_t id) const { return special_ids_.count(id) > 0; }
 
   const TokenizerConfig& config() const { return config_; }
+  // Replaces the chat template (verl's model.custom_chat_template, which HFModelConfig sets on the tokenizer);
+  // `source` names it in rendering errors.
+  void set_chat_template(std::string chat_template, std::string source);
   std::optional<int32_t> bos_token_id() const;
   std::optional<int32_t> eos_token_id() const;
   std::optional<int32_t> pad_token_id() const;
@@ -53,5 +56,10 @@ class Tokenizer {
   TokenizerConfig config_;
   std::unordered_set<int32_t> special_ids_;
 };
+
+// verl's HFModelConfig tokenizer: the folder's, with `custom_chat_template` (when set; the config key `key`
+// names it in rendering errors) in place of the folder's chat template.
+Tokenizer load_model_tokenizer(const std::string& model_dir, const std::optional<std::string>& custom_chat_template,
+                               const std::string& key);
 
 }  // namespace verl::tokenizer

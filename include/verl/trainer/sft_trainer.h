@@ -1,6 +1,14 @@
-// verl's SFT trainer (verl/trainer/fsdp_sft_trainer.py), single process on LibTorch:
+// verl's SFT trainers, single process on LibTorch: fsdp_sft_trainer.py (config::SFTLayout::FsdpSFTTrainer, described
+// below) and verl 0.9.1's sft_trainer.py (SFTLayout::SFTTrainer, `--config-name sft_trainer_engine`), which differs in:
+//   - rows are conversations (data/multiturn_sft.h);
+//   - the loss of a batch is the masked sum of its tokens' NLL over the batch's loss-token count (verl's sft_loss),
+//     summed over micro-batches of micro_batch_size_per_gpu rows or, with use_dynamic_bsz, of at most
+//     max_token_len_per_gpu tokens; validation batches hold train_batch_size rows; val_files may be null;
+//   - the data order is seeded by the epoch alone; the optimizer and schedule are verl's optim section (any class);
+//   - train/global_tokens and train/total_tokens(B) are logged; save_freq / test_freq may be after_each_epoch.
+// fsdp_sft_trainer:
 //   - datasets: data.train_files / data.val_files through data::SFTDataset
-//   - order: each epoch a seeded permutation (torch.randperm with seed trainer.seed + epoch, as
+//   - order: each epoch a seeded permutation (torch.randperm with seed trainer.shuffle_seed + epoch, as
 //     DistributedSampler(shuffle=True).set_epoch does with its seed), drop_last batches of
 //     data.train_batch_size; validation in order, batches of data.micro_batch_size_per_gpu, drop_last
 //   - a step: zero_grad; per micro batch (micro_batch_size_per_gpu rows) the loss
@@ -18,8 +26,7 @@
 //   - resume (trainer.resume_mode auto / disable / resume_path, trainer.resume_from_path): weights, AdamW and LR
 //     schedule state, and the data position; the resumed run continues exactly. Stale temporaries of
 //     interrupted writes are removed at start.
-// Not implemented: sequence parallelism, multi-process. verl's keys for them (ulysses_sequence_parallel_size, ...)
-// are not in configs/sft_trainer.yaml, so setting one is the one-line unknown-key error naming it.
+// Not implemented: sequence parallelism, multi-process (ulysses_sequence_parallel_size other than 1 is an error).
 #pragma once
 
 #include <torch/torch.h>
@@ -62,9 +69,12 @@ class SFTTrainer {
 
   // One optimizer step on `batch` (train_batch_size rows); returns its metrics.
   std::map<std::string, double> training_step(const data::SFTBatch& batch);
-  // The masked mean CE of one micro batch divided by n_micro; backward when asked. Returns the loss tensor.
-  torch::Tensor micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward);
-  // Mean validation loss over the validation batches.
+  // The masked mean CE of one micro batch divided by n_micro (fsdp_sft_trainer), or with batch_tokens > 0 its masked
+  // sum over batch_tokens (sft_trainer); backward when asked. Returns the loss tensor.
+  torch::Tensor micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward, double batch_tokens = 0);
+  // The loss of a batch: its micro-batches' (rows, or token budgets with use_dynamic_bsz) losses summed.
+  double batch_loss(const data::SFTBatch& batch, bool backward);
+  // Mean validation loss over the validation batches (an error without a validation set).
   double validate();
   // default_local_dir/global_step_{step}; `step_metrics` (the step's line) goes into its data.json.
   void save_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics = {});
@@ -77,7 +87,8 @@ class SFTTrainer {
   model::CausalLM& model() { return model_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   const data::SFTDataset& train_dataset() const { return *train_; }
-  const data::SFTDataset& val_dataset() const { return *val_; }
+  bool has_validation() const { return val_ != nullptr; }
+  const data::SFTDataset& val_dataset() const { return *val_; }  // when has_validation()
   const config::SFTConfig& config() const { return config_; }
 
  private:
@@ -91,6 +102,7 @@ class SFTTrainer {
   std::shared_ptr<Impl> impl_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
+  double total_tokens_ = 0;  // train/total_tokens(B)'s count (sft_trainer layout)
 };
 
 // Drops trailing columns that are padding in every row (right padding), so short rows do not pay for
