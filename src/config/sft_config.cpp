@@ -257,9 +257,6 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
   d.pad_mode = in.get_choice("data.pad_mode", {"no_padding", "right"});
   d.max_length = in.get_int("data.max_length");
   VERL_CHECK(d.max_length >= 2, "config", "config key 'data.max_length' must be >= 2, got ", d.max_length);
-  VERL_CHECK(!d.use_dynamic_bsz || d.max_token_len_per_gpu >= d.max_length, "config", "data.max_token_len_per_gpu (",
-             d.max_token_len_per_gpu, ") must be >= data.max_length (", d.max_length,
-             ") with data.use_dynamic_bsz=true: a micro-batch holds at least one whole row");
   d.truncation = in.get_choice("data.truncation", {"error", "left", "right"});
   d.apply_chat_template_kwargs = read_template_kwargs(in);
   d.ignore_input_ids_mismatch = in.get_bool("data.ignore_input_ids_mismatch");

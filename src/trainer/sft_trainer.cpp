@@ -137,11 +137,16 @@ torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t 
   return loss;
 }
 
-double SFTTrainer::batch_loss(const data::SFTBatch& batch, bool backward) {
+double SFTTrainer::batch_loss(const data::SFTBatch& padded, bool backward) {
+  const data::SFTBatch batch = trim_right_padding(padded);
   std::vector<std::vector<int64_t>> parts;
   if (config_.data.use_dynamic_bsz) {
     // verl's dynamic batch: micro-batches of at most max_token_len_per_gpu real tokens, balanced.
-    parts = workers::rearrange_micro_batches(batch.attention_mask, config_.data.max_token_len_per_gpu).micro_batches;
+    const int64_t budget = config_.data.max_token_len_per_gpu;
+    VERL_CHECK(batch.input_ids.size(1) <= budget, "sft", "a row of ", batch.input_ids.size(1),
+               " tokens does not fit data.max_token_len_per_gpu=", budget,
+               " (with data.use_dynamic_bsz=true a micro-batch holds at least one whole row)");
+    parts = workers::rearrange_micro_batches(batch.attention_mask, budget).micro_batches;
   } else {
     const int64_t micro = config_.data.micro_batch_size_per_gpu;
     for (int64_t begin = 0; begin < batch.size(); begin += micro) {

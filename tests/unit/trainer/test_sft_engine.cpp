@@ -124,7 +124,6 @@ TEST(SFTEngineConfig, ErrorsNameTheKey) {
            {"engine.strategy=megatron", "engine.strategy"},
            {"data.pad_mode=left", "data.pad_mode"},
            {"trainer.default_hdfs_dir=hdfs://x", "trainer.default_hdfs_dir"},
-           {"data.max_token_len_per_gpu=32", "data.max_token_len_per_gpu"},
            {"trainer.test_freq=sometimes", "trainer.test_freq"},
            {"+data.prompt_key=question", "data.prompt_key"},
            {"engine=megatron", "engine=megatron"},
@@ -178,6 +177,15 @@ TEST(SFTEngineTrainer, TheBatchLossDoesNotDependOnTheMicroBatches) {
     EXPECT_NEAR(loss, reference, 1e-5 * reference) << split.back();
   }
   EXPECT_GT(reference, 1.0);
+  // A token budget below a row's length is an error naming the key (verl's budget counts real tokens: max_length
+  // itself may exceed it).
+  trainer::SFTTrainer tight(config::load_sft_config(engine_args(e, {"data.max_token_len_per_gpu=8"})).sft, "");
+  try {
+    tight.batch_loss(tight.train_dataset().get({0, 1}), false);
+    ADD_FAILURE() << "a row longer than the budget was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("data.max_token_len_per_gpu=8"), std::string::npos) << error.what();
+  }
 }
 
 TEST(SFTEngineTrainer, CustomChatTemplateRendersTheConversations) {
