@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Tries the override lists of verl's example scripts on `verl config show`, as a verl user would.
+"""Tries the override lists of verl's example scripts on `verl config show`, as a verl user would (PPO scripts on
+the PPO trainer's keys; SFT scripts with --config-name sft_trainer / sft_trainer_engine, counted apart).
 
     python3 scripts/verl_examples/extract_overrides.py --git-dir VERL.git > /tmp/overrides.json
     python3 scripts/verl_examples/check_examples.py /tmp/overrides.json --verl build/verl \
         [--verl-config tests/data/verl/_generated_ppo_trainer.yaml] \
+        [--verl-sft-config tests/data/verl/sft_trainer.yaml] \
         [--config-dir CMD_SUBST/examples/sglang_multiturn/config=DIR]   (DIR: that folder of verl's repository)
 
 Scripts for verl's Megatron trainer are left out (verl.cpp's fsdp trainer is what is measured). With --verl-config
@@ -93,6 +95,8 @@ def main():
     p.add_argument("overrides", help="JSON from extract_overrides.py")
     p.add_argument("--verl", default="build/verl", help="the verl.cpp binary")
     p.add_argument("--verl-config", help="verl's _generated_ppo_trainer.yaml: count apart what verl itself rejects")
+    p.add_argument("--verl-sft-config", help="verl's fsdp_sft_trainer sft_trainer.yaml (tests/data/verl/sft_trainer.yaml): "
+                   "count apart what verl itself rejects in its SFT scripts")
     p.add_argument("--config-dir", action="append", default=[],
                    help="SCRIPT_DIR=LOCAL: replace a --config-path ending in SCRIPT_DIR by LOCAL")
     p.add_argument("--json", help="write the per-script results here")
@@ -102,13 +106,17 @@ def main():
     for name, entry in sorted(scripts.items()):
         if entry["megatron"]:
             continue
+        trainer = entry.get("trainer", "ppo")
         args = list(entry["args"])
+        if trainer != "ppo":  # verl sft's layouts, by the names of verl's SFT configs (verl config show takes them)
+            args = ["--config-name=" + ("sft_trainer" if trainer == "sft" else "sft_trainer_engine"), *args]
         for i, arg in enumerate(args):
             for mapping in a.config_dir:
                 src, dst = mapping.split("=", 1)
                 if arg.startswith("--config-path=") and arg.rstrip("/").endswith(src):
                     args[i] = "--config-path=" + dst
-        rejected = verl_rejects(a.verl_config, args) if a.verl_config else None
+        tree = a.verl_config if trainer == "ppo" else a.verl_sft_config if trainer == "sft" else None
+        rejected = verl_rejects(tree, args) if tree else None
         proc = subprocess.run([a.verl, "config", "show", *args], capture_output=True, text=True)
         error = ""
         if proc.returncode != 0:
@@ -118,10 +126,21 @@ def main():
             rejected = "verl 0.9.1's worker stops too: " + error.split("error: [config] ", 1)[-1][:120]
         vlm = is_vlm(name, args)
         status = "VERL-REJECTS" if rejected else "EXCEPT-VLM" if vlm else ("PASS" if proc.returncode == 0 else "FAIL")
-        results[name] = {"status": status, "error": error, "verl_rejects": rejected, "passes": not error}
+        results[name] = {"status": status, "error": error, "verl_rejects": rejected, "passes": not error,
+                         "trainer": trainer}
         print(f"{status:13} {name}  {error or ''}{'  [verl: ' + rejected + ']' if rejected else ''}")
         if status == "FAIL":
             causes[re.sub(r"\(from override .*?\)", "", error)[:140]] += 1
+    for trainer in ("sft", "sft_engine"):
+        mine = [r for r in results.values() if r["trainer"] == trainer]
+        if mine:
+            print(f"\n{trainer}: {sum(r['status'] == 'PASS' for r in mine)} of "
+                  f"{sum(r['status'] in ('PASS', 'FAIL') for r in mine)} pass (counted apart: "
+                  f"{sum(r['status'] == 'VERL-REJECTS' for r in mine)} that verl itself rejects, of which "
+                  f"{sum(1 for r in mine if r['verl_rejects'] and r['passes'])} pass here anyway; "
+                  f"{sum(r['status'] == 'EXCEPT-VLM' for r in mine)} for vision-language models)")
+    results_all = results
+    results = {k: r for k, r in results_all.items() if r["trainer"] == "ppo"}
     counts = collections.Counter(r["status"] for r in results.values())
     considered = counts["PASS"] + counts["FAIL"]
     print(f"\n{counts['PASS']} of {considered} pass ({len(results)} fsdp scripts; counted apart: {counts['VERL-REJECTS']} "
@@ -131,7 +150,7 @@ def main():
     for cause, n in causes.most_common():
         print(f"  {n:3}  {cause}")
     if a.json:
-        json.dump(results, open(a.json, "w"), indent=1)
+        json.dump(results_all, open(a.json, "w"), indent=1)
     return 0
 
 

@@ -7,8 +7,9 @@ backslash continuations and splits the launch line as bash would (quotes removed
 
     python3 scripts/verl_examples/extract_overrides.py --git-dir /path/to/verl.git > overrides.json
 
-Output: a JSON object {script path: {"args": [...], "config_name": ..., "megatron": bool}} for every script with a
-`verl.trainer.main_ppo` launch line (the first one when a script has several).
+Output: a JSON object {script path: {"args": [...], "config_name": ..., "megatron": bool, "trainer": ppo | sft |
+sft_engine}} for every script with a `verl.trainer.main_ppo`, `fsdp_sft_trainer` or `sft_trainer` launch line (the
+first one when a script has several).
 """
 import argparse
 import json
@@ -17,7 +18,10 @@ import re
 import subprocess
 import sys
 
-LAUNCH = re.compile(r"(?:^|\s)(?:python3?|\$\{?PYTHON\w*\}?)\s+-m\s+verl\.trainer\.main_ppo(?=\s|$)")
+# verl's trainers: python3 -m verl.trainer.main_ppo, and the SFT trainers (usually under torchrun).
+LAUNCH = re.compile(r"(?:^|\s)(?:(?:python3?|\$\{?PYTHON\w*\}?)\s+|torchrun\s(?:.*?\s)?)-m\s+"
+                    r"verl\.trainer\.(main_ppo|fsdp_sft_trainer|sft_trainer)(?=\s|$)")
+TRAINERS = {"main_ppo": "ppo", "fsdp_sft_trainer": "sft", "sft_trainer": "sft_engine"}
 ASSIGN = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
@@ -185,7 +189,7 @@ def extract(text):
                 if w.startswith("--config-name"):
                     config_name = w.split("=", 1)[1] if "=" in w else None
                 args.append(w)
-            return {"args": args, "config_name": config_name}
+            return {"args": args, "config_name": config_name, "trainer": TRAINERS[m.group(1)]}
         a = ASSIGN.match(line)
         if a and " " not in a.group(1):
             value = a.group(2).strip()

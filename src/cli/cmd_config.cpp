@@ -4,6 +4,7 @@
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
+#include "verl/config/sft_config.h"
 #include "verl/config/yaml_io.h"
 
 namespace verl::cli {
@@ -19,6 +20,7 @@ const char* const kConfigUsage =
     "ppo_trainer (the built-in defaults), other YAML files of DIR and _self_. Every key of verl 0.9.1's tree is\n"
     "accepted: honoured, a knob of an engine verl.cpp does not run (reported once as having no effect), or a\n"
     "feature it does not have (only the default; docs/config.md lists them).\n"
+    "--config-name sft_trainer | sft_trainer_engine (no --config-path): verl sft's config for those keys.\n"
     "\n"
     "examples:\n"
     "  verl config show actor_rollout_ref.actor.optim.lr=3e-6\n"
@@ -30,7 +32,13 @@ int run_config_command(const Args& args) {
               << kConfigUsage;
     return 2;
   }
-  config::LoadedConfig loaded = config::load_config(config::parse_config_args(Args(args.begin() + 1, args.end())));
+  const config::ConfigArgs parsed = config::parse_config_args(Args(args.begin() + 1, args.end()));
+  // verl sft's layouts, by the names of verl's SFT trainer configs.
+  if (!parsed.config_path && (parsed.config_name == "sft_trainer" || parsed.config_name == "sft_trainer_engine")) {
+    std::cout << config::to_yaml(config::load_sft_config(parsed).resolved);
+    return 0;
+  }
+  config::LoadedConfig loaded = config::load_config(parsed);
   std::cout << config::to_yaml(loaded.resolved);
   return 0;
 }

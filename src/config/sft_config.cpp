@@ -170,6 +170,11 @@ SFTConfig parse_sft_config(const Node& resolved) {
   VERL_CHECK(d.train_batch_size % d.micro_batch_size_per_gpu == 0, "config", "data.train_batch_size (",
              d.train_batch_size, ") must be divisible by data.micro_batch_size_per_gpu (", d.micro_batch_size_per_gpu,
              ")");
+  if (const auto deprecated = in.get_optional_int("data.micro_batch_size")) {
+    VERL_LOG(Warn, "config") << "data.micro_batch_size=" << *deprecated << " has no effect (verl's fsdp_sft_trainer "
+                             << "reads it nowhere either): data.micro_batch_size_per_gpu=" << d.micro_batch_size_per_gpu
+                             << " sets the micro-batches";
+  }
   d.train_files = read_files(in, "data.train_files");
   d.val_files = read_files(in, "data.val_files");
   d.prompt_key = in.get_string("data.prompt_key");
@@ -203,7 +208,8 @@ SFTConfig parse_sft_config(const Node& resolved) {
   VERL_CHECK(o.betas.size() == 2 && o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config",
              "config key 'optim.betas' expects two numbers in [0, 1)");
   o.weight_decay = in.get_double("optim.weight_decay");
-  o.warmup_steps_ratio = in.get_double("optim.warmup_steps_ratio");
+  o.warmup_steps_ratio = in.get_optional_double("optim.lr_warmup_steps_ratio")
+                             .value_or(in.get_double("optim.warmup_steps_ratio"));
   VERL_CHECK(o.warmup_steps_ratio >= 0 && o.warmup_steps_ratio <= 1, "config",
              "config key 'optim.warmup_steps_ratio' must be in [0, 1], got ", o.warmup_steps_ratio);
   o.clip_grad = in.get_double("optim.clip_grad");
@@ -284,9 +290,7 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
 
   c.trainer = read_trainer_section(in, /*epoch_word=*/true);
   c.trainer.shuffle_seed = 0;  // verl's DistributedSampler(shuffle=True) with its default seed
-  const std::string device = in.get_choice("trainer.device", {"cuda", "cpu", "npu"});
-  VERL_CHECK(device == "cpu", "config", "trainer.device=", device,
-             ": verl sft trains on the CPU only (SFT on a GPU is not implemented); set trainer.device=cpu");
+  c.trainer.device = in.get_choice("trainer.device", {"cuda", "cpu", "npu"});  // checked when the trainer starts
   c.loss_normalization = SFTLossNormalization::BatchTokenMean;
   c.val_batch_size = d.train_batch_size;
 

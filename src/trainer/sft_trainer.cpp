@@ -43,6 +43,8 @@ data::SFTBatch trim_right_padding(const data::SFTBatch& batch) {
 
 SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std::ostream* console)
     : config_(std::move(config)), resolved_yaml_(std::move(resolved_yaml)), console_(console) {
+  VERL_CHECK(config_.trainer.device == "cpu", "sft", "trainer.device=", config_.trainer.device,
+             ": verl sft trains on the CPU only (SFT on a GPU is not implemented); set trainer.device=cpu");
   runtime::configure_cpu_threads(config_.trainer.num_cpu_threads);
   const std::string& model_dir = config_.partial_pretrain;
   const char* model_key = config_.layout == config::SFTLayout::SFTTrainer ? "model.path" : "model.partial_pretrain";

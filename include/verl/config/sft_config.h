@@ -68,6 +68,7 @@ struct SFTTrainerSection {
   std::optional<int64_t> num_cpu_threads;
   std::string resume_mode = "auto";  // auto | disable | resume_path (verl's fsdp_sft_trainer)
   std::optional<std::string> resume_from_path;
+  std::string device = "cpu";  // trainer.device (sft_trainer layout): verl sft trains on the CPU only
   static constexpr int64_t kAfterEachEpoch = -2;  // save_freq / test_freq "after_each_epoch" (sft_trainer layout)
   // The data order: each epoch a permutation seeded by shuffle_seed + epoch. verl's samplers take no seed (0);
   // fsdp_sft_trainer's layout (verl.cpp's older behaviour) seeds it with trainer.seed.

@@ -116,8 +116,13 @@ TEST(SFTEngineConfig, VerlDefaultsAndTheirMeaning) {
 TEST(SFTEngineConfig, ErrorsNameTheKey) {
   EngineSetup e = make_engine_setup("sft_engine_errors");
   config::ConfigArgs cuda = engine_args(e);
-  cuda.overrides.erase(cuda.overrides.begin());  // verl's default trainer.device=cuda
-  EXPECT_NE(engine_error(cuda).find("trainer.device=cuda"), std::string::npos) << engine_error(cuda);
+  cuda.overrides.erase(cuda.overrides.begin());  // verl's default trainer.device=cuda: refused when training starts
+  try {
+    trainer::SFTTrainer t(config::load_sft_config(cuda).sft, "");
+    ADD_FAILURE() << "trainer.device=cuda was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("trainer.device=cuda"), std::string::npos) << error.what();
+  }
   for (const auto& [override_arg, expected] : std::vector<std::pair<std::string, std::string>>{
            {"data.custom_cls.path=my_dataset.py", "data.custom_cls.path"},
            {"engine.ulysses_sequence_parallel_size=2", "engine.ulysses_sequence_parallel_size"},
@@ -158,6 +163,23 @@ TEST(SFTEngineConfig, FsdpSftTrainersMultiturnRowsAreTheSameConversations) {
   EXPECT_TRUE(torch::equal(a.input_ids, b.input_ids));
   EXPECT_TRUE(torch::equal(a.loss_mask, b.loss_mask));
   EXPECT_GT(a.loss_mask.sum().item<int64_t>(), 32);
+}
+
+TEST(SFTEngineConfig, ConfigShowPrintsTheSftLayoutsAndTheLaterFsdpSftTrainerNames) {
+  // `verl config show --config-name sft_trainer_engine` resolves verl sft's config (the example-script check uses it).
+  const CommandResult shown = run_command(verl_binary() +
+                                          " config show --config-name sft_trainer_engine engine=fsdp optim.lr=2e-5 "
+                                          "trainer.test_freq=after_each_epoch");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("messages_key: messages"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("test_freq: after_each_epoch"), std::string::npos) << shown.out;
+  const CommandResult legacy = run_command(verl_binary() + " config show --config-name sft_trainer model.path=x");
+  EXPECT_NE(legacy.exit_code, 0);
+  EXPECT_NE(legacy.err.find("--config-name sft_trainer_engine"), std::string::npos) << legacy.err;
+  // fsdp_sft_trainer's later optim.lr_warmup_steps_ratio wins over the earlier warmup_steps_ratio.
+  config::ConfigArgs args;
+  args.overrides = {"optim.lr_warmup_steps_ratio=0.3", "optim.warmup_steps_ratio=0.1", "data.micro_batch_size=4"};
+  EXPECT_DOUBLE_EQ(config::load_sft_config(args).sft.optimizer.lr_warmup_steps_ratio, 0.3);
 }
 
 TEST(SFTEngineTrainer, TheBatchLossDoesNotDependOnTheMicroBatches) {
