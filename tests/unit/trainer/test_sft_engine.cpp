@@ -264,5 +264,34 @@ TEST(SFTEngineTrainer, LearnsLogsVerlsMetricsAndResumesExactly) {
   }
 }
 
+TEST(SFTEngineTrainer, LoraAdaptersSaveAndStartAnotherRunFromLoraAdapterPath) {
+  EngineSetup e = make_engine_setup("sft_engine_lora");
+  const std::string first_dir = e.tiny.dir + "/lora_run";
+  trainer::SFTTrainer first(config::load_sft_config(engine_args(e, {"model.lora_rank=4", "model.lora_alpha=8",
+                                                                    "trainer.total_training_steps=2",
+                                                                    "trainer.default_local_dir=" + first_dir}))
+                                .sft,
+                            "");
+  const trainer::SFTFitResult result = first.fit();
+  ASSERT_EQ(result.global_steps, 2);
+  const std::string adapter = first_dir + "/global_step_2/huggingface";
+  ASSERT_TRUE(std::filesystem::exists(adapter + "/adapter_model.safetensors")) << adapter;
+  // lora_rank 0 with an adapter path: the adapter's own rank and alpha, its trained values.
+  trainer::SFTTrainer second(
+      config::load_sft_config(engine_args(e, {"model.lora_adapter_path=" + adapter,
+                                              "trainer.default_local_dir=" + e.tiny.dir + "/lora_run2"}))
+          .sft,
+      "");
+  auto want = first.model()->named_parameters();
+  int adapters = 0;
+  for (const auto& item : second.model()->named_parameters()) {
+    ASSERT_TRUE(want.contains(item.key())) << item.key();
+    EXPECT_TRUE(torch::equal(item.value(), want[item.key()])) << item.key();
+    adapters += item.key().find("lora_") != std::string::npos;
+    EXPECT_EQ(item.value().requires_grad(), item.key().find("lora_") != std::string::npos) << item.key();
+  }
+  EXPECT_GT(adapters, 0);
+}
+
 }  // namespace
 }  // namespace verl::test
