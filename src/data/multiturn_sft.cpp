@@ -65,7 +65,7 @@ std::vector<int32_t> MultiTurnSFTTokenizer::render_message(const nlohmann::order
 
 SFTExample MultiTurnSFTTokenizer::tokenize(const io::Value& row, const std::string& where) const {
   for (const char* media : {"images", "videos"}) {
-    VERL_CHECK(row.find(media) == nullptr, "data", where, " has a '", media,
+    VERL_CHECK(row.find(media) == nullptr, "data", where, " has an '", media,
                "' column: multimodal (VLM) SFT is not implemented in verl.cpp");
   }
   const io::Value* messages_value = row.find(config_.messages_key);
