@@ -201,33 +201,27 @@ SFTConfig parse_sft_config(const Node& resolved) {
   VERL_CHECK(sp == 1, "config", "config key 'ulysses_sequence_parallel_size' must be 1, got ", sp,
              ": verl sft trains in one process, so there is no group to split sequences over");
 
-  SFTOptimConfig& o = c.optim;
+  OptimConfig& o = c.optimizer;
   o.lr = in.get_double("optim.lr");
   VERL_CHECK(o.lr >= 0, "config", "config key 'optim.lr' must be >= 0, got ", o.lr);
   o.betas = in.get_double_list("optim.betas");
   VERL_CHECK(o.betas.size() == 2 && o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config",
              "config key 'optim.betas' expects two numbers in [0, 1)");
   o.weight_decay = in.get_double("optim.weight_decay");
-  o.warmup_steps_ratio = in.get_optional_double("optim.lr_warmup_steps_ratio")
-                             .value_or(in.get_double("optim.warmup_steps_ratio"));
-  VERL_CHECK(o.warmup_steps_ratio >= 0 && o.warmup_steps_ratio <= 1, "config",
-             "config key 'optim.warmup_steps_ratio' must be in [0, 1], got ", o.warmup_steps_ratio);
-  o.clip_grad = in.get_double("optim.clip_grad");
-  VERL_CHECK(o.clip_grad > 0, "config", "config key 'optim.clip_grad' must be > 0, got ", o.clip_grad);
-  o.lr_scheduler = in.get_choice("optim.lr_scheduler", {"cosine", "constant"});
+  // fsdp_sft_trainer's optimizer: AdamW, cosine or constant, warmup as a share of the steps (the later name wins).
+  o.lr_warmup_steps = -1;
+  o.lr_warmup_steps_ratio =
+      in.get_optional_double("optim.lr_warmup_steps_ratio").value_or(in.get_double("optim.warmup_steps_ratio"));
+  VERL_CHECK(o.lr_warmup_steps_ratio >= 0 && o.lr_warmup_steps_ratio <= 1, "config",
+             "config key 'optim.warmup_steps_ratio' must be in [0, 1], got ", o.lr_warmup_steps_ratio);
+  o.lr_scheduler_type = in.get_choice("optim.lr_scheduler", {"cosine", "constant"});
+  o.min_lr_ratio = 0.0;
+  o.num_cycles = 0.5;
+  c.clip_grad = in.get_double("optim.clip_grad");
+  VERL_CHECK(c.clip_grad > 0, "config", "config key 'optim.clip_grad' must be > 0, got ", c.clip_grad);
 
   c.trainer = read_trainer_section(in, /*epoch_word=*/false);
   c.trainer.shuffle_seed = c.trainer.seed;
-
-  // fsdp_sft_trainer's optimizer: AdamW, cosine or constant, warmup as a share of the steps.
-  c.optimizer.lr = o.lr;
-  c.optimizer.weight_decay = o.weight_decay;
-  c.optimizer.betas = o.betas;
-  c.optimizer.lr_warmup_steps = -1;
-  c.optimizer.lr_warmup_steps_ratio = o.warmup_steps_ratio;
-  c.optimizer.lr_scheduler_type = o.lr_scheduler;
-  c.optimizer.min_lr_ratio = 0.0;
-  c.optimizer.num_cycles = 0.5;
   c.loss_normalization = SFTLossNormalization::MicroBatchMean;
   c.val_batch_size = d.micro_batch_size_per_gpu;
   in.check_all_read();
@@ -285,8 +279,8 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
              "config key 'engine.forward_only' is true: the SFT trainer trains the model");
 
   c.optimizer = read_optim_config(in, "optim");
-  c.optim.clip_grad = in.get_double("optim.clip_grad");
-  VERL_CHECK(c.optim.clip_grad > 0, "config", "config key 'optim.clip_grad' must be > 0, got ", c.optim.clip_grad);
+  c.clip_grad = in.get_double("optim.clip_grad");
+  VERL_CHECK(c.clip_grad > 0, "config", "config key 'optim.clip_grad' must be > 0, got ", c.clip_grad);
 
   c.trainer = read_trainer_section(in, /*epoch_word=*/true);
   c.trainer.shuffle_seed = 0;  // verl's DistributedSampler(shuffle=True) with its default seed
@@ -316,12 +310,12 @@ LoadedSFTConfig load_sft_config(const ConfigArgs& args) {
   Node root = defaults;
   if (args.config_file) merge_config_file(root, load_yaml_file(*args.config_file), *args.config_file);
   for (const auto& text : args.overrides) {
-    if (engine && is_config_group_choice(parse_override(text))) continue;
+    const Override parsed = parse_override(text);
+    if (engine && is_config_group_choice(parsed)) continue;
     try {
-      apply_override(root, parse_override(text));
-    } catch (const Error& e) {
+      apply_override(root, parsed);
+    } catch (const Error&) {
       // verl 0.9.1's sft_trainer keys given to the default layout: say which layout takes them.
-      const Override parsed = parse_override(text);
       static const Node engine_tree = default_sft_engine_config_tree();
       if (!engine && find_path(root, parsed.path) == nullptr && find_path(engine_tree, parsed.path) != nullptr) {
         VERL_FAIL("config", "config key '", parsed.path,

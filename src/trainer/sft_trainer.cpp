@@ -173,7 +173,7 @@ std::map<std::string, double> SFTTrainer::training_step(const data::SFTBatch& ba
   model_->train();
   impl_->optimizer->zero_grad();
   const double step_loss = batch_loss(batch, /*backward=*/true);
-  double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.optim.clip_grad);
+  double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.clip_grad);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, "sft") << "grad_norm is not finite: " << grad_norm << "; skipping the update";
     impl_->optimizer->zero_grad();

@@ -41,15 +41,6 @@ struct SFTDataConfig {
   int64_t max_token_len_per_gpu = 0;
 };
 
-struct SFTOptimConfig {
-  double lr = 0;
-  std::vector<double> betas;
-  double weight_decay = 0;
-  double warmup_steps_ratio = 0;
-  double clip_grad = 0;
-  std::string lr_scheduler;  // cosine | constant
-};
-
 // How a step's loss is normalised: verl's fsdp_sft_trainer averages each micro-batch's tokens and the micro-batches
 // (MicroBatchMean); verl 0.9.1's sft_trainer divides every token's loss by the batch's loss-token count
 // (BatchTokenMean, verl.workers.utils.losses.sft_loss), so the micro-batch split does not change the loss.
@@ -91,10 +82,10 @@ struct SFTConfig {
   bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
   // verl's top-level use_remove_padding: the trunk runs over the real tokens only (model/packed_tokens.h).
   bool use_remove_padding = false;
-  SFTOptimConfig optim;
   // The optimizer and LR schedule as built (optim.* of the sft_trainer layout; the fsdp_sft_trainer layout's
   // optim keys mapped onto it). total_training_steps is set by the trainer.
   OptimConfig optimizer;
+  double clip_grad = 0;  // optim.clip_grad: the gradient norm clipped to
   SFTLossNormalization loss_normalization = SFTLossNormalization::MicroBatchMean;
   // Validation batches: rows each (fsdp_sft_trainer: micro_batch_size_per_gpu; sft_trainer: train_batch_size).
   int64_t val_batch_size = 0;
