@@ -1,4 +1,4 @@
-// `verl sft`: supervised fine-tuning as verl's fsdp_sft_trainer (config: configs/sft_trainer.yaml).
+// `verl sft`: supervised fine-tuning as verl's SFT trainers (configs/sft_trainer.yaml, sft_trainer_engine.yaml).
 #include "verl/cli/cli.h"
 #include "verl/trainer/sft_main.h"
 
@@ -17,6 +17,9 @@ const char* const kSftUsage =
     "    trainer.device defaults to cuda, as verl's: verl sft trains on the CPU, so pass trainer.device=cpu.\n"
     "Logs train/loss, train/lr, train/grad_norm, val/loss to trainer.logger; writes\n"
     "trainer.default_local_dir/global_step_N/huggingface.\n"
+    "Under mpirun -np N (the same command on every rank): N / sp data-parallel ranks splitting\n"
+    "data.train_batch_size (global, as verl's), sp = ulysses_sequence_parallel_size\n"
+    "(engine.ulysses_sequence_parallel_size) ranks splitting each row's sequence; world rank 0 logs and saves.\n"
     "\n"
     "examples:\n"
     "  verl sft data.train_files=data/sft_train.parquet data.val_files=data/sft_val.parquet \\\n"

@@ -197,9 +197,9 @@ SFTConfig parse_sft_config(const Node& resolved) {
   c.lora = read_lora_config(in, "model", /*with_adapter_path=*/false);
   c.enable_gradient_checkpointing = in.get_bool("model.enable_gradient_checkpointing");
   c.use_remove_padding = in.get_bool("use_remove_padding");
-  const int64_t sp = in.get_int("ulysses_sequence_parallel_size");
-  VERL_CHECK(sp == 1, "config", "config key 'ulysses_sequence_parallel_size' must be 1, got ", sp,
-             ": verl sft trains in one process, so there is no group to split sequences over");
+  c.ulysses_sequence_parallel_size = in.get_int("ulysses_sequence_parallel_size");
+  check_positive(c.ulysses_sequence_parallel_size, "ulysses_sequence_parallel_size");
+  c.balance_dp_token = in.get_bool("data.balance_dp_token");
 
   OptimConfig& o = c.optimizer;
   o.lr = in.get_double("optim.lr");
@@ -271,9 +271,8 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
   c.use_remove_padding = in.get_bool("model.use_remove_padding");
 
   in.get_choice("engine.strategy", {"fsdp", "fsdp2"});  // verl's fsdp engine (both FSDP APIs: one process here)
-  const int64_t sp = in.get_int("engine.ulysses_sequence_parallel_size");
-  VERL_CHECK(sp == 1, "config", "config key 'engine.ulysses_sequence_parallel_size' must be 1, got ", sp,
-             ": verl sft trains in one process, so there is no group to split sequences over");
+  c.ulysses_sequence_parallel_size = in.get_int("engine.ulysses_sequence_parallel_size");
+  check_positive(c.ulysses_sequence_parallel_size, "engine.ulysses_sequence_parallel_size");
   in.get_choice("engine.model_dtype", {"fp32", "float32"});
   VERL_CHECK(!in.get_bool("engine.forward_only"), "config",
              "config key 'engine.forward_only' is true: the SFT trainer trains the model");

@@ -168,7 +168,8 @@ const std::vector<Entry>& table() {
 // src/config/sft_engine_config.cpp; these are the rest.
 const std::vector<Entry>& sft_trainer_table() {
   static const std::vector<Entry> entries = {
-      {"data.balance_dp_token", N, "verl declares it \"to be implemented\" (and verl sft is one process)"},
+      {"data.balance_dp_token", N,
+       "verl 0.9.1's sft_trainer reads it nowhere (its loss is over the whole batch's tokens)"},
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
       {"data.use_shm", N, "verl's shared-memory model copy"},
       {"data.num_workers", N, "PyTorch DataLoader workers"},
@@ -184,15 +185,15 @@ const std::vector<Entry>& sft_trainer_table() {
       {"model.tiled_mlp", N, "tiled MLP memory saving"},
       {"model.mtp", F, kMTP},
       {"model.lora", N, "the megatron engine's LoRA section (the fsdp engine reads model.lora_rank, lora_alpha, ...)"},
-      {"engine", N, "PyTorch FSDP (verl sft is one process)"},
+      {"engine", N, "PyTorch FSDP (verl.cpp's data-parallel ranks each hold the whole model)"},
       {"engine.qat", F, kQAT},
       {"engine.turbo_config", N, "fsdp_turbo"},
       {"profiler", N, "profilers"},
       {"checkpoint", N, "verl's checkpoint contents (verl.cpp's SFT checkpoints always hold model, optimizer, extra)"},
       {"trainer.default_hdfs_dir", F, "HDFS checkpoint copies"},
       {"trainer.balance_batch", N, "verl's sft_trainer reads it nowhere"},
-      {"trainer.nnodes", N, "torchrun's placement (verl sft is one process)"},
-      {"trainer.n_gpus_per_node", N, "torchrun's placement (verl sft is one process)"},
+      {"trainer.nnodes", N, "torchrun's placement (under mpirun, -np sets the ranks)"},
+      {"trainer.n_gpus_per_node", N, "torchrun's placement (under mpirun, -np sets the ranks)"},
       {"trainer.profile_interval", N, "profilers"},
   };
   return entries;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <vector>
 
@@ -115,6 +116,13 @@ std::shared_ptr<Comm> MpiSession::world() {
 void MpiSession::abort(int code) const {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
+}
+
+void MpiSession::fail(const std::string& where, const std::exception& e) const {
+  const std::string line = "error: " + where + e.what() + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+  abort(1);
 }
 
 MpiComm::MpiComm(std::shared_ptr<MpiSession> session, MPI_Comm comm, bool owned)

@@ -63,10 +63,7 @@ void on_sigterm(int) {
 // waiting for a command that will never come.
 [[noreturn]] void fail_job(parallel::MpiSession& session, const std::string& where, const std::exception& e) {
   std::signal(SIGTERM, SIG_DFL);  // the abort's own SIGTERM: this line is the job's one line
-  const std::string line = "error: " + where + e.what() + "\n";
-  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
-  std::cerr.flush();
-  session.abort(1);
+  session.fail(where, e);
 }
 
 // With a separate rollout (actor_rollout_ref.hybrid_engine=false): the communicator of actor rank 0 and the

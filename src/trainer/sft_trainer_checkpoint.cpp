@@ -9,6 +9,8 @@
 //   {default_local_dir}/global_step_N/data.json                       {"version", "global_step", "step_metrics"}
 //   {default_local_dir}/latest_checkpointed_iteration.txt             "N", written after the folder
 // No RNG state: the data order is a function of trainer.seed + epoch and a step draws no random numbers.
+// Under mpirun world rank 0 writes (every rank holds the same whole state; the `world_size_1_rank_0` names say that
+// one copy is the whole, so a run may resume with another rank count) while the others wait; every rank loads.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,6 +53,11 @@ nlohmann::json read_json_file(const fs::path& path) {
 }  // namespace
 
 void SFTTrainer::save_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics) {
+  if (world_->rank() == 0) write_checkpoint(step, step_metrics);
+  world_->barrier();  // the checkpoint is whole before any rank goes on
+}
+
+void SFTTrainer::write_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics) {
   const std::string& root = config_.trainer.default_local_dir;
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -89,7 +96,7 @@ void SFTTrainer::save_checkpoint(int64_t step, const std::map<std::string, doubl
   }
 }
 
-int64_t SFTTrainer::load_checkpoint(Tracking& tracking) {
+int64_t SFTTrainer::load_checkpoint(Tracking* tracking) {
   const auto& t = config_.trainer;
   const std::optional<std::string> folder = resolve_resume_path(t.resume_mode, t.default_local_dir, t.resume_from_path);
   if (!folder) return 0;
@@ -117,11 +124,12 @@ int64_t SFTTrainer::load_checkpoint(Tracking& tracking) {
   VERL_CHECK(state.is_object() && state.contains("version") && state["version"].is_number_integer() &&
                  state["version"].get<int64_t>() == kSFTStateVersion,
              "sft", "'", state_path.string(), "' is not a version ", kSFTStateVersion, " SFT trainer state");
+  if (tracking == nullptr) return step;  // only world rank 0 logs
   if (auto line = unlogged_step_metrics(state, state_path.string(), t.logger, t.default_local_dir, step)) {
     VERL_LOG(Info, "sft") << "step " << step << "'s metrics were not in " << t.default_local_dir
                           << "/metrics.jsonl (the run stopped right after its checkpoint); logging them from "
                           << state_path.string();
-    tracking.log(*line, step);
+    tracking->log(*line, step);
   }
   return step;
 }

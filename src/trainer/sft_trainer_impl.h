@@ -9,6 +9,7 @@
 
 #include "verl/config/ppo_config.h"
 #include "verl/trainer/sft_trainer.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::trainer {
@@ -18,6 +19,7 @@ struct SFTTrainer::Impl {
   std::unique_ptr<workers::LRScheduler> lr_scheduler;
   std::vector<torch::Tensor> parameters;  // the trained ones (LoRA: the adapters)
   config::OptimConfig optim;
+  workers::GradientAverager average_gradients;  // over every rank (nullptr: one process)
 };
 
 }  // namespace verl::trainer

@@ -82,6 +82,12 @@ struct SFTConfig {
   bool enable_gradient_checkpointing = true;  // model.enable_gradient_checkpointing
   // verl's top-level use_remove_padding: the trunk runs over the real tokens only (model/packed_tokens.h).
   bool use_remove_padding = false;
+  // Under mpirun: the ranks sharing each row, each running 1/sp of its sequence (ulysses_sequence_parallel_size;
+  // engine.ulysses_sequence_parallel_size). The rest of the world size is data parallel.
+  int64_t ulysses_sequence_parallel_size = 1;
+  // data.balance_dp_token (fsdp_sft_trainer layout): a micro-batch's loss over its loss tokens summed over the
+  // data-parallel ranks, times their count, instead of over its own.
+  bool balance_dp_token = false;
   // The optimizer and LR schedule as built (optim.* of the sft_trainer layout; the fsdp_sft_trainer layout's
   // optim keys mapped onto it). total_training_steps is set by the trainer.
   OptimConfig optimizer;

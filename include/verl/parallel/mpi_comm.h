@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,9 @@ class MpiSession : public std::enable_shared_from_this<MpiSession> {
   int local_size() const { return local_size_; }
   // Ends the whole job now with `code` (MPI_Abort): used when an error must not leave other ranks waiting.
   [[noreturn]] void abort(int code) const;
+  // Prints "error: <where><what>" to stderr as main() prints an error, then abort(1): other ranks may be blocked in
+  // a collective that this rank will never join.
+  [[noreturn]] void fail(const std::string& where, const std::exception& e) const;
 
  private:
   MpiSession();

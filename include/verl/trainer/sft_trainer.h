@@ -26,7 +26,19 @@
 //   - resume (trainer.resume_mode auto / disable / resume_path, trainer.resume_from_path): weights, AdamW and LR
 //     schedule state, and the data position; the resumed run continues exactly. Stale temporaries of
 //     interrupted writes are removed at start.
-// Not implemented: sequence parallelism, multi-process (ulysses_sequence_parallel_size other than 1 is an error).
+// Under mpirun (a world communicator of N ranks; sp = ulysses_sequence_parallel_size, dp = N / sp), as verl's
+// trainers under torchrun:
+//   - data: each dp rank reads its data::distributed_sampler_indices rows, train_batch_size / dp per step (the global
+//     batch is the one process's), validation likewise (fsdp_sft_trainer: micro_batch_size_per_gpu rows per rank);
+//   - Ulysses (sp > 1): the sp ranks of a group share rows, each runs 1/sp of the sequence (parallel/ulysses.h);
+//   - every rank holds the whole model and optimizer state; after the backward passes the gradients are averaged
+//     over all N ranks (deterministic), so the replicas step identically;
+//   - sft_trainer's loss: the batch's loss-token count is summed over the dp ranks and each rank's loss scaled by dp
+//     (verl's sft_loss), so N ranks give the one process's gradients; fsdp_sft_trainer's: the mean over the dp ranks
+//     of their micro-batch means (with data.balance_dp_token, token counts summed over the ranks per micro-batch);
+//   - train/loss, val/loss: averaged over the dp ranks; train/global_tokens summed;
+//   - world rank 0 logs and writes checkpoints (the state is whole on every rank; the other ranks wait), every rank
+//     resumes from them.
 #pragma once
 
 #include <torch/torch.h>
@@ -41,6 +53,7 @@
 #include "verl/config/sft_config.h"
 #include "verl/data/sft_dataset.h"
 #include "verl/model/transformer.h"
+#include "verl/parallel/comm.h"
 #include "verl/tokenizer/tokenizer.h"
 
 namespace verl::trainer {
@@ -59,8 +72,10 @@ struct SFTFitResult {
 class SFTTrainer {
  public:
   // Loads the tokenizer and model from model.partial_pretrain and both datasets. `resolved` is saved as the run
-  // folder's config.yaml (pass an empty string to skip). console: where the console logger prints.
-  SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std::ostream* console = nullptr);
+  // folder's config.yaml (pass an empty string to skip). console: where the console logger prints. world: the ranks
+  // training together (nullptr: this process alone); collective, every rank constructs its trainer.
+  SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std::ostream* console = nullptr,
+             std::shared_ptr<parallel::Comm> world = nullptr);
 
   // Called after every training step (after validation and checkpointing of that step). Return false to stop:
   // the trainer then validates and saves at that step as it does at the last step.
@@ -70,17 +85,21 @@ class SFTTrainer {
   // One optimizer step on `batch` (train_batch_size rows); returns its metrics.
   std::map<std::string, double> training_step(const data::SFTBatch& batch);
   // The masked mean CE of one micro batch divided by n_micro (fsdp_sft_trainer), or with batch_tokens > 0 its masked
-  // sum over batch_tokens (sft_trainer); backward when asked. Returns the loss tensor.
+  // sum over batch_tokens (sft_trainer), times dp where verl scales it so; backward when asked. Returns the loss
+  // tensor (this rank's).
   torch::Tensor micro_batch_loss(const data::SFTBatch& micro, int64_t n_micro, bool backward, double batch_tokens = 0);
-  // The loss of a batch: its micro-batches' (rows, or token budgets with use_dynamic_bsz) losses summed.
+  // The loss of a batch (this rank's rows): its micro-batches' (rows, or token budgets with use_dynamic_bsz) losses
+  // summed, averaged over the dp ranks. Collective.
   double batch_loss(const data::SFTBatch& batch, bool backward);
-  // Mean validation loss over the validation batches (an error without a validation set).
+  // Mean validation loss over the validation batches, averaged over the dp ranks (an error without a validation
+  // set). Collective.
   double validate();
-  // default_local_dir/global_step_{step}; `step_metrics` (the step's line) goes into its data.json.
+  // default_local_dir/global_step_{step}; `step_metrics` (the step's line) goes into its data.json. Collective:
+  // world rank 0 writes it.
   void save_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics = {});
   // The checkpoint trainer.resume_mode picks, loaded; returns its step (0: from scratch). Logs the checkpoint's
-  // kept metrics line to `tracking` when metrics.jsonl lacks it.
-  int64_t load_checkpoint(Tracking& tracking);
+  // kept metrics line to `tracking` (world rank 0's; nullptr on the others) when metrics.jsonl lacks it.
+  int64_t load_checkpoint(Tracking* tracking);
 
   int64_t total_training_steps() const { return total_steps_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
@@ -90,9 +109,14 @@ class SFTTrainer {
   bool has_validation() const { return val_ != nullptr; }
   const data::SFTDataset& val_dataset() const { return *val_; }  // when has_validation()
   const config::SFTConfig& config() const { return config_; }
+  int64_t dp_rank() const { return dp_rank_; }
+  int64_t dp_size() const { return dp_size_; }
 
  private:
   struct Impl;
+  void write_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics);
+  // Loss tokens, summed over the dp ranks.
+  double dp_sum(double value) const;
   config::SFTConfig config_;
   std::string resolved_yaml_;
   std::ostream* console_;
@@ -100,10 +124,22 @@ class SFTTrainer {
   std::unique_ptr<data::SFTDataset> train_, val_;
   model::CausalLM model_{nullptr};
   std::shared_ptr<Impl> impl_;
+  std::shared_ptr<parallel::Comm> world_;  // every rank: gradients are averaged over it
+  std::shared_ptr<parallel::Comm> dp_;     // the ranks holding other rows (one per sequence-parallel group)
+  int64_t dp_rank_ = 0, dp_size_ = 1;
+  int64_t rows_per_rank_ = 0;      // train_batch_size / dp
+  int64_t val_rows_per_rank_ = 0;  // a validation batch's rows on each rank
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   double total_tokens_ = 0;  // train/total_tokens(B)'s count (sft_trainer layout)
 };
+
+// The ranks' layout checks, which depend only on the config and the number of ranks (so every rank fails alike):
+// the sequence-parallel size divides the ranks, the batch the data-parallel ranks (and, for fsdp_sft_trainer, each
+// rank's rows the micro-batches). An error names the key.
+void check_rank_layout(const config::SFTConfig& config, int world_size);
+// The key of the sequence-parallel size in the config's layout.
+std::string sequence_parallel_key(const config::SFTConfig& config);
 
 // Drops trailing columns that are padding in every row (right padding), so short rows do not pay for
 // max_length; exact for causal models.

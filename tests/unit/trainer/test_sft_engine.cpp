@@ -125,7 +125,7 @@ TEST(SFTEngineConfig, ErrorsNameTheKey) {
   }
   for (const auto& [override_arg, expected] : std::vector<std::pair<std::string, std::string>>{
            {"data.custom_cls.path=my_dataset.py", "data.custom_cls.path"},
-           {"engine.ulysses_sequence_parallel_size=2", "engine.ulysses_sequence_parallel_size"},
+           {"engine.ulysses_sequence_parallel_size=0", "engine.ulysses_sequence_parallel_size"},
            {"engine.strategy=megatron", "engine.strategy"},
            {"data.pad_mode=left", "data.pad_mode"},
            {"trainer.default_hdfs_dir=hdfs://x", "trainer.default_hdfs_dir"},

@@ -174,8 +174,11 @@ TEST(SFTConfig, ErrorsNameTheKey) {
   EXPECT_THROW(config::load_sft_config(args), Error);
   args.overrides = {"data.truncation=middle"};
   EXPECT_THROW(config::load_sft_config(args), Error);
-  // verl's SFT keys that verl.cpp reads: a sequence-parallel group needs ranks `verl sft` does not have.
-  args.overrides = {"ulysses_sequence_parallel_size=2"};
+  // The sequence-parallel size: read (the trainer checks it against the ranks), positive.
+  args.overrides = {"ulysses_sequence_parallel_size=2", "data.balance_dp_token=true"};
+  EXPECT_EQ(config::load_sft_config(args).sft.ulysses_sequence_parallel_size, 2);
+  EXPECT_TRUE(config::load_sft_config(args).sft.balance_dp_token);
+  args.overrides = {"ulysses_sequence_parallel_size=0"};
   try {
     config::load_sft_config(args);
     FAIL();
