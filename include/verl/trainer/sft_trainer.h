@@ -1,5 +1,5 @@
-// verl's SFT trainers, single process on LibTorch: fsdp_sft_trainer.py (config::SFTLayout::FsdpSFTTrainer, described
-// below) and verl 0.9.1's sft_trainer.py (SFTLayout::SFTTrainer, `--config-name sft_trainer_engine`), which differs in:
+// verl's SFT trainers on LibTorch, in one process or under mpirun (see the end): fsdp_sft_trainer.py
+// (config::SFTLayout::FsdpSFTTrainer, described below) and verl 0.9.1's sft_trainer.py (SFTLayout::SFTTrainer, `--config-name sft_trainer_engine`), which differs in:
 //   - rows are conversations (data/multiturn_sft.h);
 //   - the loss of a batch is the masked sum of its tokens' NLL over the batch's loss-token count (verl's sft_loss),
 //     summed over micro-batches of micro_batch_size_per_gpu rows or, with use_dynamic_bsz, of at most
