@@ -273,6 +273,9 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
   in.get_choice("engine.strategy", {"fsdp", "fsdp2"});  // verl's fsdp engine (both FSDP APIs: one process here)
   c.ulysses_sequence_parallel_size = in.get_int("engine.ulysses_sequence_parallel_size");
   check_positive(c.ulysses_sequence_parallel_size, "engine.ulysses_sequence_parallel_size");
+  c.fsdp_size = in.get_int("engine.fsdp_size");
+  VERL_CHECK(c.fsdp_size == -1 || c.fsdp_size >= 1, "config",
+             "config key 'engine.fsdp_size' must be -1 (every rank) or >= 1, got ", c.fsdp_size);
   in.get_choice("engine.model_dtype", {"fp32", "float32"});
   VERL_CHECK(!in.get_bool("engine.forward_only"), "config",
              "config key 'engine.forward_only' is true: the SFT trainer trains the model");

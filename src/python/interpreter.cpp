@@ -14,6 +14,14 @@ std::string g_start_error;  // set once, under g_started
 
 }  // namespace
 
+void call_once_with_gil(std::once_flag& flag, const std::function<void()>& init) {
+  pybind11::gil_scoped_release released;
+  std::call_once(flag, [&] {
+    pybind11::gil_scoped_acquire gil;
+    init();
+  });
+}
+
 void ensure_interpreter() {
   std::call_once(g_started, [] {
     if (Py_IsInitialized()) return;  // embedded in a process that already runs Python

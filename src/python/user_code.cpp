@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "verl/common/error.h"
+#include "verl/python/interpreter.h"
 
 namespace py = pybind11;
 
@@ -82,7 +83,7 @@ struct UserCallLimit::State {
 };
 
 void install_exit_guards() {
-  std::call_once(g_exit_guards_installed, [] {
+  call_once_with_gil(g_exit_guards_installed, [] {
     py::dict scope;
     py::module_ builtins = py::module_::import("builtins");
     scope["__builtins__"] = builtins;

@@ -68,9 +68,12 @@ def render(template, messages_json, add_generation_prompt, tools_json, documents
                            add_generation_prompt=add_generation_prompt, **variables)
 )PY";
 
-// The compiled `render` function; deliberately never destroyed (the interpreter is never finalized).
+// The compiled `render` function; deliberately never destroyed (the interpreter is never finalized). Call with the GIL
+// held (set up once through call_once_with_gil: threads rendering their first templates at once must not deadlock).
 py::object& renderer() {
-  static py::object* render = [] {
+  static std::once_flag once;
+  static py::object* render = nullptr;
+  python::call_once_with_gil(once, [] {
     py::dict scope;
     scope["__builtins__"] = py::module_::import("builtins");
     try {
@@ -79,8 +82,8 @@ py::object& renderer() {
       throw ::verl::Error("chat_template", "cannot set up Jinja2 (is python3-jinja2 installed for the embedded "
                                            "Python?): " + python::describe_python_error(error));
     }
-    return new py::object(scope["render"]);
-  }();
+    render = new py::object(scope["render"]);
+  });
   return *render;
 }
 

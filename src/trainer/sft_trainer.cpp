@@ -75,6 +75,8 @@ void check_rank_layout(const config::SFTConfig& config, int world_size) {
   const int64_t batch_size = config.data.train_batch_size;
   VERL_CHECK(batch_size % dp == 0, "sft", "data.train_batch_size=", batch_size,
              " must be divisible by the data-parallel size ", dp, " (", world_size, " ranks / ", sp_key, "=", sp, ")");
+  VERL_CHECK(config.fsdp_size == -1 || world_size % config.fsdp_size == 0, "sft", "engine.fsdp_size=", config.fsdp_size,
+             " must divide the number of ranks (", world_size, ")");
   if (config.layout == config::SFTLayout::FsdpSFTTrainer) {
     VERL_CHECK(batch_size / dp % config.data.micro_batch_size_per_gpu == 0, "sft", "data.train_batch_size=", batch_size,
                " over ", dp, " data-parallel ranks gives ", batch_size / dp,
@@ -154,6 +156,10 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   for (auto& p : model_->parameters()) {
     if (p.requires_grad()) impl_->parameters.push_back(p);
   }
+  // verl's FSDP shards the optimizer state over the ranks: here each parameter's AdamW state lives on one rank of its
+  // group, which alone steps it and broadcasts it (workers/gradient_sync.h; the same bits as whole replicas).
+  impl_->shard_group = workers::sharding_group(world_, config_.fsdp_size, "engine.fsdp_size");
+  impl_->shard = workers::optimizer_shard(impl_->shard_group, impl_->parameters, "sft", world_);
   impl_->optim = config_.optimizer;
   impl_->optim.total_training_steps = total_steps_;
   impl_->optimizer = workers::build_optimizer(impl_->parameters, impl_->optim);
@@ -253,11 +259,16 @@ std::map<std::string, double> SFTTrainer::training_step(const data::SFTBatch& ba
   model_->train();
   impl_->optimizer->zero_grad();
   const double step_loss = batch_loss(batch, /*backward=*/true);
-  if (impl_->average_gradients) impl_->average_gradients(impl_->parameters);  // FSDP's reduction over every rank
-  double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.clip_grad);
+  // FSDP's reduction over every rank: reduce-scattered to the state's owners (ZeRO-2) or all-reduced; the norm is the
+  // whole gradient's either way.
+  const workers::GradientPlacement placement = workers::average_gradients(
+      impl_->parameters, impl_->shard.get(), impl_->average_gradients, /*tensor_parallel=*/nullptr, {});
+  double grad_norm = workers::clip_grad_norm(impl_->parameters, config_.clip_grad, placement);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, "sft") << "grad_norm is not finite: " << grad_norm << "; skipping the update";
     impl_->optimizer->zero_grad();
+  } else if (impl_->shard) {
+    impl_->shard->step(*impl_->optimizer);
   } else {
     impl_->optimizer->step();
   }

@@ -4,15 +4,18 @@
 //                                                                     adapter folder)
 //   {default_local_dir}/global_step_N/model_world_size_1_rank_0.safetensors  trained parameters, exact (LoRA:
 //                                                                     the adapters), with a .crc32c sidecar
-//   {default_local_dir}/global_step_N/optim_world_size_1_rank_0.pt    AdamW state
+//   {default_local_dir}/global_step_N/optim_world_size_1_rank_0.pt    AdamW state (sharded under mpirun, below)
 //   {default_local_dir}/global_step_N/extra_state_world_size_1_rank_0.json   {"lr_scheduler", "global_step"}
 //   {default_local_dir}/global_step_N/data.json                       {"version", "global_step", "step_metrics"}
 //   {default_local_dir}/latest_checkpointed_iteration.txt             "N", written after the folder
 // No RNG state: the data order is a function of trainer.seed + epoch and a step draws no random numbers.
-// Under mpirun world rank 0 writes (every rank holds the same whole state; the `world_size_1_rank_0` names say that
-// one copy is the whole, so a run may resume with another rank count) while the others wait; every rank loads.
+// Under mpirun world rank 0 writes the model, once (every rank holds the same whole model: the `world_size_1_rank_0`
+// name says that one copy is the whole); the optimizer state is sharded (engine.fsdp_size), so each rank of the
+// first shard group writes its own optim_world_size_{G}_rank_{g}.pt into rank 0's staged folder before rank 0
+// publishes it. Every rank loads; the optimizer's shards need the same group size G (an error naming the file).
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "sft_trainer_impl.h"
@@ -53,19 +56,45 @@ nlohmann::json read_json_file(const fs::path& path) {
 }  // namespace
 
 void SFTTrainer::save_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics) {
-  if (world_->rank() == 0) write_checkpoint(step, step_metrics);
-  world_->barrier();  // the checkpoint is whole before any rank goes on
+  const std::string& root = config_.trainer.default_local_dir;
+  const bool writes_model = world_->rank() == 0;
+  std::optional<StagedDirectory> staged;
+  std::string staging;
+  if (writes_model) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", root, "': ", ec.message());
+    staged.emplace(global_step_dir(root, step));
+    staging = staged->path();
+    write_checkpoint(staging, step, step_metrics);
+  }
+  // This rank's optimizer state: its shard (the first shard group's ranks write theirs), or rank 0's whole one.
+  const int shard_ranks = impl_->shard ? impl_->shard_group->size() : 1;
+  const int shard_rank = impl_->shard ? impl_->shard_group->rank() : 0;
+  if (impl_->shard) world_->broadcast_bytes(staging, 0);
+  if (world_->rank() < shard_ranks) {
+    workers::save_optimizer_state(*impl_->optimizer,
+                                  (fs::path(staging) / workers::optim_file_name(shard_ranks, shard_rank)).string());
+  }
+  world_->barrier();  // every file is in the staged folder
+  if (writes_model) {
+    staged->commit();
+    write_latest_tracker(root, step);
+    // Rotation finds the steps by their huggingface/ folder; the rest of an old step goes with it.
+    std::error_code ec;
+    for (const std::string& hf : rotate_checkpoints(root, "huggingface", config_.trainer.max_ckpt_to_keep)) {
+      fs::remove_all(fs::path(hf).parent_path(), ec);
+    }
+  }
+  world_->barrier();  // the checkpoint is published before any rank goes on
 }
 
-void SFTTrainer::write_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics) {
-  const std::string& root = config_.trainer.default_local_dir;
+void SFTTrainer::write_checkpoint(const std::string& staging, int64_t step,
+                                  const std::map<std::string, double>& step_metrics) {
   std::error_code ec;
-  fs::create_directories(root, ec);
-  VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", root, "': ", ec.message());
   const bool lora = model::lora_state(model_) != nullptr;
   {
-    StagedDirectory staged(global_step_dir(root, step));
-    const fs::path dir = staged.path();
+    const fs::path dir = staging;
     const std::string hf = (dir / "huggingface").string();
     fs::create_directories(hf, ec);
     VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", hf, "': ", ec.message());
@@ -80,19 +109,12 @@ void SFTTrainer::write_checkpoint(int64_t step, const std::map<std::string, doub
       model::save_model(model_, hf, options);
       workers::save_model_file(model_, nullptr, (dir / workers::model_file_name(1, 0)).string());
     }
-    workers::save_optimizer_state(*impl_->optimizer, (dir / workers::optim_file_name(1, 0)).string());
     const nlohmann::json extra = {{"lr_scheduler", impl_->lr_scheduler->state_dict()}, {"global_step", step}};
     write_file_atomic((dir / workers::extra_state_file_name(1, 0)).string(), extra.dump(2) + "\n");
     nlohmann::json state = {{"format", "verl.cpp sft trainer state"}, {"version", kSFTStateVersion},
                             {"global_step", step}};
     if (!step_metrics.empty()) state["step_metrics"] = step_metrics_record(step_metrics);
     write_file_atomic((dir / "data.json").string(), state.dump(1) + "\n");
-    staged.commit();
-  }
-  write_latest_tracker(root, step);
-  // Rotation finds the steps by their huggingface/ folder; the rest of an old step goes with it.
-  for (const std::string& hf : rotate_checkpoints(root, "huggingface", config_.trainer.max_ckpt_to_keep)) {
-    fs::remove_all(fs::path(hf).parent_path(), ec);
   }
 }
 
@@ -112,7 +134,10 @@ int64_t SFTTrainer::load_checkpoint(Tracking* tracking) {
   } else {
     workers::load_model_file(model_, nullptr, weights.string());
   }
-  workers::load_optimizer_state(*impl_->optimizer, (dir / workers::optim_file_name(1, 0)).string());
+  const int shard_ranks = impl_->shard ? impl_->shard_group->size() : 1;
+  const std::string optim_name = workers::optim_file_name(shard_ranks, impl_->shard ? impl_->shard_group->rank() : 0);
+  workers::check_checkpoint_rank_file(dir.string(), optim_name, shard_ranks);
+  workers::load_optimizer_state(*impl_->optimizer, (dir / optim_name).string());
   const fs::path extra_path = dir / workers::extra_state_file_name(1, 0);
   const nlohmann::json extra = read_json_file(extra_path);
   VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), "sft", "'", extra_path.string(),

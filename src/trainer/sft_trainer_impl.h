@@ -20,6 +20,10 @@ struct SFTTrainer::Impl {
   std::vector<torch::Tensor> parameters;  // the trained ones (LoRA: the adapters)
   config::OptimConfig optim;
   workers::GradientAverager average_gradients;  // over every rank (nullptr: one process)
+  // ZeRO-2 over every rank (engine.fsdp_size=-1), or ZeRO-1 within groups of fsdp_size ranks; nullptr: each rank's
+  // optimizer holds all of the state (one rank, or fsdp_size=1).
+  std::shared_ptr<workers::OptimizerShard> shard;
+  std::shared_ptr<parallel::Comm> shard_group;
 };
 
 }  // namespace verl::trainer

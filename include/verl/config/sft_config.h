@@ -88,6 +88,9 @@ struct SFTConfig {
   // data.balance_dp_token (fsdp_sft_trainer layout): a micro-batch's loss over its loss tokens summed over the
   // data-parallel ranks, times their count, instead of over its own.
   bool balance_dp_token = false;
+  // Under mpirun, the ranks each optimizer-state shard group spans (engine.fsdp_size; -1: all of them, verl's FSDP
+  // default and the fsdp_sft_trainer layout's; 1: whole replicas).
+  int64_t fsdp_size = -1;
   // The optimizer and LR schedule as built (optim.* of the sft_trainer layout; the fsdp_sft_trainer layout's
   // optim keys mapped onto it). total_training_steps is set by the trainer.
   OptimConfig optimizer;

@@ -13,6 +13,8 @@
 
 #include <pybind11/embed.h>
 
+#include <functional>
+#include <mutex>
 #include <string>
 
 #include "verl/common/error.h"
@@ -27,6 +29,12 @@ std::string embedded_python_description();
 
 // "ExceptionType: message" for the Python error being handled (call with the GIL held).
 std::string describe_python_error(const pybind11::error_already_set& error);
+
+// Runs `init` once per process; call with the GIL held. Python code can give up the GIL midway (an import reading a
+// file, the interpreter's periodic thread switch), so another thread must not wait for it while holding the GIL, as
+// it would in a function-local static's guard or in std::call_once: that wait deadlocks. Here the wait is without
+// the GIL. An `init` that throws leaves the flag unset (the next call tries again).
+void call_once_with_gil(std::once_flag& flag, const std::function<void()>& init);
 
 template <typename F>
 auto with_gil(const std::string& component, F&& fn) -> decltype(fn()) {

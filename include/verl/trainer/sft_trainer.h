@@ -1,5 +1,6 @@
 // verl's SFT trainers on LibTorch, in one process or under mpirun (see the end): fsdp_sft_trainer.py
-// (config::SFTLayout::FsdpSFTTrainer, described below) and verl 0.9.1's sft_trainer.py (SFTLayout::SFTTrainer, `--config-name sft_trainer_engine`), which differs in:
+// (config::SFTLayout::FsdpSFTTrainer, described below) and verl 0.9.1's sft_trainer.py (SFTLayout::SFTTrainer,
+// `--config-name sft_trainer_engine`), which differs in:
 //   - rows are conversations (data/multiturn_sft.h);
 //   - the loss of a batch is the masked sum of its tokens' NLL over the batch's loss-token count (verl's sft_loss),
 //     summed over micro-batches of micro_batch_size_per_gpu rows or, with use_dynamic_bsz, of at most
@@ -31,14 +32,17 @@
 //   - data: each dp rank reads its data::distributed_sampler_indices rows, train_batch_size / dp per step (the global
 //     batch is the one process's), validation likewise (fsdp_sft_trainer: micro_batch_size_per_gpu rows per rank);
 //   - Ulysses (sp > 1): the sp ranks of a group share rows, each runs 1/sp of the sequence (parallel/ulysses.h);
-//   - every rank holds the whole model and optimizer state; after the backward passes the gradients are averaged
-//     over all N ranks (deterministic), so the replicas step identically;
+//   - every rank holds the whole model; after the backward passes the gradients are averaged over all N ranks
+//     (deterministic);
 //   - sft_trainer's loss: the batch's loss-token count is summed over the dp ranks and each rank's loss scaled by dp
 //     (verl's sft_loss), so N ranks give the one process's gradients; fsdp_sft_trainer's: the mean over the dp ranks
 //     of their micro-batch means (with data.balance_dp_token, token counts summed over the ranks per micro-batch);
 //   - train/loss, val/loss: averaged over the dp ranks; train/global_tokens summed;
-//   - world rank 0 logs and writes checkpoints (the state is whole on every rank; the other ranks wait), every rank
-//     resumes from them.
+//   - each parameter's AdamW state lives on one rank of its shard group (engine.fsdp_size ranks, all by default:
+//     ZeRO-2, the gradients reduce-scattered to their owners; smaller groups: ZeRO-1 after an all-reduce), which
+//     alone steps it and broadcasts it, so the replicas stay bitwise the same;
+//   - world rank 0 logs and writes checkpoints (the whole model once, each shard group rank its optimizer shard;
+//     the other ranks wait), every rank resumes from them.
 #pragma once
 
 #include <torch/torch.h>
@@ -114,7 +118,8 @@ class SFTTrainer {
 
  private:
   struct Impl;
-  void write_checkpoint(int64_t step, const std::map<std::string, double>& step_metrics);
+  // World rank 0's part of a checkpoint (the model, its HF folder, the schedule and data.json) into `staging`.
+  void write_checkpoint(const std::string& staging, int64_t step, const std::map<std::string, double>& step_metrics);
   // Loss tokens, summed over the dp ranks.
   double dp_sum(double value) const;
   config::SFTConfig config_;

@@ -6,7 +6,10 @@
 //   - fsdp_sft_trainer layout (the mean over the ranks of their micro-batch means): 2 ranks of one-row micro-batches
 //     equal the one process's one-row micro-batches; with data.balance_dp_token 2 ranks of half batches equal one
 //     whole-batch micro-batch;
-//   - 2 ranks checkpoint once (world rank 0) and resume exactly;
+//   - the optimizer state sharded over the ranks (ZeRO-2, the default; ZeRO-1 in groups of engine.fsdp_size) or whole
+//     (fsdp_size=1), and LoRA's adapters, train alike;
+//   - 2 ranks checkpoint the model once (world rank 0) and the optimizer in shards, and resume exactly; one process
+//     cannot resume from the shards (an error);
 //   - a batch that does not split over the ranks, and sequence parallelism in one process: one error naming the key.
 #include <gtest/gtest.h>
 
@@ -166,7 +169,8 @@ double largest_absolute_difference(const RankRun& a, const RankRun& b) {
 }
 
 // `many` (every rank of a multi-rank run) against `one` (the one process): the same metrics and weights.
-void expect_same_training(const std::vector<RankRun>& many, const RankRun& one, double tolerance = 1e-4) {
+void expect_same_training(const std::vector<RankRun>& many, const RankRun& one, const config::SFTConfig& one_config,
+                          double tolerance = 1e-4) {
   ASSERT_FALSE(many.empty());
   for (const RankRun& r : many) ASSERT_EQ(r.error, "");
   ASSERT_EQ(one.error, "");
@@ -191,7 +195,7 @@ void expect_same_training(const std::vector<RankRun>& many, const RankRun& one, 
   // The replicas: bitwise the same (every rank steps on the same averaged gradients).
   for (size_t r = 1; r < many.size(); ++r) EXPECT_EQ(largest_absolute_difference(many[r], many[0]), 0.0);
   // And the run trained: 3 AdamW steps of lr 3e-3 move the largest-moving weights by ~9e-3.
-  trainer::SFTTrainer untouched(engine_dp_config("sft_dp_untouched", {}), "");
+  trainer::SFTTrainer untouched(one_config, "");
   RankRun initial;
   for (const auto& item : untouched.model()->named_parameters())
     initial.parameters.emplace_back(item.key(), item.value());
@@ -199,35 +203,44 @@ void expect_same_training(const std::vector<RankRun>& many, const RankRun& one, 
 }
 
 TEST(SFTDataParallel, EngineLayoutTwoRanksEqualOneProcess) {
+  // ZeRO-2 (the default), padded, packed with dynamic micro-batches, right padding, whole replicas (fsdp_size=1),
+  // LoRA (the adapters' gradients averaged, their state sharded).
   for (const std::vector<std::string>& variant :
        {std::vector<std::string>{"model.use_remove_padding=false"}, std::vector<std::string>{"data.pad_mode=right"},
-        std::vector<std::string>{"model.use_remove_padding=true", "data.use_dynamic_bsz=true"}}) {
+        std::vector<std::string>{"model.use_remove_padding=true", "data.use_dynamic_bsz=true"},
+        std::vector<std::string>{"engine.fsdp_size=1"},
+        std::vector<std::string>{"model.lora_rank=4", "model.lora_alpha=8"}}) {
     SCOPED_TRACE(variant.back());
-    const std::vector<RankRun> one = run_ranks(engine_dp_config("sft_dp_engine1", variant), 0);
+    const config::SFTConfig one_config = engine_dp_config("sft_dp_engine1", variant);
+    const std::vector<RankRun> one = run_ranks(one_config, 0);
     const std::vector<RankRun> two = run_ranks(engine_dp_config("sft_dp_engine2", variant), 2);
-    expect_same_training(two, one[0]);
+    expect_same_training(two, one[0], one_config);
   }
 }
 
 TEST(SFTDataParallel, EngineLayoutUlyssesTwoAndTwoByTwoEqualOneProcess) {
-  const std::vector<RankRun> one = run_ranks(engine_dp_config("sft_sp_one", {}), 0);
+  const config::SFTConfig one_config = engine_dp_config("sft_sp_one", {});
+  const std::vector<RankRun> one = run_ranks(one_config, 0);
   const std::vector<RankRun> sp =
       run_ranks(engine_dp_config("sft_sp_two", {"engine.ulysses_sequence_parallel_size=2"}), 2);
-  expect_same_training(sp, one[0]);
+  expect_same_training(sp, one[0], one_config);
+  const config::SFTConfig dynamic_config = engine_dp_config("sft_sp_one_dyn", {"data.use_dynamic_bsz=true"});
+  const std::vector<RankRun> one_dynamic = run_ranks(dynamic_config, 0);
   const std::vector<RankRun> mesh = run_ranks(
       engine_dp_config("sft_sp_mesh", {"engine.ulysses_sequence_parallel_size=2", "data.use_dynamic_bsz=true"}), 4);
-  const std::vector<RankRun> one_dynamic =
-      run_ranks(engine_dp_config("sft_sp_one_dyn", {"data.use_dynamic_bsz=true"}), 0);
-  expect_same_training(mesh, one_dynamic[0]);
+  expect_same_training(mesh, one_dynamic[0], dynamic_config);
+  // Optimizer state sharded within pairs of ranks (HSDP: ZeRO-1 after the all-reduce over all 4).
+  const std::vector<RankRun> hybrid = run_ranks(engine_dp_config("sft_dp_hsdp", {"engine.fsdp_size=2"}), 4);
+  expect_same_training(hybrid, one[0], one_config);
 }
 
 TEST(SFTDataParallel, LegacyLayoutRanksAverageTheirMicroBatchMeans) {
   // One-row micro-batches: the mean over 2 ranks of their 2 rows' means is the one process's mean of 4.
-  const std::vector<RankRun> one =
-      run_ranks(legacy_dp_config("sft_dp_legacy1", {"data.micro_batch_size_per_gpu=1"}), 0);
+  const config::SFTConfig one_config = legacy_dp_config("sft_dp_legacy1", {"data.micro_batch_size_per_gpu=1"});
+  const std::vector<RankRun> one = run_ranks(one_config, 0);
   const std::vector<RankRun> two =
       run_ranks(legacy_dp_config("sft_dp_legacy2", {"data.micro_batch_size_per_gpu=1"}), 2);
-  expect_same_training(two, one[0]);
+  expect_same_training(two, one[0], one_config);
   // balance_dp_token: each rank's 2 rows over the tokens of all 4, times 2, averaged: the one process's single
   // micro-batch of 4 rows. (Validation batches hold micro_batch_size_per_gpu rows per rank, so val/loss averages
   // other batches: only the training is compared.)
@@ -253,8 +266,14 @@ TEST(SFTDataParallel, TwoRanksCheckpointOnceAndResumeExactly) {
   const std::vector<RankRun> part = run_ranks(engine_dp_config("sft_dp_resume_a", first), 2);
   ASSERT_EQ(part[0].error, "");
   ASSERT_EQ(part[1].error, "");
+  // The whole model once, the optimizer state in the ranks' shards.
   EXPECT_TRUE(fs::exists(dir + "/run/global_step_2/model_world_size_1_rank_0.safetensors"));
   EXPECT_FALSE(fs::exists(dir + "/run/global_step_2/model_world_size_2_rank_1.safetensors"));
+  EXPECT_TRUE(fs::exists(dir + "/run/global_step_2/optim_world_size_2_rank_0.pt"));
+  EXPECT_TRUE(fs::exists(dir + "/run/global_step_2/optim_world_size_2_rank_1.pt"));
+  // One process cannot take the two ranks' optimizer shards: an error naming the world sizes.
+  const std::vector<RankRun> alone = run_ranks(engine_dp_config("sft_dp_resume_alone", saving), 0);
+  EXPECT_NE(alone[0].error.find("world size 2"), std::string::npos) << alone[0].error;
   const std::vector<RankRun> resumed = run_ranks(engine_dp_config("sft_dp_resume_b", saving), 2);
   ASSERT_EQ(resumed[0].error, "");
   ASSERT_EQ(resumed[0].steps.size(), 1u);  // step 3 only
