@@ -17,16 +17,11 @@
 #include "support/dist_run.h"
 #include "support/run_command.h"
 #include "support/tiny_sft_setup.h"
-#include "verl/io/parquet/writer.h"
 #include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::test {
 namespace {
-
-io::Value mpi_sft_message(const std::string& role, const std::string& content) {
-  return io::Value(io::Struct{{"role", io::Value(role)}, {"content", io::Value(content)}});
-}
 
 struct MpiSFTSetup {
   TinySFTSetup tiny;
@@ -36,20 +31,8 @@ struct MpiSFTSetup {
 const MpiSFTSetup& mpi_sft_setup() {
   static const MpiSFTSetup s = [] {
     MpiSFTSetup m{make_tiny_sft_setup(make_temp_dir("dist_sft_setup"), 2, 2, /*hidden=*/32, /*layers=*/2, 9), "", ""};
-    for (const auto& [path, rows] : {std::pair{&m.train, 17}, std::pair{&m.val, 8}}) {
-      std::vector<io::Value> out;
-      for (int64_t i = 0; i < rows; ++i) {
-        io::List messages;
-        for (int64_t turn = 0; turn <= i % 3; ++turn) {
-          const int64_t a = (i + turn) % 10, b = (7 * i + turn) % 10;
-          messages.push_back(mpi_sft_message("user", std::to_string(a) + "+" + std::to_string(b) + "="));
-          messages.push_back(mpi_sft_message("assistant", std::to_string(a + b)));
-        }
-        out.push_back(io::Value(io::Struct{{"messages", io::Value(std::move(messages))}}));
-      }
-      *path = m.tiny.dir + (rows == 17 ? "/train.parquet" : "/val.parquet");
-      io::parquet::write_parquet(*path, out);
-    }
+    m.train = write_addition_conversations(m.tiny.dir + "/train.parquet", 17, 0, 7);
+    m.val = write_addition_conversations(m.tiny.dir + "/val.parquet", 8, 0, 7);
     return m;
   }();
   return s;

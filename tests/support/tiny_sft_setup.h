@@ -2,9 +2,12 @@
 // model (verl model init's code) and `arithmetic` SFT splits.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "verl/data/preprocess/preprocess.h"
+#include "verl/io/parquet/writer.h"
 #include "verl/model/model_tools.h"
 #include "verl/tokenizer/tokenizer_builder.h"
 #include "verl/trainer/demo.h"
@@ -57,6 +60,28 @@ inline TinySFTSetup make_tiny_sft_setup(const std::string& dir, int64_t sft_trai
   data_options.sft_val_size = sft_val_rows;
   data::write_arithmetic_dataset(s.data_dir, data_options);
   return s;
+}
+
+// Conversation rows for the sft_trainer_engine layout: `rows` parquet rows of a `messages` column, row i holding
+// (i + offset) % 3 + 1 exchanges "a+b=" -> the sum, a = (i + offset + turn) % 10, b = (b_step * i + turn) % 10
+// (b_step varies the rows between test files). Returns `path`.
+inline std::string write_addition_conversations(const std::string& path, int64_t rows, int64_t offset = 0,
+                                                int64_t b_step = 2) {
+  auto message = [](const std::string& role, const std::string& content) {
+    return io::Value(io::Struct{{"role", io::Value(role)}, {"content", io::Value(content)}});
+  };
+  std::vector<io::Value> out;
+  for (int64_t i = 0; i < rows; ++i) {
+    io::List messages;
+    for (int64_t turn = 0; turn <= (i + offset) % 3; ++turn) {
+      const int64_t a = (i + offset + turn) % 10, b = (b_step * i + turn) % 10;
+      messages.push_back(message("user", std::to_string(a) + "+" + std::to_string(b) + "="));
+      messages.push_back(message("assistant", std::to_string(a + b)));
+    }
+    out.push_back(io::Value(io::Struct{{"messages", io::Value(std::move(messages))}}));
+  }
+  io::parquet::write_parquet(path, out);
+  return path;
 }
 
 }  // namespace verl::test

@@ -25,7 +25,6 @@
 #include "support/tiny_sft_setup.h"
 #include "verl/common/error.h"
 #include "verl/config/sft_config.h"
-#include "verl/io/parquet/writer.h"
 #include "verl/parallel/comm.h"
 #include "verl/trainer/sft_trainer.h"
 
@@ -33,26 +32,6 @@ namespace verl::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-io::Value dp_message(const std::string& role, const std::string& content) {
-  return io::Value(io::Struct{{"role", io::Value(role)}, {"content", io::Value(content)}});
-}
-
-// Conversations of one to three additions: rows of different lengths and loss-token counts.
-std::string write_dp_conversations(const std::string& path, int64_t rows, int64_t offset) {
-  std::vector<io::Value> out;
-  for (int64_t i = 0; i < rows; ++i) {
-    io::List messages;
-    for (int64_t turn = 0; turn <= (i + offset) % 3; ++turn) {
-      const int64_t a = (i + offset + turn) % 10, b = (3 * i + turn) % 10;
-      messages.push_back(dp_message("user", std::to_string(a) + "+" + std::to_string(b) + "="));
-      messages.push_back(dp_message("assistant", std::to_string(a + b)));
-    }
-    out.push_back(io::Value(io::Struct{{"messages", io::Value(std::move(messages))}}));
-  }
-  io::parquet::write_parquet(path, out);
-  return path;
-}
 
 struct DPSetup {
   TinySFTSetup tiny;
@@ -63,31 +42,36 @@ const DPSetup& dp_setup() {
   static const DPSetup s = [] {
     DPSetup d{make_tiny_sft_setup(make_temp_dir("sft_dp_setup"), 24, 8, /*hidden=*/32, /*layers=*/2, /*seed=*/5), "",
               ""};
-    d.train = write_dp_conversations(d.tiny.dir + "/train.parquet", 21, 0);  // 21: DistributedSampler drops rows
-    d.val = write_dp_conversations(d.tiny.dir + "/val.parquet", 9, 4);
+    d.train =
+        write_addition_conversations(d.tiny.dir + "/train.parquet", 21, 0, 3);  // 21: DistributedSampler drops rows
+    d.val = write_addition_conversations(d.tiny.dir + "/val.parquet", 9, 4, 3);
     return d;
   }();
   return s;
+}
+
+// Both layouts' runs: 3 steps of 4 rows, lr 3e-3, one thread, nothing logged, a fresh folder.
+std::vector<std::string> dp_run_overrides(const std::string& run) {
+  return {"data.train_batch_size=4",
+          "trainer.default_local_dir=" + make_temp_dir(run),
+          "trainer.logger=[]",
+          "trainer.total_epochs=1",
+          "trainer.total_training_steps=3",
+          "trainer.num_cpu_threads=1",
+          "optim.lr=3e-3"};
 }
 
 config::SFTConfig engine_dp_config(const std::string& run, std::vector<std::string> extra) {
   const DPSetup& s = dp_setup();
   config::ConfigArgs args;
   args.config_name = "sft_trainer_engine";
-  args.overrides = {"trainer.device=cpu",
-                    "data.train_files=" + s.train,
-                    "data.val_files=" + s.val,
-                    "data.train_batch_size=4",
-                    "data.micro_batch_size_per_gpu=1",
-                    "data.max_length=64",
-                    "data.max_token_len_per_gpu=64",
-                    "model.path=" + s.tiny.model_dir,
-                    "trainer.default_local_dir=" + make_temp_dir(run),
-                    "trainer.logger=[]",
-                    "trainer.total_epochs=1",
-                    "trainer.total_training_steps=3",
-                    "trainer.num_cpu_threads=1",
-                    "optim.lr=3e-3"};
+  args.overrides = dp_run_overrides(run);
+  for (const std::string& o :
+       {std::string("trainer.device=cpu"), "data.train_files=" + s.train, "data.val_files=" + s.val,
+        std::string("data.micro_batch_size_per_gpu=1"), std::string("data.max_length=64"),
+        std::string("data.max_token_len_per_gpu=64"), "model.path=" + s.tiny.model_dir}) {
+    args.overrides.push_back(o);
+  }
   args.overrides.insert(args.overrides.end(), extra.begin(), extra.end());
   return config::load_sft_config(args).sft;
 }
@@ -95,19 +79,13 @@ config::SFTConfig engine_dp_config(const std::string& run, std::vector<std::stri
 config::SFTConfig legacy_dp_config(const std::string& run, std::vector<std::string> extra) {
   const DPSetup& s = dp_setup();
   config::ConfigArgs args;
-  args.overrides = {"data.train_files=" + s.tiny.data_dir + "/sft_train.parquet",
-                    "data.val_files=" + s.tiny.data_dir + "/sft_val.parquet",
-                    "data.prompt_key=prompt",
-                    "data.response_key=response",
-                    "data.max_length=40",
-                    "data.train_batch_size=4",
-                    "model.partial_pretrain=" + s.tiny.model_dir,
-                    "trainer.default_local_dir=" + make_temp_dir(run),
-                    "trainer.logger=[]",
-                    "trainer.total_epochs=1",
-                    "trainer.total_training_steps=3",
-                    "trainer.num_cpu_threads=1",
-                    "optim.lr=3e-3"};
+  args.overrides = dp_run_overrides(run);
+  for (const std::string& o : {"data.train_files=" + s.tiny.data_dir + "/sft_train.parquet",
+                               "data.val_files=" + s.tiny.data_dir + "/sft_val.parquet",
+                               std::string("data.prompt_key=prompt"), std::string("data.response_key=response"),
+                               std::string("data.max_length=40"), "model.partial_pretrain=" + s.tiny.model_dir}) {
+    args.overrides.push_back(o);
+  }
   args.overrides.insert(args.overrides.end(), extra.begin(), extra.end());
   return config::load_sft_config(args).sft;
 }

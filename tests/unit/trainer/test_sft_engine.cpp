@@ -15,33 +15,12 @@
 #include "verl/common/error.h"
 #include "verl/config/sft_config.h"
 #include "verl/data/sft_dataset.h"
-#include "verl/io/parquet/writer.h"
 #include "verl/io/safetensors.h"
 #include "verl/model/weights.h"
 #include "verl/trainer/sft_trainer.h"
 
 namespace verl::test {
 namespace {
-
-io::Value engine_message(const std::string& role, const std::string& content) {
-  return io::Value(io::Struct{{"role", io::Value(role)}, {"content", io::Value(content)}});
-}
-
-// `rows` conversations of one to three additions each: the assistant answers are the sums.
-std::string write_engine_conversations(const std::string& path, int64_t rows, int64_t offset = 0) {
-  std::vector<io::Value> out;
-  for (int64_t i = 0; i < rows; ++i) {
-    io::List messages;
-    for (int64_t turn = 0; turn <= (i + offset) % 3; ++turn) {
-      const int64_t a = (i + offset + turn) % 10, b = (2 * i + turn) % 10;
-      messages.push_back(engine_message("user", std::to_string(a) + "+" + std::to_string(b) + "="));
-      messages.push_back(engine_message("assistant", std::to_string(a + b)));
-    }
-    out.push_back(io::Value(io::Struct{{"messages", io::Value(std::move(messages))}}));
-  }
-  io::parquet::write_parquet(path, out);
-  return path;
-}
 
 struct EngineSetup {
   TinySFTSetup tiny;
@@ -50,8 +29,8 @@ struct EngineSetup {
 
 EngineSetup make_engine_setup(const std::string& name) {
   EngineSetup e{make_tiny_sft_setup(make_temp_dir(name), 2, 2, /*hidden=*/32, /*layers=*/2, /*seed=*/3), "", ""};
-  e.train = write_engine_conversations(e.tiny.dir + "/train.parquet", 32);
-  e.val = write_engine_conversations(e.tiny.dir + "/val.parquet", 8, 5);
+  e.train = write_addition_conversations(e.tiny.dir + "/train.parquet", 32);
+  e.val = write_addition_conversations(e.tiny.dir + "/val.parquet", 8, 5);
   return e;
 }
 
