@@ -50,6 +50,12 @@ torch::Tensor sequence_parallel_nll(model::CausalLM& model, const data::SFTBatch
   return -parallel::gather_sequence(log_probs, 1, group.comm).slice(1, 0, L - 1);
 }
 
+// The key of the sequence-parallel size in the config's layout.
+std::string sequence_parallel_key(const config::SFTConfig& config) {
+  return config.layout == config::SFTLayout::SFTTrainer ? "engine.ulysses_sequence_parallel_size"
+                                                        : "ulysses_sequence_parallel_size";
+}
+
 }  // namespace
 
 data::SFTBatch trim_right_padding(const data::SFTBatch& batch) {
@@ -59,11 +65,6 @@ data::SFTBatch trim_right_padding(const data::SFTBatch& batch) {
   if (longest >= batch.input_ids.size(1)) return batch;
   return data::SFTBatch{batch.input_ids.slice(1, 0, longest), batch.attention_mask.slice(1, 0, longest),
                         batch.position_ids.slice(1, 0, longest), batch.loss_mask.slice(1, 0, longest)};
-}
-
-std::string sequence_parallel_key(const config::SFTConfig& config) {
-  return config.layout == config::SFTLayout::SFTTrainer ? "engine.ulysses_sequence_parallel_size"
-                                                        : "ulysses_sequence_parallel_size";
 }
 
 void check_rank_layout(const config::SFTConfig& config, int world_size) {
@@ -158,8 +159,8 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   }
   // verl's FSDP shards the optimizer state over the ranks: here each parameter's AdamW state lives on one rank of its
   // group, which alone steps it and broadcasts it (workers/gradient_sync.h; the same bits as whole replicas).
-  impl_->shard_group = workers::sharding_group(world_, config_.fsdp_size, "engine.fsdp_size");
-  impl_->shard = workers::optimizer_shard(impl_->shard_group, impl_->parameters, "sft", world_);
+  impl_->shard = workers::optimizer_shard(workers::sharding_group(world_, config_.fsdp_size, "engine.fsdp_size"),
+                                          impl_->parameters, "sft", world_);
   impl_->optim = config_.optimizer;
   impl_->optim.total_training_steps = total_steps_;
   impl_->optimizer = workers::build_optimizer(impl_->parameters, impl_->optim);
@@ -171,9 +172,12 @@ torch::Tensor SFTTrainer::micro_batch_loss(const data::SFTBatch& micro, int64_t 
   data::SFTBatch b = trim_right_padding(micro);
   // verl's shifted mask: the loss at position t is of token t + 1.
   const torch::Tensor mask = b.loss_mask.slice(1, 1).to(torch::kFloat32);
-  const torch::Tensor at = mask.nonzero();  // [M, 2]: row, position
-  torch::Tensor nll_sum;                    // the NLL of the loss tokens, summed
-  if (model_->model->sequence_parallel.active()) {
+  const bool ulysses = model_->model->sequence_parallel.active();
+  // [M, 2]: row, position of each loss token (the packed forward's; the other forwards need none)
+  const torch::Tensor at =
+      config_.use_remove_padding && !ulysses ? mask.nonzero() : torch::empty({0, 2}, torch::kInt64);
+  torch::Tensor nll_sum;  // the NLL of the loss tokens, summed
+  if (ulysses) {
     nll_sum = (sequence_parallel_nll(model_, b) * mask.to(model_->model->embed_tokens->weight.device())).sum();
   } else if (!config_.use_remove_padding || at.size(0) == 0) {
     // verl's padded forward: logits at every position (a micro-batch without a loss token gives loss 0 and every

@@ -69,12 +69,9 @@ void SFTTrainer::save_checkpoint(int64_t step, const std::map<std::string, doubl
     write_checkpoint(staging, step, step_metrics);
   }
   // This rank's optimizer state: its shard (the first shard group's ranks write theirs), or rank 0's whole one.
-  const int shard_ranks = impl_->shard ? impl_->shard_group->size() : 1;
-  const int shard_rank = impl_->shard ? impl_->shard_group->rank() : 0;
   if (impl_->shard) world_->broadcast_bytes(staging, 0);
-  if (world_->rank() < shard_ranks) {
-    workers::save_optimizer_state(*impl_->optimizer,
-                                  (fs::path(staging) / workers::optim_file_name(shard_ranks, shard_rank)).string());
+  if (world_->rank() < impl_->shard_ranks()) {  // the first shard group: world ranks 0 .. shard_ranks - 1
+    workers::save_optimizer_state(*impl_->optimizer, (fs::path(staging) / impl_->optim_file_name()).string());
   }
   world_->barrier();  // every file is in the staged folder
   if (writes_model) {
@@ -91,31 +88,28 @@ void SFTTrainer::save_checkpoint(int64_t step, const std::map<std::string, doubl
 
 void SFTTrainer::write_checkpoint(const std::string& staging, int64_t step,
                                   const std::map<std::string, double>& step_metrics) {
+  const fs::path dir = staging;
+  const std::string hf = (dir / "huggingface").string();
   std::error_code ec;
-  const bool lora = model::lora_state(model_) != nullptr;
-  {
-    const fs::path dir = staging;
-    const std::string hf = (dir / "huggingface").string();
-    fs::create_directories(hf, ec);
-    VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", hf, "': ", ec.message());
-    if (lora) {
-      // verl saves the PEFT model: its adapter folder (adapter_model.safetensors + adapter_config.json).
-      model::save_peft_adapter(model_, hf, config_.partial_pretrain);
-      workers::copy_tokenizer_files(config_.partial_pretrain, hf);
-      model::save_lora_state(model_, (dir / workers::model_file_name(1, 0)).string());
-    } else {
-      model::SaveOptions options;
-      options.tokenizer_dir = config_.partial_pretrain;
-      model::save_model(model_, hf, options);
-      workers::save_model_file(model_, nullptr, (dir / workers::model_file_name(1, 0)).string());
-    }
-    const nlohmann::json extra = {{"lr_scheduler", impl_->lr_scheduler->state_dict()}, {"global_step", step}};
-    write_file_atomic((dir / workers::extra_state_file_name(1, 0)).string(), extra.dump(2) + "\n");
-    nlohmann::json state = {{"format", "verl.cpp sft trainer state"}, {"version", kSFTStateVersion},
-                            {"global_step", step}};
-    if (!step_metrics.empty()) state["step_metrics"] = step_metrics_record(step_metrics);
-    write_file_atomic((dir / "data.json").string(), state.dump(1) + "\n");
+  fs::create_directories(hf, ec);
+  VERL_CHECK(!ec, "sft", "cannot create checkpoint folder '", hf, "': ", ec.message());
+  if (model::lora_state(model_) != nullptr) {
+    // verl saves the PEFT model: its adapter folder (adapter_model.safetensors + adapter_config.json).
+    model::save_peft_adapter(model_, hf, config_.partial_pretrain);
+    workers::copy_tokenizer_files(config_.partial_pretrain, hf);
+    model::save_lora_state(model_, (dir / workers::model_file_name(1, 0)).string());
+  } else {
+    model::SaveOptions options;
+    options.tokenizer_dir = config_.partial_pretrain;
+    model::save_model(model_, hf, options);
+    workers::save_model_file(model_, nullptr, (dir / workers::model_file_name(1, 0)).string());
   }
+  const nlohmann::json extra = {{"lr_scheduler", impl_->lr_scheduler->state_dict()}, {"global_step", step}};
+  write_file_atomic((dir / workers::extra_state_file_name(1, 0)).string(), extra.dump(2) + "\n");
+  nlohmann::json state = {
+      {"format", "verl.cpp sft trainer state"}, {"version", kSFTStateVersion}, {"global_step", step}};
+  if (!step_metrics.empty()) state["step_metrics"] = step_metrics_record(step_metrics);
+  write_file_atomic((dir / "data.json").string(), state.dump(1) + "\n");
 }
 
 int64_t SFTTrainer::load_checkpoint(Tracking* tracking) {
@@ -134,9 +128,8 @@ int64_t SFTTrainer::load_checkpoint(Tracking* tracking) {
   } else {
     workers::load_model_file(model_, nullptr, weights.string());
   }
-  const int shard_ranks = impl_->shard ? impl_->shard_group->size() : 1;
-  const std::string optim_name = workers::optim_file_name(shard_ranks, impl_->shard ? impl_->shard_group->rank() : 0);
-  workers::check_checkpoint_rank_file(dir.string(), optim_name, shard_ranks);
+  const std::string optim_name = impl_->optim_file_name();
+  workers::check_checkpoint_rank_file(dir.string(), optim_name, impl_->shard_ranks());
   workers::load_optimizer_state(*impl_->optimizer, (dir / optim_name).string());
   const fs::path extra_path = dir / workers::extra_state_file_name(1, 0);
   const nlohmann::json extra = read_json_file(extra_path);

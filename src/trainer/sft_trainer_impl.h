@@ -9,6 +9,7 @@
 
 #include "verl/config/ppo_config.h"
 #include "verl/trainer/sft_trainer.h"
+#include "verl/workers/checkpoint_rank_files.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/optimizer.h"
 
@@ -23,7 +24,12 @@ struct SFTTrainer::Impl {
   // ZeRO-2 over every rank (engine.fsdp_size=-1), or ZeRO-1 within groups of fsdp_size ranks; nullptr: each rank's
   // optimizer holds all of the state (one rank, or fsdp_size=1).
   std::shared_ptr<workers::OptimizerShard> shard;
-  std::shared_ptr<parallel::Comm> shard_group;
+
+  // The ranks of this rank's shard group (1: the whole state), and its optimizer-state file in a checkpoint.
+  int shard_ranks() const { return shard ? shard->comm().size() : 1; }
+  std::string optim_file_name() const {
+    return workers::optim_file_name(shard_ranks(), shard ? shard->comm().rank() : 0);
+  }
 };
 
 }  // namespace verl::trainer

@@ -120,7 +120,7 @@ class SFTTrainer {
   struct Impl;
   // World rank 0's part of a checkpoint (the model, its HF folder, the schedule and data.json) into `staging`.
   void write_checkpoint(const std::string& staging, int64_t step, const std::map<std::string, double>& step_metrics);
-  // Loss tokens, summed over the dp ranks.
+  // `value` summed over the dp ranks (collective; `value` itself in one process).
   double dp_sum(double value) const;
   config::SFTConfig config_;
   std::string resolved_yaml_;
@@ -143,8 +143,6 @@ class SFTTrainer {
 // the sequence-parallel size divides the ranks, the batch the data-parallel ranks (and, for fsdp_sft_trainer, each
 // rank's rows the micro-batches). An error names the key.
 void check_rank_layout(const config::SFTConfig& config, int world_size);
-// The key of the sequence-parallel size in the config's layout.
-std::string sequence_parallel_key(const config::SFTConfig& config);
 
 // Drops trailing columns that are padding in every row (right padding), so short rows do not pay for
 // max_length; exact for causal models.
