@@ -52,6 +52,7 @@ struct Conversation {
   int64_t assistant_turns = 0, user_turns = 0, tool_calls = 0, tool_errors = 0;
   Json turn_scores = Json::array(), tool_rewards = Json::array();
   std::unique_ptr<ToolSession> tool_session;
+  const ConversationTokens* tokens = nullptr;  // the builder rendering this sample's tools
   std::unique_ptr<InteractionSession> interaction;
   bool last_turn_complete = false;  // the last policy turn ended with an eos id (a whole conversation)
   bool prompt_truncated = false;
@@ -91,10 +92,26 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   const size_t batch = inputs.raw_prompt.size();
   VERL_CHECK(inputs.tools_kwargs.size() == batch && inputs.interaction_kwargs.size() == batch, kComponent,
              "raw_prompt, tools_kwargs and interaction_kwargs must have one entry per sample");
+  VERL_CHECK(inputs.tool_selection.empty() || inputs.tool_selection.size() == batch, kComponent,
+             "tool_selection must be empty or have one entry per sample");
   VERL_CHECK(options.prompt_length >= 1 && options.response_length >= 1, kComponent,
              "prompt_length and response_length must be positive");
-  const ConversationTokens tokens(tokenizer, tools ? OJson(tools->schemas()) : OJson(), options.chat_template_kwargs,
-                                  options.model_type, options.chat_template_timeout);
+  // One token builder per set of tools rendered: every tool, or a sample's extra_info.tool_selection.
+  std::map<std::vector<std::string>, std::unique_ptr<ConversationTokens>> builders;
+  const auto builder_for = [&](size_t i) -> const ConversationTokens* {
+    const std::vector<std::string> none;
+    const auto& selection = inputs.tool_selection.empty() || !tools ? none : inputs.tool_selection[i];
+    // Key: the names rendered, or {""} for the whole set (a selection naming no known tool renders none).
+    const std::vector<std::string> key =
+        selection.empty() ? std::vector<std::string>{""} : tools->selected_names(selection);
+    auto& builder = builders[key];
+    if (!builder) {
+      builder = std::make_unique<ConversationTokens>(tokenizer, tools ? tools->selected_schemas(selection) : OJson(),
+                                                     options.chat_template_kwargs, options.model_type,
+                                                     options.chat_template_timeout);
+    }
+    return builder.get();
+  };
   const auto parser = ToolParser::create(mt.format);
   const int64_t R = options.response_length;
 
@@ -106,14 +123,19 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
                ": raw_prompt must be a non-empty list of messages (data.return_raw_chat=true), got ",
                inputs.raw_prompt[i].dump().substr(0, 120));
     c.messages = inputs.raw_prompt[i];
-    c.ids = tokens.initial_tokens(c.messages);
+    c.tokens = builder_for(i);
+    c.ids = c.tokens->initial_tokens(c.messages);
     if (static_cast<int64_t>(c.ids.size()) > options.prompt_length) {  // verl: left-truncated, with a warning
       c.ids.erase(c.ids.begin(), c.ids.end() - options.prompt_length);
       c.prompt_truncated = true;
       ++truncated_prompts;
     }
     c.prompt_length = static_cast<int64_t>(c.ids.size());
-    if (tools) c.tool_session = tools->start_session(inputs.tools_kwargs[i]);
+    if (tools) {
+      c.tool_session =
+          tools->start_session(inputs.tools_kwargs[i],
+                               inputs.tool_selection.empty() ? std::vector<std::string>{} : inputs.tool_selection[i]);
+    }
     if (interactions) c.interaction = interactions->start_session(inputs.interaction_kwargs[i]);
   }
   // verl's @rollout_trace_op spans: ToolAgentLoop.run per trajectory, its turns' spans inside.
@@ -278,7 +300,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     for (auto& [i, messages] : appended) {
       Conversation& c = convs[i];
       for (const auto& m : messages) c.messages.push_back(m);
-      const std::vector<int64_t> context = tokens.context_tokens(c.ids, messages);
+      const std::vector<int64_t> context = c.tokens->context_tokens(c.ids, messages);
       if (static_cast<int64_t>(c.mask.size() + context.size()) >= R) {  // verl: ends without the context
         c.done = true;
         c.last_turn_complete = false;  // the messages hold a turn the ids do not: no sanity check
@@ -316,7 +338,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     }
     // Only a conversation that ended on the policy's eos is whole; a cut one cannot match the template.
     if (c.last_turn_complete && !c.prompt_truncated && static_cast<int64_t>(c.mask.size()) <= R) {
-      const auto check = tokens.check(mt.tokenization_sanity_check_mode, c.ids, c.messages);
+      const auto check = c.tokens->check(mt.tokenization_sanity_check_mode, c.ids, c.messages);
       if (!check.ok) {
         if (out.sanity_check_failures++ == 0) first_mismatch = check.detail;
       }

@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include "verl/agent/verl_python_shim.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/strings.h"
 #include "verl/config/node_json.h"
 #include "verl/config/yaml_io.h"
 #include "verl/python/interpreter.h"
@@ -38,6 +40,7 @@ import json
 import math
 import os
 import sys
+import threading
 import uuid
 
 
@@ -159,6 +162,72 @@ def timeout_text(timeout):
 
 # ---------------------------------------------------------------------------------------------------------- tools
 
+class FunctionToolEntry:
+    """A @function_tool tool (verl.tools.function_tool.FunctionTool): stateless, called with the arguments alone."""
+
+    def __init__(self, tool):
+        self.tool = tool
+
+
+def load_function_tools(path):
+    """verl's load_function_tools_from_path: [(entry, name, schema JSON as the template gets it)], sorted by name."""
+    from verl.tools.function_tool import load_function_tools_from_path
+
+    add_import_paths(os.path.dirname(os.path.abspath(path)))
+    return [(FunctionToolEntry(tool), tool.name,
+             dump(tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)))
+            for tool in load_function_tools_from_path(path)]
+
+
+def stop_thread(thread):
+    """Raises TimeoutError inside a worker thread whose call timed out (it stops at its next Python bytecode)."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(TimeoutError))
+
+
+async def in_daemon_thread(fn, kwargs):
+    """fn(**kwargs) on a thread of its own, as verl's asyncio.to_thread, so plain functions run concurrently. The
+    thread is a daemon and is told to stop when the call is cancelled (timed out): a call that never returns
+    cannot hold the process at exit."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(ok, value):
+        if not future.done():
+            (future.set_result if ok else future.set_exception)(value)
+
+    def target():
+        try:
+            ok, value = True, fn(**kwargs)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            ok, value = False, UserCodeExit(f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:
+            ok, value = False, exc
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody waits for this result any more
+            pass
+
+    thread = threading.Thread(target=target, name=f"function tool {getattr(fn, '__name__', '?')}", daemon=True)
+    thread.start()
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if thread.is_alive():
+            stop_thread(thread)
+        raise
+
+
+async def call_function_tool(tool, arguments):
+    """verl's FunctionTool.call, then its normalize_function_tool_return (from the module that made the tool)."""
+    if tool.is_async:
+        raw = await invoke(tool.fn, **arguments)
+    else:
+        raw = await in_daemon_thread(tool.fn, arguments)
+    return sys.modules[type(tool).__module__].normalize_function_tool_return(raw)
+
+
 def build_tool(class_name, config_json, schema_json):
     """verl's initialize_tools_from_config for one native tool: (tool, name, schema JSON as the template gets it)."""
     from verl.tools.schemas import OpenAIFunctionToolSchema
@@ -239,8 +308,10 @@ def normalize(name, result):
 class ToolSession:
     """One trajectory's tool instances: created on first use, released by finish()."""
 
-    def __init__(self, tools, tools_kwargs_json):
-        self.tools = tools
+    def __init__(self, tools, tools_kwargs_json, selection_json):
+        selection = json.loads(selection_json)
+        # verl's per-sample tool selection: only these tools, in this order.
+        self.tools = {name: tools[name] for name in selection if name in tools} if selection else tools
         kwargs = json.loads(tools_kwargs_json)
         self.tools_kwargs = kwargs if isinstance(kwargs, dict) else {}
         self.instances = {}  # name -> task giving the instance id, in creation order
@@ -287,10 +358,13 @@ class ToolSession:
                     f"Error executing tool '{name}': the arguments must be a JSON object, got "
                     f"{short_repr(arguments)}")
 
+            tool = self.tools[name]
+
             async def run():
+                if isinstance(tool, FunctionToolEntry):  # no instance; tools_kwargs do not reach it (verl's design)
+                    return await call_function_tool(tool.tool, arguments)
                 instance_id = await self.instance(name)
-                return await invoke(self.tools[name].execute, instance_id, arguments,
-                                    **self.kwargs_for(name, "execute_kwargs"))
+                return await invoke(tool.execute, instance_id, arguments, **self.kwargs_for(name, "execute_kwargs"))
 
             return normalize(name, await with_timeout(run(), timeout))
         except CallTimeout:
@@ -567,10 +641,12 @@ namespace {
 
 class PythonToolSession final : public ToolSession {
  public:
-  PythonToolSession(std::shared_ptr<LoopRunner> runner, const nlohmann::json& tools_kwargs)
+  PythonToolSession(std::shared_ptr<LoopRunner> runner, const nlohmann::json& tools_kwargs,
+                    const std::vector<std::string>& selection)
       : runner_(std::move(runner)) {
-    session_ = runner_->driver.attr("ToolSession")(runner_->objects, py::str(tools_kwargs.is_object() ? json_text(tools_kwargs)
-                                                                                          : std::string("{}")));
+    session_ = runner_->driver.attr("ToolSession")(
+        runner_->objects, py::str(tools_kwargs.is_object() ? json_text(tools_kwargs) : std::string("{}")),
+        py::str(json_text(nlohmann::json(selection))));
   }
 
   ~PythonToolSession() override {
@@ -662,51 +738,106 @@ class PythonToolSession final : public ToolSession {
 
 }  // namespace
 
-std::shared_ptr<ToolSet> ToolSet::from_config_file(const std::string& path, double timeout_s) {
-  const nlohmann::ordered_json root = read_yaml(path, "tool config");
+namespace {
+
+constexpr const char* kFunctionToolKey = "actor_rollout_ref.rollout.multi_turn.function_tool_path";
+
+// The tools of verl's tool YAML (already read into `root`) into `tools` and `impl` (GIL held).
+void add_config_tools(ToolSet::Impl& impl, py::dict& tools, const nlohmann::ordered_json& root,
+                      const std::string& path) {
   VERL_CHECK(root.is_object() && root.contains("tools") && root["tools"].is_array(), "tools", "tool config '", path,
              "': expected a list under `tools:` (verl's format: tools: [{class_name, config, tool_schema}])");
+  impl.runner->driver.attr("add_import_paths")(py::str(folder_of(path)));
+  const auto& entries = root["tools"];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& entry = entries[i];
+    const std::string where = str_cat("tool config '", path, "': tools[", i, "]");
+    VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with class_name, config, tool_schema");
+    VERL_CHECK(entry.contains("class_name") && entry["class_name"].is_string() &&
+                   !entry["class_name"].get<std::string>().empty(),
+               "tools", where, ": class_name (module.Class) is missing");
+    const std::string class_name = entry["class_name"].get<std::string>();
+    const std::string who = str_cat(where, " (", class_name, ")");
+    const nlohmann::ordered_json config = entry.value("config", nlohmann::ordered_json::object());
+    VERL_CHECK(config.is_object(), "tools", who, ": config must be a map ({type: native, ...})");
+    VERL_CHECK(config.contains("type") && config["type"].is_string(), "tools", who,
+               ": config.type is missing (native)");
+    const std::string type = config["type"].get<std::string>();
+    VERL_CHECK(type != "mcp", "tools", who, ": MCP tools (config.type: mcp) are not supported; use native tools");
+    VERL_CHECK(type == "native", "tools", who, ": unknown config.type '", type, "' (native)");
+    const nlohmann::ordered_json schema = entry.value("tool_schema", nlohmann::ordered_json());
+    VERL_CHECK(schema.is_null() || schema.is_object(), "tools", who, ": tool_schema must be a map");
+    py::tuple built;
+    try {
+      built =
+          impl.runner->driver.attr("build_tool")(py::str(class_name), py::str(config.dump()), py::str(schema.dump()));
+    } catch (py::error_already_set& error) {
+      VERL_FAIL("tools", who, ": cannot build the tool: ", python::describe_python_error(error));
+    }
+    const std::string name = built[1].cast<std::string>();
+    VERL_CHECK(!tools.contains(py::str(name)), "tools", who, ": a second tool named '", name, "'");
+    tools[py::str(name)] = built[0];
+    impl.names.push_back(name);
+    impl.class_names[name] = class_name.substr(class_name.rfind('.') + 1);
+    impl.schemas.push_back(nlohmann::ordered_json::parse(bytes_text(built[2])));
+  }
+}
+
+// The @function_tool tools the file registers, after those of the YAML (verl's load_all_tools order; GIL held).
+void add_function_tools(ToolSet::Impl& impl, py::dict& tools, const std::string& path,
+                        const std::optional<std::string>& tool_config_path) {
+  VERL_CHECK(std::filesystem::is_regular_file(path), "tools", "function tool file '", path,
+             "' does not exist or is not a file (", kFunctionToolKey, ")");
+  py::list built;
+  try {
+    built = impl.runner->driver.attr("load_function_tools")(py::str(path));
+  } catch (py::error_already_set& error) {
+    VERL_FAIL("tools", "function tool file '", path, "' (", kFunctionToolKey,
+              "): cannot load its tools: ", python::describe_python_error(error));
+  }
+  if (py::len(built) == 0) {
+    VERL_LOG(Warn, "tools") << "function tool file '" << path << "' (" << kFunctionToolKey
+                            << ") registers no tool: decorate its functions with @function_tool "
+                               "(from verl.tools.function_tool import function_tool)";
+  }
+  std::vector<std::string> collisions;
+  for (const auto& item : built) {
+    const std::string name = item.cast<py::tuple>()[1].cast<std::string>();
+    if (tools.contains(py::str(name))) collisions.push_back("'" + name + "'");
+  }
+  VERL_CHECK(collisions.empty(), "tools", "function tool name(s) [", join(collisions, ", "), "] in '", path,
+             "' collide with tools already declared in '", tool_config_path.value_or(""),
+             "'; each tool name must be unique across tool_config_path and function_tool_path");
+  for (const auto& item : built) {
+    const py::tuple entry = item.cast<py::tuple>();
+    const std::string name = entry[1].cast<std::string>();
+    tools[py::str(name)] = entry[0];
+    impl.names.push_back(name);
+    impl.class_names[name] = "";  // no class, no execute trace span (verl traces BaseTool.execute only)
+    impl.schemas.push_back(nlohmann::ordered_json::parse(bytes_text(entry[2])));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ToolSet> ToolSet::from_config_file(const std::string& path, double timeout_s) {
+  return load(path, std::nullopt, timeout_s);
+}
+
+std::shared_ptr<ToolSet> ToolSet::load(const std::optional<std::string>& tool_config_path,
+                                       const std::optional<std::string>& function_tool_path, double timeout_s) {
+  VERL_CHECK(tool_config_path || function_tool_path, "tools", "no tool_config_path or function_tool_path to load");
+  const nlohmann::ordered_json root =
+      tool_config_path ? read_yaml(*tool_config_path, "tool config") : nlohmann::ordered_json();
   auto set = std::shared_ptr<ToolSet>(new ToolSet());
   set->impl_ = std::make_unique<Impl>();
   Impl& impl = *set->impl_;
-  impl.path = path;
+  impl.path = tool_config_path.value_or(*function_tool_path);
   python::with_gil("tools", [&] {
     impl.runner = make_runner(timeout_s);
-    impl.runner->driver.attr("add_import_paths")(py::str(folder_of(path)));
     py::dict tools;
-    const auto& entries = root["tools"];
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const auto& entry = entries[i];
-      const std::string where = str_cat("tool config '", path, "': tools[", i, "]");
-      VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with class_name, config, tool_schema");
-      VERL_CHECK(entry.contains("class_name") && entry["class_name"].is_string() &&
-                     !entry["class_name"].get<std::string>().empty(),
-                 "tools", where, ": class_name (module.Class) is missing");
-      const std::string class_name = entry["class_name"].get<std::string>();
-      const std::string who = str_cat(where, " (", class_name, ")");
-      const nlohmann::ordered_json config = entry.value("config", nlohmann::ordered_json::object());
-      VERL_CHECK(config.is_object(), "tools", who, ": config must be a map ({type: native, ...})");
-      VERL_CHECK(config.contains("type") && config["type"].is_string(), "tools", who,
-                 ": config.type is missing (native)");
-      const std::string type = config["type"].get<std::string>();
-      VERL_CHECK(type != "mcp", "tools", who, ": MCP tools (config.type: mcp) are not supported; use native tools");
-      VERL_CHECK(type == "native", "tools", who, ": unknown config.type '", type, "' (native)");
-      const nlohmann::ordered_json schema = entry.value("tool_schema", nlohmann::ordered_json());
-      VERL_CHECK(schema.is_null() || schema.is_object(), "tools", who, ": tool_schema must be a map");
-      py::tuple built;
-      try {
-        built = impl.runner->driver.attr("build_tool")(py::str(class_name), py::str(config.dump()),
-                                                       py::str(schema.dump()));
-      } catch (py::error_already_set& error) {
-        VERL_FAIL("tools", who, ": cannot build the tool: ", python::describe_python_error(error));
-      }
-      const std::string name = built[1].cast<std::string>();
-      VERL_CHECK(!tools.contains(py::str(name)), "tools", who, ": a second tool named '", name, "'");
-      tools[py::str(name)] = built[0];
-      impl.names.push_back(name);
-      impl.class_names[name] = class_name.substr(class_name.rfind('.') + 1);
-      impl.schemas.push_back(nlohmann::ordered_json::parse(bytes_text(built[2])));
-    }
+    if (tool_config_path) add_config_tools(impl, tools, root, *tool_config_path);
+    if (function_tool_path) add_function_tools(impl, tools, *function_tool_path, tool_config_path);
     impl.runner->objects = std::move(tools);
   });
   return set;
@@ -723,9 +854,30 @@ std::string ToolSet::class_name(const std::string& name) const {
   return it == impl_->class_names.end() ? std::string() : it->second;
 }
 
-std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_kwargs) {
+std::vector<std::string> ToolSet::selected_names(const std::vector<std::string>& selection) const {
+  if (selection.empty()) return impl_->names;
+  std::vector<std::string> names;
+  for (const auto& name : selection) {
+    const bool known = std::find(impl_->names.begin(), impl_->names.end(), name) != impl_->names.end();
+    if (known && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+nlohmann::ordered_json ToolSet::selected_schemas(const std::vector<std::string>& selection) const {
+  if (selection.empty()) return impl_->schemas;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& name : selected_names(selection)) {
+    const auto at = std::find(impl_->names.begin(), impl_->names.end(), name) - impl_->names.begin();
+    out.push_back(impl_->schemas[static_cast<size_t>(at)]);
+  }
+  return out;
+}
+
+std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_kwargs,
+                                                    const std::vector<std::string>& selection) {
   return python::with_gil("tools", [&]() -> std::unique_ptr<ToolSession> {
-    return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs);
+    return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs, selection);
   });
 }
 

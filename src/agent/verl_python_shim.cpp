@@ -6,6 +6,7 @@
 #include <map>
 
 #include "verl/common/error.h"
+#include "verl_python_shim_sources.h"
 
 namespace py = pybind11;
 
@@ -580,6 +581,7 @@ const std::map<std::string, ShimModule>& shim_modules() {
       {"verl.tools", {kPackageInit, true}},
       {"verl.tools.schemas", {kSchemas, false}},
       {"verl.tools.base_tool", {kBaseTool, false}},
+      {"verl.tools.function_tool", {shim_sources::kFunctionTool, false}},
       {"verl.tools.gsm8k_tool", {kGsm8kTool, false}},
       {"verl.interactions", {kPackageInit, true}},
       {"verl.interactions.base", {kBaseInteraction, false}},

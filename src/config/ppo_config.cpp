@@ -461,6 +461,7 @@ MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
   check_positive(m.max_tool_response_length, p + ".max_tool_response_length");
   m.tool_response_truncate_side = in.get_choice(p + ".tool_response_truncate_side", {"left", "middle", "right"});
   m.tool_config_path = in.get_optional_string(p + ".tool_config_path");
+  m.function_tool_path = in.get_optional_string(p + ".function_tool_path");
   m.interaction_config_path = in.get_optional_string(p + ".interaction_config_path");
   m.use_inference_chat_template = in.get_bool(p + ".use_inference_chat_template");
   VERL_CHECK(!m.use_inference_chat_template, "config", p, ".use_inference_chat_template=true (re-rendering each turn "

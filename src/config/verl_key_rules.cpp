@@ -23,7 +23,6 @@ constexpr KeyRuleKind F = KeyRuleKind::Feature;
 constexpr const char* kVLM = "multimodal (VLM) inputs";
 constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
-constexpr const char* kFunctionTools = "@function_tool tools (use a tool class in multi_turn.tool_config_path)";
 constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
 constexpr const char* kRewardLoop = "verl's reward loop (custom reward-loop managers and served reward models)";
 constexpr const char* kSandbox = "sandbox fusion code execution";
@@ -44,7 +43,7 @@ const std::vector<Entry>& table() {
       {"data.mm_processor_kwargs", F, kVLM},
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
       {"data.tool_config_path", H, "actor_rollout_ref.rollout.multi_turn.tool_config_path"},
-      {"data.function_tool_path", F, kFunctionTools},
+      {"data.function_tool_path", H, "actor_rollout_ref.rollout.multi_turn.function_tool_path"},
 
       // models (actor / ref / critic)
       {"*.model.hf_config_path", F, "a model config apart from the model path"},
@@ -116,7 +115,6 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.mtp", F, kMTP},
       {"actor_rollout_ref.rollout.qat", F, kQAT},
       {"actor_rollout_ref.rollout.disaggregation.enabled", F, "prefill / decode disaggregation"},
-      {"actor_rollout_ref.rollout.multi_turn.function_tool_path", F, kFunctionTools},
       {"actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", N,
        "verl 0.9.1 declares it and reads it nowhere (the agent loop repeats a prompt by rollout.n)"},
       {"actor_rollout_ref.rollout.agent.agent_loop_config_path", F, kAgentLoop},

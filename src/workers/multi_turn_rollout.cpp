@@ -26,7 +26,12 @@ MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(co
   tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_model_tokenizer(
       data::expand_user(config.actor_rollout_ref.model.path), config.actor_rollout_ref.model.custom_chat_template,
       "actor_rollout_ref.model.custom_chat_template"));
-  if (mt.tool_config_path) tools_ = agent::ToolSet::from_config_file(data::expand_user(*mt.tool_config_path), mt.tool_timeout);
+  if (mt.tool_config_path || mt.function_tool_path) {
+    const auto expand = [](const std::optional<std::string>& path) {
+      return path ? std::optional<std::string>(data::expand_user(*path)) : std::nullopt;
+    };
+    tools_ = agent::ToolSet::load(expand(mt.tool_config_path), expand(mt.function_tool_path), mt.tool_timeout);
+  }
   if (mt.interaction_config_path) {
     interactions_ = agent::InteractionSet::from_config_file(data::expand_user(*mt.interaction_config_path), mt.tool_timeout);
   }
@@ -62,6 +67,20 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
   for (const auto& messages : raw) inputs.raw_prompt.push_back(nlohmann::ordered_json(messages));
   inputs.tools_kwargs = optional_column("tools_kwargs");
   inputs.interaction_kwargs = optional_column("interaction_kwargs");
+  // verl's per-sample tool selection: extra_info.tool_selection, a list of tool names (empty or absent: all).
+  if (auto it = prompts.non_tensor_batch.find("extra_info"); it != prompts.non_tensor_batch.end()) {
+    inputs.tool_selection.resize(n);
+    for (size_t i = 0; i < n && i < it->second.size(); ++i) {
+      const Json& extra = it->second[i];
+      if (!extra.is_object() || !extra.contains("tool_selection") || extra["tool_selection"].is_null()) continue;
+      const Json& selection = extra["tool_selection"];
+      bool names = selection.is_array();
+      for (size_t k = 0; names && k < selection.size(); ++k) names = selection[k].is_string();
+      VERL_CHECK(names, kComponent, "sample ", i, ": extra_info.tool_selection must be a list of tool names, got ",
+                 selection.dump().substr(0, 120));
+      inputs.tool_selection[i] = selection.get<std::vector<std::string>>();
+    }
+  }
   options.record_trace = record_trace;
   options.trace_token2text = rollout.trace.token2text;
   if (record_trace) {

@@ -56,6 +56,9 @@ struct AgentLoopInputs {
   std::vector<nlohmann::ordered_json> trace_kwargs; // record_trace: the sample's columns (ToolAgentLoop.run's kwargs)
   std::vector<nlohmann::json> tools_kwargs;         // per sample ({} when absent)
   std::vector<nlohmann::json> interaction_kwargs;   // per sample ({} when absent)
+  // Per sample, or empty for none: extra_info.tool_selection, the only tools the sample sees and may call (verl's
+  // per-sample tool selection; names the tool set lacks are dropped; an empty list: every tool).
+  std::vector<std::vector<std::string>> tool_selection;
 };
 
 struct AgentLoopOutput {

@@ -6,7 +6,14 @@
 //       config: {type: native}
 //       tool_schema: {type: function, function: {name: ..., description: ..., parameters: {...}}}
 // Each class is built as verl builds it, cls(config=dict, tool_schema=OpenAIFunctionToolSchema), and keeps verl's
-// BaseTool interface: async (or plain) create / execute / calc_reward / release. Interactions: the YAML at
+// BaseTool interface: async (or plain) create / execute / calc_reward / release.
+// Function tools: the Python file at multi_turn.function_tool_path, whose functions carry verl's @function_tool
+// (from verl.tools.function_tool import function_tool). Each is a stateless tool named after the function, its
+// schema inferred from the docstring and type hints; a call is fn(**arguments) (an async def awaited, a plain def
+// on a daemon thread of its own, so calls run concurrently as under verl's asyncio.to_thread), and the return
+// value becomes (ToolResponse, reward, metrics) by verl's normalize_function_tool_return. tools_kwargs do not
+// reach them; they have no calc_reward or release. They follow the YAML's tools, sorted by name (verl's
+// load_all_tools); a name in both is an error. Interactions: the YAML at
 // multi_turn.interaction_config_path (`interaction: [{name, class_name, config}]`), verl's BaseInteraction
 // (start_interaction / generate_response / calculate_score / finalize_interaction).
 //
@@ -34,6 +41,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,18 +70,31 @@ class ToolSession;
 
 class ToolSet {
  public:
-  // Reads and builds the tools; errors name the file and the entry. timeout_s <= 0: no limit.
+  // Reads and builds the tools of the tool YAML and / or the function tool file (at least one); errors name the
+  // file and the entry or function. timeout_s <= 0: no limit.
+  static std::shared_ptr<ToolSet> load(const std::optional<std::string>& tool_config_path,
+                                       const std::optional<std::string>& function_tool_path, double timeout_s);
+  // load(path, no function tools, timeout_s).
   static std::shared_ptr<ToolSet> from_config_file(const std::string& path, double timeout_s);
   ~ToolSet();
 
   // The tool schemas the chat template renders (verl's model_dump(exclude_unset=True, exclude_none=True)).
   const nlohmann::ordered_json& schemas() const;
   std::vector<std::string> names() const;
-  // The class of the tool named `name` without its module ("Gsm8kTool"); "" for a name the set does not have.
+  // The class of the tool named `name` without its module ("Gsm8kTool"); "" for a function tool or a name the set
+  // does not have.
   std::string class_name(const std::string& name) const;
 
-  // A session per trajectory; `tools_kwargs`: the sample's extra_info.tools_kwargs ({} when absent).
-  std::unique_ptr<ToolSession> start_session(const nlohmann::json& tools_kwargs);
+  // The tools a sample with extra_info.tool_selection `selection` sees: the selected names the set has, in the
+  // selection's order (verl's per-sample tool selection); every tool when `selection` is empty.
+  std::vector<std::string> selected_names(const std::vector<std::string>& selection) const;
+  // Their schemas, as schemas() for an empty selection.
+  nlohmann::ordered_json selected_schemas(const std::vector<std::string>& selection) const;
+
+  // A session per trajectory; `tools_kwargs`: the sample's extra_info.tools_kwargs ({} when absent); `selection`:
+  // its extra_info.tool_selection (a call of another tool is answered as an unknown function).
+  std::unique_ptr<ToolSession> start_session(const nlohmann::json& tools_kwargs,
+                                             const std::vector<std::string>& selection = {});
 
   // The calls of several sessions of this set at once, all concurrently on the set's event loop (verl runs every
   // trajectory's calls at the same time): results per entry, in order. An empty call list gives no results.

@@ -4,9 +4,12 @@
 // Modules, their sources C++ string literals written from verl 0.9.1's documented behaviour:
 //   verl, verl.tools, verl.tools.base_tool (BaseTool), verl.tools.schemas (OpenAIFunction*Schema, ToolResponse:
 //   small classes with pydantic's model_validate / model_dump(exclude_unset, exclude_none), no pydantic needed),
-//   verl.tools.gsm8k_tool (Gsm8kTool), verl.interactions, verl.interactions.base (BaseInteraction),
-//   verl.interactions.gsm8k_interaction (Gsm8kInteraction), verl.utils, verl.utils.rollout_trace
-//   (rollout_trace_op: the function itself), verl.utils.reward_score, verl.utils.reward_score.gsm8k.
+//   verl.tools.function_tool (@function_tool, FunctionTool, load_function_tools_from_path,
+//   normalize_function_tool_return; the schema from docstring and type hints without transformers, in
+//   verl_python_shim_function_tool.cpp), verl.tools.gsm8k_tool (Gsm8kTool), verl.interactions,
+//   verl.interactions.base (BaseInteraction), verl.interactions.gsm8k_interaction (Gsm8kInteraction), verl.utils,
+//   verl.utils.rollout_trace (rollout_trace_op: the function itself), verl.utils.reward_score,
+//   verl.utils.reward_score.gsm8k.
 //
 // How they are served: a finder appended to the END of sys.meta_path, so it answers only for the names the
 // regular import system does not find. With no verl installed (the usual case, and the tests') every module above

@@ -216,6 +216,7 @@ struct MultiTurnConfig {
   int64_t max_tool_response_length = 256;        // characters of the tool's text
   std::string tool_response_truncate_side = "middle";  // left | middle | right
   std::optional<std::string> tool_config_path;
+  std::optional<std::string> function_tool_path;       // a Python file of verl's @function_tool functions
   std::optional<std::string> interaction_config_path;  // verl <= 0.6's key (interactions), kept here
   bool use_inference_chat_template = false;
   std::string tokenization_sanity_check_mode = "strict";  // strict | ignore_strippable | disable

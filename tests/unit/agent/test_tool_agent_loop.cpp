@@ -12,6 +12,7 @@
 #include "verl/agent/tool_agent_loop.h"
 #include "verl/agent/tools.h"
 #include "verl/common/error.h"
+#include "verl/python/interpreter.h"
 #include "verl/tokenizer/chat_template.h"
 #include "verl/tokenizer/tokenizer.h"
 #include "verl/tokenizer/tokenizer_builder.h"
@@ -403,6 +404,69 @@ TEST(ToolAgentLoop, TraceRecordsVerlsSpansOfATrajectory) {
   // Without record_trace nothing is recorded.
   EXPECT_TRUE(run_scripted_agent_loop(script({"#### 5"}, nullptr), *f.tok, f.tools, nullptr, options(), in)
                   .traces.empty());
+}
+
+// verl's per-sample tool selection (extra_info.tool_selection): the prompt renders the selected tools only, and a
+// call of another tool is answered as an unknown function. The tool set holds the YAML's calc and a @function_tool.
+TEST(ToolAgentLoop, ToolSelectionRendersAndAllowsTheSelectedToolsOnly) {
+  auto& f = fixture();
+  python::with_gil("test", [] {
+    pybind11::module_::import("verl.tools.function_tool")
+        .attr("FUNCTION_TOOL_REGISTRY")
+        .attr("pop")("loop_upper", pybind11::none());
+  });
+  std::ofstream(f.dir + "/loop_functions.py") << R"PY(
+from verl.tools.function_tool import function_tool
+
+
+@function_tool
+def loop_upper(text: str) -> str:
+    """Upper-cases a text.
+
+    Args:
+        text: The text
+    """
+    return text.upper()
+)PY";
+  auto tools = ToolSet::load(f.dir + "/tools.yaml", f.dir + "/loop_functions.py", 10);
+  ASSERT_EQ(tools->names(), (std::vector<std::string>{"calc", "loop_upper"}));
+  EXPECT_EQ(tools->selected_names({"loop_upper", "nope", "calc", "loop_upper"}),
+            (std::vector<std::string>{"loop_upper", "calc"}));
+
+  const auto run = [&](const std::vector<std::string>& selection, AgentLoopInputs in) {
+    in.tool_selection = {selection};
+    return run_scripted_agent_loop(script({call_text("2+3"), "#### 5"}, nullptr), *f.tok, tools, nullptr, options(),
+                                   in);
+  };
+  const auto prompt_with = [&](const ordered_json& schemas) {
+    tokenizer::ChatTemplateInputs inputs;
+    inputs.messages = one_sample().raw_prompt[0];
+    inputs.tools = schemas;
+    inputs.add_generation_prompt = true;
+    return encode(tokenizer::apply_chat_template(*f.tok, inputs));
+  };
+
+  // calc alone: rendered alone, and called.
+  AgentLoopOutput out = run({"calc"}, one_sample());
+  const int64_t P = out.prompts.size(1);
+  const auto calc_prompt = prompt_with(ordered_json::array({tools->schemas()[0]}));
+  EXPECT_EQ(row(out.prompts, 0, out.attention_mask.narrow(1, 0, P)), calc_prompt);
+  EXPECT_EQ(out.messages.at(0)[3]["content"], "5");
+  EXPECT_EQ(out.sanity_check_failures, 0);
+
+  // loop_upper alone: calc is unknown to this sample.
+  out = run({"loop_upper"}, one_sample());
+  EXPECT_EQ(row(out.prompts, 0, out.attention_mask.narrow(1, 0, P)),
+            prompt_with(ordered_json::array({tools->schemas()[1]})));
+  EXPECT_EQ(out.messages.at(0)[3]["content"], "Unknown function 'calc'. Available tools: ['loop_upper']");
+  EXPECT_EQ(out.tool_errors.at(0), 1);
+  EXPECT_EQ(out.sanity_check_failures, 0);
+
+  // No selection (or an empty one): every tool.
+  out = run({}, one_sample());
+  EXPECT_EQ(row(out.prompts, 0, out.attention_mask.narrow(1, 0, P)), prompt_with(tools->schemas()));
+  EXPECT_NE(calc_prompt, prompt_with(tools->schemas()));
+  EXPECT_EQ(out.messages.at(0)[3]["content"], "5");
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ TEST(VerlKeyRules, FeaturesAcceptTheirDefaultAndNameThemselvesOtherwise) {
             "");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"data.image_key=image", "multimodal (VLM) inputs"},
-      {"actor_rollout_ref.rollout.multi_turn.function_tool_path=tools.py", "@function_tool tools"},
+      {"actor_rollout_ref.rollout.agent.agent_loop_config_path=loops.yaml", "custom agent loops"},
       {"actor_rollout_ref.actor.fsdp_config.qat.enable=true", "quantization-aware training"},
       {"actor_rollout_ref.model.mtp.enable=true", "multi-token prediction"},
       {"reward_model.reward_loop_source=importlib", "reward loop"},

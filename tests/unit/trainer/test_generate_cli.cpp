@@ -198,6 +198,24 @@ TEST(GenerateCli, MultiTurnGreedyTurnEqualsTheSingleTurnEngineAndLinesCarryTheCo
   // A tool config that does not load is a one-line error naming the file.
   multi_overrides.back() = "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + dir + "/missing.yaml";
   expect_one_line_error(generate(dir + "/bad.jsonl", multi_overrides), "missing.yaml");
+
+  // @function_tool tools (multi_turn.function_tool_path) load through the config, beside or instead of the YAML's;
+  // a function without its docstring is a one-line error naming the file.
+  write_file(dir + "/functions.py",
+             "from verl.tools.function_tool import function_tool\n\n\n@function_tool\ndef lookup(key: str) -> str:\n"
+             "    \"\"\"Looks a key up.\n\n    Args:\n        key: The key\n    \"\"\"\n    return key\n");
+  multi_overrides.back() = "actor_rollout_ref.rollout.multi_turn.function_tool_path=" + dir + "/functions.py";
+  auto functions = generate(dir + "/functions.jsonl", multi_overrides);
+  ASSERT_EQ(functions.exit_code, 0) << functions.err;
+  EXPECT_EQ(read_json_lines(dir + "/functions.jsonl").size(), a.size());
+  multi_overrides.push_back("actor_rollout_ref.rollout.multi_turn.tool_config_path=" + dir + "/tools.yaml");
+  ASSERT_EQ(generate(dir + "/both.jsonl", multi_overrides).exit_code, 0);
+  write_file(dir + "/undocumented.py",
+             "from verl.tools.function_tool import function_tool\n\n\n@function_tool\ndef lookup(key: str):\n"
+             "    return key\n");
+  multi_overrides.pop_back();
+  multi_overrides.back() = "actor_rollout_ref.rollout.multi_turn.function_tool_path=" + dir + "/undocumented.py";
+  expect_one_line_error(generate(dir + "/bad_functions.jsonl", multi_overrides), "undocumented.py");
 }
 
 TEST(GenerateCli, BadInputsAreOneLineErrors) {

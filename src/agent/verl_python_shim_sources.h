@@ -1,0 +1,9 @@
+// Module sources of the built-in `verl` package (verl/agent/verl_python_shim.h) kept in files of their own.
+#pragma once
+
+namespace verl::agent::shim_sources {
+
+// verl.tools.function_tool: verl 0.9.1's @function_tool, its schema inference written anew (no transformers).
+extern const char* const kFunctionTool;
+
+}  // namespace verl::agent::shim_sources
