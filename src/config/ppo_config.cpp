@@ -263,6 +263,8 @@ DataConfig read_data(ConfigReader& in) {
   DataConfig d;
   d.train_files = read_file_list(in, "data.train_files");
   d.val_files = read_file_list(in, "data.val_files");
+  d.tool_config_path = in.get_optional_string("data.tool_config_path");
+  d.function_tool_path = in.get_optional_string("data.function_tool_path");
   d.prompt_key = in.get_string("data.prompt_key");
   d.reward_fn_key = in.get_string("data.reward_fn_key");
   d.max_prompt_length = in.get_int("data.max_prompt_length");

@@ -42,8 +42,6 @@ const std::vector<Entry>& table() {
       {"data.return_multi_modal_inputs", N, "VLM processor (no multimodal inputs here)"},
       {"data.mm_processor_kwargs", F, kVLM},
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
-      {"data.tool_config_path", H, "actor_rollout_ref.rollout.multi_turn.tool_config_path"},
-      {"data.function_tool_path", H, "actor_rollout_ref.rollout.multi_turn.function_tool_path"},
 
       // models (actor / ref / critic)
       {"*.model.hf_config_path", F, "a model config apart from the model path"},

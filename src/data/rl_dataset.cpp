@@ -151,7 +151,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> pad_or_truncate(const std:
 }
 
 RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
-                         const config::DataConfig& config, int64_t max_samples)
+                         const config::DataConfig& config, int64_t max_samples,
+                         const nlohmann::ordered_json& filter_tool_schemas)
     : files_(data_files_from_config(files)), tokenizer_(std::move(tokenizer)), config_(config) {
   VERL_CHECK(tokenizer_ != nullptr, kComponent, "RLHFDataset needs a tokenizer");
   VERL_CHECK(config_.max_prompt_length > 0, kComponent, "data.max_prompt_length must be > 0, got ",
@@ -198,7 +199,9 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
     std::vector<Row> kept;
     kept.reserve(rows_.size());
     for (size_t i = 0; i < rows_.size(); ++i) {
-      if (static_cast<int64_t>(prompt_ids(static_cast<int64_t>(i)).size()) <= config_.max_prompt_length) {
+      const std::string text = prompt_text(static_cast<int64_t>(i), filter_tool_schemas);
+      if (static_cast<int64_t>(tokenizer_->encode(text, /*add_special_tokens=*/false).size()) <=
+          config_.max_prompt_length) {
         kept.push_back(std::move(rows_[i]));
       }
     }
@@ -249,12 +252,13 @@ std::string RLHFDataset::where(const Row& row) const {
   return str_cat("data file '", files_[static_cast<size_t>(row.file)], "' row ", row.row_in_file);
 }
 
-std::string RLHFDataset::prompt_text(int64_t row) const {
+std::string RLHFDataset::prompt_text(int64_t row, const nlohmann::ordered_json& tools) const {
   VERL_CHECK(row >= 0 && row < size(), kComponent, "row ", row, " is outside the dataset (", size(), " rows)");
   const Row& r = rows_[static_cast<size_t>(row)];
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = value_to_ordered_json(*r.value.find(config_.prompt_key));
   inputs.add_generation_prompt = true;
+  inputs.tools = tools;
   inputs.extra_kwargs = chat_template_kwargs_;
   inputs.limits.timeout_s = config_.chat_template_timeout;
   try {

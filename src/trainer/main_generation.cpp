@@ -108,7 +108,7 @@ GenerationSummary run_generation(const GenerationOptions& o) {
   const model::HFConfig hf = model::load_hf_config(model_dir);
   VERL_CHECK(static_cast<int64_t>(tokenizer->vocab_size()) <= hf.vocab_size, kComponent, "the tokenizer of '",
              o.model_dir, "' has ", tokenizer->vocab_size(), " tokens but the model's vocab_size is ", hf.vocab_size);
-  data::RLHFDataset dataset(o.data_files, tokenizer, cfg.data);
+  data::RLHFDataset dataset(o.data_files, tokenizer, cfg.data, -1, workers::dataset_filter_tool_schemas(cfg));
   VERL_CHECK(dataset.size() > 0, kComponent, "no prompts in ", join(dataset.files(), ", "),
              dataset.rows_filtered_out() > 0 ? " after data.filter_overlong_prompts" : "");
 

@@ -13,6 +13,7 @@
 #include "verl/runtime/cpu_threads.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
+#include "verl/workers/multi_turn_rollout.h"
 #include "verl/workers/reward_model_worker.h"
 #include "verl/workers/seqlen_balancing.h"
 #include "verl/workers/worker_device.h"
@@ -174,11 +175,13 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
   single_controller::ResourcePoolManager resource_pool_manager(roles.resource_pool_spec, roles.mapping);
 
   // verl's create_rl_dataset / create_rl_sampler / _create_dataloader.
-  auto train_dataset = std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.train_files),
-                                                                 tokenizer, config->data,
-                                                                 config->data.train_max_samples);
-  auto val_dataset = std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.val_files),
-                                                               tokenizer, config->data, config->data.val_max_samples);
+  const nlohmann::ordered_json filter_tools = workers::dataset_filter_tool_schemas(*config);
+  auto train_dataset =
+      std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.train_files), tokenizer,
+                                                config->data, config->data.train_max_samples, filter_tools);
+  auto val_dataset =
+      std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.val_files), tokenizer,
+                                                config->data, config->data.val_max_samples, filter_tools);
   const uint64_t sampler_seed = static_cast<uint64_t>(config->data.seed.value_or(1));
   auto train_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
       train_dataset, config->data.gen_batch_size.value_or(config->data.train_batch_size), config->data.shuffle,

@@ -21,16 +21,27 @@ const std::vector<Json>& column(const protocol::DataProto& data, const std::stri
 }
 }  // namespace
 
+namespace {
+std::optional<std::string> expanded(const std::optional<std::string>& path) {
+  return path ? std::optional<std::string>(data::expand_user(*path)) : std::nullopt;
+}
+}  // namespace
+
+nlohmann::ordered_json dataset_filter_tool_schemas(const config::PPOConfig& config) {
+  const auto& data = config.data;
+  if (!data.filter_overlong_prompts || (!data.tool_config_path && !data.function_tool_path)) return nullptr;
+  return agent::ToolSet::load(expanded(data.tool_config_path), expanded(data.function_tool_path),
+                              config.actor_rollout_ref.rollout.multi_turn.tool_timeout)
+      ->schemas();
+}
+
 MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(config) {
   const auto& mt = config.actor_rollout_ref.rollout.multi_turn;
   tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_model_tokenizer(
       data::expand_user(config.actor_rollout_ref.model.path), config.actor_rollout_ref.model.custom_chat_template,
       "actor_rollout_ref.model.custom_chat_template"));
   if (mt.tool_config_path || mt.function_tool_path) {
-    const auto expand = [](const std::optional<std::string>& path) {
-      return path ? std::optional<std::string>(data::expand_user(*path)) : std::nullopt;
-    };
-    tools_ = agent::ToolSet::load(expand(mt.tool_config_path), expand(mt.function_tool_path), mt.tool_timeout);
+    tools_ = agent::ToolSet::load(expanded(mt.tool_config_path), expanded(mt.function_tool_path), mt.tool_timeout);
   }
   if (mt.interaction_config_path) {
     interactions_ = agent::InteractionSet::from_config_file(data::expand_user(*mt.interaction_config_path), mt.tool_timeout);

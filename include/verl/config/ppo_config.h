@@ -26,6 +26,10 @@ struct DataConfig {
   std::optional<int64_t> val_batch_size;
   bool return_raw_input_ids = false;
   bool return_raw_chat = true;
+  // The tools (by default the rollout's multi_turn.tool_config_path / function_tool_path) whose schemas the
+  // overlong-prompt filter renders with each prompt, as verl's RLHFDataset does.
+  std::optional<std::string> tool_config_path;
+  std::optional<std::string> function_tool_path;
   bool return_full_prompt = false;
   bool shuffle = true;
   std::optional<int64_t> seed;

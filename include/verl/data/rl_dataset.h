@@ -5,7 +5,9 @@
 //     default_rng(data.seed).choice(rows, max_samples, replace=False) reproduced exactly (numpy_random.h);
 //     data.seed null uses seed 1 (numpy would draw OS entropy, a different subset every run and after a
 //     resume); without data.shuffle the first max_samples rows. Chosen before filtering, as verl does;
-//   * filter_overlong_prompts: keeps rows whose chat-templated prompt is <= max_prompt_length tokens;
+//   * filter_overlong_prompts: keeps rows whose chat-templated prompt is <= max_prompt_length tokens, the prompt
+//     rendered with the tool schemas when data.tool_config_path / function_tool_path name tools (the caller
+//     passes them: filter_tool_schemas; verl counts the tools the multi-turn rollout will render);
 //   * collate(rows): prompt = tokenizer's chat template over the prompt_key messages with
 //     add_generation_prompt=True and data.apply_chat_template_kwargs, encoded without special tokens,
 //     truncated (data.truncation: error | left | right | middle) and left-padded to max_prompt_length with
@@ -31,8 +33,11 @@ namespace verl::data {
 
 class RLHFDataset {
  public:
+  // `filter_tool_schemas`: null, or the schemas of data.tool_config_path / function_tool_path
+  // (agent::ToolSet::load(...)->schemas()), rendered with each prompt by the overlong-prompt filter only.
   RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
-              const config::DataConfig& config, int64_t max_samples = -1);
+              const config::DataConfig& config, int64_t max_samples = -1,
+              const nlohmann::ordered_json& filter_tool_schemas = nullptr);
 
   int64_t size() const { return static_cast<int64_t>(rows_.size()); }
 
@@ -43,8 +48,9 @@ class RLHFDataset {
   // extra_info, else {}).
   protocol::DataProto collate(const std::vector<int64_t>& rows) const;
 
-  // The chat-templated prompt text of one row, and its ids before truncation / padding.
-  std::string prompt_text(int64_t row) const;
+  // The chat-templated prompt text of one row (with `tools` rendered when not null), and its ids before
+  // truncation / padding.
+  std::string prompt_text(int64_t row, const nlohmann::ordered_json& tools = nullptr) const;
   std::vector<int32_t> prompt_ids(int64_t row) const;
 
   int32_t pad_token_id() const { return pad_token_id_; }

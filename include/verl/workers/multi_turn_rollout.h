@@ -24,6 +24,11 @@ class InteractionSet;
 
 namespace verl::workers {
 
+// The tool schemas verl's RLHFDataset renders with each prompt when it filters overlong prompts: those of
+// data.tool_config_path / data.function_tool_path (by default the rollout's), loaded as the rollout loads them;
+// null when neither is set or data.filter_overlong_prompts is off.
+nlohmann::ordered_json dataset_filter_tool_schemas(const config::PPOConfig& config);
+
 class MultiTurnRollout {
  public:
   explicit MultiTurnRollout(const config::PPOConfig& config);

@@ -13,12 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/config_overrides.h"
 #include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/agent/tools.h"
 #include "verl/agent/verl_python_shim.h"
 #include "verl/common/error.h"
 #include "verl/python/interpreter.h"
+#include "verl/workers/multi_turn_rollout.h"
 
 namespace verl::agent {
 namespace {
@@ -193,6 +195,17 @@ def ft_events() -> str:
 
 
 @function_tool
+def ft_exit(code: int) -> str:
+    """Tries to end the process from its thread.
+
+    Args:
+        code: The status
+    """
+    import os
+    os._exit(code)
+
+
+@function_tool
 def ft_spin(n: int) -> str:
     """Never returns.
 
@@ -206,7 +219,7 @@ def ft_spin(n: int) -> str:
 // Plain functions run on threads of their own, so the calls of a round overlap (order, not timing); a call that
 // never returns is cut at the time limit and its thread told to stop.
 TEST(FunctionTools, PlainFunctionsRunConcurrentlyAndTimeOut) {
-  forget_function_tools({"ft_wait", "ft_events", "ft_spin"});
+  forget_function_tools({"ft_wait", "ft_events", "ft_exit", "ft_spin"});
   const std::string dir = make_temp_dir("function_tools_threads");
   write_file(dir + "/threads.py", kThreads);
   auto tools = ToolSet::load(std::nullopt, dir + "/threads.py", 2.0);
@@ -220,6 +233,11 @@ TEST(FunctionTools, PlainFunctionsRunConcurrentlyAndTimeOut) {
   EXPECT_TRUE(events == "[('start', 'a'), ('start', 'b'), ('end', 'b'), ('end', 'a')]" ||
               events == "[('start', 'b'), ('start', 'a'), ('end', 'b'), ('end', 'a')]")
       << events;
+
+  // os._exit in a tool's thread raises SystemExit there (python/user_code.h's guard): an error for the model.
+  EXPECT_EQ(session->execute({{"ft_exit", {{"code", 3}}}}).at(0).text,
+            "Error executing tool 'ft_exit': SystemExit: os._exit(3) called by user code; verl.cpp does not let it end "
+            "the process");
 
   const auto started = std::chrono::steady_clock::now();
   results = session->execute({{"ft_spin", {{"n", 0}}}});
@@ -338,6 +356,32 @@ TEST(FunctionTools, LoadErrorsNameTheFile) {
   // A file without a decorated function loads (verl warns) and gives no tools.
   write_file(dir + "/plain.py", "def helper(x):\n    return x\n");
   EXPECT_TRUE(ToolSet::load(std::nullopt, dir + "/plain.py", 30)->names().empty());
+}
+
+// The overlong-prompt filter renders the tools of data.tool_config_path / function_tool_path, which follow the
+// rollout's keys: loaded only when the filter is on.
+TEST(FunctionTools, TheDatasetFilterLoadsTheRolloutsTools) {
+  forget_function_tools({"ft_filter_probe"});
+  const std::string dir = make_temp_dir("function_tools_filter");
+  write_file(dir + "/probe.py",
+             "from verl.tools.function_tool import function_tool\n\n\n@function_tool\ndef ft_filter_probe(q: str):\n"
+             "    \"\"\"Probes.\n\n    Args:\n        q: A query\n    \"\"\"\n");
+  const std::string key = "actor_rollout_ref.rollout.multi_turn.function_tool_path=" + dir + "/probe.py";
+  const auto on = test::load_with_overrides({key, "data.filter_overlong_prompts=true"});
+  EXPECT_EQ(on.ppo.data.function_tool_path, dir + "/probe.py");
+  const auto schemas = workers::dataset_filter_tool_schemas(on.ppo);
+  ASSERT_TRUE(schemas.is_array());
+  ASSERT_EQ(schemas.size(), 1u);
+  EXPECT_EQ(schemas[0]["function"]["name"], "ft_filter_probe");
+  EXPECT_TRUE(
+      workers::dataset_filter_tool_schemas(test::load_with_overrides({key, "data.filter_overlong_prompts=false"}).ppo)
+          .is_null());
+  EXPECT_TRUE(workers::dataset_filter_tool_schemas(test::load_with_overrides({}).ppo).is_null());
+  // data.function_tool_path set alone feeds the filter, not the rollout.
+  const auto data_only =
+      test::load_with_overrides({"data.function_tool_path=" + dir + "/probe.py", "data.filter_overlong_prompts=true"});
+  EXPECT_FALSE(data_only.ppo.actor_rollout_ref.rollout.multi_turn.function_tool_path.has_value());
+  EXPECT_EQ(workers::dataset_filter_tool_schemas(data_only.ppo).size(), 1u);
 }
 
 // examples/multi_turn/calculator_function_tool.py is the YAML's calculator class as one function: the same schema

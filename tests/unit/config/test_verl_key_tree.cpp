@@ -178,7 +178,6 @@ TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   auto kind = [](const std::string& path) { return verl_key_rule(path).value().kind; };
   EXPECT_EQ(kind("actor_rollout_ref.rollout.enable_chunked_prefill"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.rollout.agent.agent_loop_config_path"), KeyRuleKind::Feature);
-  EXPECT_EQ(kind("data.function_tool_path"), KeyRuleKind::Honoured);
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.forward_prefetch"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("actor_rollout_ref.actor.fsdp_config.qat.enable"), KeyRuleKind::Feature);
   EXPECT_EQ(kind("critic.fsdp.param_offload"), KeyRuleKind::Honoured);

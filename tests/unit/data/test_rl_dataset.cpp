@@ -160,6 +160,31 @@ TEST(RLHFDataset, FilterOverlongPromptsCountsAndKeepsOrder) {
   EXPECT_EQ(none.rows_filtered_out(), 3);
 }
 
+// verl's RLHFDataset renders the tools (data.tool_config_path / function_tool_path) with each prompt it measures for
+// the overlong filter, and only there: the prompts it returns are rendered without them (verl's single-turn
+// prompts; the multi-turn loop renders its own).
+TEST(RLHFDataset, FilterRendersTheToolSchemas) {
+  const std::string dir = tiny_tokenizer_dir("tiny_tok_tools");
+  nlohmann::json config = nlohmann::json::parse(test::read_file(dir + "/tokenizer_config.json"));
+  config["chat_template"] = "{% if tools %}{% for t in tools %}{{ t['function']['name'] }}{% endfor %}|{% endif %}" +
+                            config["chat_template"].get<std::string>();
+  test::write_file(dir + "/tokenizer_config.json", config.dump());
+  auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(dir));
+  const std::string path = write_rows("rl_filter_tools", three_rows());  // 5, 13 and 8 tokens without tools
+  config::DataConfig c = data_config(8, "left");
+  c.filter_overlong_prompts = true;
+  const nlohmann::ordered_json tools =
+      nlohmann::ordered_json::parse(R"([{"type":"function","function":{"name":"ab"}}])");
+  RLHFDataset with_tools({path}, tok, c, -1, tools);  // "ab|" adds 3 tokens: 8, 16, 11
+  EXPECT_EQ(with_tools.size(), 1);
+  EXPECT_EQ(with_tools.rows_filtered_out(), 2);
+  EXPECT_EQ(with_tools.prompt_text(0), "u|ab>");
+  EXPECT_EQ(with_tools.prompt_text(0, tools), "ab|u|ab>");
+  EXPECT_EQ(with_tools.collate({0}).column("full_prompts")[0], "u|ab>");
+  RLHFDataset without({path}, tok, c);
+  EXPECT_EQ(without.size(), 2);
+}
+
 TEST(RLHFDataset, NonTensorColumns) {
   const std::string path = write_rows("rl_columns", three_rows());
   RLHFDataset dataset({path}, tiny_tokenizer(), data_config(8, "left"));
