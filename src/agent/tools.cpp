@@ -4,6 +4,10 @@
 // loop.run_until_complete, one caller at a time (a mutex taken before the GIL). The Python side (kDriverSource)
 // builds the objects and runs the calls; it returns plain JSON text, which is all C++ reads back.
 //
+// Function tools (@function_tool): an async def runs on the loop like a tool method; a plain def on a daemon thread
+// of its own (verl's asyncio.to_thread), so that a round's calls overlap, and a TimeoutError is raised inside that
+// thread when its call times out.
+//
 // Time limits: every call is awaited with asyncio.wait under the timeout; code that blocks the event loop
 // (time.sleep in an async def, a plain def that never returns) is stopped by python::UserCallLimit, a backstop
 // kBackstopSlackSeconds after the last timeout the batch could legitimately reach.
