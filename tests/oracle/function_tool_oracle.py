@@ -7,6 +7,11 @@
                                               tool_schema.model_dump(exclude_unset=True, exclude_none=True)
   function_tool_oracle.py returns FILE.py    verl's normalize_function_tool_return of each of FILE.py's
                                               RETURN_CASES: [{"text", "reward", "metrics"} | {"error": "Type"}]
+  function_tool_oracle.py calls FILE.py CALLS.json   each call [name, arguments] as verl's tool agent loop makes
+                                              it (await tool.call(arguments), then normalize_function_tool_return):
+                                              [{"text", "reward", "metrics"} | {"error": "Type"}]
+  function_tool_oracle.py examples -          the path of verl's own @function_tool examples in its wheel
+                                              (tests/experimental/agent_loop/function_tool_examples.py)
 
 verl's modules are loaded from its installed files without running verl/__init__.py (which needs Ray).
 """
@@ -70,7 +75,33 @@ def returns(path):
     return out
 
 
+def calls(path):
+    import asyncio
+
+    from verl.tools.function_tool import load_function_tools_from_path, normalize_function_tool_return
+
+    registered = {tool.name: tool for tool in load_function_tools_from_path(path)}
+
+    async def one(name, arguments):
+        try:
+            response, reward, metrics = normalize_function_tool_return(await registered[name].call(arguments))
+            return {"text": response.text, "reward": reward, "metrics": metrics}
+        except Exception as e:
+            return {"error": type(e).__name__}
+
+    async def run_all():
+        return [await one(name, arguments) for name, arguments in json.load(open(sys.argv[3]))]
+
+    return asyncio.run(run_all())
+
+
+def examples(_):
+    root = sys.modules["verl"].__path__[0]  # the stub package's folder: verl's own
+    return os.path.join(os.path.dirname(root), "tests", "experimental", "agent_loop", "function_tool_examples.py")
+
+
 if __name__ == "__main__":
     stub_verl_packages()
     mode, path = sys.argv[1], sys.argv[2]
-    print(json.dumps({"schemas": schemas, "tools": tools, "returns": returns}[mode](path), ensure_ascii=False))
+    modes = {"schemas": schemas, "tools": tools, "returns": returns, "calls": calls, "examples": examples}
+    print(json.dumps(modes[mode](path), ensure_ascii=False))

@@ -4,8 +4,12 @@
 //  - the schema inferred from docstrings and type hints, transformers.utils.get_json_schema (what verl calls) against
 //    the built-in rewrite, over tests/oracle/function_tool_schema_cases.py (the failing cases must fail alike);
 //  - the tools a file registers, verl's load_function_tools_from_path against ToolSet::load: names, order, schemas;
-//  - what each return value becomes, verl's normalize_function_tool_return against a ToolSet call.
+//  - what each return value becomes, verl's normalize_function_tool_return against a ToolSet call;
+//  - verl's own examples (its wheel's tests/experimental/agent_loop/function_tool_examples.py: sync, async, a dict
+//    return), loaded and called by verl's loader and FunctionTool.call and by ToolSet.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -119,6 +123,46 @@ TEST(FunctionToolOracle, RegisteredToolsAndReturnValuesEqualVerls) {
     EXPECT_EQ(results[i].text, want["text"].is_null() ? "" : want["text"].get<std::string>()) << "case " << i;
     EXPECT_EQ(results[i].reward, want["reward"].get<double>()) << "case " << i;
     EXPECT_EQ(results[i].metrics.dump(), nlohmann::json(want["metrics"]).dump()) << "case " << i;
+  }
+}
+
+TEST(FunctionToolOracle, VerlsOwnExamplesLoadAndAnswerAlike) {
+  const ordered_json path = function_tool_oracle("examples", "-");
+  ASSERT_TRUE(path.is_string()) << path.dump();
+  const std::string file = path.get<std::string>();
+  ASSERT_TRUE(std::filesystem::is_regular_file(file)) << file << " (verl's wheel ships its examples)";
+  const ordered_json expected_tools = function_tool_oracle("tools", file);
+  auto tools = agent::ToolSet::load(std::nullopt, file, 30);
+  ASSERT_EQ(tools->names().size(), expected_tools.size());
+  ASSERT_EQ(expected_tools.size(), 3u);
+  for (size_t i = 0; i < expected_tools.size(); ++i) {
+    EXPECT_EQ(tools->names()[i], expected_tools[i].at("name").get<std::string>());
+    EXPECT_EQ(tools->schemas().at(i).dump(), expected_tools[i].at("schema").dump());
+  }
+
+  const ordered_json calls = ordered_json::parse(R"([
+    ["get_weather", {"city": "Tokyo"}], ["get_weather", {"city": "Paris"}],
+    ["calculator", {"expression": "(3+4)*5"}], ["calculator", {"expression": "2**10/4"}],
+    ["calculator", {"expression": "import os"}], ["fetch_url", {"url": "https://example.com/a?b=c"}],
+    ["get_weather", {"town": "Tokyo"}]])");
+  const std::string dir = make_temp_dir("function_tool_examples_oracle");
+  write_file(dir + "/calls.json", calls.dump());
+  const ordered_json expected = function_tool_oracle("calls", file + "' '" + dir + "/calls.json");
+  ASSERT_EQ(expected.size(), calls.size());
+  std::vector<agent::ToolCallRequest> requests;
+  for (const auto& call : calls) requests.push_back({call[0].get<std::string>(), call[1]});
+  const auto results = tools->start_session(nlohmann::json::object())->execute(requests);
+  ASSERT_EQ(results.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i].contains("error")) {  // verl's loop answers "Error executing tool 'x': <message>"
+      EXPECT_TRUE(results[i].error) << i << ": " << results[i].text;
+      EXPECT_NE(results[i].text.find(expected[i]["error"].get<std::string>()), std::string::npos) << results[i].text;
+      continue;
+    }
+    EXPECT_FALSE(results[i].error) << i << ": " << results[i].text;
+    EXPECT_EQ(results[i].text, expected[i]["text"].get<std::string>()) << i;
+    EXPECT_EQ(results[i].reward, expected[i]["reward"].get<double>()) << i;
+    EXPECT_EQ(results[i].metrics.dump(), nlohmann::json(expected[i]["metrics"]).dump()) << i;
   }
 }
 
