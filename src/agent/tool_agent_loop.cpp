@@ -101,10 +101,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   const auto builder_for = [&](size_t i) -> const ConversationTokens* {
     const std::vector<std::string> none;
     const auto& selection = inputs.tool_selection.empty() || !tools ? none : inputs.tool_selection[i];
-    // Key: the names rendered, or {""} for the whole set (a selection naming no known tool renders none).
-    const std::vector<std::string> key =
-        selection.empty() ? std::vector<std::string>{""} : tools->selected_names(selection);
-    auto& builder = builders[key];
+    auto& builder = builders[tools ? tools->selected_names(selection) : selection];  // keyed by the names rendered
     if (!builder) {
       builder = std::make_unique<ConversationTokens>(tokenizer, tools ? tools->selected_schemas(selection) : OJson(),
                                                      options.chat_template_kwargs, options.model_type,

@@ -312,10 +312,9 @@ def normalize(name, result):
 class ToolSession:
     """One trajectory's tool instances: created on first use, released by finish()."""
 
-    def __init__(self, tools, tools_kwargs_json, selection_json):
-        selection = json.loads(selection_json)
-        # verl's per-sample tool selection: only these tools, in this order.
-        self.tools = {name: tools[name] for name in selection if name in tools} if selection else tools
+    def __init__(self, tools, tools_kwargs_json, selected_json):
+        selected = json.loads(selected_json)  # null: every tool; else ToolSet::selected_names of the selection
+        self.tools = tools if selected is None else {name: tools[name] for name in selected}
         kwargs = json.loads(tools_kwargs_json)
         self.tools_kwargs = kwargs if isinstance(kwargs, dict) else {}
         self.instances = {}  # name -> task giving the instance id, in creation order
@@ -638,19 +637,19 @@ struct ToolSet::Impl {
   nlohmann::ordered_json schemas = nlohmann::ordered_json::array();
   std::vector<std::string> names;
   std::map<std::string, std::string> class_names;  // by tool name, without the module
-  std::string path;
 };
 
 namespace {
 
 class PythonToolSession final : public ToolSession {
  public:
+  // `selected`: null for every tool, else the names the sample may use (ToolSet::selected_names).
   PythonToolSession(std::shared_ptr<LoopRunner> runner, const nlohmann::json& tools_kwargs,
-                    const std::vector<std::string>& selection)
+                    const nlohmann::json& selected)
       : runner_(std::move(runner)) {
     session_ = runner_->driver.attr("ToolSession")(
         runner_->objects, py::str(tools_kwargs.is_object() ? json_text(tools_kwargs) : std::string("{}")),
-        py::str(json_text(nlohmann::json(selection))));
+        py::str(json_text(selected)));
   }
 
   ~PythonToolSession() override {
@@ -836,7 +835,6 @@ std::shared_ptr<ToolSet> ToolSet::load(const std::optional<std::string>& tool_co
   auto set = std::shared_ptr<ToolSet>(new ToolSet());
   set->impl_ = std::make_unique<Impl>();
   Impl& impl = *set->impl_;
-  impl.path = tool_config_path.value_or(*function_tool_path);
   python::with_gil("tools", [&] {
     impl.runner = make_runner(timeout_s);
     py::dict tools;
@@ -881,7 +879,8 @@ nlohmann::ordered_json ToolSet::selected_schemas(const std::vector<std::string>&
 std::unique_ptr<ToolSession> ToolSet::start_session(const nlohmann::json& tools_kwargs,
                                                     const std::vector<std::string>& selection) {
   return python::with_gil("tools", [&]() -> std::unique_ptr<ToolSession> {
-    return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs, selection);
+    const nlohmann::json selected = selection.empty() ? nlohmann::json() : nlohmann::json(selected_names(selection));
+    return std::make_unique<PythonToolSession>(impl_->runner, tools_kwargs, selected);
   });
 }
 

@@ -22,7 +22,9 @@ import sys
 import types
 
 
-def stub_verl_packages():
+def verl_packages_without_init():
+    """verl and verl.tools as bare packages over verl's installed folders, so their modules load without running
+    verl/__init__.py."""
     spec = importlib.util.find_spec("verl")
     assert spec is not None, "verl is not installed in " + sys.executable
     root = list(spec.submodule_search_locations)[0]
@@ -96,12 +98,12 @@ def calls(path):
 
 
 def examples(_):
-    root = sys.modules["verl"].__path__[0]  # the stub package's folder: verl's own
+    root = sys.modules["verl"].__path__[0]  # verl's installed folder
     return os.path.join(os.path.dirname(root), "tests", "experimental", "agent_loop", "function_tool_examples.py")
 
 
 if __name__ == "__main__":
-    stub_verl_packages()
+    verl_packages_without_init()
     mode, path = sys.argv[1], sys.argv[2]
     modes = {"schemas": schemas, "tools": tools, "returns": returns, "calls": calls, "examples": examples}
     print(json.dumps(modes[mode](path), ensure_ascii=False))
