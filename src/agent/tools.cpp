@@ -2,7 +2,8 @@
 //
 // Each ToolSet / InteractionSet owns one asyncio event loop, run from the calling thread with
 // loop.run_until_complete, one caller at a time (a mutex taken before the GIL). The Python side (kDriverSource)
-// builds the objects and runs the calls; it returns plain JSON text, which is all C++ reads back.
+// builds the objects and runs the calls (with python/async_calls.h's helpers); it returns plain JSON text, which is
+// all C++ reads back.
 //
 // Function tools (@function_tool): an async def runs on the loop like a tool method; a plain def on a daemon thread
 // of its own (verl's asyncio.to_thread), so that a round's calls overlap, and a TimeoutError is raised inside that
@@ -24,6 +25,7 @@
 #include "verl/common/strings.h"
 #include "verl/config/node_json.h"
 #include "verl/config/yaml_io.h"
+#include "verl/python/async_calls.h"
 #include "verl/python/interpreter.h"
 #include "verl/python/user_code.h"
 
@@ -44,27 +46,14 @@ import json
 import math
 import os
 import sys
-import threading
 import uuid
+
+from _verl_cpp_async import CallTimeout, describe, in_daemon_thread, invoke, with_timeout
 
 
 async def run_all(coroutines):
     """Every coroutine concurrently (the calls of several trajectories at once)."""
     await asyncio.gather(*coroutines)
-
-
-class CallTimeout(Exception):
-    """A call did not finish within the time limit (kept apart from a TimeoutError the user code raises)."""
-
-
-class UserCodeExit(Exception):
-    """SystemExit / KeyboardInterrupt raised by user code, which asyncio would let out of the event loop."""
-
-
-def describe(exc):
-    if isinstance(exc, UserCodeExit):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def add_import_paths(folder):
@@ -128,32 +117,6 @@ def parameter_names(fn):
     return names, var_kw, positional
 
 
-async def invoke(fn, *args, **kwargs):
-    """fn(*args, **kwargs), awaited when it returns an awaitable (tool methods may be async or plain)."""
-    try:
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-    except asyncio.CancelledError:
-        raise
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise UserCodeExit(f"{type(exc).__name__}: {exc}") from None
-
-
-async def with_timeout(awaitable, timeout):
-    task = asyncio.ensure_future(awaitable)
-    if timeout <= 0:
-        return await task
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        task.cancel()
-        # A moment to unwind; not awaited further: code that ignores the cancellation must not hold the batch.
-        await asyncio.wait({task}, timeout=0.05)
-        raise CallTimeout()
-    return task.result()
-
-
 def is_number(value):
     if isinstance(value, (str, bytes)):
         return False
@@ -183,52 +146,12 @@ def load_function_tools(path):
             for tool in load_function_tools_from_path(path)]
 
 
-def stop_thread(thread):
-    """Raises TimeoutError inside a worker thread whose call timed out (it stops at its next Python bytecode)."""
-    import ctypes
-
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(TimeoutError))
-
-
-async def in_daemon_thread(fn, kwargs):
-    """fn(**kwargs) on a thread of its own, as verl's asyncio.to_thread, so plain functions run concurrently. The
-    thread is a daemon and is told to stop when the call is cancelled (timed out): a call that never returns
-    cannot hold the process at exit."""
-    loop = asyncio.get_running_loop()
-    future = loop.create_future()
-
-    def settle(ok, value):
-        if not future.done():
-            (future.set_result if ok else future.set_exception)(value)
-
-    def target():
-        try:
-            ok, value = True, fn(**kwargs)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            ok, value = False, UserCodeExit(f"{type(exc).__name__}: {exc}")
-        except BaseException as exc:
-            ok, value = False, exc
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:  # the loop is closed: nobody waits for this result any more
-            pass
-
-    thread = threading.Thread(target=target, name=f"function tool {getattr(fn, '__name__', '?')}", daemon=True)
-    thread.start()
-    try:
-        return await future
-    except asyncio.CancelledError:
-        if thread.is_alive():
-            stop_thread(thread)
-        raise
-
-
 async def call_function_tool(tool, arguments):
     """verl's FunctionTool.call, then its normalize_function_tool_return (from the module that made the tool)."""
     if tool.is_async:
         raw = await invoke(tool.fn, **arguments)
     else:
-        raw = await in_daemon_thread(tool.fn, arguments)
+        raw = await in_daemon_thread(tool.fn, arguments, f"function tool {getattr(tool.fn, '__name__', '?')}")
     return sys.modules[type(tool).__module__].normalize_function_tool_return(raw)
 
 
@@ -544,7 +467,7 @@ py::object driver() {
   py::dict modules = sys.attr("modules");
   if (modules.contains("_verl_cpp_agent")) return modules["_verl_cpp_agent"];
   install_verl_python_shim();
-  python::install_exit_guards();  // before any tool file runs: `from os import _exit` gets the guarded one
+  python::async_calls_module();  // its helpers; installs the exit guards before any tool file runs
   py::module_ module = py::module_::import("types").attr("ModuleType")("_verl_cpp_agent");
   module.attr("__builtins__") = py::module_::import("builtins");
   module.attr("TIMEOUT_KEY") = py::str(kTimeoutKey);

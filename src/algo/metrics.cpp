@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 
@@ -172,6 +173,64 @@ MetricMap compute_throughput_metrics(const std::vector<int64_t>& global_token_nu
   return {{"perf/total_num_tokens", total},
           {"perf/time_per_step", step->second},
           {"perf/throughput", total / (step->second * static_cast<double>(n_gpus))}};
+}
+
+MetricMap compute_variance_proxy_metrics(const VarianceProxyInputs& in) {
+  MetricMap out;
+  if (!in.sum_pi_squared.defined()) return out;
+  VERL_CHECK(in.old_log_probs.defined() && in.advantages.defined() && in.response_mask.defined(), "metrics",
+             "the variance proxy needs old_log_probs, advantages and response_mask besides sum_pi_squared");
+  VERL_CHECK(in.sum_pi_squared.sizes() == in.old_log_probs.sizes() &&
+                 in.advantages.sizes() == in.old_log_probs.sizes() &&
+                 in.response_mask.sizes() == in.old_log_probs.sizes(),
+             "metrics", "variance proxy: sum_pi_squared ", in.sum_pi_squared.sizes(), ", old_log_probs ",
+             in.old_log_probs.sizes(), ", advantages ", in.advantages.sizes(), " and response_mask ",
+             in.response_mask.sizes(), " must have one shape");
+  const Tensor mask = in.response_mask.to(in.advantages.dtype());
+  Tensor w_per_token = 1 - 2 * torch::exp(in.old_log_probs) + in.sum_pi_squared;
+  const bool with_is = in.rollout_is_weights.defined();
+  if (with_is) w_per_token = w_per_token * in.rollout_is_weights.pow(2);
+  const Tensor advantages = masked_mean(in.advantages, mask, -1);
+  const Tensor w = masked_sum(w_per_token, mask, -1);
+
+  Tensor total_power;
+  if (with_is) {
+    const Tensor rho = masked_mean(in.rollout_is_weights, mask, -1);
+    // W before the IS scaling, the weights clamped away from zero.
+    const Tensor w_original =
+        torch::clamp(masked_sum(w_per_token / torch::clamp(in.rollout_is_weights.pow(2), 1e-10), mask, -1), 0.0);
+    total_power = (rho.pow(2) * advantages.pow(2) * w_original).mean();
+  } else {
+    total_power = (advantages.pow(2) * torch::clamp(w, 0.0)).mean();
+  }
+  const double proxy2 = total_power.item<double>();
+  double proxy1 = 0.0, proxy3 = 0.0;
+  if (in.gradient_norm.has_value()) {
+    proxy1 = *in.gradient_norm * *in.gradient_norm;
+    const int64_t batch = advantages.size(0);
+    if (batch > 1) {
+      // verl: (1 / (N - 1)) * (proxy2 - proxy1) with proxy2 a 0-d tensor and proxy1 a float, so in its dtype.
+      const Tensor noise = (1.0 / static_cast<double>(batch - 1)) * (total_power - proxy1);
+      proxy3 = std::max(0.0, noise.item<double>());
+    }
+  }
+  out["variance_proxy/proxy1_signal_strength"] = proxy1;
+  out["variance_proxy/proxy2_total_power"] = proxy2;
+  out["variance_proxy/proxy3_pure_noise"] = proxy3;
+  out["variance_proxy/expected_a_squared"] = advantages.pow(2).mean().item<double>();
+  out["variance_proxy/expected_w"] = w.mean().item<double>();
+  return out;
+}
+
+MetricMap compute_reward_component_metrics(const std::string& prefix, const std::vector<double>& values) {
+  MetricMap out;
+  if (values.empty()) return out;
+  const Tensor x = torch::tensor(values, torch::kDouble).to(torch::kFloat32);
+  out[prefix + "/mean"] = x.mean().item<double>();
+  out[prefix + "/std"] = x.std(/*unbiased=*/false).item<double>();
+  out[prefix + "/max"] = x.max().item<double>();
+  out[prefix + "/min"] = x.min().item<double>();
+  return out;
 }
 
 MetricMap reduce_metrics(const std::map<std::string, std::vector<double>>& metrics) {

@@ -675,10 +675,39 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   check_optional_positive(r.max_length, "reward_model.max_length");
   r.use_dynamic_bsz = in.get_bool("reward_model.use_dynamic_bsz");
   r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
-  r.reward_manager = in.get_choice("reward_model.reward_manager", {"naive", "dapo", "digit_completion"});
+  r.reward_manager =
+      in.get_choice("reward_model.reward_manager", {"naive", "dapo", "gdpo", "rate_limited", "digit_completion"});
   r.reward_kwargs = in.get_node("reward_model.reward_kwargs");
   VERL_CHECK(r.reward_kwargs.is_map(), "config", "config key 'reward_model.reward_kwargs' expects map, got ",
              kind_name(r.reward_kwargs.kind()));
+  // verl 0.9.1 reads reward.reward_kwargs, which its migration overwrites with reward_model.reward_kwargs when
+  // that is given: either place works, the legacy one winning.
+  if (in.contains("reward.reward_kwargs")) {
+    const Node kwargs = in.get_node("reward.reward_kwargs");
+    VERL_CHECK(kwargs.is_map(), "config", "config key 'reward.reward_kwargs' expects map, got ",
+               kind_name(kwargs.kind()));
+    if (r.reward_kwargs.fields().empty()) r.reward_kwargs = kwargs;
+  }
+  // The rate_limited manager's keys, which verl 0.9.1 reads from its reward section with these defaults ('+'
+  // adds them).
+  RewardRateLimits& limits = r.rate_limits;
+  if (in.contains("reward.max_concurrent")) limits.max_concurrent = in.get_int("reward.max_concurrent");
+  VERL_CHECK(limits.max_concurrent >= 1, "config", "config key 'reward.max_concurrent' must be >= 1, got ",
+             limits.max_concurrent);
+  for (const auto& [key, field] :
+       {std::pair{"reward.max_rpm", &limits.max_rpm}, std::pair{"reward.max_tpm", &limits.max_tpm}}) {
+    if (in.contains(key)) *field = in.get_optional_double(key);
+    VERL_CHECK(!field->has_value() || **field > 0, "config", "config key '", key,
+               "' must be > 0 (or null: no limit), got ", field->value_or(0));
+  }
+  if (in.contains("reward.estimated_tokens_per_request")) {
+    limits.estimated_tokens_per_request = in.get_int("reward.estimated_tokens_per_request");
+  }
+  VERL_CHECK(limits.estimated_tokens_per_request >= 0, "config",
+             "config key 'reward.estimated_tokens_per_request' must be >= 0, got ",
+             limits.estimated_tokens_per_request);
+  if (in.contains("reward.timeout")) limits.timeout = in.get_double("reward.timeout");
+  VERL_CHECK(limits.timeout > 0, "config", "config key 'reward.timeout' must be > 0 seconds, got ", limits.timeout);
   return r;
 }
 

@@ -24,7 +24,7 @@ constexpr const char* kVLM = "multimodal (VLM) inputs";
 constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
 constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
-constexpr const char* kRewardLoop = "verl's reward loop (custom reward-loop managers and served reward models)";
+constexpr const char* kRewardLoop = "custom reward-loop manager classes and served reward models";
 constexpr const char* kSandbox = "sandbox fusion code execution";
 
 const std::vector<Entry>& table() {

@@ -146,6 +146,61 @@ double NaiveRewardManager::shape_reward(double score, int64_t /*valid_response_l
   return score;
 }
 
+namespace {
+
+const Json* column_value(const protocol::DataProto& data, const char* key, size_t row) {
+  const auto it = data.non_tensor_batch.find(key);
+  return it == data.non_tensor_batch.end() ? nullptr : &it->second[row];
+}
+
+// verl 0.9.1's agent loop hands its extra fields to the scorer (tool_extra_fields): turn_scores and tool_rewards
+// ([] for a single-turn rollout), and the prompt's messages (here when the batch holds raw_prompt).
+void add_agent_loop_fields(const protocol::DataProto& data, size_t row, Json& extra_info) {
+  for (const char* key : {"turn_scores", "tool_rewards"}) {
+    const Json* value = column_value(data, key, row);
+    extra_info[key] = value != nullptr ? *value : Json::array();
+  }
+  if (const Json* raw_prompt = column_value(data, "raw_prompt", row)) extra_info["raw_prompt"] = *raw_prompt;
+}
+
+}  // namespace
+
+// verl 0.9.1's naive manager: the agent loop's fields, then num_turns and rollout_reward_scores.
+void NaiveRewardManager::add_scorer_extra_info(const protocol::DataProto& data, size_t row, Json& extra_info) const {
+  add_agent_loop_fields(data, row, extra_info);
+  const Json* turns = column_value(data, "__num_turns__", row);
+  extra_info["num_turns"] = turns != nullptr ? *turns : Json(nullptr);
+  const Json* rollout_scores = column_value(data, "reward_scores", row);
+  extra_info["rollout_reward_scores"] = rollout_scores != nullptr ? *rollout_scores : Json::object();
+}
+
+std::vector<ScoreOutcome> NaiveRewardManager::score_calls(const std::vector<ScoreCall>& calls,
+                                                          const std::vector<std::string>& data_sources) {
+  if (options_.score_batch) return options_.score_batch(calls, nullptr);
+  std::vector<ScoreOutcome> outcomes(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ScoreCall& c = calls[i];
+    try {
+      outcomes[i].result = compute_score_(c.data_source, c.solution_str, c.ground_truth, c.extra_info);
+    } catch (const RewardFunctionError& e) {
+      outcomes[i].error = outcomes[i].raised = e.message();
+    } catch (const Error& e) {
+      throw Error("reward", str_cat("row ", i, " (data_source '", data_sources[i], "'): ", e.message()));
+    }
+  }
+  return outcomes;
+}
+
+void NaiveRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
+                                        RowExtra& /*row_extra*/) {
+  const std::string text = str_cat("reward function ", options_.score_fn_name, " raised on row ", row,
+                                   " (data_source '", data_source, "'): ", outcome.error);
+  if (options_.on_error == OnRewardError::kRaise) {
+    throw Error("reward", text + " (set custom_reward_function.on_error=zero to score such samples 0)");
+  }
+  if (failures_++ == 0) first_failure_ = text;
+}
+
 RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
   RewardResult out;
   // A reward model already scored the batch: its scores are the reward (and the keys it lists, the extra info).
@@ -163,94 +218,95 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
 
   const ResponseBatch rb = read_response_batch(data);
   const int64_t batch = rb.batch;
-  const int64_t prompt_length = rb.prompt_length;
   const int64_t response_length = rb.response_length;
 
   const auto& data_sources = required_column(data, options_.reward_fn_key, "data.reward_fn_key");
   const auto& reward_models = required_column(data, "reward_model", "its ground_truth is scored against");
   const auto extra_it = data.non_tensor_batch.find("extra_info");
-  const auto turns_it = data.non_tensor_batch.find("__num_turns__");
-  const auto rollout_scores_it = data.non_tensor_batch.find("reward_scores");
+
+  // The calls: each row's decoded response, ground truth and extra_info.
+  std::vector<ScoreCall> calls(static_cast<size_t>(batch));
+  std::vector<std::string> sources(static_cast<size_t>(batch));
+  std::vector<int64_t> valid_responses(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    const auto row_index = static_cast<size_t>(i);
+    const int64_t valid_response = valid_lengths(rb, i).second;
+    valid_responses[row_index] = valid_response;
+    const Json& source_value = data_sources[row_index];
+    VERL_CHECK(source_value.is_string(), "reward", "row ", i, ": column '", options_.reward_fn_key,
+               "' (data.reward_fn_key) must be a string, got ", source_value.dump());
+    sources[row_index] = source_value.get<std::string>();
+    const Json& reward_model = reward_models[row_index];
+    VERL_CHECK(reward_model.is_object() && reward_model.contains("ground_truth"), "reward", "row ", i,
+               " (data_source '", sources[row_index],
+               "'): reward_model must be an object with a \"ground_truth\", got ", reward_model.dump());
+    Json extra_info = Json::object();
+    if (extra_it != data.non_tensor_batch.end()) {
+      const Json& value = extra_it->second[row_index];
+      VERL_CHECK(value.is_object() || value.is_null(), "reward", "row ", i, ": extra_info must be an object, got ",
+                 value.dump());
+      if (value.is_object()) extra_info = value;
+    }
+    add_scorer_extra_info(data, row_index, extra_info);
+    calls[row_index] =
+        ScoreCall{sources[row_index], tokenizer_->decode(row_ids(rb.responses[i], 0, valid_response), true),
+                  reward_model.at("ground_truth"), std::move(extra_info)};
+  }
+
+  std::vector<ScoreOutcome> outcomes = score_calls(calls, sources);
+  VERL_CHECK(outcomes.size() == calls.size(), "reward", "the reward function gave ", outcomes.size(), " outcomes for ",
+             calls.size(), " calls");
 
   torch::Tensor reward_tensor = torch::zeros({batch, response_length}, torch::kFloat32);
   auto rewards = reward_tensor.accessor<float, 2>();
   std::vector<RowOutcome> rows(static_cast<size_t>(batch));
   std::map<std::string, int64_t> printed;  // data source -> samples printed (verl's already_print_data_sources)
-  int64_t failures = 0;
-  std::string first_failure;
-
+  failures_ = 0;
+  first_failure_.clear();
   for (int64_t i = 0; i < batch; ++i) {
-    const auto [valid_prompt, valid_response] = valid_lengths(rb, i);
-    // prompts[-valid_prompt:]: left padding; with no valid token Python's [-0:] is the whole row.
-    const int64_t prompt_start = valid_prompt == 0 ? 0 : prompt_length - valid_prompt;
-    const std::string prompt_str = tokenizer_->decode(row_ids(rb.prompts[i], prompt_start, prompt_length), true);
-    const std::string response_str =
-        prepare_response(tokenizer_->decode(row_ids(rb.responses[i], 0, valid_response), true));
-
-    const Json& source_value = data_sources[static_cast<size_t>(i)];
-    VERL_CHECK(source_value.is_string(), "reward", "row ", i, ": column '", options_.reward_fn_key,
-               "' (data.reward_fn_key) must be a string, got ", source_value.dump());
-    const std::string& data_source = source_value.get_ref<const std::string&>();
-    const Json& reward_model = reward_models[static_cast<size_t>(i)];
-    VERL_CHECK(reward_model.is_object() && reward_model.contains("ground_truth"), "reward", "row ", i,
-               " (data_source '", data_source, "'): reward_model must be an object with a \"ground_truth\", got ",
-               reward_model.dump());
-    const Json& ground_truth = reward_model.at("ground_truth");
-    Json extra_info = Json::object();
-    if (extra_it != data.non_tensor_batch.end()) {
-      const Json& value = extra_it->second[static_cast<size_t>(i)];
-      VERL_CHECK(value.is_object() || value.is_null(), "reward", "row ", i, ": extra_info must be an object, got ",
-                 value.dump());
-      if (value.is_object()) extra_info = value;
-    }
-    extra_info["num_turns"] =
-        turns_it != data.non_tensor_batch.end() ? turns_it->second[static_cast<size_t>(i)] : Json(nullptr);
-    extra_info["rollout_reward_scores"] = rollout_scores_it != data.non_tensor_batch.end()
-                                              ? rollout_scores_it->second[static_cast<size_t>(i)]
-                                              : Json::object();
-
-    RowOutcome& row = rows[static_cast<size_t>(i)];
-    try {
-      row.result = compute_score_(data_source, response_str, ground_truth, extra_info);
-    } catch (const RewardFunctionError& e) {
-      const std::string text = str_cat("reward function ", options_.score_fn_name, " raised on row ", i,
-                                       " (data_source '", data_source, "'): ", e.message());
-      if (options_.on_error == OnRewardError::kRaise) {
-        throw Error("reward", text + " (set custom_reward_function.on_error=zero to score such samples 0)");
-      }
+    const auto row_index = static_cast<size_t>(i);
+    RowOutcome& row = rows[row_index];
+    ScoreOutcome& outcome = outcomes[row_index];
+    if (outcome.result.has_value()) {
+      row.result = std::move(*outcome.result);
+      // verl 0.9.1's reward-loop managers: a plain number is also reward_extra_info["acc"] (so validation reports
+      // val-core/<source>/acc and filter_groups.metric=acc works); a dict gives its own keys.
+      if (!row.result.is_dict) row.manager_extra.emplace_back("acc", row.result.score);
+    } else {
+      handle_failure(outcome, row_index, sources[row_index], row.manager_extra);
       row.failed = true;
       row.result = ScoreResult::scalar(0.0);
-      if (failures++ == 0) first_failure = text;
-    } catch (const Error& e) {
-      throw Error("reward", str_cat("row ", i, " (data_source '", data_source, "'): ", e.message()));
     }
-
+    const int64_t valid_response = valid_responses[row_index];
     const double reward = shape_reward(row.result.score, valid_response, row.manager_extra);
     // reward_tensor[i, valid_response_length - 1]: with no valid token, index -1 is the last column.
     const int64_t column = valid_response > 0 ? valid_response - 1 : response_length - 1;
     if (response_length > 0) rewards[i][column] = static_cast<float>(reward);
 
-    int64_t& shown = printed[data_source];
+    int64_t& shown = printed[sources[row_index]];
     if (shown < options_.num_examine) {
       ++shown;
+      const int64_t valid_prompt = valid_lengths(rb, i).first;
+      // prompts[-valid_prompt:]: left padding; with no valid token Python's [-0:] is the whole row.
+      const int64_t prompt_start = valid_prompt == 0 ? 0 : rb.prompt_length - valid_prompt;
       std::ostringstream text;
-      text << "[prompt] " << prompt_str << "\n[response] " << response_str << "\n[ground_truth] "
-           << print_text(ground_truth) << "\n";
+      text << "[prompt] " << tokenizer_->decode(row_ids(rb.prompts[i], prompt_start, rb.prompt_length), true)
+           << "\n[response] " << calls[row_index].solution_str << "\n[ground_truth] "
+           << print_text(calls[row_index].ground_truth) << "\n";
       text << "[score] " << python_float_str(row.result.score) << "\n";
       for (const auto& [key, value] : row.result.extra) text << "[" << key << "] " << python_str(value) << "\n";
       std::cout << text.str() << std::flush;
     }
   }
 
-  if (failures > 0) {
-    VERL_LOG(Warn, "reward") << failures << " of " << batch
-                             << " samples scored 0 because the reward function raised "
-                                "(custom_reward_function.on_error=zero); first: "
-                             << first_failure;
+  if (failures_ > 0) {
+    VERL_LOG(Warn, "reward") << failures_ << " of " << batch << " samples scored 0 because the reward function "
+                             << failure_reason() << "; first: " << first_failure_;
   }
 
   // reward_extra_info: every key of the dict results (score included) and the manager's own entries, one value
-  // per row. A row that failed under on_error=zero gets score 0.0 and null for the other keys.
+  // per row. A row that failed gets score and acc 0.0 and null for the other keys; the failure keys of
+  // rate_limited (error, timeout) are null on the rows that did not fail.
   std::vector<std::string> keys;
   std::set<std::string> seen;
   const auto add_key = [&](const std::string& key) {
@@ -288,11 +344,12 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
       if (found != nullptr) {
         values.push_back(*found);
       } else if (row.failed) {
-        values.push_back(key == "score" ? Json(0.0) : Json(nullptr));
+        values.push_back(key == "score" || key == "acc" ? Json(0.0) : Json(nullptr));
+      } else if (key == "error" || key == "timeout") {
+        values.push_back(nullptr);
       } else {
         VERL_FAIL("reward", "reward function ", options_.score_fn_name, " returned the key '", key,
-                  "' for some samples but not for row ", i, " (data_source '",
-                  data_sources[i].get<std::string>(),
+                  "' for some samples but not for row ", i, " (data_source '", sources[i],
                   "'); every sample's result must have the same keys (a number counts as no keys)");
       }
     }
@@ -305,27 +362,22 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
 DAPORewardManager::DAPORewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                                      ComputeScoreFn compute_score, RewardManagerOptions options)
     : NaiveRewardManager(std::move(tokenizer), std::move(compute_score), std::move(options)) {
-  if (options_.overlong_buffer.has_value()) {
+  // verl 0.9.1's checks, made when the penalty is on.
+  if (options_.overlong_buffer.has_value() && options_.overlong_buffer->enable) {
+    const OverlongBufferConfig& cfg = *options_.overlong_buffer;
     VERL_CHECK(options_.max_resp_len.has_value(), "reward",
-               "reward_model.reward_kwargs.max_resp_len must be set when overlong_buffer_cfg is given (dapo)");
-    if (options_.overlong_buffer->enable) {
-      VERL_CHECK(options_.overlong_buffer->len > 0, "reward",
-                 "reward_model.reward_kwargs.overlong_buffer_cfg.len must be > 0 when enabled, got ",
-                 options_.overlong_buffer->len);
-      if (*options_.max_resp_len - options_.overlong_buffer->len < 0) {
-        VERL_LOG(Warn, "reward") << "overlong buffer: expected_len = max_resp_len (" << *options_.max_resp_len
-                                 << ") - len (" << options_.overlong_buffer->len
-                                 << ") < 0, so every response is penalized";
-      }
-    }
+               "reward_model.reward_kwargs.max_resp_len must be set when overlong_buffer_cfg.enable is true (dapo)");
+    VERL_CHECK(*options_.max_resp_len >= cfg.len, "reward", "reward_model.reward_kwargs.max_resp_len (",
+               *options_.max_resp_len, ") must be >= overlong_buffer_cfg.len (", cfg.len, ")");
+    VERL_CHECK(cfg.len > 0, "reward",
+               "reward_model.reward_kwargs.overlong_buffer_cfg.len must be > 0 when enabled, got ", cfg.len,
+               " (set overlong_buffer_cfg.enable=false to turn the penalty off)");
   }
 }
 
-std::string DAPORewardManager::prepare_response(std::string response) const {
-  const auto& eos = tokenizer_->config().eos_token;
-  if (eos.has_value() && !eos->empty() && ends_with(response, *eos)) response.resize(response.size() - eos->size());
-  return response;
-}
+// verl 0.9.1's dapo manager passes the sample's extra_info as it is.
+void DAPORewardManager::add_scorer_extra_info(const protocol::DataProto& /*data*/, size_t /*row*/,
+                                              Json& /*extra_info*/) const {}
 
 double DAPORewardManager::shape_reward(double score, int64_t valid_response_length, RowExtra& row_extra) {
   if (!options_.overlong_buffer.has_value() || !options_.overlong_buffer->enable) return score;
@@ -341,6 +393,54 @@ double DAPORewardManager::shape_reward(double score, int64_t valid_response_leng
     row_extra.emplace_back("overlong", penalty < 0);
   }
   return static_cast<double>(static_cast<float>(score) + penalty);
+}
+
+GDPORewardManager::GDPORewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                     ComputeScoreFn compute_score, RewardManagerOptions options)
+    : NaiveRewardManager(std::move(tokenizer), std::move(compute_score), std::move(options)) {}
+
+void GDPORewardManager::add_scorer_extra_info(const protocol::DataProto& /*data*/, size_t /*row*/,
+                                              Json& extra_info) const {
+  extra_info["experiment_name"] = options_.experiment_name;
+}
+
+RateLimitedRewardManager::RateLimitedRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                                   ComputeScoreFn compute_score, RewardManagerOptions options)
+    : NaiveRewardManager(std::move(tokenizer), std::move(compute_score), std::move(options)) {
+  VERL_CHECK(options_.rate_limits.has_value(), "reward", "the rate_limited reward manager needs its budget");
+}
+
+// verl 0.9.1's rate_limited manager: the agent loop's fields only.
+void RateLimitedRewardManager::add_scorer_extra_info(const protocol::DataProto& data, size_t row,
+                                                     Json& extra_info) const {
+  add_agent_loop_fields(data, row, extra_info);
+}
+
+std::vector<ScoreOutcome> RateLimitedRewardManager::score_calls(const std::vector<ScoreCall>& calls,
+                                                                const std::vector<std::string>& /*data_sources*/) {
+  if (options_.score_batch) return options_.score_batch(calls, &*options_.rate_limits);
+  // The built-in scorers and plugins: no API to pace; every failure is the sample's, as verl catches them all.
+  std::vector<ScoreOutcome> outcomes(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ScoreCall& c = calls[i];
+    try {
+      outcomes[i].result = compute_score_(c.data_source, c.solution_str, c.ground_truth, c.extra_info);
+    } catch (const Error& e) {
+      outcomes[i].error = outcomes[i].raised = e.message();
+    }
+  }
+  return outcomes;
+}
+
+void RateLimitedRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
+                                              RowExtra& row_extra) {
+  if (outcome.timed_out) {
+    row_extra.emplace_back("timeout", true);
+  } else {
+    row_extra.emplace_back("error", outcome.raised);
+  }
+  row_extra.emplace_back("acc", 0.0);
+  if (failures_++ == 0) first_failure_ = str_cat("row ", row, " (data_source '", data_source, "'): ", outcome.error);
 }
 
 DigitCompletionRewardManager::DigitCompletionRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
@@ -386,7 +486,7 @@ RewardResult DigitCompletionRewardManager::compute(const protocol::DataProto& da
 }
 
 const std::vector<std::string>& supported_reward_managers() {
-  static const std::vector<std::string> names = {"naive", "dapo", "digit_completion"};
+  static const std::vector<std::string> names = {"naive", "dapo", "gdpo", "rate_limited", "digit_completion"};
   return names;
 }
 
@@ -440,14 +540,17 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
   options.num_examine = num_examine;
   options.reward_fn_key = config.data.reward_fn_key;
   options.on_error = parse_on_reward_error(config.custom_reward_function.on_error);
+  options.experiment_name = config.trainer.experiment_name;
 
   ComputeScoreFn compute_score;
   const auto& custom = config.custom_reward_function;
   if (custom.path.has_value() && !custom.path->empty()) {
     UserCodeLimits limits;
     limits.timeout_s = custom.timeout;
-    compute_score =
-        load_custom_reward_function(*custom.path, custom.name, node_to_json(custom.reward_kwargs), limits);
+    RewardFunction function =
+        load_reward_function(*custom.path, custom.name, node_to_json(custom.reward_kwargs), limits);
+    compute_score = std::move(function.score);
+    options.score_batch = std::move(function.score_batch);
     options.score_fn_name = "'" + custom.name + "' from '" + *custom.path + "'";
     VERL_LOG(Info, "reward") << "using customized reward function '" << custom.name << "' from '" << *custom.path
                              << "'";
@@ -473,6 +576,14 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
   }
   VERL_CHECK(reward_kwargs.empty(), "reward", "reward_model.reward_kwargs has key '", reward_kwargs.begin().key(),
              "', which the ", manager, " reward manager does not take");
+  if (manager == "gdpo") {
+    return std::make_unique<GDPORewardManager>(std::move(tokenizer), std::move(compute_score), std::move(options));
+  }
+  if (manager == "rate_limited") {
+    options.rate_limits = config.reward_model.rate_limits;
+    return std::make_unique<RateLimitedRewardManager>(std::move(tokenizer), std::move(compute_score),
+                                                      std::move(options));
+  }
   return std::make_unique<NaiveRewardManager>(std::move(tokenizer), std::move(compute_score), std::move(options));
 }
 

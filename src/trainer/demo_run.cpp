@@ -85,8 +85,8 @@ std::string demo_rl_config_yaml(const std::string& algo) {
 }
 
 const std::string& demo_accuracy_metric() {
-  // verl's val-core key of the `reward` variable (the GSM8K rule scores 1 or 0) for data_source arithmetic.
-  static const std::string prefix = "val-core/arithmetic/reward/mean@";
+  // verl's val-core key for data_source arithmetic: the GSM8K rule's plain score (1 or 0) is also its `acc`.
+  static const std::string prefix = "val-core/arithmetic/acc/mean@";
   return prefix;
 }
 

@@ -335,9 +335,10 @@ void PPOTrainer::compute_advantage(DataProto& batch) const {
       VERL_CHECK(batch.non_tensor_batch.count(key), "trainer", "algorithm.gdpo_reward_keys names '", key,
                  "' but the reward function's extra info has no such key");
       std::vector<double> values;
-      for (const auto& v : batch.column(key)) {
-        VERL_CHECK(v.is_number(), "trainer", "gdpo reward component '", key, "' holds a non-number: ", v.dump());
-        values.push_back(v.get<double>());
+      for (const auto& v : batch.column(key)) {  // numbers or bools (acc), as numpy's float32 conversion takes them
+        VERL_CHECK(v.is_number() || v.is_boolean(), "trainer", "gdpo reward component '", key,
+                   "' holds a non-number: ", v.dump());
+        values.push_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
       }
       inputs.reward_components.push_back(torch::tensor(values, torch::kDouble).to(torch::kFloat32));
     }
@@ -508,6 +509,30 @@ void PPOTrainer::add_step_metrics(MetricMap& metrics, const DataProto& batch, co
                            algo::compute_throughput_metrics(global_token_num, timing_raw,
                                                             resource_pool_manager_.total_slots())}) {
     metrics.insert(part.begin(), part.end());
+  }
+  // verl 0.9.1's gradient-variance proxies, when the actor computed sum_pi_squared (actor.calculate_sum_pi_squared).
+  if (batch.has_tensor("sum_pi_squared") && batch.has_tensor("old_log_probs")) {
+    algo::VarianceProxyInputs proxy;
+    proxy.sum_pi_squared = batch.tensor("sum_pi_squared");
+    proxy.old_log_probs = batch.tensor("old_log_probs");
+    proxy.advantages = batch.tensor("advantages");
+    proxy.response_mask = batch.tensor("response_mask");
+    if (batch.has_tensor("rollout_is_weights")) proxy.rollout_is_weights = batch.tensor("rollout_is_weights");
+    if (auto it = metrics.find("actor/grad_norm"); it != metrics.end()) proxy.gradient_norm = it->second;
+    const algo::MetricMap part = algo::compute_variance_proxy_metrics(proxy);
+    metrics.insert(part.begin(), part.end());
+  }
+  // verl 0.9.1's GDPO: each reward component's gdpo/<key>/{mean,std,max,min}.
+  if (config_->algorithm.adv_estimator == "gdpo") {
+    for (const auto& key : config_->algorithm.gdpo_reward_keys) {
+      const auto it = batch.non_tensor_batch.find(key);
+      if (it == batch.non_tensor_batch.end()) continue;
+      std::vector<double> values;
+      values.reserve(it->second.size());
+      for (const auto& v : it->second) values.push_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
+      const algo::MetricMap part = algo::compute_reward_component_metrics("gdpo/" + key, values);
+      metrics.insert(part.begin(), part.end());
+    }
   }
   // Multi-turn rollouts: verl's num_turns/* and tool_call_counts/*, and verl.cpp's tool_errors/* (calls that
   // raised, timed out, named no tool or were not valid JSON).

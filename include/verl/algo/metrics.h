@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -41,6 +42,27 @@ MetricMap compute_timing_metrics(const torch::Tensor& attention_mask, int64_t re
 // perf/throughput = total / (time * n_gpus).  (verl spells it compute_throughout_metrics.)
 MetricMap compute_throughput_metrics(const std::vector<int64_t>& global_token_num, const MetricMap& timing_raw,
                                      int64_t n_gpus);
+
+// verl 0.9.1's compute_variance_proxy_metrics (its gradient-variance monitor), for batches that carry
+// sum_pi_squared (actor.calculate_sum_pi_squared): with W = sum over response tokens of 1 - 2 pi_t + sum_v pi_v^2
+// (pi_t = exp(old_log_probs), scaled by rollout_is_weights^2 when present) and A the sequence-mean advantage,
+// variance_proxy/proxy1_signal_strength = grad_norm^2 (0 without one), proxy2_total_power = E[A^2 max(W, 0)]
+// (with IS weights E[rho^2 A^2 W_orig], rho their sequence mean), proxy3_pure_noise = max(0, (proxy2 - proxy1) /
+// (B - 1)) (0 without a grad norm or for one sequence), expected_a_squared = E[A^2], expected_w = E[W]. Computed
+// in the inputs' dtype, as verl's tensors.
+struct VarianceProxyInputs {
+  torch::Tensor sum_pi_squared;         // (B, R)
+  torch::Tensor old_log_probs;          // (B, R)
+  torch::Tensor advantages;             // (B, R)
+  torch::Tensor response_mask;          // (B, R)
+  torch::Tensor rollout_is_weights;     // (B, R) or undefined
+  std::optional<double> gradient_norm;  // the step's actor/grad_norm
+};
+MetricMap compute_variance_proxy_metrics(const VarianceProxyInputs& in);
+
+// GDPO's per-component reward metrics (verl 0.9.1's trainer, adv_estimator=gdpo): prefix/{mean,std,max,min} of
+// the values as float32, std the population one (numpy's).
+MetricMap compute_reward_component_metrics(const std::string& prefix, const std::vector<double>& values);
 
 // Mean of each list, except keys containing "max" (max) or "min" (min). Empty lists are an error.
 MetricMap reduce_metrics(const std::map<std::string, std::vector<double>>& metrics);

@@ -306,6 +306,17 @@ struct CriticConfig {
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
 };
 
+// verl 0.9.1's RateLimitedRewardManager (reward_manager=rate_limited) for reward functions that call an API: at most
+// max_concurrent calls at once, max_rpm requests and max_tpm tokens (estimated_tokens_per_request each) a minute,
+// timeout seconds per call (a call past it, or one that raises, scores 0).
+struct RewardRateLimits {
+  int64_t max_concurrent = 1;
+  std::optional<double> max_rpm;
+  std::optional<double> max_tpm;
+  int64_t estimated_tokens_per_request = 2000;
+  double timeout = 300;
+};
+
 struct RewardModelConfig {
   bool enable = false;
   std::string strategy;
@@ -317,6 +328,7 @@ struct RewardModelConfig {
   int64_t forward_max_token_len_per_gpu = 0;
   std::string reward_manager;
   Node reward_kwargs;  // free-form map passed to the reward manager (dapo: max_resp_len, overlong_buffer_cfg)
+  RewardRateLimits rate_limits;  // the rate_limited manager's budget (verl 0.9.1: reward.max_concurrent, ...)
 };
 
 struct CustomRewardFunctionConfig {

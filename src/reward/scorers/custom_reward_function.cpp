@@ -22,8 +22,18 @@ ComputeScoreFn default_score_function() {
   };
 }
 
-ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
-                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
+namespace {
+
+// A non-finite score is the function's error (it would turn a whole group's advantages into NaN).
+std::optional<std::string> non_finite_error(const ScoreResult& result, const std::string& who) {
+  if (std::isfinite(result.score)) return std::nullopt;
+  return who + " returned a non-finite score " + python_float_str(result.score) + " (a score must be a finite number)";
+}
+
+}  // namespace
+
+RewardFunction load_reward_function(const std::string& path, const std::string& name,
+                                    const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
   VERL_CHECK(!path.empty(), "reward", "custom_reward_function.path is empty");
   VERL_CHECK(!name.empty(), "reward", "custom_reward_function.name is empty (verl's default is compute_score)");
   VERL_CHECK(reward_kwargs.is_object() || reward_kwargs.is_null(), "reward",
@@ -32,18 +42,38 @@ ComputeScoreFn load_custom_reward_function(const std::string& path, const std::s
   VERL_CHECK(std::filesystem::is_regular_file(path, ec), "reward", "reward function file '", path,
              "' not found (custom_reward_function.path, function '", name, "')");
   const nlohmann::json kwargs = reward_kwargs.is_null() ? nlohmann::json::object() : reward_kwargs;
-  ComputeScoreFn function = ends_with(path, ".so") ? load_plugin_reward_function(path, name, kwargs, limits)
-                                                   : load_python_reward_function(path, name, kwargs, limits);
+  RewardFunction loaded = ends_with(path, ".so")
+                              ? RewardFunction{load_plugin_reward_function(path, name, kwargs, limits), nullptr}
+                              : load_python_reward_function(path, name, kwargs, limits);
   const std::string who = "reward function '" + name + "' from '" + path + "'";
-  return [function = std::move(function), who](const std::string& data_source, const std::string& solution_str,
-                                                const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
-    ScoreResult result = function(data_source, solution_str, ground_truth, extra_info);
-    if (!std::isfinite(result.score)) {
-      throw RewardFunctionError("reward", who + " returned a non-finite score " + python_float_str(result.score) +
-                                              " (a score must be a finite number)");
-    }
+  RewardFunction out;
+  out.score = [score = std::move(loaded.score), who](const std::string& data_source, const std::string& solution_str,
+                                                     const nlohmann::json& ground_truth,
+                                                     const nlohmann::json& extra_info) {
+    ScoreResult result = score(data_source, solution_str, ground_truth, extra_info);
+    if (auto error = non_finite_error(result, who)) throw RewardFunctionError("reward", *error);
     return result;
   };
+  if (loaded.score_batch) {
+    out.score_batch = [batch = std::move(loaded.score_batch), who](const std::vector<ScoreCall>& calls,
+                                                                   const config::RewardRateLimits* rate_limits) {
+      std::vector<ScoreOutcome> outcomes = batch(calls, rate_limits);
+      for (ScoreOutcome& outcome : outcomes) {
+        if (!outcome.result.has_value()) continue;
+        if (auto error = non_finite_error(*outcome.result, who)) {
+          outcome.result.reset();
+          outcome.error = outcome.raised = *error;
+        }
+      }
+      return outcomes;
+    };
+  }
+  return out;
+}
+
+ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
+                                           const nlohmann::json& reward_kwargs, const UserCodeLimits& limits) {
+  return load_reward_function(path, name, reward_kwargs, limits).score;
 }
 
 std::string python_float_str(double value) {

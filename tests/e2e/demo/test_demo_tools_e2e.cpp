@@ -59,8 +59,8 @@ TEST(DemoToolsE2E, GrpoWithACalculatorToolRaisesToolUseAndAccuracy) {
 
   // The numbers are the trainer's: validation at step 0 and the last step, rollout metrics of every step.
   const trainer::MetricHistory history = trainer::read_metrics_jsonl(m[3].str() + "/metrics.jsonl");
-  EXPECT_NEAR(first_value(history, "val-core/arithmetic/reward/mean@1"), before, 5e-4);
-  EXPECT_NEAR(last_value(history, "val-core/arithmetic/reward/mean@1"), after, 5e-4);
+  EXPECT_NEAR(first_value(history, "val-core/arithmetic/acc/mean@1"), before, 5e-4);
+  EXPECT_NEAR(last_value(history, "val-core/arithmetic/acc/mean@1"), after, 5e-4);
   EXPECT_NEAR(first_value(history, "tool_call_counts/mean"), std::stod(m[4]), 5e-4);
   EXPECT_NEAR(last_value(history, "tool_call_counts/mean"), std::stod(m[5]), 5e-4);
   for (const char* key : {"tool_call_counts/mean", "critic/score/mean", "num_turns/mean"}) {

@@ -36,7 +36,7 @@ DemoLine parse_last_line(const std::string& out) {
 }
 
 double accuracy_at(const trainer::MetricHistory& history, int64_t step) {
-  auto it = history.find("val-core/arithmetic/reward/mean@1");
+  auto it = history.find("val-core/arithmetic/acc/mean@1");
   if (it == history.end() || !it->second.count(step)) return -1;
   return it->second.at(step);
 }
@@ -69,7 +69,7 @@ TEST(DemoE2E, GrpoRaisesHeldOutAccuracyThenThePpoExampleRunsOnTheDemoFolder) {
   EXPECT_NEAR(accuracy_at(history, steps), line.after, 5e-4);
   EXPECT_EQ(history.at("critic/score/mean").size(), static_cast<size_t>(steps));
   const std::string report = read_file(line.run_dir + "/report.html");
-  EXPECT_NE(report.find("data-metric=\"val-core/arithmetic/reward/mean@1\""), std::string::npos);
+  EXPECT_NE(report.find("data-metric=\"val-core/arithmetic/acc/mean@1\""), std::string::npos);
   EXPECT_NE(read_file(out + "/arithmetic_grpo.yaml").find("adv_estimator: grpo"), std::string::npos);
 
   // examples/arithmetic_ppo.yaml with `verl train`, pointed at the demo's data and model: a critic (GAE) runs.

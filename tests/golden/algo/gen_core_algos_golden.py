@@ -353,6 +353,32 @@ def data_metrics_section(x):
             "metrics": {k: float(v) for k, v in metrics.items()}}
 
 
+def variance_proxy_section(x):
+    """verl 0.9.1's compute_variance_proxy_metrics (with and without IS weights and a grad norm, float64 and float32),
+    sum_pi_squared from the shared logits; and GDPO's per-component metrics as verl's trainer computes them inline
+    (ray_trainer.fit: np.asarray(values, float32), then np.mean / np.std / np.max / np.min)."""
+    pi = torch.softmax(x["logits"], dim=-1)
+    sum_pi_sq = (pi * pi).sum(-1)
+    cases = []
+    for dtype_name, dtype in (("float64", torch.float64), ("float32", torch.float32)):
+        for with_is in (False, True):
+            for grad_norm in (None, 0.7):
+                tensors = {"sum_pi_squared": sum_pi_sq.to(dtype), "old_log_probs": x["old_log_prob"].to(dtype),
+                           "advantages": x["advantages"].to(dtype), "response_mask": x["response_mask"].to(dtype)}
+                if with_is:
+                    tensors["rollout_is_weights"] = x["rollout_is_weights"].to(dtype)
+                batch = protocol.DataProto.from_dict(tensors=tensors)
+                metrics = metric_utils.compute_variance_proxy_metrics(batch, gradient_norm=grad_norm)
+                cases.append({"dtype": dtype_name, "with_is": with_is, "gradient_norm": grad_norm,
+                              "metrics": {k: float(v) for k, v in metrics.items()}})
+    components = {}
+    for key in ("gdpo_format_reward", "gdpo_accuracy_reward"):
+        vals = np.asarray(x[key], dtype=np.float32)
+        components[key] = {"values": x[key], "mean": float(np.mean(vals)), "std": float(np.std(vals)),
+                           "max": float(np.max(vals)), "min": float(np.min(vals))}
+    return {"sum_pi_squared": L(sum_pi_sq), "cases": cases, "gdpo_components": components}
+
+
 def main():
     inputs64 = make_inputs()
     golden = {
@@ -383,6 +409,7 @@ def main():
                                         "current_kl": kls, "values": values}
     golden.update(validation_section(np.random.RandomState(8)))
     golden["data_metrics"] = data_metrics_section(inputs64)
+    golden["variance_proxy"] = variance_proxy_section(inputs64)
     with open(OUT, "w") as f:
         json.dump(golden, f, indent=None, separators=(",", ":"))
         f.write("\n")

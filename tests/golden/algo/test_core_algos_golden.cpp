@@ -15,6 +15,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/algo/kl_controller.h"
 #include "verl/algo/metrics.h"
+#include "verl/common/error.h"
 
 namespace verl::algo {
 namespace {
@@ -405,6 +406,36 @@ TEST(CoreAlgosGolden, DataMetrics) {
   b.values = input("values");
   // verl's compute_data_metrics takes the prompt / response lengths as float32 whatever the inputs' dtype.
   expect_metric_maps_equal("data_metrics", compute_data_metrics(b, true), d.at("metrics"), tolerance("float32"));
+}
+
+// verl 0.9.1's compute_variance_proxy_metrics over the shared inputs, with and without IS weights and a grad norm,
+// in float64 and float32; GDPO's per-component metrics as its trainer computes them.
+TEST(CoreAlgosGolden, VarianceProxyAndGdpoComponentMetrics) {
+  const json& v = golden().at("variance_proxy");
+  ASSERT_EQ(v.at("cases").size(), 8u);
+  for (const json& c : v.at("cases")) {
+    const std::string dtype_name = c.at("dtype").get<std::string>();
+    const torch::Dtype dtype = dtype_name == "float64" ? torch::kDouble : torch::kFloat;
+    VarianceProxyInputs in;
+    in.sum_pi_squared = tensor_of(v.at("sum_pi_squared"), dtype);
+    in.old_log_probs = input("old_log_prob", dtype);
+    in.advantages = input("advantages", dtype);
+    in.response_mask = input("response_mask", dtype);
+    if (c.at("with_is").get<bool>()) in.rollout_is_weights = input("rollout_is_weights", dtype);
+    if (!c.at("gradient_norm").is_null()) in.gradient_norm = c.at("gradient_norm").get<double>();
+    const std::string name = str_cat("variance_proxy ", dtype_name, c.at("with_is").get<bool>() ? " IS" : "",
+                                     in.gradient_norm ? " grad_norm" : "");
+    expect_metric_maps_equal(name, compute_variance_proxy_metrics(in), c.at("metrics"), tolerance(dtype_name));
+  }
+  EXPECT_TRUE(compute_variance_proxy_metrics({}).empty());  // no sum_pi_squared: nothing, as in verl
+  for (const auto& [key, expected] : v.at("gdpo_components").items()) {
+    const MetricMap got =
+        compute_reward_component_metrics("gdpo/" + key, expected.at("values").get<std::vector<double>>());
+    for (const char* stat : {"mean", "std", "max", "min"}) {
+      expect_close("gdpo/" + key + "/" + stat, got.at("gdpo/" + key + "/" + stat), expected.at(stat).get<double>(),
+                   tolerance("float32"));
+    }
+  }
 }
 
 }  // namespace

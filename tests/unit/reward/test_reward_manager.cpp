@@ -1,6 +1,7 @@
 // Reward managers on hand-built batches with a real (byte-level BPE) tokenizer: where the score lands, what the
 // scorer receives, reward_extra_info, the printed samples, rm_scores, custom functions through the config,
-// on_error, DAPO's overlong penalty. Expected values are worked out by hand from verl's naive.py / dapo.py.
+// on_error, DAPO's overlong penalty. Expected values are worked out by hand from verl 0.9.1's reward-loop naive.py /
+// dapo.py (test_reward_loop_oracle.cpp runs them).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -142,7 +143,8 @@ TEST(NaiveRewardManager, ScoreOnLastValidTokenAndDictExtraInfo) {
   EXPECT_EQ(r.reward_extra_info.at("pred"), (std::vector<Json>{"5", "4"}));
 }
 
-TEST(NaiveRewardManager, ScalarScoresHaveNoExtraInfo) {
+// verl 0.9.1's reward-loop managers record a plain number as "acc" too.
+TEST(NaiveRewardManager, ScalarScoresAreAlsoAcc) {
   NaiveRewardManager manager(byte_tokenizer(), default_score_function(), {});
   const DataProto batch = make_batch({{bytes("q"), bytes("#### 1,000") + std::vector<int64_t>{kEos}, "openai/gsm8k",
                                        "1000"},
@@ -150,7 +152,8 @@ TEST(NaiveRewardManager, ScalarScoresHaveNoExtraInfo) {
                                      4, 12);
   const RewardResult r = manager.compute(batch);
   EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 10, 1.0f}}));
-  EXPECT_TRUE(r.reward_extra_info.empty());
+  ASSERT_EQ(r.reward_extra_info.size(), 1u);
+  EXPECT_EQ(r.reward_extra_info.at("acc"), (std::vector<Json>{1.0, 0.0}));
 }
 
 TEST(NaiveRewardManager, ScorerSeesDecodedTextGroundTruthAndExtraInfo) {
@@ -177,10 +180,17 @@ TEST(NaiveRewardManager, ScorerSeesDecodedTextGroundTruthAndExtraInfo) {
   EXPECT_EQ(calls[0].data_source, "s1");
   EXPECT_EQ(calls[0].solution, "x y");  // special tokens skipped
   EXPECT_EQ(calls[0].ground_truth, Json::array({1, 2}));
-  EXPECT_EQ(calls[0].extra_info,
-            (Json{{"index", 3}, {"num_turns", 2}, {"rollout_reward_scores", Json::object()}}));
+  // verl 0.9.1's agent loop fields ([] for a single-turn rollout), then num_turns and rollout_reward_scores.
+  EXPECT_EQ(calls[0].extra_info, (Json{{"index", 3},
+                                       {"turn_scores", Json::array()},
+                                       {"tool_rewards", Json::array()},
+                                       {"num_turns", 2},
+                                       {"rollout_reward_scores", Json::object()}}));
   EXPECT_EQ(calls[1].solution, "");
-  EXPECT_EQ(calls[1].extra_info, (Json{{"num_turns", 3}, {"rollout_reward_scores", Json::object()}}));
+  EXPECT_EQ(calls[1].extra_info, (Json{{"turn_scores", Json::array()},
+                                       {"tool_rewards", Json::array()},
+                                       {"num_turns", 3},
+                                       {"rollout_reward_scores", Json::object()}}));
   EXPECT_EQ(calls[2].ground_truth, 5);
   EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 4, 1.5f}, {1, 5, 2.5f}, {2, 0, 3.5f}}));
 }
@@ -336,7 +346,7 @@ TEST(LoadRewardManager, PluginThroughTheConfig) {
   const RewardResult r = manager->compute(make_batch(
       {{bytes("q"), bytes("it is 42"), "s", "42"}, {bytes("q"), bytes("it is 4"), "s", "42"}}, 2, 10));
   EXPECT_EQ(reward_cells(r.reward_tensor), (Cells{{0, 7, 1.0f}}));
-  EXPECT_TRUE(r.reward_extra_info.empty());
+  EXPECT_EQ(r.reward_extra_info.at("acc"), (std::vector<Json>{1.0, 0.0}));
   const std::string e = error_of([&] {
     manager->compute(make_batch({{bytes("q"), bytes("1"), "s", "1"}, {bytes("q"), bytes("FAIL"), "s9", "1"}}, 2, 4));
   });
@@ -412,14 +422,16 @@ TEST(DigitCompletionRewardManager, DenseRewardOnEveryResponseToken) {
 
 TEST(LoadRewardManager, ConfigErrorsListTheChoices) {
   std::string e = error_of([] { load_config({"reward_model.reward_manager=prime"}); });
-  EXPECT_NE(e.find("expected one of: naive, dapo, digit_completion"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected one of: naive, dapo, gdpo, rate_limited, digit_completion"), std::string::npos) << e;
   for (const std::string& name : supported_reward_managers()) {
     EXPECT_NO_THROW(load_reward_manager(load_config({"reward_model.reward_manager=" + name}), byte_tokenizer(), 0));
   }
   config::PPOConfig config = load_config({});
   config.reward_model.reward_manager = "batch";
   e = error_of([&] { load_reward_manager(config, byte_tokenizer(), 0); });
-  EXPECT_EQ(e, "[reward] reward_model.reward_manager is 'batch'; verl.cpp implements: naive, dapo, digit_completion");
+  EXPECT_EQ(e,
+            "[reward] reward_model.reward_manager is 'batch'; verl.cpp implements: naive, dapo, gdpo, rate_limited, "
+            "digit_completion");
   e = error_of([] { load_reward_manager(load_config({"+reward_model.reward_kwargs.max_resp_len=3"}), byte_tokenizer(), 0); });
   EXPECT_NE(e.find("reward_model.reward_kwargs has key 'max_resp_len', which the naive reward manager does not take"),
             std::string::npos)
@@ -430,6 +442,18 @@ TEST(LoadRewardManager, ConfigErrorsListTheChoices) {
                         byte_tokenizer(), 0);
   });
   EXPECT_NE(e.find("max_resp_len must be set"), std::string::npos) << e;
+  e = error_of([] {
+    load_reward_manager(load_config({"reward_model.reward_manager=dapo", "+reward.reward_kwargs.max_resp_len=3",
+                                     "+reward.reward_kwargs.overlong_buffer_cfg.enable=true",
+                                     "+reward.reward_kwargs.overlong_buffer_cfg.len=4"}),
+                        byte_tokenizer(), 0);
+  });
+  EXPECT_NE(e.find("max_resp_len (3) must be >= overlong_buffer_cfg.len (4)"), std::string::npos) << e;
+  for (const char* bad : {"+reward.max_concurrent=0", "+reward.max_rpm=0", "+reward.timeout=0",
+                          "+reward.estimated_tokens_per_request=-1"}) {
+    e = error_of([&] { load_config({bad}); });
+    EXPECT_NE(e.find(std::string(bad).substr(1, std::string(bad).find('=') - 1)), std::string::npos) << e;
+  }
   e = error_of([] { load_config({"custom_reward_function.on_error=ignore"}); });
   EXPECT_NE(e.find("expected one of: raise, zero"), std::string::npos) << e;
   e = error_of([] { load_reward_manager(load_config({"custom_reward_function.path=/no/such.py"}), byte_tokenizer(), 0); });

@@ -28,10 +28,16 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "verl/common/error.h"
 #include "verl/reward/scorers/score_result.h"
+
+namespace verl::config {
+struct RewardRateLimits;
+}
 
 namespace verl::reward {
 
@@ -55,14 +61,47 @@ struct UserCodeLimits {
   std::string timeout_key = "custom_reward_function.timeout";  // named by the timeout error
 };
 
+// One compute_score call of a batch, and what came of it.
+struct ScoreCall {
+  std::string data_source, solution_str;
+  nlohmann::json ground_truth, extra_info;
+};
+struct ScoreOutcome {
+  std::optional<ScoreResult> result;  // empty when the call failed
+  std::string error;                  // then what the user code raised, or the time limit's message
+  std::string raised;                 // Python's str() of the exception alone (verl's rate_limited records it)
+  bool timed_out = false;
+};
+
+// The calls of a batch at once, as verl 0.9.1's reward loop awaits them:
+//  - rate_limits null: an `async def` is awaited for every call concurrently on one event loop, each under
+//    UserCodeLimits::timeout_s; a plain function is called in turn (the results are verl's; only the concurrency
+//    of verl's thread pool differs, which the GIL takes from CPU-bound scorers anyway);
+//  - rate_limits set (reward_manager=rate_limited): every call, async or plain (on a thread of its own), waits for
+//    the request and token budgets, then for one of max_concurrent places, and runs under rate_limits->timeout.
+// The outcomes are in the calls' order. A call that blocks the event loop is stopped by python::UserCallLimit once
+// the batch runs past the longest time its limits allow.
+using ComputeScoreBatchFn = std::function<std::vector<ScoreOutcome>(const std::vector<ScoreCall>& calls,
+                                                                    const config::RewardRateLimits* rate_limits)>;
+
+// custom_reward_function loaded: `score` for one call (an async def runs alone on the event loop), `score_batch`
+// for a batch (set for Python files; a plugin has only `score`). Both reject non-finite scores.
+struct RewardFunction {
+  ComputeScoreFn score;
+  ComputeScoreBatchFn score_batch;
+};
+
 // Loads custom_reward_function.path / .name with reward_kwargs (a JSON object). Errors (one line, naming path
 // and name): missing file, a Python file that fails to import, no such function / exported symbol, a
 // reward_kwargs that is not an object. The function returned enforces `limits` and rejects non-finite scores.
+RewardFunction load_reward_function(const std::string& path, const std::string& name,
+                                    const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
+// load_reward_function(...).score
 ComputeScoreFn load_custom_reward_function(const std::string& path, const std::string& name,
                                            const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
 
-// The two ways, used by load_custom_reward_function (exposed for tests).
-ComputeScoreFn load_python_reward_function(const std::string& path, const std::string& name,
+// The two ways, used by load_reward_function (exposed for tests).
+RewardFunction load_python_reward_function(const std::string& path, const std::string& name,
                                            const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});
 ComputeScoreFn load_plugin_reward_function(const std::string& path, const std::string& name,
                                            const nlohmann::json& reward_kwargs, const UserCodeLimits& limits = {});

@@ -1,0 +1,112 @@
+"""verl 0.9.1's reward-loop managers in .venv/test, for test_reward_loop_oracle.cpp.
+
+  reward_loop_oracle.py CASE.json   prints {"rm_scores": [[...]], "reward_extra_info": {key: [...]}}
+
+CASE.json: {"tokenizer": folder, "manager": naive | dapo | gdpo | limited, "config": verl's config as a dict (the
+reward section after verl's legacy-key migration, trainer.experiment_name), "custom_reward_function": {"path",
+"name"} or null, "prompt_length": P, "response_length": R, "rows": [{"prompt_ids", "response_ids", "non_tensor":
+{column: value}}]}.
+
+Each row is scored as verl's RewardLoopWorker.compute_score_batch does (one single-row DataProto per sample,
+run_single awaited for all of them at once), and the batch assembled as RewardLoopManager.compute_rm_score does
+(assemble_rm_scores; reward_extra_info keys from the first row). The custom function is loaded by verl's own
+get_custom_reward_fn; without one the manager uses verl's default_compute_score.
+
+verl's modules are loaded from its installed files without running the __init__ of verl and verl.experimental
+(which need Ray and aiohttp); `ray` is a bare module that only satisfies imports (nothing here calls it).
+"""
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+import types
+
+
+def verl_packages_without_init():
+    spec = importlib.util.find_spec("verl")
+    assert spec is not None, "verl is not installed in " + sys.executable
+    root = list(spec.submodule_search_locations)[0]
+    for name, folder in (("verl", root), ("verl.experimental", os.path.join(root, "experimental")),
+                         ("verl.experimental.reward_loop", os.path.join(root, "experimental", "reward_loop"))):
+        module = types.ModuleType(name)
+        module.__path__ = [folder]
+        sys.modules[name] = module
+    ray = types.ModuleType("ray")
+    ray.ObjectRef = object
+    ray.remote = lambda *args, **kwargs: args[0] if args and callable(args[0]) else (lambda cls: cls)
+    sys.modules.setdefault("ray", ray)
+    from verl.protocol import DataProto
+
+    sys.modules["verl"].DataProto = DataProto  # what `from verl import DataProto` finds
+
+
+def jsonable(value):
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def main(case_path):
+    verl_packages_without_init()
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+
+    from verl import DataProto
+    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    case = json.load(open(case_path))
+    tokenizer = AutoTokenizer.from_pretrained(case["tokenizer"])
+    config = OmegaConf.create(case["config"])
+    compute_score = None
+    if case.get("custom_reward_function"):
+        fn = case["custom_reward_function"]
+        compute_score = get_custom_reward_fn(OmegaConf.create(
+            {"reward": {"custom_reward_function": {"path": fn["path"], "name": fn["name"], "reward_kwargs": {}}}}))
+    manager = get_reward_manager_cls(case["manager"])(config, tokenizer, compute_score)
+
+    P, R = case["prompt_length"], case["response_length"]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    prompts = torch.full((len(case["rows"]), P), pad, dtype=torch.int64)
+    responses = torch.full((len(case["rows"]), R), pad, dtype=torch.int64)
+    attention_mask = torch.zeros((len(case["rows"]), P + R), dtype=torch.int64)
+    for i, row in enumerate(case["rows"]):
+        p, r = row["prompt_ids"], row["response_ids"]
+        if p:
+            prompts[i, P - len(p):] = torch.tensor(p)
+            attention_mask[i, P - len(p):P] = 1
+        if r:
+            responses[i, :len(r)] = torch.tensor(r)
+            attention_mask[i, P:P + len(r)] = 1
+
+    def one_row(i):
+        non_tensor = {}
+        for key, value in case["rows"][i]["non_tensor"].items():
+            column = np.empty(1, dtype=object)
+            column[0] = value
+            non_tensor[key] = column
+        return DataProto.from_dict(
+            tensors={"prompts": prompts[i:i + 1], "responses": responses[i:i + 1],
+                     "attention_mask": attention_mask[i:i + 1]},
+            non_tensors=non_tensor)
+
+    async def score_all():
+        return await asyncio.gather(*(manager.run_single(one_row(i)) for i in range(len(case["rows"]))))
+
+    outputs = manager.loop.run_until_complete(score_all())
+    data = DataProto.from_dict(tensors={"prompts": prompts, "responses": responses, "attention_mask": attention_mask})
+    rm_scores = type(manager).assemble_rm_scores(data, [o["reward_score"] for o in outputs])
+    infos = [o.get("reward_extra_info", {}) for o in outputs]
+    extra = {key: [jsonable(info[key]) for info in infos] for key in infos[0]}
+    print(json.dumps({"rm_scores": rm_scores.tolist(), "reward_extra_info": extra}, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
