@@ -174,7 +174,9 @@ DemoResult run_demo(const DemoOptions& options) {
       result.tool_calls_last = calls;
       line << "  tool calls " << fixed(*calls, 2);
     }
-    if (auto turns = find_prefixed(metrics, "num_turns/mean")) line << "  turns " << fixed(*turns, 2);
+    if (options.prepare.tools) {  // a single-turn rollout reports two turns every time
+      if (auto turns = find_prefixed(metrics, "num_turns/mean")) line << "  turns " << fixed(*turns, 2);
+    }
     if (accuracy) line << "  val accuracy " << fixed(*accuracy, 3);
     line << "  (" << fixed(seconds_since(rl_start), 1) << " s)";
     std::cerr << line.str() << "\n";

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <random>
 
 #include "verl/common/error.h"
@@ -86,6 +87,7 @@ MetricMap PPOTrainer::validate() {
   std::vector<Json> sample_gts;
   std::vector<double> sample_scores;
   std::map<std::string, std::vector<Json>> reward_extra_infos;
+  std::vector<double> sample_turns;  // __num_turns__ of every sample, when the rollout reports it
   val_dataloader_->start_epoch(val_passes_++);  // a new epoch restarts the (unshuffled) validation loader
   int64_t prompt_counter = 0;
   while (val_dataloader_->has_next()) {
@@ -128,6 +130,9 @@ MetricMap PPOTrainer::validate() {
       auto& list = reward_extra_infos[key];
       list.insert(list.end(), values.begin(), values.end());
     }
+    if (test_batch.non_tensor_batch.count("__num_turns__")) {
+      for (const Json& turns : test_batch.column("__num_turns__")) sample_turns.push_back(turns.get<double>());
+    }
     for (int64_t i = 0; i < test_batch.size(); ++i) {
       data_sources.push_back(test_batch.non_tensor_batch.count("data_source")
                                  ? test_batch.column("data_source")[static_cast<size_t>(i)].get<std::string>()
@@ -158,7 +163,15 @@ MetricMap PPOTrainer::validate() {
     if (usable && !converted.empty()) infos[key] = std::move(converted);
   }
   if (sample_scores.empty()) return {};
-  return algo::flatten_validation_metrics(algo::process_validation_metrics(data_sources, sample_uids, infos));
+  MetricMap metrics =
+      algo::flatten_validation_metrics(algo::process_validation_metrics(data_sources, sample_uids, infos));
+  if (!sample_turns.empty()) {  // verl 0.9.1's _validate
+    metrics["val-aux/num_turns/min"] = *std::min_element(sample_turns.begin(), sample_turns.end());
+    metrics["val-aux/num_turns/max"] = *std::max_element(sample_turns.begin(), sample_turns.end());
+    metrics["val-aux/num_turns/mean"] = std::accumulate(sample_turns.begin(), sample_turns.end(), 0.0) /
+                                        static_cast<double>(sample_turns.size());
+  }
+  return metrics;
 }
 
 void PPOTrainer::maybe_log_val_generations(const std::vector<std::string>& inputs,

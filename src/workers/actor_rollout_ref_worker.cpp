@@ -520,7 +520,13 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
                                {"position_ids", out.position_ids.to(torch::kCPU)},
                                {"response_mask", out.response_mask.to(torch::kCPU)}};
   if (params.calculate_log_probs) batch["rollout_log_probs"] = out.rollout_log_probs.to(torch::kCPU);
-  return DataProto::from_dict(std::move(batch), {}, out_meta);
+  // verl 0.9.1 runs every rollout through its agent loop, and its single-turn loop reports two turns and no turn
+  // scores or tool rewards: the num_turns/* metrics and the reward function's extra_info see them.
+  const auto rows = static_cast<size_t>(out.responses.size(0));
+  protocol::NonTensorMap columns = {{"__num_turns__", std::vector<Json>(rows, Json(2))},
+                                    {"turn_scores", std::vector<Json>(rows, Json::array())},
+                                    {"tool_rewards", std::vector<Json>(rows, Json::array())}};
+  return DataProto::from_dict(std::move(batch), std::move(columns), out_meta);
 }
 
 DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {

@@ -91,7 +91,9 @@ void run_case(const CriticCase& c) {
       ASSERT_EQ(got[key].size(), want[key].size()) << key;
       for (size_t i = 0; i < want[key].size(); ++i) {
         const double a = got[key][i].get<double>(), b = want[key][i].get<double>();
-        EXPECT_NEAR(a, b, 2e-5 * std::abs(b) + 1e-7) << c.name << " call " << call << " " << key << "[" << i << "]";
+        // float32 training over three updates: the CPU's GEMM kernels move the last digits (a 3e-5 relative gap
+        // in vpred_mean on a 2-core AMD EPYC, where the parameters moved 0.08 and differ by 7e-6).
+        EXPECT_NEAR(a, b, 5e-5 * std::abs(b) + 1e-6) << c.name << " call " << call << " " << key << "[" << i << "]";
         if (std::string(key) == "critic/grad_norm" && b > c.grad_clip) clipped_grad = true;
         if (std::string(key) == "critic/vf_clipfrac" && b > 0) clipped_value = true;
       }

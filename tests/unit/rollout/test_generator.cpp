@@ -177,7 +177,8 @@ TEST(Generator, PassesOfFewerPromptsGiveTheOnePassBatch) {
     EXPECT_TRUE(torch::equal(parts.attention_mask, whole.attention_mask)) << per_pass;
     EXPECT_TRUE(torch::equal(parts.position_ids, whole.position_ids)) << per_pass;
     EXPECT_TRUE(torch::equal(parts.response_mask, whole.response_mask)) << per_pass;
-    EXPECT_TRUE(torch::allclose(parts.rollout_log_probs, whole.rollout_log_probs, 0, 1e-6)) << per_pass;
+    // Fewer rows take other GEMM blocking: a few float32 ulps apart on some CPUs (1.1e-6 on a 2-core AMD EPYC).
+    EXPECT_TRUE(torch::allclose(parts.rollout_log_probs, whole.rollout_log_probs, 1e-5, 1e-6)) << per_pass;
     EXPECT_EQ(parts.response_lengths, whole.response_lengths) << per_pass;
   }
   EXPECT_LT(whole.response_mask.sum().item<int64_t>(), 8 * 6);  // some row stopped at eos

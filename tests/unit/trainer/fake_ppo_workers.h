@@ -138,12 +138,16 @@ class FakeActorRolloutWorker : public Worker {
     }
     torch::Tensor attention_mask = torch::cat({prompt_mask, response_mask}, 1);
     torch::Tensor position_ids = torch::clamp(attention_mask.cumsum(1) - 1, 0);
+    // As verl 0.9.1's agent loop: every row reports its turns (2 or 4 here, so the metrics have a spread).
+    std::vector<nlohmann::json> turns;
+    for (int64_t i = 0; i < prompts.size(0); ++i) turns.emplace_back(2 + 2 * (i % 2));
     return DataProto::from_dict({{"prompts", prompts},
                                  {"responses", responses},
                                  {"input_ids", torch::cat({prompts, responses}, 1)},
                                  {"attention_mask", attention_mask},
                                  {"position_ids", position_ids},
-                                 {"response_mask", response_mask}});
+                                 {"response_mask", response_mask}},
+                                {{"__num_turns__", std::move(turns)}});
   }
 
   DataProto log_prob(const DataProto& in, bool ref) {

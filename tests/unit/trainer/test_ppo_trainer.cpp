@@ -139,9 +139,13 @@ TEST(PPOTrainer, GaeStepCallsWorkersInVerlOrderAndLogsMetricKeys) {
         "timing_s/testing", "timing_s/step", "timing_per_token_ms/gen", "perf/total_num_tokens", "perf/time_per_step",
         "perf/throughput", "global_seqlen/min", "global_seqlen/max", "global_seqlen/minmax_diff",
         "global_seqlen/balanced_min", "global_seqlen/balanced_max", "global_seqlen/mean",
-        "val-core/fake/acc/mean@1", "val-aux/fake/reward/mean@1"}) {
+        "val-core/fake/acc/mean@1", "val-aux/fake/reward/mean@1", "num_turns/mean", "val-aux/num_turns/mean"}) {
     EXPECT_TRUE(has(history, key, 1)) << key;
   }
+  // verl 0.9.1's turn counts of validation: 6 prompts over 2 ranks, 2 and 4 turns alternating on each.
+  EXPECT_EQ(history["val-aux/num_turns/min"][1], 2.0);
+  EXPECT_EQ(history["val-aux/num_turns/max"][1], 4.0);
+  EXPECT_DOUBLE_EQ(history["val-aux/num_turns/mean"][1], 16.0 / 6.0);
   EXPECT_TRUE(has(history, "val-core/fake/acc/mean@1", 0));  // val_before_train logs at step 0
   EXPECT_EQ(history["training/global_step"][1], 1.0);
   EXPECT_EQ(history["training/epoch"][1], 0.0);

@@ -229,6 +229,10 @@ TEST(ActorWorker, WorkerGroupFlowMetricsAndHfExport) {
     EXPECT_TRUE(gen.has_tensor(k)) << k;
   }
   EXPECT_EQ(gen.tensor("responses").sizes(), (std::vector<int64_t>{8, 6}));
+  // verl 0.9.1's single-turn agent loop: two turns, no turn scores or tool rewards, for the metrics and rewards.
+  EXPECT_EQ(gen.column("__num_turns__"), std::vector<nlohmann::json>(8, 2));
+  EXPECT_EQ(gen.column("turn_scores"), std::vector<nlohmann::json>(8, nlohmann::json::array()));
+  EXPECT_EQ(gen.column("tool_rewards"), std::vector<nlohmann::json>(8, nlohmann::json::array()));
   EXPECT_TRUE(gen.meta_info["timing"].contains("generate_sequences"));
   EXPECT_TRUE(torch::equal(gen.tensor("response_mask"), gen.tensor("attention_mask").narrow(1, 5, 6)));
   auto old = group.call("compute_log_prob", gen);
