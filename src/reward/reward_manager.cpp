@@ -176,7 +176,8 @@ void NaiveRewardManager::add_scorer_extra_info(const protocol::DataProto& data, 
 
 std::vector<ScoreOutcome> NaiveRewardManager::score_calls(const std::vector<ScoreCall>& calls,
                                                           const std::vector<std::string>& data_sources) {
-  if (options_.score_batch) return options_.score_batch(calls, nullptr);
+  const config::RewardRateLimits* rate_limits = options_.rate_limits ? &*options_.rate_limits : nullptr;
+  if (options_.score_batch) return options_.score_batch(calls, rate_limits);
   std::vector<ScoreOutcome> outcomes(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) {
     const ScoreCall& c = calls[i];
@@ -185,6 +186,11 @@ std::vector<ScoreOutcome> NaiveRewardManager::score_calls(const std::vector<Scor
     } catch (const RewardFunctionError& e) {
       outcomes[i].error = outcomes[i].raised = e.message();
     } catch (const Error& e) {
+      // rate_limited records whatever a call raises as the sample's failure, as verl catches every exception there.
+      if (rate_limits != nullptr) {
+        outcomes[i].error = outcomes[i].raised = e.message();
+        continue;
+      }
       throw Error("reward", str_cat("row ", i, " (data_source '", data_sources[i], "'): ", e.message()));
     }
   }
@@ -414,22 +420,6 @@ RateLimitedRewardManager::RateLimitedRewardManager(std::shared_ptr<const tokeniz
 void RateLimitedRewardManager::add_scorer_extra_info(const protocol::DataProto& data, size_t row,
                                                      Json& extra_info) const {
   add_agent_loop_fields(data, row, extra_info);
-}
-
-std::vector<ScoreOutcome> RateLimitedRewardManager::score_calls(const std::vector<ScoreCall>& calls,
-                                                                const std::vector<std::string>& /*data_sources*/) {
-  if (options_.score_batch) return options_.score_batch(calls, &*options_.rate_limits);
-  // The built-in scorers and plugins: no API to pace; every failure is the sample's, as verl catches them all.
-  std::vector<ScoreOutcome> outcomes(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const ScoreCall& c = calls[i];
-    try {
-      outcomes[i].result = compute_score_(c.data_source, c.solution_str, c.ground_truth, c.extra_info);
-    } catch (const Error& e) {
-      outcomes[i].error = outcomes[i].raised = e.message();
-    }
-  }
-  return outcomes;
 }
 
 void RateLimitedRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,

@@ -262,7 +262,12 @@ DataProto PPOTrainer::get_gen_batch(DataProto& batch) const {
       non_tensor_keys.push_back(key);
     }
   }
-  return batch.pop(batch_keys, non_tensor_keys);
+  DataProto gen_batch = batch.pop(batch_keys, non_tensor_keys);
+  // verl 0.9.1 scores inside its agent loop, where the prompt's messages are at hand (the reward function's
+  // extra_info["raw_prompt"], a reward model's chat template): the batch keeps them for the reward step.
+  if (gen_batch.non_tensor_batch.count("raw_prompt"))
+    batch.non_tensor_batch["raw_prompt"] = gen_batch.column("raw_prompt");
+  return gen_batch;
 }
 
 nlohmann::json PPOTrainer::generation_meta(bool validate, bool do_sample) const {

@@ -101,10 +101,10 @@ class NaiveRewardManager : public RewardManager {
                               std::vector<std::pair<std::string, nlohmann::json>>& row_extra);
   // What the manager adds to row `row`'s extra_info before compute_score sees it.
   virtual void add_scorer_extra_info(const protocol::DataProto& data, size_t row, nlohmann::json& extra_info) const;
-  // Every call of the batch, in order (options_.score_batch when set, else compute_score in turn); an error that
-  // is not the user code's names the row.
-  virtual std::vector<ScoreOutcome> score_calls(const std::vector<ScoreCall>& calls,
-                                                const std::vector<std::string>& data_sources);
+  // Every call of the batch, in order (options_.score_batch when set, else compute_score in turn, paced by
+  // options_.rate_limits when set); an error that is not the user code's names the row.
+  std::vector<ScoreOutcome> score_calls(const std::vector<ScoreCall>& calls,
+                                        const std::vector<std::string>& data_sources);
   // A call that failed: on_error=raise ends the step with its row and data source; otherwise it is counted (the
   // row scores 0). `row_extra` takes the manager's own entries for the row.
   virtual void handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
@@ -143,13 +143,13 @@ class GDPORewardManager : public NaiveRewardManager {
 };
 
 // verl 0.9.1's RateLimitedRewardManager (reward_manager=rate_limited), for reward functions that call an API: every
-// call of a batch waits for the request and token budgets (reward.max_rpm, max_tpm with
+// call of a Python function waits for the request and token budgets (reward.max_rpm, max_tpm with
 // estimated_tokens_per_request each), then for one of reward.max_concurrent places (default 1), and runs under
-// reward.timeout (default 300 s). A call that raises or runs
-// past the timeout scores 0 with reward_extra_info "error" (what it raised) or "timeout" (true) and "acc" 0.0;
-// custom_reward_function.on_error does not apply. extra_info gets the agent loop's fields (no num_turns).
-// verl shares the budget among every manager of a process; here among managers of the same settings (a run's
-// training and validation managers).
+// reward.timeout (default 300 s); the built-in scorers and plugins run in turn. A call that raises or runs past the
+// timeout scores 0 with reward_extra_info "error" (what it raised) or "timeout" (true) and "acc" 0.0;
+// custom_reward_function.on_error does not apply. extra_info gets the agent loop's fields (no num_turns). verl
+// shares the budget among every manager of a process; here among managers of the same settings (a run's training
+// and validation managers).
 class RateLimitedRewardManager : public NaiveRewardManager {
  public:
   RateLimitedRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer, ComputeScoreFn compute_score,
@@ -157,8 +157,6 @@ class RateLimitedRewardManager : public NaiveRewardManager {
 
  protected:
   void add_scorer_extra_info(const protocol::DataProto& data, size_t row, nlohmann::json& extra_info) const override;
-  std::vector<ScoreOutcome> score_calls(const std::vector<ScoreCall>& calls,
-                                        const std::vector<std::string>& data_sources) override;
   void handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
                       std::vector<std::pair<std::string, nlohmann::json>>& row_extra) override;
   std::string failure_reason() const override { return "failed or timed out (rate_limited scores such calls 0)"; }

@@ -6,7 +6,6 @@
 #include <mutex>
 #include <string>
 
-#include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/config/ppo_config.h"
 #include "verl/python/async_calls.h"
@@ -444,7 +443,7 @@ std::vector<ScoreOutcome> score_batch(const PythonFunction& f, const std::vector
       outcome.result = call_plain(f, call);
       outcomes.push_back(std::move(outcome));
     } catch (const RewardFunctionError& e) {
-      outcomes.push_back(failed(e.message(), e.message(), ends_with(e.message(), "(" + f.limits.timeout_key + ")")));
+      outcomes.push_back(failed(e.message(), e.message()));
     }
   }
   return outcomes;

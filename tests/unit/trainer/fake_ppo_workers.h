@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "verl/common/error.h"
 #include "verl/single_controller/worker.h"
 #include "verl/trainer/ppo_trainer.h"
 
@@ -262,7 +263,7 @@ class FakePromptLoader : public trainer::PromptDataLoader {
     const int64_t n = static_cast<int64_t>(rows.size());
     torch::Tensor ids = torch::full({n, prompt_length_}, char_id('P'), torch::kInt64);
     torch::Tensor mask = torch::zeros({n, prompt_length_}, torch::kInt64);
-    std::vector<nlohmann::json> sources, rm, index, raw_ids;
+    std::vector<nlohmann::json> sources, rm, index, raw_ids, messages;
     for (int64_t i = 0; i < n; ++i) {
       const std::string text = prompts_[static_cast<size_t>(rows[static_cast<size_t>(i)])] + "S";
       const int64_t start = prompt_length_ - static_cast<int64_t>(text.size());
@@ -276,11 +277,15 @@ class FakePromptLoader : public trainer::PromptDataLoader {
       rm.push_back({{"style", "rule"}, {"ground_truth", prompts_[static_cast<size_t>(rows[static_cast<size_t>(i)])]}});
       index.emplace_back(rows[static_cast<size_t>(i)]);
       raw_ids.push_back(raw);
+      messages.push_back(nlohmann::json::array({{{"role", "user"}, {"content", text}}}));
     }
     torch::Tensor position_ids = torch::clamp(mask.cumsum(1) - 1, 0);
     return DataProto::from_dict({{"input_ids", ids}, {"attention_mask", mask}, {"position_ids", position_ids}},
-                                {{"data_source", sources}, {"reward_model", rm}, {"index", index},
-                                 {"raw_prompt_ids", raw_ids}});
+                                {{"data_source", sources},
+                                 {"reward_model", rm},
+                                 {"index", index},
+                                 {"raw_prompt_ids", raw_ids},
+                                 {"raw_prompt", messages}});
   }
   nlohmann::json state_dict() const override { return {{"epoch", epoch_}, {"position", position_}}; }
   void load_state_dict(const nlohmann::json& state) override {
@@ -299,6 +304,10 @@ class FakePromptLoader : public trainer::PromptDataLoader {
 
 // Score = fraction of digit tokens among the response's R positions, on the last valid token; acc = score > 0.4.
 inline trainer::RewardOutput fake_reward(const DataProto& batch) {
+  // The trainer keeps the prompts' messages for the reward step (verl 0.9.1 scores where they are at hand).
+  VERL_CHECK(batch.non_tensor_batch.count("raw_prompt") &&
+                 batch.column("raw_prompt").size() == static_cast<size_t>(batch.size()),
+             "test", "the reward step's batch has no raw_prompt column for every row");
   const torch::Tensor& responses = batch.tensor("responses");
   const torch::Tensor mask = batch.tensor("attention_mask").slice(1, -responses.size(1));
   const int64_t b = responses.size(0), r = responses.size(1);
