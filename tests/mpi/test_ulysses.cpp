@@ -123,7 +123,9 @@ void expect_same_gradients(CausalLM& split, CausalLM& whole, parallel::Comm& wor
     torch::Tensor g = item.value().grad().defined() ? item.value().grad().clone() : torch::zeros_like(item.value());
     world.all_reduce(g, parallel::ReduceOp::Average);
     const torch::Tensor expected = b[item.key()].grad();
-    EXPECT_LT(relative_difference(g, expected), 1e-4) << what << ": " << item.key();
+    // float32: the shards take other GEMM shapes than the whole sequence, whose rounding varies with the CPU
+    // (1.4e-4 measured on a 2-core AMD EPYC); a misaligned gather is off by O(1).
+    EXPECT_LT(relative_difference(g, expected), 5e-4) << what << ": " << item.key();
   }
 }
 
