@@ -21,7 +21,7 @@ const char* const kScoreUsage =
     "usage: verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME] [--reward-timeout S]]\n"
     "\n"
     "Scores responses with verl's rule rewards (default_compute_score). Each line of FILE (\"-\" reads stdin)\n"
-    "is a JSON object with the strings \"data_source\", \"solution_str\" and \"ground_truth\" and an optional\n"
+    "is a JSON object with the strings \"data_source\" and \"solution_str\", a \"ground_truth\" and an optional\n"
     "\"extra_info\" object; other keys are ignored, blank lines skipped. For every input line one JSON line is\n"
     "printed: {\"score\": ...} plus the scorer's extra fields (math_dapo adds \"acc\" and \"pred\").\n"
     "Nothing is printed when a line is bad: the error names the file and line.\n"
@@ -39,7 +39,9 @@ const char* const kScoreUsage =
     "data sources: openai/gsm8k, arithmetic (\"#### N\" answers); lighteval/MATH,\n"
     "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500 (last \\boxed{}); math_dapo, math,\n"
     "math_dapo_reasoning, aime* (\"Answer: ...\", score +-1); digit_completion (dense prefix reward,\n"
-    "summed; ground_truth is the completion \"11,12\" or the prompt \"9,10:20,2\").\n"
+    "summed; ground_truth is the completion \"11,12\" or the prompt \"9,10:20,2\"); searchR1_nq, _triviaqa,\n"
+    "_popqa, _hotpotqa, _2wikimultihopqa, _musique, _bamboogle (last <answer>...</answer>, exact match;\n"
+    "ground_truth {\"target\": [answers]}). ground_truth is a string for the others.\n"
     "\n"
     "example:\n"
     "  echo '{\"data_source\":\"openai/gsm8k\",\"solution_str\":\"... #### 18\",\"ground_truth\":\"18\"}' |\n"
@@ -61,7 +63,7 @@ nlohmann::ordered_json to_json(const reward::ExtraValue& value) {
 const std::string& required_string(const nlohmann::json& row, const char* key, const std::string& where) {
   const auto it = row.find(key);
   VERL_CHECK(it != row.end(), "score", where, ": missing \"", key,
-             "\"; each line needs the strings \"data_source\", \"solution_str\" and \"ground_truth\"");
+             "\"; each line needs the strings \"data_source\" and \"solution_str\" and a \"ground_truth\"");
   VERL_CHECK(it->is_string(), "score", where, ": \"", key, "\" must be a string, got ", it->type_name(), " ",
              it->dump());
   return it->get_ref<const std::string&>();
@@ -80,14 +82,9 @@ std::string score_line(const std::string& line, const std::string& where, const 
   VERL_CHECK(row.is_object(), "score", where, ": expected a JSON object, got ", row.type_name());
   const std::string& data_source = required_string(row, "data_source", where);
   const std::string& solution_str = required_string(row, "solution_str", where);
-  nlohmann::json ground_truth;
-  if (custom) {
-    const auto it = row.find("ground_truth");
-    VERL_CHECK(it != row.end(), "score", where, ": missing \"ground_truth\"");
-    ground_truth = *it;
-  } else {
-    ground_truth = required_string(row, "ground_truth", where);
-  }
+  const auto truth = row.find("ground_truth");
+  VERL_CHECK(truth != row.end(), "score", where, ": missing \"ground_truth\"");
+  const nlohmann::json& ground_truth = *truth;
   nlohmann::json extra_info;
   if (const auto it = row.find("extra_info"); it != row.end()) {
     VERL_CHECK(it->is_object() || it->is_null(), "score", where, ": \"extra_info\" must be an object or null, got ",
@@ -100,7 +97,7 @@ std::string score_line(const std::string& line, const std::string& where, const 
       result = custom(data_source, solution_str, ground_truth, extra_info.is_null() ? nlohmann::json::object()
                                                                                       : extra_info);
     } else {
-      result = reward::default_compute_score(data_source, solution_str, ground_truth.get<std::string>(), extra_info);
+      result = reward::default_compute_score_json(data_source, solution_str, ground_truth, extra_info);
     }
   } catch (const reward::RewardFunctionError& e) {
     VERL_FAIL("score", where, ": the reward function raised: ", e.message());

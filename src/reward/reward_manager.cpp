@@ -122,7 +122,7 @@ std::pair<int64_t, int64_t> valid_lengths(const ResponseBatch& rb, int64_t i) {
 // One row's outcome before the extra-info columns are assembled.
 struct RowOutcome {
   ScoreResult result;
-  bool failed = false;  // user code raised and on_error=zero
+  bool failed = false;  // the call raised or timed out and the row scores 0 (on_error=zero, rate_limited)
   RowExtra manager_extra;
 };
 
@@ -197,14 +197,14 @@ std::vector<ScoreOutcome> NaiveRewardManager::score_calls(const std::vector<Scor
   return outcomes;
 }
 
-void NaiveRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
-                                        RowExtra& /*row_extra*/) {
+std::string NaiveRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
+                                               RowExtra& /*row_extra*/) {
   const std::string text = str_cat("reward function ", options_.score_fn_name, " raised on row ", row,
                                    " (data_source '", data_source, "'): ", outcome.error);
   if (options_.on_error == OnRewardError::kRaise) {
     throw Error("reward", text + " (set custom_reward_function.on_error=zero to score such samples 0)");
   }
-  if (failures_++ == 0) first_failure_ = text;
+  return text;
 }
 
 RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
@@ -267,8 +267,8 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
   auto rewards = reward_tensor.accessor<float, 2>();
   std::vector<RowOutcome> rows(static_cast<size_t>(batch));
   std::map<std::string, int64_t> printed;  // data source -> samples printed (verl's already_print_data_sources)
-  failures_ = 0;
-  first_failure_.clear();
+  int64_t failures = 0;
+  std::string first_failure;
   for (int64_t i = 0; i < batch; ++i) {
     const auto row_index = static_cast<size_t>(i);
     RowOutcome& row = rows[row_index];
@@ -279,7 +279,8 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
       // val-core/<source>/acc and filter_groups.metric=acc works); a dict gives its own keys.
       if (!row.result.is_dict) row.manager_extra.emplace_back("acc", row.result.score);
     } else {
-      handle_failure(outcome, row_index, sources[row_index], row.manager_extra);
+      std::string failure = handle_failure(outcome, row_index, sources[row_index], row.manager_extra);
+      if (failures++ == 0) first_failure = std::move(failure);
       row.failed = true;
       row.result = ScoreResult::scalar(0.0);
     }
@@ -305,9 +306,9 @@ RewardResult NaiveRewardManager::compute(const protocol::DataProto& data) {
     }
   }
 
-  if (failures_ > 0) {
-    VERL_LOG(Warn, "reward") << failures_ << " of " << batch << " samples scored 0 because the reward function "
-                             << failure_reason() << "; first: " << first_failure_;
+  if (failures > 0) {
+    VERL_LOG(Warn, "reward") << failures << " of " << batch << " samples scored 0 because the reward function "
+                             << failure_reason() << "; first: " << first_failure;
   }
 
   // reward_extra_info: every key of the dict results (score included) and the manager's own entries, one value
@@ -422,15 +423,15 @@ void RateLimitedRewardManager::add_scorer_extra_info(const protocol::DataProto& 
   add_agent_loop_fields(data, row, extra_info);
 }
 
-void RateLimitedRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
-                                              RowExtra& row_extra) {
+std::string RateLimitedRewardManager::handle_failure(const ScoreOutcome& outcome, size_t row,
+                                                     const std::string& data_source, RowExtra& row_extra) {
   if (outcome.timed_out) {
     row_extra.emplace_back("timeout", true);
   } else {
     row_extra.emplace_back("error", outcome.raised);
   }
   row_extra.emplace_back("acc", 0.0);
-  if (failures_++ == 0) first_failure_ = str_cat("row ", row, " (data_source '", data_source, "'): ", outcome.error);
+  return str_cat("row ", row, " (data_source '", data_source, "'): ", outcome.error);
 }
 
 DigitCompletionRewardManager::DigitCompletionRewardManager(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,

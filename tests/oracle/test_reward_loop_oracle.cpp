@@ -214,7 +214,10 @@ TEST(RewardLoopOracle, DefaultComputeScoreNumbersBecomeAccAsInVerl) {
   c.rows = {{"What is 6 * 7?", "It is 42. #### 42", true, "openai/gsm8k", "42"},
             {"What is 6 * 8?", "#### 47", true, "openai/gsm8k", "48"},
             {"Simplify 2/4.", "The answer is $\\boxed{\\frac{1}{2}}$", true, "lighteval/MATH", "\\frac{1}{2}"},
-            {"Simplify 3/6.", "Maybe \\boxed{2}", false, "lighteval/MATH", "\\frac{1}{2}"}};
+            {"Simplify 3/6.", "Maybe \\boxed{2}", false, "lighteval/MATH", "\\frac{1}{2}"},
+            {"Who wrote Hamlet?", "<search>Hamlet author</search><answer>William Shakespeare.</answer>", true,
+             "searchR1_nq", Json{{"target", {"Shakespeare", "william shakespeare"}}}},
+            {"Capital of Peru?", "<answer>Cusco</answer>", true, "searchR1_popqa", Json{{"target", {"Lima"}}}}};
   EXPECT_EQ(check_against_verl(c, "default_numbers"), 1u);  // acc
 }
 

@@ -105,18 +105,16 @@ class NaiveRewardManager : public RewardManager {
   // options_.rate_limits when set); an error that is not the user code's names the row.
   std::vector<ScoreOutcome> score_calls(const std::vector<ScoreCall>& calls,
                                         const std::vector<std::string>& data_sources);
-  // A call that failed: on_error=raise ends the step with its row and data source; otherwise it is counted (the
-  // row scores 0). `row_extra` takes the manager's own entries for the row.
-  virtual void handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
-                              std::vector<std::pair<std::string, nlohmann::json>>& row_extra);
+  // A call that failed: on_error=raise ends the step with its row and data source; otherwise the row scores 0 and
+  // this returns the failure's text for the batch's warning. `row_extra` takes the manager's own entries for the row.
+  virtual std::string handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
+                                     std::vector<std::pair<std::string, nlohmann::json>>& row_extra);
   // For the one warning of a batch with failures: "... scored 0 because the reward function <reason>".
   virtual std::string failure_reason() const { return "raised (custom_reward_function.on_error=zero)"; }
 
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
   ComputeScoreFn compute_score_;
   RewardManagerOptions options_;
-  int64_t failures_ = 0;  // in the batch being scored
-  std::string first_failure_;
 };
 
 // verl 0.9.1's DAPORewardManager (overlong buffer penalty).
@@ -157,8 +155,8 @@ class RateLimitedRewardManager : public NaiveRewardManager {
 
  protected:
   void add_scorer_extra_info(const protocol::DataProto& data, size_t row, nlohmann::json& extra_info) const override;
-  void handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
-                      std::vector<std::pair<std::string, nlohmann::json>>& row_extra) override;
+  std::string handle_failure(const ScoreOutcome& outcome, size_t row, const std::string& data_source,
+                             std::vector<std::pair<std::string, nlohmann::json>>& row_extra) override;
   std::string failure_reason() const override { return "failed or timed out (rate_limited scores such calls 0)"; }
 };
 

@@ -14,11 +14,7 @@ namespace verl::reward {
 ComputeScoreFn default_score_function() {
   return [](const std::string& data_source, const std::string& solution_str, const nlohmann::json& ground_truth,
             const nlohmann::json& extra_info) {
-    VERL_CHECK(ground_truth.is_string(), "reward",
-               "reward_model.ground_truth must be a string for the built-in scorer of data_source '", data_source,
-               "', got ", ground_truth.type_name(), " ", ground_truth.dump(),
-               " (set custom_reward_function.path for other ground truths)");
-    return default_compute_score(data_source, solution_str, ground_truth.get_ref<const std::string&>(), extra_info);
+    return default_compute_score_json(data_source, solution_str, ground_truth, extra_info);
   };
 }
 

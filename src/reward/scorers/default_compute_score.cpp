@@ -1,5 +1,6 @@
 #include "verl/reward/scorers/default_compute_score.h"
 
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "verl/common/error.h"
@@ -8,12 +9,17 @@
 #include "verl/reward/scorers/gsm8k.h"
 #include "verl/reward/scorers/math_dapo.h"
 #include "verl/reward/scorers/math_reward.h"
+#include "verl/reward/scorers/search_r1_qa_em.h"
 
 namespace verl::reward {
 
 namespace {
 
-enum class Scorer { kNone, kGsm8k, kMath, kMathDapo, kDigitCompletion };
+enum class Scorer { kNone, kGsm8k, kMath, kMathDapo, kDigitCompletion, kSearchR1 };
+
+const char* const kSearchR1Sources[] = {"searchR1_nq",      "searchR1_triviaqa",        "searchR1_popqa",
+                                        "searchR1_hotpotqa", "searchR1_2wikimultihopqa", "searchR1_musique",
+                                        "searchR1_bamboogle"};
 
 Scorer scorer_for(const std::string& data_source) {
   if (data_source == "openai/gsm8k" || data_source == "arithmetic") return Scorer::kGsm8k;
@@ -26,6 +32,9 @@ Scorer scorer_for(const std::string& data_source) {
     return Scorer::kMathDapo;
   }
   if (data_source == "digit_completion") return Scorer::kDigitCompletion;
+  for (const char* name : kSearchR1Sources) {
+    if (data_source == name) return Scorer::kSearchR1;
+  }
   return Scorer::kNone;
 }
 
@@ -34,17 +43,11 @@ std::string unported_verl_scorer(const std::string& data_source) {
   static const char* const kPrimeMath[] = {"numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
                                            "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads"};
   static const char* const kCode[] = {"codecontests", "apps", "codeforces", "taco"};
-  static const char* const kSearch[] = {"searchR1_nq", "searchR1_triviaqa", "searchR1_popqa",
-                                        "searchR1_hotpotqa", "searchR1_2wikimultihopqa", "searchR1_musique",
-                                        "searchR1_bamboogle"};
   for (const char* name : kPrimeMath) {
     if (data_source == name) return "prime_math";
   }
   for (const char* name : kCode) {
     if (data_source == name) return "sandbox_fusion / prime_code";
-  }
-  for (const char* name : kSearch) {
-    if (data_source == name) return "search_r1_like_qa_em";
   }
   if (data_source == "hiyouga/geometry3k") return "geo3k";
   return "";
@@ -53,14 +56,32 @@ std::string unported_verl_scorer(const std::string& data_source) {
 }  // namespace
 
 const std::vector<std::string>& rule_scorer_data_sources() {
-  static const std::vector<std::string> names = {
-      "openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500",
-      "math_dapo",    "math",           "math_dapo_reasoning",                "aime*",
-      "arithmetic",   "digit_completion"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = {
+        "openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500",
+        "math_dapo",    "math",           "math_dapo_reasoning",                "aime*",
+        "arithmetic",   "digit_completion"};
+    out.insert(out.end(), std::begin(kSearchR1Sources), std::end(kSearchR1Sources));
+    return out;
+  }();
   return names;
 }
 
 bool has_rule_scorer(const std::string& data_source) { return scorer_for(data_source) != Scorer::kNone; }
+
+ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
+                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
+  const Scorer scorer = scorer_for(data_source);
+  if (scorer == Scorer::kSearchR1) return ScoreResult::scalar(search_r1_compute_score(solution_str, ground_truth));
+  if (scorer != Scorer::kNone) {
+    VERL_CHECK(ground_truth.is_string(), "reward",
+               "reward_model.ground_truth must be a string for the built-in scorer of data_source '", data_source,
+               "', got ", ground_truth.type_name(), " ", ground_truth.dump(),
+               " (set custom_reward_function.path for other ground truths)");
+  }
+  return default_compute_score(data_source, solution_str,
+                               ground_truth.is_string() ? ground_truth.get<std::string>() : "", extra_info);
+}
 
 ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,
                                   const std::string& ground_truth, const nlohmann::json& extra_info) {
@@ -73,6 +94,8 @@ ScoreResult default_compute_score(const std::string& data_source, const std::str
       return math_dapo_compute_score(solution_str, ground_truth);
     case Scorer::kDigitCompletion:
       return ScoreResult::scalar(digit_completion_compute_score(solution_str, ground_truth));
+    case Scorer::kSearchR1:
+      return ScoreResult::scalar(search_r1_compute_score(solution_str, nlohmann::json(ground_truth)));  // an error
     case Scorer::kNone:
       break;
   }

@@ -2,6 +2,8 @@
 
 #include "verl/common/utf8.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <iterator>
 
@@ -120,6 +122,55 @@ bool is_digit_code_point(char32_t c) {
     if (c <= range.last) return true;
   }
   return false;
+}
+
+// Unicode's Cased property (Lowercase, Uppercase or Lt): the letter categories with case, and the other
+// code points that change under a case mapping (circled letters, Roman numerals, ...).
+bool is_cased(char32_t c) {
+  const auto cp = static_cast<utf8proc_int32_t>(c);
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+      return true;
+    default:
+      break;
+  }
+  if (utf8proc_tolower(cp) != cp || utf8proc_toupper(cp) != cp) return true;
+  // Other_Lowercase / Other_Uppercase code points that have no case mapping and are not case-ignorable (the
+  // others, Lm and Mn, are skipped as case-ignorable first): the ordinal indicators and the squared / negative
+  // Latin capitals.
+  return c == 0xAA || c == 0xBA || (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) ||
+         (c >= 0x1F170 && c <= 0x1F189);
+}
+
+// Unicode's Case_Ignorable: Mn Me Cf Lm Sk, and Word_Break MidLetter / MidNumLet / Single_Quote.
+bool is_case_ignorable(char32_t c) {
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK:
+      return true;
+    default:
+      break;
+  }
+  static constexpr char32_t kWordBreakMid[] = {0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,  0x5F4,  0x2018, 0x2019,
+                                               0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
+  return std::find(std::begin(kWordBreakMid), std::end(kWordBreakMid), c) != std::end(kWordBreakMid);
+}
+
+// CPython's handle_capital_sigma: U+03A3 at `i` is final when a cased code point precedes it and none follows
+// it, case-ignorable ones skipped on both sides.
+bool is_final_sigma(const std::u32string& text, size_t i) {
+  size_t j = i;
+  while (j > 0 && is_case_ignorable(text[j - 1])) --j;
+  if (j == 0 || !is_cased(text[j - 1])) return false;
+  for (size_t k = i + 1; k < text.size(); ++k) {
+    if (!is_case_ignorable(text[k])) return !is_cased(text[k]);
+  }
+  return true;
 }
 
 }  // namespace
@@ -249,6 +300,55 @@ std::string strip(const std::string& text) {
   while (begin < end && is_space(code_points[begin])) ++begin;
   while (end > begin && is_space(code_points[end - 1])) --end;
   return encode(code_points.substr(begin, end - begin));
+}
+
+std::vector<std::string> split_whitespace(const std::string& text) {
+  std::vector<std::string> words;
+  const std::u32string code_points = decode(text);
+  size_t i = 0;
+  while (i < code_points.size()) {
+    while (i < code_points.size() && is_space(code_points[i])) ++i;
+    const size_t begin = i;
+    while (i < code_points.size() && !is_space(code_points[i])) ++i;
+    if (i > begin) words.push_back(encode(code_points.substr(begin, i - begin)));
+  }
+  return words;
+}
+
+std::string lower(const std::string& text) {
+  const std::u32string code_points = decode(text);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < code_points.size(); ++i) {
+    const char32_t c = code_points[i];
+    if (c < 0x80) {
+      out += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    } else if (c == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: SpecialCasing's one two-code-point lowercase
+      out += "i\xCC\x87";
+    } else if (c == 0x3A3) {
+      out += encode(is_final_sigma(code_points, i) ? char32_t{0x3C2} : char32_t{0x3C3});
+    } else {
+      out += encode(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+    }
+  }
+  return out;
+}
+
+bool is_word(char32_t c) {
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace verl::reward::py

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/config/ppo_config.h"
 #include "verl/python/async_calls.h"
@@ -392,8 +393,17 @@ std::vector<ScoreOutcome> run_on_event_loop(const PythonFunction& f, const std::
       try {
         runner.loop.attr("run_until_complete")(started[1]);
       } catch (py::error_already_set& error) {
-        if (!limit.expired())
-          throw Error("reward", batch_what + ": the event loop stopped: " + python::describe_python_error(error));
+        if (!limit.expired()) {
+          const std::string text = python::describe_python_error(error);
+          // The batch's other tasks must not run during the next batch on this shared loop.
+          try {
+            runner.driver.attr("cancel_pending")(runner.loop);
+          } catch (py::error_already_set& cancel_error) {
+            VERL_LOG(Warn, "reward") << batch_what << ": cancelling the stopped batch's tasks failed: "
+                                     << python::describe_python_error(cancel_error);
+          }
+          throw Error("reward", batch_what + ": the event loop stopped: " + text);
+        }
       }
       stopped = limit.expired();
     }

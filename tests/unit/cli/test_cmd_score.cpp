@@ -183,7 +183,7 @@ TEST(CliScore, BadLineIsOneErrorNamingFileAndLine) {
       {R"([1, 2])", "expected a JSON object, got array"},
       {R"({"data_source":"openai/gsm8k","solution_str":"#### 1"})", "missing \"ground_truth\""},
       {R"({"data_source":"openai/gsm8k","solution_str":"#### 1","ground_truth":1})",
-       "\"ground_truth\" must be a string, got number 1"},
+       "ground_truth must be a string for the built-in scorer of data_source 'openai/gsm8k', got number 1"},
       {R"({"data_source":"openai/gsm8k","solution_str":"#### 1","ground_truth":"1","extra_info":[1]})",
        "\"extra_info\" must be an object or null"},
       {R"({"data_source":"my_source","solution_str":"#### 1","ground_truth":"1"})",

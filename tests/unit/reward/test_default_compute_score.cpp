@@ -66,7 +66,48 @@ TEST(DefaultComputeScore, VerlSourcesWithoutAPortSayWhich) {
   EXPECT_NE(default_compute_score_error_of("numina_olympiads").find("prime_math"), std::string::npos);
   EXPECT_NE(default_compute_score_error_of("codeforces").find("prime_code"), std::string::npos);
   EXPECT_NE(default_compute_score_error_of("hiyouga/geometry3k").find("geo3k"), std::string::npos);
-  EXPECT_NE(default_compute_score_error_of("searchR1_nq").find("search_r1"), std::string::npos);
+}
+
+// verl's search_r1_like_qa_em; tests/oracle/test_search_r1_oracle.cpp compares it with verl's module.
+TEST(DefaultComputeScore, SearchR1IsExactMatchOfTheLastAnswerTag) {
+  const nlohmann::json truth = {{"target", {"Paris", "the city of light"}}};
+  const auto score = [&](const std::string& response) {
+    return default_compute_score_json("searchR1_hotpotqa", response, truth, nullptr).score;
+  };
+  EXPECT_EQ(score("<search>capital of France</search><answer>paris!</answer>"), 1.0);
+  EXPECT_EQ(score("<answer>London</answer> no, <answer>\n The City of Light. </answer>"), 1.0);
+  EXPECT_EQ(score("<answer>Paris, France</answer>"), 0.0);
+  EXPECT_EQ(score("Paris"), 0.0);  // no answer tags
+  std::string spam;
+  for (int i = 0; i < 11; ++i) spam += "<answer>Paris</answer>";
+  EXPECT_EQ(score(spam), 0.25);  // more than 10 tags
+  EXPECT_EQ(
+      default_compute_score_json("searchR1_nq", "<answer>an Apple</answer>", {{"target", "apple"}}, nullptr).score,
+      1.0);
+  EXPECT_TRUE(has_rule_scorer("searchR1_bamboogle"));
+  EXPECT_FALSE(has_rule_scorer("searchR1"));
+}
+
+TEST(DefaultComputeScore, SearchR1GroundTruthOfAnotherShapeIsOneError) {
+  for (const nlohmann::json& truth :
+       {nlohmann::json("Paris"), nlohmann::json{{"answer", "Paris"}}, nlohmann::json{{"target", {"Paris", 3}}}}) {
+    try {
+      default_compute_score_json("searchR1_nq", "<answer>Paris</answer>", truth, nullptr);
+      ADD_FAILURE() << "no error for " << truth.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"target\" is a string or a list of strings"), std::string::npos)
+          << e.what();
+    }
+  }
+  // The other scorers take a string.
+  try {
+    default_compute_score_json("openai/gsm8k", "#### 1", nlohmann::json{{"target", "1"}}, nullptr);
+    ADD_FAILURE() << "no error for an object ground truth";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be a string for the built-in scorer of data_source 'openai/gsm8k'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,36 @@ TEST(AsyncRewardFunction, FailuresFollowOnErrorAndTimeoutsAreTheFunctions) {
   EXPECT_NE(e.find("blocked the event loop past the batch's time limit (custom_reward_function.timeout)"),
             std::string::npos)
       << e;
+}
+
+// A function that stops the event loop ends the batch with an error; the batch's other calls are cancelled, so
+// none of them runs (and writes its line) while the next batch is on the shared loop.
+TEST(AsyncRewardFunction, AStoppedLoopLeavesNoCallOfItsBatchForTheNext) {
+  const AsyncRewardFixture f;
+  const std::string path = f.dir + "/stopping.py";
+  test::write_file(path, R"PY(
+import asyncio
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    if solution_str == "stop":
+        asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.3)
+    with open(extra_info["log"], "a") as f:
+        f.write(solution_str + "\n")
+    return 1.0
+)PY");
+  config::ConfigArgs args;
+  args.overrides = {"custom_reward_function.path=" + path};
+  const std::unique_ptr<RewardManager> manager =
+      load_reward_manager(config::load_config(args).ppo, async_test_tokenizer(), 0);
+  const std::string first_log = f.dir + "/stopped.log";
+  const std::string e = error_of([&] { manager->compute(async_batch({"stop", "late"}, first_log)); });
+  EXPECT_NE(e.find("the event loop stopped"), std::string::npos) << e;
+  const std::string next_log = f.dir + "/next.log";
+  const RewardResult r = manager->compute(async_batch({"next"}, next_log));
+  EXPECT_EQ(r.reward_extra_info.at("acc"), (std::vector<Json>{1.0}));
+  EXPECT_EQ(test::read_file(next_log), "next\n");
+  EXPECT_FALSE(std::filesystem::exists(first_log)) << test::read_file(first_log);
 }
 
 TEST(RateLimitedRewardManager, AtMostMaxConcurrentCallsAtOnceAsyncOrPlain) {

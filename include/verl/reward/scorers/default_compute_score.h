@@ -7,9 +7,11 @@
 //   math_dapo, math, math_dapo_reasoning, aime* (prefix)       -> math_dapo ({score: +-1.0, acc, pred})
 //   arithmetic                 (verl.cpp synthetic, "#### N")  -> gsm8k (strict)
 //   digit_completion           (verl.cpp synthetic, spec §12)  -> digit_completion
+//   searchR1_nq, _triviaqa, _popqa, _hotpotqa, _2wikimultihopqa,
+//   _musique, _bamboogle                                       -> search_r1_like_qa_em (ground truth {"target": [..]})
 //
-// verl's other sources (prime_math, code sandboxes, geo3k, search-R1) and unknown ones are errors that name
-// the source and list the supported ones; custom_reward_function covers them.
+// verl's other sources (prime_math, code sandboxes, geo3k) and unknown ones are errors that name the source and
+// list the supported ones; custom_reward_function covers them.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,7 +22,12 @@
 
 namespace verl::reward {
 
-// `extra_info` is the sample's extra_info (a JSON object or null); the built-in scorers do not read it.
+// `ground_truth` is reward_model.ground_truth as the data hold it: a string for every scorer but search-R1's (an
+// error names the data source otherwise). `extra_info` is the sample's extra_info (a JSON object or null); the
+// built-in scorers do not read it.
+ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
+                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info);
+// The same with a string ground truth.
 ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,
                                   const std::string& ground_truth, const nlohmann::json& extra_info);
 ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,

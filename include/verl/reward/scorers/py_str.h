@@ -45,4 +45,15 @@ bool is_digit(const std::string& text);
 // str.strip() with no argument: removes leading and trailing is_space code points.
 std::string strip(const std::string& text);
 
+// str.split() with no argument: the runs of non-is_space code points.
+std::vector<std::string> split_whitespace(const std::string& text);
+
+// str.lower(): every code point's full lowercase (U+0130 gives "i" + U+0307) and the capital sigma's
+// Final_Sigma context (U+03A3 lowers to U+03C2 after a cased letter and not before one), as CPython does.
+// Case data come from utf8proc; code points Python 3.11 (Unicode 14) leaves unassigned may differ.
+std::string lower(const std::string& text);
+
+// `\w` of Python's re on str patterns: str.isalnum() (letters Lu Ll Lt Lm Lo, numbers Nd Nl No) or "_".
+bool is_word(char32_t code_point);
+
 }  // namespace verl::reward::py
