@@ -600,6 +600,8 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
   ActorRolloutRefConfig c;
   c.hybrid_engine = in.get_bool("actor_rollout_ref.hybrid_engine");
   c.model.path = in.get_string("actor_rollout_ref.model.path");
+  c.model.tokenizer_path = in.get_optional_string("actor_rollout_ref.model.tokenizer_path").value_or("");
+  c.model.hf_config_path = in.get_optional_string("actor_rollout_ref.model.hf_config_path").value_or("");
   c.model.custom_chat_template = in.get_optional_string("actor_rollout_ref.model.custom_chat_template");
   c.model.enable_gradient_checkpointing = in.get_bool("actor_rollout_ref.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "actor_rollout_ref.model", /*with_adapter_path=*/true);
@@ -636,6 +638,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.optim = read_optim(in, "critic.optim");
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
+  c.model.hf_config_path = in.get_optional_string("critic.model.hf_config_path").value_or("");
   c.model.enable_gradient_checkpointing = in.get_bool("critic.model.enable_gradient_checkpointing");
   c.model.lora = read_lora_config(in, "critic.model", /*with_adapter_path=*/true);
   c.model.override_config = read_override_config(in, "critic.model.override_config");
@@ -952,6 +955,10 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.actor_rollout_ref = read_actor_rollout_ref(in);
   c.critic = read_critic(in);
   c.reward_model = read_reward_model(in);
+  // reward_model.model.input_tokenizer's default is the actor's model path; verl 0.9.1's reward loop reads the
+  // actor's tokenizer_path first, so a tokenizer apart from the weights is the chat's tokenizer there too.
+  const auto& actor_model = c.actor_rollout_ref.model;
+  if (c.reward_model.input_tokenizer == actor_model.path) c.reward_model.input_tokenizer = actor_model.tokenizer_dir();
   c.custom_reward_function.path = in.get_optional_string("custom_reward_function.path");
   c.custom_reward_function.name = in.get_string("custom_reward_function.name");
   c.custom_reward_function.reward_kwargs = in.get_node("custom_reward_function.reward_kwargs");

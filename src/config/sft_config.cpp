@@ -263,6 +263,8 @@ SFTConfig parse_sft_engine_config(const Node& resolved, const Node& defaults) {
   d.chat_template_timeout = read_template_timeout(in);
 
   c.partial_pretrain = expand_user_path(in.get_string("model.path"));
+  if (auto path = in.get_optional_string("model.tokenizer_path")) c.tokenizer_path = expand_user_path(*path);
+  if (auto path = in.get_optional_string("model.hf_config_path")) c.hf_config_path = expand_user_path(*path);
   c.custom_chat_template = in.get_optional_string("model.custom_chat_template");
   c.override_config = read_model_override_config(in, "model.override_config");
   c.lora = read_lora_config(in, "model", /*with_adapter_path=*/true);

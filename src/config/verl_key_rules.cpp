@@ -44,8 +44,6 @@ const std::vector<Entry>& table() {
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
 
       // models (actor / ref / critic)
-      {"*.model.hf_config_path", F, "a model config apart from the model path"},
-      {"*.model.tokenizer_path", F, "a tokenizer apart from the model path (the model folder must hold it)"},
       {"*.model.use_shm", N, "verl's shared-memory model copy"},
       {"*.model.trust_remote_code", N, "transformers remote code (native model classes)"},
       {"*.model.external_lib", F, "external model libraries"},
@@ -169,8 +167,6 @@ const std::vector<Entry>& sft_trainer_table() {
       {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
       {"data.use_shm", N, "verl's shared-memory model copy"},
       {"data.num_workers", N, "PyTorch DataLoader workers"},
-      {"model.hf_config_path", F, "a model config apart from the model path"},
-      {"model.tokenizer_path", F, "a tokenizer apart from the model path (the model folder must hold it)"},
       {"model.use_shm", N, "verl's shared-memory model copy"},
       {"model.trust_remote_code", N, "transformers remote code (native model classes)"},
       {"model.external_lib", F, "external model libraries"},

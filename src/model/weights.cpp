@@ -157,9 +157,10 @@ namespace {
 
 // config.json's sizes against the checkpoint's tensor shapes (read from the safetensors headers), before any
 // weight is allocated: a wrong or absurd size is one line naming the field, not an allocation of its size.
+// `config_dir` holds the config.json that `c` came from (the weights' folder unless model.hf_config_path).
 void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsCheckpoint& ckpt,
-                                     const std::string& dir) {
-  const std::string src = (std::filesystem::path(dir) / "config.json").string();
+                                     const std::string& config_dir) {
+  const std::string src = (std::filesystem::path(config_dir) / "config.json").string();
   auto expect = [&](const std::string& name, std::vector<int64_t> shape, const std::string& fields) {
     if (!ckpt.contains(name)) return;  // load_state names missing tensors
     const auto& got = ckpt.get(name).shape;
@@ -193,10 +194,11 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
 }  // namespace
 
 CausalLM load_model(const std::string& dir, const LoadOptions& options) {
-  HFConfig config = load_hf_config(dir, options.config_overrides);
+  const std::string& config_dir = options.config_dir.empty() ? dir : options.config_dir;
+  HFConfig config = load_hf_config(config_dir, options.config_overrides);
   io::SafetensorsCheckpoint ckpt(dir);
-  check_config_against_checkpoint(config, ckpt, dir);
-  check_model_fits_in_memory(config, (std::filesystem::path(dir) / "config.json").string());
+  check_config_against_checkpoint(config, ckpt, config_dir);
+  check_model_fits_in_memory(config, (std::filesystem::path(config_dir) / "config.json").string());
   CausalLM model(config, options.head);
   model->to(options.dtype);
   load_state(model, ckpt, options);

@@ -52,6 +52,28 @@ void check_model_folder(const std::string& key, const std::string& path) {
              "' is not a Hugging Face model folder (no config.json); make one with `verl model init`");
 }
 
+// A model whose config.json may come from model.hf_config_path: the weights' folder must exist, the config's
+// folder must hold config.json.
+void check_model_folders(const std::string& key, const std::string& path, const std::string& hf_config_path) {
+  if (hf_config_path.empty()) return check_model_folder(key + ".path", path);
+  VERL_CHECK(fs::is_directory(data::expand_user(path)), "config", key, ".path='", path,
+             "' is not a folder (the model's safetensors weights; config.json from ", key, ".hf_config_path)");
+  check_model_folder(key + ".hf_config_path", hf_config_path);
+}
+
+// The actor's tokenizer: model.tokenizer_path, else the model folder (verl's HFModelConfig).
+tokenizer::Tokenizer load_actor_tokenizer(const config::ModelConfig& model) {
+  const std::string dir = data::expand_user(model.tokenizer_dir());
+  const std::string key =
+      model.tokenizer_path.empty() ? "actor_rollout_ref.model.path" : "actor_rollout_ref.model.tokenizer_path";
+  VERL_CHECK(
+      fs::exists(fs::path(dir) / "tokenizer.json"), "config", key, "='", model.tokenizer_dir(),
+      "' has no tokenizer.json",
+      model.tokenizer_path.empty() ? " (set actor_rollout_ref.model.tokenizer_path to the tokenizer's folder)" : "");
+  return tokenizer::load_model_tokenizer(dir, model.custom_chat_template,
+                                         "actor_rollout_ref.model.custom_chat_template");
+}
+
 void check_data_files(const std::string& key, const std::vector<std::string>& files) {
   VERL_CHECK(!files.empty(), "config", key, " is empty");
   for (const auto& file : data::data_files_from_config(files)) {
@@ -120,15 +142,16 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
   workers::check_trainer_device(config.trainer);  // a CUDA request without a GPU fails before any weights load
   check_data_files("data.train_files", config.data.train_files);
   check_data_files("data.val_files", config.data.val_files);
-  check_model_folder("actor_rollout_ref.model.path", config.actor_rollout_ref.model.path);
+  const config::ModelConfig& actor_model = config.actor_rollout_ref.model;
+  check_model_folders("actor_rollout_ref.model", actor_model.path, actor_model.hf_config_path);
   // With model.override_config applied, as the workers will build the model: a field that would not fit the
   // checkpoint's shapes is an error here, before any weights load.
-  const model::HFConfig actor = model::load_hf_config(data::expand_user(config.actor_rollout_ref.model.path),
-                                                      config.actor_rollout_ref.model.override_config);
+  const model::HFConfig actor =
+      model::load_hf_config(data::expand_user(actor_model.hf_config_dir()), actor_model.override_config);
   VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= actor.vocab_size, "config", "the tokenizer of '",
-             config.actor_rollout_ref.model.path, "' has ", tokenizer.vocab_size(),
-             " tokens but the model's vocab_size is ", actor.vocab_size,
-             " (actor_rollout_ref.model.path: tokenizer and model do not match)");
+             actor_model.tokenizer_dir(), "' has ", tokenizer.vocab_size(), " tokens but the model's vocab_size is ",
+             actor.vocab_size, " (actor_rollout_ref.model.",
+             actor_model.tokenizer_path.empty() ? "path" : "tokenizer_path", ": tokenizer and model do not match)");
   // verl's vLLM rollout asserts the same ("model context length should be greater than total sequence length")
   // without rope_scaling; with it, the scaled length (max_position_embeddings * factor) bounds the buffers.
   const int64_t sequence = config.data.max_prompt_length + config.data.max_response_length;
@@ -138,12 +161,12 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
   VERL_CHECK(static_cast<double>(sequence) <= context, "config",
              "data.max_prompt_length + data.max_response_length = ", sequence,
              " exceeds the model's max_position_embeddings ", actor.max_position_embeddings,
-             scaled ? " times its rope_scaling factor" : "", " (", config.actor_rollout_ref.model.path,
-             "/config.json)");
+             scaled ? " times its rope_scaling factor" : "", " (", actor_model.hf_config_dir(), "/config.json)");
   if (need_critic(config)) {
-    check_model_folder("critic.model.path", config.critic.model.path);
+    const config::CriticModelConfig& critic_model = config.critic.model;
+    check_model_folders("critic.model", critic_model.path, critic_model.hf_config_path);
     const model::HFConfig critic =
-        model::load_hf_config(data::expand_user(config.critic.model.path), config.critic.model.override_config);
+        model::load_hf_config(data::expand_user(critic_model.hf_config_dir()), critic_model.override_config);
     VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= critic.vocab_size, "config", "the tokenizer has ",
                tokenizer.vocab_size(), " tokens but critic.model.path '", config.critic.model.path,
                "' has vocab_size ", critic.vocab_size);
@@ -160,11 +183,9 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
   auto config = std::make_shared<config::PPOConfig>(parsed);
   // Before any worker thread exists: threads started later inherit the process-wide OpenMP setting.
   runtime::configure_cpu_threads(config->trainer.num_cpu_threads);
-  const std::string model_path = data::expand_user(config->actor_rollout_ref.model.path);
-  check_model_folder("actor_rollout_ref.model.path", config->actor_rollout_ref.model.path);
-  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(
-      tokenizer::load_model_tokenizer(model_path, config->actor_rollout_ref.model.custom_chat_template,
-                                      "actor_rollout_ref.model.custom_chat_template"));
+  const config::ModelConfig& actor_model = config->actor_rollout_ref.model;
+  check_model_folders("actor_rollout_ref.model", actor_model.path, actor_model.hf_config_path);
+  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(load_actor_tokenizer(actor_model));
   preflight_check(*config, *tokenizer);
 
   // Reward managers: training prints no samples, validation prints one per data source (num_examine).

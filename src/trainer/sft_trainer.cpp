@@ -110,13 +110,24 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   const char* model_key = engine_layout ? "model.path" : "model.partial_pretrain";
   VERL_CHECK(std::filesystem::is_directory(model_dir), "sft", model_key, " '", model_dir,
              "' is not a folder (expected a Hugging Face model folder)");
+  VERL_CHECK(
+      std::filesystem::exists(std::filesystem::path(config_.hf_config_dir()) / "config.json"), "sft",
+      config_.hf_config_path.empty() ? model_key : "model.hf_config_path", " '", config_.hf_config_dir(),
+      "' has no config.json",
+      engine_layout && config_.hf_config_path.empty() ? " (set model.hf_config_path to the config's folder)" : "");
   for (const auto& files : {config_.data.train_files, config_.data.val_files}) {
     for (const auto& file : files) {
       VERL_CHECK(std::filesystem::is_regular_file(file), "sft", "data file '", file, "' does not exist");
     }
   }
+  const std::string& tokenizer_dir = config_.tokenizer_dir();
+  const char* tokenizer_key = config_.tokenizer_path.empty() ? model_key : "model.tokenizer_path";
+  VERL_CHECK(
+      std::filesystem::exists(std::filesystem::path(tokenizer_dir) / "tokenizer.json"), "sft", tokenizer_key, " '",
+      tokenizer_dir, "' has no tokenizer.json",
+      engine_layout && config_.tokenizer_path.empty() ? " (set model.tokenizer_path to the tokenizer's folder)" : "");
   tokenizer_ = std::make_shared<tokenizer::Tokenizer>(
-      tokenizer::load_model_tokenizer(model_dir, config_.custom_chat_template, "model.custom_chat_template"));
+      tokenizer::load_model_tokenizer(tokenizer_dir, config_.custom_chat_template, "model.custom_chat_template"));
   train_ = std::make_unique<data::SFTDataset>(config_.data.train_files, *tokenizer_, config_.data,
                                               config_.data.train_max_samples);
   if (!config_.data.val_files.empty()) {  // the sft_trainer layout's val_files may be null: no validation
@@ -138,9 +149,10 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   torch::manual_seed(static_cast<uint64_t>(config_.trainer.seed));
   model::LoadOptions load_options;
   load_options.config_overrides = config_.override_config;
+  load_options.config_dir = config_.hf_config_path;
   model_ = model::load_model(model_dir, load_options);
   VERL_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= model_->config.vocab_size, "sft", "the tokenizer in '",
-             model_dir, "' has ", tokenizer_->vocab_size(), " tokens, more than the model's vocab_size ",
+             tokenizer_dir, "' has ", tokenizer_->vocab_size(), " tokens, more than the model's vocab_size ",
              model_->config.vocab_size);
   // LoRA: the base frozen, only the adapters (seeded by trainer.seed) train.
   if (config_.lora.lora_adapter_path) {

@@ -96,11 +96,11 @@ void SFTTrainer::write_checkpoint(const std::string& staging, int64_t step,
   if (model::lora_state(model_) != nullptr) {
     // verl saves the PEFT model: its adapter folder (adapter_model.safetensors + adapter_config.json).
     model::save_peft_adapter(model_, hf, config_.partial_pretrain);
-    workers::copy_tokenizer_files(config_.partial_pretrain, hf);
+    workers::copy_tokenizer_files(config_.tokenizer_dir(), hf);
     model::save_lora_state(model_, (dir / workers::model_file_name(1, 0)).string());
   } else {
     model::SaveOptions options;
-    options.tokenizer_dir = config_.partial_pretrain;
+    options.tokenizer_dir = config_.tokenizer_dir();
     model::save_model(model_, hf, options);
     workers::save_model_file(model_, nullptr, (dir / workers::model_file_name(1, 0)).string());
   }

@@ -103,17 +103,14 @@ std::vector<int64_t> eos_ids_from_meta(const Json& meta) {
 }
 
 // The model, tokenizer and generation files an HF folder needs besides weights.
-const std::vector<const char*>& hf_side_files() {
-  static const std::vector<const char*> files = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                                                 "special_tokens_map.json", "vocab.json", "merges.txt",
-                                                 "tokenizer.model", "added_tokens.json", "chat_template.jinja"};
-  return files;
-}
-
-void copy_side_files(const fs::path& src, const fs::path& dst) {
-  for (const char* name : hf_side_files()) {
-    if (fs::exists(src / name)) fs::copy_file(src / name, dst / name, fs::copy_options::overwrite_existing);
+// The files of an HF folder besides config.json and the weights: generation_config.json from `config_dir`, the
+// tokenizer's from `tokenizer_dir` (verl's HFModelConfig may keep them in different folders).
+void copy_side_files(const fs::path& config_dir, const fs::path& tokenizer_dir, const fs::path& dst) {
+  const fs::path generation = config_dir / "generation_config.json";
+  if (fs::exists(generation)) {
+    fs::copy_file(generation, dst / "generation_config.json", fs::copy_options::overwrite_existing);
   }
+  copy_tokenizer_files(tokenizer_dir.string(), dst.string());
 }
 
 // World sizes found in a checkpoint folder's model files (for the mismatch error).
@@ -306,6 +303,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
   load_options.config_overrides = arr.model.override_config;  // verl: the same overridden config for all three
+  if (!arr.model.hf_config_path.empty()) load_options.config_dir = expand_home(arr.model.hf_config_path);
   const auto& lora = arr.model.lora;
   if (is_actor_ || is_rollout_) {
     actor_module_ = model::load_model(path, load_options);
@@ -704,7 +702,8 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
         model::save_hf_config(actor_module_->config, hf.string());
         model::save_generation_config(actor_module_->config, hf.string());
       }
-      copy_side_files(src, hf);
+      const auto& model = config_->actor_rollout_ref.model;
+      copy_side_files(expand_home(model.hf_config_dir()), expand_home(model.tokenizer_dir()), hf);
     }
   });
   return DataProto();
@@ -764,7 +763,10 @@ void export_lora_checkpoint(const fs::path& dir, const fs::path& weights, const 
   const std::string base = model::peft_base_model(adapter.string());
   VERL_CHECK(!base.empty() && fs::is_directory(base), kComponent, "'", (adapter / "adapter_config.json").string(),
              "' names base_model_name_or_path '", base, "', which is not a folder: the export needs the base model");
-  model::CausalLM module = model::load_model(base);
+  model::LoadOptions options;
+  // A base trained with model.hf_config_path has no config.json of its own: the checkpoint's copy stands in.
+  if (!fs::exists(fs::path(base) / "config.json")) options.config_dir = (dir / "huggingface").string();
+  model::CausalLM module = model::load_model(base, options);
   model::load_peft_adapter(module, adapter.string());
   model::load_lora_state(module, weights.string());  // the training state (lora_adapter/ holds the same values)
   if (!merge) {
@@ -773,7 +775,7 @@ void export_lora_checkpoint(const fs::path& dir, const fs::path& weights, const 
   }
   model::merge_and_unload(module);
   model::save_model(module, out_dir);
-  copy_side_files(dir / "huggingface", out_dir);
+  copy_side_files(dir / "huggingface", dir / "huggingface", out_dir);
 }
 
 }  // namespace
@@ -809,7 +811,7 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
     }
     model::load_merged_shard_files(module, files);
     model::save_model(module, out_dir);
-    copy_side_files(hf, out_dir);
+    copy_side_files(hf, hf, out_dir);
     return;
   }
   // Under megatron each rank's file holds its slices: ranks 0..T-1 (data-parallel rank 0's tensor-parallel group)
@@ -845,7 +847,7 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
     }
   }
   model::save_model(module, out_dir);
-  copy_side_files(hf, out_dir);
+  copy_side_files(hf, hf, out_dir);
 }
 
 }  // namespace verl::workers

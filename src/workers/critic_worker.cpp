@@ -144,6 +144,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
   options.dtype = torch::kFloat32;
   options.value_head_seed = value_head_seed();
   options.config_overrides = config_->critic.model.override_config;
+  if (!config_->critic.model.hf_config_path.empty())
+    options.config_dir = expand_user(config_->critic.model.hf_config_path);
   const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size", device);
   options.tensor_parallel = layout.tp;
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));

@@ -38,8 +38,8 @@ nlohmann::ordered_json dataset_filter_tool_schemas(const config::PPOConfig& conf
 MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(config) {
   const auto& mt = config.actor_rollout_ref.rollout.multi_turn;
   tokenizer_ = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_model_tokenizer(
-      data::expand_user(config.actor_rollout_ref.model.path), config.actor_rollout_ref.model.custom_chat_template,
-      "actor_rollout_ref.model.custom_chat_template"));
+      data::expand_user(config.actor_rollout_ref.model.tokenizer_dir()),
+      config.actor_rollout_ref.model.custom_chat_template, "actor_rollout_ref.model.custom_chat_template"));
   if (mt.tool_config_path || mt.function_tool_path) {
     tools_ = agent::ToolSet::load(expanded(mt.tool_config_path), expanded(mt.function_tool_path), mt.tool_timeout);
   }

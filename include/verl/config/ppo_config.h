@@ -62,12 +62,18 @@ LoraConfig read_lora_config(ConfigReader& in, const std::string& model_path, boo
 
 struct ModelConfig {
   std::string path;
+  // verl's HFModelConfig: the tokenizer and config.json from other folders than the weights' (empty: `path`).
+  std::string tokenizer_path;
+  std::string hf_config_path;
   std::optional<std::string> custom_chat_template;
   bool enable_gradient_checkpointing = true;
   bool use_remove_padding = true;  // the actor's and the reference's log-prob passes (model::CausalLMImpl)
   LoraConfig lora;
   // model.override_config: applied to config.json for the actor, the reference and the rollout (model/hf_config.h).
   model::HFConfigOverrides override_config;
+
+  const std::string& tokenizer_dir() const { return tokenizer_path.empty() ? path : tokenizer_path; }
+  const std::string& hf_config_dir() const { return hf_config_path.empty() ? path : hf_config_path; }
 };
 
 struct OptimConfig {
@@ -276,12 +282,15 @@ struct ActorRolloutRefConfig {
 
 struct CriticModelConfig {
   std::string path;
-  std::string tokenizer_path;
+  std::string tokenizer_path;  // the tokenizer files its HF export copies (default: the actor's model path)
+  std::string hf_config_path;  // config.json from this folder (empty: `path`)
   bool enable_gradient_checkpointing = true;
   bool use_remove_padding = true;            // the value passes (model::CausalLMImpl)
   model::HFConfigOverrides override_config;  // critic.model.override_config
   LoraConfig lora;
   FSDPConfig fsdp_config;
+
+  const std::string& hf_config_dir() const { return hf_config_path.empty() ? path : hf_config_path; }
 };
 
 struct CriticConfig {

@@ -76,6 +76,10 @@ struct SFTConfig {
   SFTLayout layout = SFTLayout::FsdpSFTTrainer;
   SFTDataConfig data;
   std::string partial_pretrain;  // model.partial_pretrain (model.path): an HF model folder (`~` expanded)
+  // model.tokenizer_path / hf_config_path (sft_trainer layout, verl's HFModelConfig): the tokenizer and config.json
+  // from folders apart from the weights' (empty: partial_pretrain).
+  std::string tokenizer_path;
+  std::string hf_config_path;
   std::optional<std::string> custom_chat_template;                    // model.custom_chat_template (sft_trainer layout)
   model::HFConfigOverrides override_config{"model.override_config"};  // (sft_trainer layout)
   LoraConfig lora;               // model.lora_rank, lora_alpha, target_modules, exclude_modules (model/lora.h)
@@ -99,6 +103,9 @@ struct SFTConfig {
   // Validation batches: rows each (fsdp_sft_trainer: micro_batch_size_per_gpu; sft_trainer: train_batch_size).
   int64_t val_batch_size = 0;
   SFTTrainerSection trainer;
+
+  const std::string& tokenizer_dir() const { return tokenizer_path.empty() ? partial_pretrain : tokenizer_path; }
+  const std::string& hf_config_dir() const { return hf_config_path.empty() ? partial_pretrain : hf_config_path; }
 };
 
 // `~/x` -> $HOME/x (other paths unchanged).

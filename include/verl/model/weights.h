@@ -37,11 +37,14 @@ struct LoadOptions {
   TensorParallelGroup tensor_parallel;
   // verl's model.override_config, applied to config.json before the model is built (model/hf_config.h).
   HFConfigOverrides config_overrides;
+  // verl's model.hf_config_path: config.json from this folder instead of the weights' (empty: the weights').
+  std::string config_dir;
 };
 
 // Copies checkpoint tensors into the model's parameters by name with dtype conversion.
 void load_state(CausalLM& model, const io::SafetensorsCheckpoint& checkpoint, const LoadOptions& options);
-// Reads config.json (with options.config_overrides) and the weights of an HF folder.
+// Reads config.json (from options.config_dir when set; with options.config_overrides) and the weights of an HF
+// folder.
 CausalLM load_model(const std::string& dir, const LoadOptions& options = {});
 
 struct SaveOptions {

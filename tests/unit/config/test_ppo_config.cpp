@@ -55,6 +55,25 @@ TEST(PPOConfig, CrossSectionDefaultsFollowTheirSource) {
   EXPECT_TRUE(c.reward_model.use_dynamic_bsz);
   EXPECT_TRUE(c.actor_rollout_ref.ref.log_prob_use_dynamic_bsz);
   EXPECT_EQ(c.critic.model.tokenizer_path, "/m");
+  EXPECT_EQ(c.actor_rollout_ref.model.tokenizer_dir(), "/m");
+  EXPECT_EQ(c.actor_rollout_ref.model.hf_config_dir(), "/m");
+  EXPECT_EQ(c.reward_model.input_tokenizer, "/m");
+}
+
+TEST(PPOConfig, TokenizerAndConfigPathsDefaultToTheModelPath) {
+  const PPOConfig c = ppo_config_load({"actor_rollout_ref.model.path=/m", "actor_rollout_ref.model.tokenizer_path=/t",
+                                       "actor_rollout_ref.model.hf_config_path=/c", "critic.model.path=/v",
+                                       "critic.model.hf_config_path=/vc"})
+                          .ppo;
+  EXPECT_EQ(c.actor_rollout_ref.model.tokenizer_dir(), "/t");
+  EXPECT_EQ(c.actor_rollout_ref.model.hf_config_dir(), "/c");
+  EXPECT_EQ(c.critic.model.hf_config_dir(), "/vc");
+  // verl 0.9.1's reward loop renders the chat with the actor's tokenizer_path when it is set.
+  EXPECT_EQ(c.reward_model.input_tokenizer, "/t");
+  const PPOConfig own = ppo_config_load({"actor_rollout_ref.model.path=/m", "actor_rollout_ref.model.tokenizer_path=/t",
+                                         "reward_model.model.input_tokenizer=/r"})
+                            .ppo;
+  EXPECT_EQ(own.reward_model.input_tokenizer, "/r");
 }
 
 TEST(PPOConfig, EnumeratedValuesAreChecked) {

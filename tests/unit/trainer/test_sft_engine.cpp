@@ -204,6 +204,46 @@ TEST(SFTEngineTrainer, CustomChatTemplateRendersTheConversations) {
   EXPECT_NE(plain.tokenizer().decode(plain.train_dataset().prompt_ids(0)).find("user\n"), std::string::npos);
 }
 
+// model.tokenizer_path / hf_config_path (verl's HFModelConfig): a folder with only the weights trains as the whole
+// model folder when the tokenizer and config.json come from their own folders; without them, one error naming the key.
+TEST(SFTEngineTrainer, TokenizerAndConfigFromTheirOwnFolders) {
+  EngineSetup e = make_engine_setup("sft_engine_paths");
+  const std::string weights = e.tiny.dir + "/weights_only";
+  std::filesystem::create_directories(weights);
+  for (const auto& entry : std::filesystem::directory_iterator(e.tiny.model_dir)) {
+    if (entry.path().extension() == ".safetensors") {
+      std::filesystem::copy_file(entry.path(), std::filesystem::path(weights) / entry.path().filename());
+    }
+  }
+  trainer::SFTTrainer whole(config::load_sft_config(engine_args(e)).sft, "");
+  trainer::SFTTrainer apart(
+      config::load_sft_config(engine_args(e, {"model.path=" + weights, "model.tokenizer_path=" + e.tiny.tokenizer_dir,
+                                              "model.hf_config_path=" + e.tiny.model_dir}))
+          .sft,
+      "");
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> rows = {0, 1, 2, 3};
+  EXPECT_EQ(apart.batch_loss(apart.train_dataset().get(rows), false),
+            whole.batch_loss(whole.train_dataset().get(rows), false));
+  const auto error_of = [&](const std::vector<std::string>& extra) {
+    try {
+      trainer::SFTTrainer t(config::load_sft_config(engine_args(e, extra)).sft, "");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  std::string message = error_of({"model.path=" + weights, "model.hf_config_path=" + e.tiny.model_dir});
+  EXPECT_NE(message.find("model.path '" + weights +
+                         "' has no tokenizer.json (set model.tokenizer_path to the tokenizer's folder)"),
+            std::string::npos)
+      << message;
+  message = error_of({"model.path=" + weights, "model.tokenizer_path=" + e.tiny.tokenizer_dir});
+  EXPECT_NE(message.find("model.path '" + weights + "' has no config.json (set model.hf_config_path"),
+            std::string::npos)
+      << message;
+}
+
 TEST(SFTEngineTrainer, LearnsLogsVerlsMetricsAndResumesExactly) {
   EngineSetup e = make_engine_setup("sft_engine_fit");
   // Straight through: 8 steps (two epochs of 4).
