@@ -955,10 +955,11 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.actor_rollout_ref = read_actor_rollout_ref(in);
   c.critic = read_critic(in);
   c.reward_model = read_reward_model(in);
-  // reward_model.model.input_tokenizer's default is the actor's model path; verl 0.9.1's reward loop reads the
-  // actor's tokenizer_path first, so a tokenizer apart from the weights is the chat's tokenizer there too.
+  // reward_model.model.input_tokenizer and critic.model.tokenizer_path default to the actor's model path; verl
+  // 0.9.1 reads the actor's tokenizer_path first, so a tokenizer apart from the weights serves there too.
   const auto& actor_model = c.actor_rollout_ref.model;
   if (c.reward_model.input_tokenizer == actor_model.path) c.reward_model.input_tokenizer = actor_model.tokenizer_dir();
+  if (c.critic.model.tokenizer_path == actor_model.path) c.critic.model.tokenizer_path = actor_model.tokenizer_dir();
   c.custom_reward_function.path = in.get_optional_string("custom_reward_function.path");
   c.custom_reward_function.name = in.get_string("custom_reward_function.name");
   c.custom_reward_function.reward_kwargs = in.get_node("custom_reward_function.reward_kwargs");

@@ -68,8 +68,10 @@ TEST(PPOConfig, TokenizerAndConfigPathsDefaultToTheModelPath) {
   EXPECT_EQ(c.actor_rollout_ref.model.tokenizer_dir(), "/t");
   EXPECT_EQ(c.actor_rollout_ref.model.hf_config_dir(), "/c");
   EXPECT_EQ(c.critic.model.hf_config_dir(), "/vc");
-  // verl 0.9.1's reward loop renders the chat with the actor's tokenizer_path when it is set.
+  // verl 0.9.1's reward loop renders the chat with the actor's tokenizer_path when it is set; the critic's export
+  // copies it.
   EXPECT_EQ(c.reward_model.input_tokenizer, "/t");
+  EXPECT_EQ(c.critic.model.tokenizer_path, "/t");
   const PPOConfig own = ppo_config_load({"actor_rollout_ref.model.path=/m", "actor_rollout_ref.model.tokenizer_path=/t",
                                          "reward_model.model.input_tokenizer=/r"})
                             .ppo;

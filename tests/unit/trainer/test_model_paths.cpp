@@ -66,6 +66,9 @@ TEST(ModelPaths, TokenizerAndConfigFromTheirOwnFoldersTrainAsTheWholeFolder) {
     EXPECT_TRUE(fs::exists(hf / file)) << (hf / file);
   }
   EXPECT_EQ(read_file((hf / "tokenizer.json").string()), read_file(setup.dir + "/tok/tokenizer.json"));
+  // The critic's export copies the actor's tokenizer (critic.model.tokenizer_path follows it).
+  const fs::path critic_hf = fs::path(apart.result.out) / "global_step_1" / "critic" / "huggingface";
+  EXPECT_EQ(read_file((critic_hf / "tokenizer.json").string()), read_file(setup.dir + "/tok/tokenizer.json"));
 }
 
 TEST(ModelPaths, AMissingTokenizerOrConfigIsOneLineNamingItsKey) {
