@@ -7,6 +7,7 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
+#include "verl/reward/scorers/reward_worker_pool.h"
 #include "verl/runtime/cpu_threads.h"
 #include "verl/runtime/environment_report.h"
 #include "verl/runtime/heap_reuse.h"
@@ -108,6 +109,8 @@ int main_entry(int argc, char** argv) {
       std::cout << runtime::read_environment_report().to_text();
       return 0;
     }
+    // The remote reward manager's worker processes (reward/scorers/reward_worker_pool.h); not a user command.
+    if (args[0] == "_reward-worker") return reward::serve_reward_worker(Args(args.begin() + 1, args.end()));
     for (const auto& command : command_table()) {
       if (args[0] != command.name) continue;
       Args rest(args.begin() + 1, args.end());

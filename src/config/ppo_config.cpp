@@ -678,8 +678,10 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   check_optional_positive(r.max_length, "reward_model.max_length");
   r.use_dynamic_bsz = in.get_bool("reward_model.use_dynamic_bsz");
   r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
-  r.reward_manager =
-      in.get_choice("reward_model.reward_manager", {"naive", "dapo", "gdpo", "rate_limited", "digit_completion"});
+  r.reward_manager = in.get_choice("reward_model.reward_manager",
+                                   {"naive", "dapo", "gdpo", "rate_limited", "remote", "digit_completion"});
+  r.num_workers = in.get_int("reward.num_workers");
+  check_positive(r.num_workers, "reward.num_workers");
   r.reward_kwargs = in.get_node("reward_model.reward_kwargs");
   VERL_CHECK(r.reward_kwargs.is_map(), "config", "config key 'reward_model.reward_kwargs' expects map, got ",
              kind_name(r.reward_kwargs.kind()));

@@ -128,7 +128,6 @@ const std::vector<Entry>& table() {
       {"reward_model.model.external_lib", F, "external model libraries"},
       {"reward_model.model.trust_remote_code", N, "transformers remote code (native model classes)"},
       {"reward_model.rollout", N, "the reward model's vLLM / SGLang server (verl.cpp runs it natively)"},
-      {"reward.num_workers", N, "verl's reward-loop workers"},
       {"reward.custom_reward_function.path", H, "custom_reward_function.path"},
       {"reward.custom_reward_function.name", H, "custom_reward_function.name"},
       {"reward.reward_manager.name", H, "reward_model.reward_manager"},

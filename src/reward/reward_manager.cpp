@@ -8,6 +8,7 @@
 #include "verl/common/logging.h"
 #include "verl/common/strings.h"
 #include "verl/reward/scorers/digit_completion.h"
+#include "verl/reward/scorers/reward_worker_pool.h"
 
 namespace verl::reward {
 
@@ -477,7 +478,7 @@ RewardResult DigitCompletionRewardManager::compute(const protocol::DataProto& da
 }
 
 const std::vector<std::string>& supported_reward_managers() {
-  static const std::vector<std::string> names = {"naive", "dapo", "gdpo", "rate_limited", "digit_completion"};
+  static const std::vector<std::string> names = {"naive", "dapo", "gdpo", "rate_limited", "remote", "digit_completion"};
   return names;
 }
 
@@ -535,7 +536,30 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
 
   ComputeScoreFn compute_score;
   const auto& custom = config.custom_reward_function;
-  if (custom.path.has_value() && !custom.path->empty()) {
+  const bool python_file = custom.path.has_value() && !custom.path->empty() && !ends_with(*custom.path, ".so");
+  if (manager == "remote" && python_file) {
+    // verl 0.9.1's remote manager: each call in one of reward.num_workers worker processes.
+    RewardWorkerPoolOptions pool_options;
+    pool_options.path = *custom.path;
+    pool_options.name = custom.name;
+    pool_options.reward_kwargs = node_to_json(custom.reward_kwargs);
+    pool_options.limits.timeout_s = custom.timeout;
+    pool_options.num_workers = config.reward_model.num_workers;
+    std::shared_ptr<RewardWorkerPool> pool = shared_reward_worker_pool(pool_options);
+    options.score_batch = [pool](const std::vector<ScoreCall>& calls, const config::RewardRateLimits*) {
+      return pool->score(calls);
+    };
+    compute_score = [pool](const std::string& data_source, const std::string& solution_str, const Json& ground_truth,
+                           const Json& extra_info) {
+      ScoreOutcome outcome =
+          std::move(pool->score({ScoreCall{data_source, solution_str, ground_truth, extra_info}})[0]);
+      if (!outcome.result) throw RewardFunctionError("reward", outcome.error);
+      return *outcome.result;
+    };
+    options.score_fn_name = "'" + custom.name + "' from '" + *custom.path + "'";
+    VERL_LOG(Info, "reward") << "using customized reward function '" << custom.name << "' from '" << *custom.path
+                             << "' in " << pool->num_workers() << " worker processes (reward_manager=remote)";
+  } else if (custom.path.has_value() && !custom.path->empty()) {
     UserCodeLimits limits;
     limits.timeout_s = custom.timeout;
     RewardFunction function =

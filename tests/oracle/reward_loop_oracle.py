@@ -2,7 +2,7 @@
 
   reward_loop_oracle.py CASE.json   prints {"rm_scores": [[...]], "reward_extra_info": {key: [...]}}
 
-CASE.json: {"tokenizer": folder, "manager": naive | dapo | gdpo | limited, "config": verl's config as a dict (the
+CASE.json: {"tokenizer": folder, "manager": naive | dapo | gdpo | limited | remote, "config": verl's config as a dict (the
 reward section after verl's legacy-key migration, trainer.experiment_name), "custom_reward_function": {"path",
 "name"} or null, "prompt_length": P, "response_length": R, "rows": [{"prompt_ids", "response_ids", "non_tensor":
 {column: value}}]}.
@@ -13,7 +13,7 @@ run_single awaited for all of them at once), and the batch assembled as RewardLo
 get_custom_reward_fn; without one the manager uses verl's default_compute_score.
 
 verl's modules are loaded from its installed files without running the __init__ of verl and verl.experimental
-(which need Ray and aiohttp); `ray` is a bare module that only satisfies imports (nothing here calls it).
+(which need Ray and aiohttp); `ray` is a module that runs the remote manager's actors in this process.
 """
 import asyncio
 import importlib.util
@@ -21,6 +21,56 @@ import json
 import os
 import sys
 import types
+
+
+def in_process_ray():
+    """A `ray` that runs actors in this process: what verl's remote manager needs (ray.remote classes, .options,
+    .remote calls awaited, the node id), each call made at once and its result awaited as Ray's ObjectRef is."""
+    ray = types.ModuleType("ray")
+    ray.ObjectRef = object
+
+    class Method:
+        def __init__(self, function):
+            self.function = function
+
+        def remote(self, *args, **kwargs):
+            future = asyncio.get_event_loop().create_future()
+            future.set_result(self.function(*args, **kwargs))
+            return future
+
+    class Actor:
+        def __init__(self, instance):
+            self.instance = instance
+
+        def __getattr__(self, name):
+            return Method(getattr(self.instance, name))
+
+    class ActorClass:
+        def __init__(self, cls):
+            self.cls = cls
+
+        def options(self, **kwargs):
+            return self
+
+        def remote(self, *args, **kwargs):
+            return Actor(self.cls(*args, **kwargs))
+
+    def remote(*args, **kwargs):
+        if len(args) == 1 and isinstance(args[0], type):
+            return ActorClass(args[0])
+        if len(args) == 1 and callable(args[0]):
+            return args[0]
+        return ActorClass
+
+    ray.remote = remote
+    strategies = types.ModuleType("ray.util.scheduling_strategies")
+    strategies.NodeAffinitySchedulingStrategy = lambda **kwargs: kwargs
+    ray.util = types.ModuleType("ray.util")
+    ray.util.scheduling_strategies = strategies
+    ray.get_runtime_context = lambda: types.SimpleNamespace(get_node_id=lambda: "node")
+    sys.modules["ray.util"] = ray.util
+    sys.modules["ray.util.scheduling_strategies"] = strategies
+    return ray
 
 
 def verl_packages_without_init():
@@ -32,10 +82,7 @@ def verl_packages_without_init():
         module = types.ModuleType(name)
         module.__path__ = [folder]
         sys.modules[name] = module
-    ray = types.ModuleType("ray")
-    ray.ObjectRef = object
-    ray.remote = lambda *args, **kwargs: args[0] if args and callable(args[0]) else (lambda cls: cls)
-    sys.modules.setdefault("ray", ray)
+    sys.modules.setdefault("ray", in_process_ray())
     from verl.protocol import DataProto
 
     sys.modules["verl"].DataProto = DataProto  # what `from verl import DataProto` finds

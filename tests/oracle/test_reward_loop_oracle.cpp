@@ -2,9 +2,10 @@
 // by tests/oracle/reward_loop_oracle.py in .venv/test on the same batch and the Qwen3 tokenizer: the reward tensor
 // and reward_extra_info, for
 //  - naive with verl's default_compute_score: GSM8K and MATH (plain numbers, so "acc") and math_dapo (a dict);
-//  - naive, dapo and gdpo with a custom function that returns what it was given (the decoded response, the ground
-//    truth, the extra_info as JSON), so the extra_info each manager builds is compared key by key: verl's agent
-//    loop gives a single-turn sample turn_scores = tool_rewards = [] and a multi-turn one its own;
+//  - naive, dapo, gdpo and remote with a custom function that returns what it was given (the decoded response, the
+//    ground truth, the extra_info as JSON), so the extra_info each manager builds is compared key by key: verl's
+//    agent loop gives a single-turn sample turn_scores = tool_rewards = [] and a multi-turn one its own (remote:
+//    verl.cpp's worker processes against verl's manager with its Ray actors run in process);
 //  - dapo's overlong penalty with logging.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "support/test_python.h"
 #include "verl/config/config_loader.h"
 #include "verl/reward/reward_manager.h"
+#include "verl/reward/scorers/reward_worker_pool.h"
 
 namespace verl::test {
 namespace {
@@ -231,15 +233,20 @@ TEST(RewardLoopOracle, DefaultComputeScoreDictsGiveTheirKeys) {
 
 TEST(RewardLoopOracle, ExtraInfoOfEachManagerEqualsVerls) {
   const std::string echo = write_reward("echo", kEchoReward);
-  for (const std::string manager : {"naive", "dapo", "gdpo"}) {
+  reward::set_reward_worker_executable(verl_binary());  // remote's workers: this test binary is not verl
+  for (const std::string manager : {"naive", "dapo", "gdpo", "remote"}) {
     OracleCase multi;
     multi.manager = manager;
+    multi.verl_config["reward"]["num_workers"] = 2;
+    multi.overrides = {"reward.num_workers=2"};
     multi.custom_path = echo;
     multi.rows = mixed_rows();
     EXPECT_EQ(check_against_verl(multi, manager + "_multi_turn"), 5u) << manager;  // score + the echo's four
 
     OracleCase single;  // no multi-turn columns at all: verl's agent loop gives [] for both
     single.manager = manager;
+    single.verl_config = multi.verl_config;
+    single.overrides = multi.overrides;
     single.custom_path = echo;
     single.rows = {{"What is 6 * 7?", "It is 42. #### 42", true, "openai/gsm8k", "42", {{"index", 0}}},
                    {"Name a prime.", "", false, "lighteval/MATH", "7", {{"index", 1}}}};

@@ -338,6 +338,7 @@ struct RewardModelConfig {
   std::string reward_manager;
   Node reward_kwargs;  // free-form map passed to the reward manager (dapo: max_resp_len, overlong_buffer_cfg)
   RewardRateLimits rate_limits;  // the rate_limited manager's budget (verl 0.9.1: reward.max_concurrent, ...)
+  int64_t num_workers = 8;       // reward.num_workers: the remote manager's worker processes
 };
 
 struct CustomRewardFunctionConfig {

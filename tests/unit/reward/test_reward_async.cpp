@@ -2,10 +2,14 @@
 // `async def` compute_score is awaited for every call of a batch at once; rate_limited runs every call within
 // reward.max_concurrent / max_rpm / max_tpm and reward.timeout, scoring failures 0 with "error" / "timeout". The
 // functions record when each call starts and ends, so concurrency is read from their own log, not from timings.
+// verl 0.9.1's remote manager runs each call in one of reward.num_workers worker processes.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "verl/common/strings.h"
 #include "verl/config/config_loader.h"
 #include "verl/reward/reward_manager.h"
+#include "verl/reward/scorers/reward_worker_pool.h"
 #include "verl/tokenizer/unicode.h"
 
 namespace verl::reward {
@@ -268,6 +273,103 @@ TEST(RateLimitedRewardManager, RequestAndTokenBudgetsPaceTheCalls) {
   const CallLog tpm = read_call_log(tpm_log);
   ASSERT_EQ(tpm.starts.size(), 2u);
   EXPECT_GE(tpm.starts[1], 1.45);
+}
+
+// Logs ("start" | "end", time, pid) per call; "raise" raises, "die" kills its own process (no "end"), "ok*" and
+// the others sleep 0.3 s and score len(response) with the pid that scored it. It prints to stdout too: the worker's
+// stdout is the trainer's, and the replies go their own way.
+const char* const kProcessReward = R"PY(
+import json, os, time
+
+def log(extra_info, what):
+    with open(extra_info["log"], "a") as f:
+        f.write(json.dumps([what, time.monotonic(), os.getpid()]) + "\n")
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    log(extra_info, "start")
+    print("scoring", solution_str, flush=True)
+    if solution_str == "die":
+        os.kill(os.getpid(), 9)
+    try:
+        if solution_str == "raise":
+            raise ValueError("judge unavailable")
+        time.sleep(0.3)
+        return {"score": float(len(solution_str)), "pid": os.getpid(), "unit": 1.5}
+    finally:
+        log(extra_info, "end")
+)PY";
+
+struct RemoteRewardFixture {
+  std::string dir = test::make_temp_dir("reward_remote");
+  std::string path = dir + "/reward.py";
+  RemoteRewardFixture() {
+    test::write_file(path, kProcessReward);
+    set_reward_worker_executable(test::verl_binary());  // this test binary is not verl
+  }
+
+  std::unique_ptr<RewardManager> manager(std::vector<std::string> overrides) const {
+    overrides.insert(overrides.end(), {"custom_reward_function.path=" + path, "reward.reward_manager.name=remote"});
+    config::ConfigArgs args;
+    args.overrides = std::move(overrides);
+    return load_reward_manager(config::load_config(args).ppo, async_test_tokenizer(), 0);
+  }
+};
+
+TEST(RemoteRewardManager, EachCallRunsInOneOfTheWorkerProcessesAtOnce) {
+  const RemoteRewardFixture f;
+  const std::string log = f.dir + "/remote.log";
+  testing::internal::CaptureStdout();
+  const RewardResult r =
+      f.manager({"reward.num_workers=3"})->compute(async_batch({"a", "bb", "ccc", "dddd", "e", "ff"}, log));
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{1.0, 2.0, 3.0, 4.0, 1.0, 2.0}));
+  EXPECT_EQ(r.reward_extra_info.at("unit"), (std::vector<Json>(6, 1.5)));
+  EXPECT_FLOAT_EQ(r.reward_tensor[3][3].item<float>(), 4.0f);
+  std::set<int64_t> pids;
+  for (const Json& pid : r.reward_extra_info.at("pid")) pids.insert(pid.get<int64_t>());
+  EXPECT_EQ(pids.size(), 3u);
+  EXPECT_EQ(pids.count(static_cast<int64_t>(::getpid())), 0u);
+  EXPECT_EQ(read_call_log(log).max_in_flight, 3);
+  EXPECT_NE(out.find("scoring dddd"), std::string::npos) << out;
+}
+
+TEST(RemoteRewardManager, FailuresFollowOnErrorAndADeadWorkerFailsItsCallOnly) {
+  const RemoteRewardFixture f;
+  std::string e = error_of([&] {
+    f.manager({"reward.num_workers=2"})->compute(async_batch({"ok", "raise", "fine"}, f.dir + "/raise.log"));
+  });
+  EXPECT_NE(e.find("raised on row 1 (data_source 'judge'): ValueError: judge unavailable (at " + f.path),
+            std::string::npos)
+      << e;
+  const std::unique_ptr<RewardManager> zero =
+      f.manager({"reward.num_workers=2", "custom_reward_function.on_error=zero"});
+  testing::internal::CaptureStderr();
+  const RewardResult r = zero->compute(async_batch({"ok", "die", "raise", "fine"}, f.dir + "/die.log"));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.reward_extra_info.at("score"), (std::vector<Json>{2.0, 0.0, 0.0, 4.0}));
+  EXPECT_NE(err.find("2 of 4 samples scored 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("ended while scoring this sample: killed by signal 9"), std::string::npos) << err;
+  // The worker that died is started again for the next batch: both score it.
+  const RewardResult next = zero->compute(async_batch({"a", "bb", "ccc"}, f.dir + "/next.log"));
+  EXPECT_EQ(next.reward_extra_info.at("score"), (std::vector<Json>{1.0, 2.0, 3.0}));
+  std::set<int64_t> pids;
+  for (const Json& pid : next.reward_extra_info.at("pid")) pids.insert(pid.get<int64_t>());
+  EXPECT_EQ(pids.size(), 2u);
+}
+
+TEST(RemoteRewardManager, AFunctionThatDoesNotLoadIsOneErrorNamingIt) {
+  const RemoteRewardFixture f;
+  const std::string broken = f.dir + "/broken.py";
+  test::write_file(broken, "def compute_score(data_source, solution_str:\n");
+  const std::string e = error_of([&] {
+    config::ConfigArgs args;
+    args.overrides = {"custom_reward_function.path=" + broken, "reward.reward_manager.name=remote",
+                      "reward.num_workers=2"};
+    load_reward_manager(config::load_config(args).ppo, async_test_tokenizer(), 0);
+  });
+  EXPECT_NE(e.find(broken), std::string::npos) << e;
+  EXPECT_NE(e.find("SyntaxError"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 }
 
 }  // namespace

@@ -422,7 +422,8 @@ TEST(DigitCompletionRewardManager, DenseRewardOnEveryResponseToken) {
 
 TEST(LoadRewardManager, ConfigErrorsListTheChoices) {
   std::string e = error_of([] { load_config({"reward_model.reward_manager=prime"}); });
-  EXPECT_NE(e.find("expected one of: naive, dapo, gdpo, rate_limited, digit_completion"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected one of: naive, dapo, gdpo, rate_limited, remote, digit_completion"), std::string::npos)
+      << e;
   for (const std::string& name : supported_reward_managers()) {
     EXPECT_NO_THROW(load_reward_manager(load_config({"reward_model.reward_manager=" + name}), byte_tokenizer(), 0));
   }
@@ -431,7 +432,7 @@ TEST(LoadRewardManager, ConfigErrorsListTheChoices) {
   e = error_of([&] { load_reward_manager(config, byte_tokenizer(), 0); });
   EXPECT_EQ(e,
             "[reward] reward_model.reward_manager is 'batch'; verl.cpp implements: naive, dapo, gdpo, rate_limited, "
-            "digit_completion");
+            "remote, digit_completion");
   e = error_of([] { load_reward_manager(load_config({"+reward_model.reward_kwargs.max_resp_len=3"}), byte_tokenizer(), 0); });
   EXPECT_NE(e.find("reward_model.reward_kwargs has key 'max_resp_len', which the naive reward manager does not take"),
             std::string::npos)
