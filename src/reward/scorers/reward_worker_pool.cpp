@@ -168,7 +168,9 @@ RewardWorkerPool::RewardWorkerPool(RewardWorkerPoolOptions options)
   VERL_CHECK(options_.num_workers >= 1, kComponent, "reward.num_workers must be >= 1, got ", options_.num_workers);
   for (int64_t i = 0; i < options_.num_workers; ++i) workers_.push_back(std::make_unique<Worker>());
   try {
-    for (auto& worker : workers_) start(*worker);
+    // All spawned first: the workers load the function side by side.
+    for (auto& worker : workers_) spawn(*worker);
+    for (auto& worker : workers_) await_ready(*worker);
   } catch (...) {
     for (auto& worker : workers_) stop(*worker);
     throw;
@@ -180,6 +182,11 @@ RewardWorkerPool::~RewardWorkerPool() {
 }
 
 void RewardWorkerPool::start(Worker& worker) {
+  spawn(worker);
+  await_ready(worker);
+}
+
+void RewardWorkerPool::spawn(Worker& worker) {
   int sockets[2];
   VERL_CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) == 0, kComponent,
              "cannot create a socket for a reward worker: ", std::strerror(errno));
@@ -215,6 +222,9 @@ void RewardWorkerPool::start(Worker& worker) {
   worker.fd = sockets[0];
   worker.buffer.clear();
   worker.call.reset();
+}
+
+void RewardWorkerPool::await_ready(Worker& worker) {
   const std::optional<std::string> line = read_line(worker.fd, worker.buffer);
   Json ready;
   if (line) ready = Json::parse(*line, nullptr, false);
@@ -245,6 +255,21 @@ void RewardWorkerPool::stop(Worker& worker) {
 std::vector<ScoreOutcome> RewardWorkerPool::score(const std::vector<ScoreCall>& calls) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<ScoreOutcome> outcomes(calls.size());
+  try {
+    dispatch_and_collect(calls, outcomes);
+  } catch (...) {
+    // Workers still scoring this batch would answer into the next one: they are stopped and start afresh.
+    for (auto& worker : workers_) {
+      if (!worker->call) continue;
+      stop(*worker);
+      worker->call.reset();
+    }
+    throw;
+  }
+  return outcomes;
+}
+
+void RewardWorkerPool::dispatch_and_collect(const std::vector<ScoreCall>& calls, std::vector<ScoreOutcome>& outcomes) {
   size_t next = 0, done = 0;
   // A worker that ended: its call in flight fails with what became of the process; it starts again when needed.
   const auto lost = [&](Worker& worker) {
@@ -306,7 +331,6 @@ std::vector<ScoreOutcome> RewardWorkerPool::score(const std::vector<ScoreCall>& 
       }
     }
   }
-  return outcomes;
 }
 
 std::shared_ptr<RewardWorkerPool> shared_reward_worker_pool(const RewardWorkerPoolOptions& options) {

@@ -275,9 +275,9 @@ TEST(RateLimitedRewardManager, RequestAndTokenBudgetsPaceTheCalls) {
   EXPECT_GE(tpm.starts[1], 1.45);
 }
 
-// Logs ("start" | "end", time, pid) per call; "raise" raises, "die" kills its own process (no "end"), "ok*" and
-// the others sleep 0.3 s and score len(response) with the pid that scored it. It prints to stdout too: the worker's
-// stdout is the trainer's, and the replies go their own way.
+// Logs ("start" | "end", time, pid) per call; "raise" raises, "die" kills its own process (no "end"), "break" also
+// leaves its file unloadable, and the others sleep 0.3 s and score len(response) with the pid that scored it. It prints
+// to stdout too: the worker's stdout is the trainer's, and the replies go their own way.
 const char* const kProcessReward = R"PY(
 import json, os, time
 
@@ -289,6 +289,10 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     log(extra_info, "start")
     print("scoring", solution_str, flush=True)
     if solution_str == "die":
+        os.kill(os.getpid(), 9)
+    if solution_str == "break":  # dies, and leaves a file the next worker cannot load
+        with open(__file__, "w") as f:
+            f.write("def compute_score(:\n")
         os.kill(os.getpid(), 9)
     try:
         if solution_str == "raise":
@@ -355,6 +359,20 @@ TEST(RemoteRewardManager, FailuresFollowOnErrorAndADeadWorkerFailsItsCallOnly) {
   std::set<int64_t> pids;
   for (const Json& pid : next.reward_extra_info.at("pid")) pids.insert(pid.get<int64_t>());
   EXPECT_EQ(pids.size(), 2u);
+}
+
+// A worker that cannot start again ends the batch with the load error; the workers still scoring that batch are
+// stopped, so none of their replies lands in the next batch.
+TEST(RemoteRewardManager, AWorkerThatCannotRestartEndsTheBatchAndLeavesNoReplyBehind) {
+  const RemoteRewardFixture f;
+  const std::unique_ptr<RewardManager> manager =
+      f.manager({"reward.num_workers=2", "custom_reward_function.on_error=zero"});
+  const std::string e =
+      error_of([&] { manager->compute(async_batch({"break", "a", "bb", "ccc"}, f.dir + "/break.log")); });
+  EXPECT_NE(e.find("SyntaxError"), std::string::npos) << e;
+  test::write_file(f.path, kProcessReward);
+  const RewardResult next = manager->compute(async_batch({"dddd", "ee", "f"}, f.dir + "/after.log"));
+  EXPECT_EQ(next.reward_extra_info.at("score"), (std::vector<Json>{4.0, 2.0, 1.0}));
 }
 
 TEST(RemoteRewardManager, AFunctionThatDoesNotLoadIsOneErrorNamingIt) {

@@ -46,8 +46,11 @@ class RewardWorkerPool {
 
  private:
   struct Worker;
-  void start(Worker& worker);
+  void start(Worker& worker);        // spawn, then await_ready
+  void spawn(Worker& worker);        // the process, with its socket
+  void await_ready(Worker& worker);  // its first line: loaded, or the load error thrown
   void stop(Worker& worker);
+  void dispatch_and_collect(const std::vector<ScoreCall>& calls, std::vector<ScoreOutcome>& outcomes);
 
   RewardWorkerPoolOptions options_;
   std::string who_;  // "reward function 'NAME' from 'PATH'"
