@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "verl/agent/continuation_engine.h"
 #include "verl/agent/conversation_tokens.h"
@@ -53,6 +54,8 @@ struct Conversation {
   Json turn_scores = Json::array(), tool_rewards = Json::array();
   std::unique_ptr<ToolSession> tool_session;
   const ConversationTokens* tokens = nullptr;  // the builder rendering this sample's tools
+  OJson tool_schemas;                          // the tools this sample sees (the parser types values by them)
+  std::vector<std::optional<std::string>> call_ids;  // this round's calls' tool_call_id (kimi), for the tool messages
   std::unique_ptr<InteractionSession> interaction;
   bool last_turn_complete = false;  // the last policy turn ended with an eos id (a whole conversation)
   bool prompt_truncated = false;
@@ -65,6 +68,13 @@ std::vector<int32_t> to_int32(const std::vector<int64_t>& ids, size_t begin, siz
   return std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
+// verl's tokenizer falls back to the eos token for a missing pad token; the parsers remove its text.
+std::string pad_token_text(const tokenizer::Tokenizer& tokenizer) {
+  const auto& config = tokenizer.config();
+  if (config.pad_token) return *config.pad_token;
+  return config.eos_token.value_or("");
+}
+
 OJson int_list(const std::vector<int64_t>& ids, size_t begin, size_t end) {
   return OJson(std::vector<int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(begin),
                                     ids.begin() + static_cast<std::ptrdiff_t>(end)));
@@ -72,11 +82,22 @@ OJson int_list(const std::vector<int64_t>& ids, size_t begin, size_t end) {
 
 }  // namespace
 
+rollout::SamplingParams turn_sampling(const AgentLoopOptions& options, const tokenizer::Tokenizer& tokenizer) {
+  rollout::SamplingParams sampling = options.sampling;
+  auto& ids = sampling.eos_token_ids;
+  for (const std::string& token : ToolParser::create(options.multi_turn.format)->stop_tokens()) {
+    // verl asks convert_tokens_to_ids; a vocabulary without the token has nothing to stop at.
+    const std::optional<int32_t> id = tokenizer.token_to_id(token);
+    if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  return sampling;
+}
+
 AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tokenizer& tokenizer,
                                     const std::shared_ptr<ToolSet>& tools,
                                     const std::shared_ptr<InteractionSet>& interactions,
                                     const AgentLoopOptions& options, const AgentLoopInputs& inputs) {
-  ContinuationEngine engine(model, options.sampling);
+  ContinuationEngine engine(model, turn_sampling(options, tokenizer));
   AgentLoopOutput out = run_scripted_agent_loop(
       [&](std::vector<ContinueRequest>& requests) { return engine.continue_batch(requests); }, tokenizer, tools,
       interactions, options, inputs);
@@ -109,7 +130,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     }
     return builder.get();
   };
-  const auto parser = ToolParser::create(mt.format);
+  const auto parser = ToolParser::create(mt.format, pad_token_text(tokenizer));
+  const auto& eos_ids = options.sampling.eos_token_ids;
   const int64_t R = options.response_length;
 
   std::vector<Conversation> convs(batch);
@@ -121,6 +143,10 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
                inputs.raw_prompt[i].dump().substr(0, 120));
     c.messages = inputs.raw_prompt[i];
     c.tokens = builder_for(i);
+    if (tools) {
+      c.tool_schemas = tools->selected_schemas(inputs.tool_selection.empty() ? std::vector<std::string>{}
+                                                                             : inputs.tool_selection[i]);
+    }
     c.ids = c.tokens->initial_tokens(c.messages);
     if (static_cast<int64_t>(c.ids.size()) > options.prompt_length) {  // verl: left-truncated, with a warning
       c.ids.erase(c.ids.begin(), c.ids.end() - options.prompt_length);
@@ -204,35 +230,54 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       c.mask.insert(c.mask.end(), turn.tokens.size(), 1);
       if (options.sampling.calculate_log_probs) c.log_probs.insert(c.log_probs.end(), turn.log_probs.begin(), turn.log_probs.end());
       c.assistant_turns += 1;
-      c.last_turn_complete = turn.ended_with_eos;
-      // The turn's text without its closing eos (verl's content keeps it; the message is re-rendered without).
-      const size_t text_end = c.ids.size() - (turn.ended_with_eos ? 1 : 0);
-      const std::string text = tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), text_end), false);
+      // A turn ended by the parser's stop token (gemma4's <tool_call|>) is not a whole conversation's end.
+      const bool at_eos = turn.ended_with_eos && !turn.tokens.empty() &&
+                          std::find(eos_ids.begin(), eos_ids.end(), turn.tokens.back()) != eos_ids.end();
+      c.last_turn_complete = at_eos;
+      // verl parses the turn as decoded, its closing eos included; the assistant message's content goes without it
+      // (the template closes the turn itself).
+      const std::string text = tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), c.ids.size()), false);
+      const std::string eos_text = at_eos ? tokenizer.decode({static_cast<int32_t>(turn.tokens.back())}, false) : "";
+      const auto without_eos = [&](std::string content) {
+        if (!eos_text.empty() && content.size() >= eos_text.size() &&
+            content.compare(content.size() - eos_text.size(), eos_text.size(), eos_text) == 0) {
+          content.resize(content.size() - eos_text.size());
+        }
+        return content;
+      };
 
       const bool out_of_budget = static_cast<int64_t>(c.mask.size()) >= R;
       const bool turn_limit = (mt.max_assistant_turns && c.assistant_turns >= *mt.max_assistant_turns) ||
                               (mt.max_user_turns && c.user_turns >= *mt.max_user_turns);
       const int64_t parse_start = trace ? trace_clock_ns() : 0;
-      ParsedTurn parsed = out_of_budget || turn_limit ? ParsedTurn{text, {}, 0} : parser->parse(text);
+      ParsedTurn parsed = out_of_budget || turn_limit ? ParsedTurn{text, {}, 0} : parser->parse(text, c.tool_schemas);
       if (trace && !out_of_budget && !turn_limit) {
-        TraceSpan span{"HermesToolParser.extract_tool_calls"};
+        TraceSpan span{parser->class_name() + ".extract_tool_calls"};
         OJson calls = OJson::array();
-        for (const auto& call : parsed.calls) calls.push_back({{"name", call.name}, {"arguments", call.arguments.dump()}});
+        for (const auto& call : parsed.calls) {
+          calls.push_back({{"name", call.name},
+                           {"arguments", call.arguments_not_json ? call.arguments.get<std::string>() : call.arguments.dump()},
+                           {"tool_call_id", call.tool_call_id ? OJson(*call.tool_call_id) : OJson()}});
+        }
         span.inputs = {{"responses_ids", turn.tokens}};
         span.outputs = OJson::array({parsed.content, calls});
         span.start_ns = parse_start;
         span.end_ns = trace_clock_ns();
         c.run.children.push_back(std::move(span));
       }
-      OJson assistant = {{"role", "assistant"}, {"content", parsed.content}};
+      OJson assistant = {{"role", "assistant"}, {"content", without_eos(parsed.content)}};
       const size_t n_calls = std::min<size_t>(parsed.calls.size(), static_cast<size_t>(mt.max_parallel_calls));
       if (n_calls > 0 && c.tool_session) {
         OJson calls = OJson::array();
         std::vector<ToolCallRequest> requests_of_turn;
+        c.call_ids.clear();
         for (size_t k = 0; k < n_calls; ++k) {
-          calls.push_back({{"type", "function"},
-                           {"function", {{"name", parsed.calls[k].name}, {"arguments", parsed.calls[k].arguments}}}});
-          requests_of_turn.push_back({parsed.calls[k].name, parsed.calls[k].arguments});
+          const FunctionCall& call = parsed.calls[k];
+          OJson entry = {{"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+          if (call.tool_call_id) entry["id"] = *call.tool_call_id;  // verl: the model's id, in both messages
+          calls.push_back(std::move(entry));
+          requests_of_turn.push_back({call.name, call.arguments});
+          c.call_ids.push_back(call.tool_call_id);
         }
         assistant["tool_calls"] = calls;
         if (!out_of_budget && !turn_limit) {
@@ -274,10 +319,13 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       for (size_t k = 0; k < calling.size(); ++k) {
         Conversation& c = convs[calling[k]];
         OJson& messages = appended[calling[k]] = OJson::array();
-        for (const ToolCallResult& result : outcomes[k]) {
-          messages.push_back({{"role", "tool"},
-                              {"content", truncate_tool_response(result.text, mt.max_tool_response_length,
-                                                                 mt.tool_response_truncate_side)}});
+        for (size_t j = 0; j < outcomes[k].size(); ++j) {
+          const ToolCallResult& result = outcomes[k][j];
+          OJson message = {{"role", "tool"},
+                           {"content", truncate_tool_response(result.text, mt.max_tool_response_length,
+                                                              mt.tool_response_truncate_side)}};
+          if (j < c.call_ids.size() && c.call_ids[j]) message["tool_call_id"] = *c.call_ids[j];
+          messages.push_back(std::move(message));
           c.tool_rewards.push_back(result.reward);
           c.tool_errors += result.error ? 1 : 0;
         }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "verl/agent/tool_parser.h"
 #include "verl/algo/algo_names.h"
 #include "verl/algo/pf_ppo.h"
 #include "verl/algo/rollout_corr.h"
@@ -471,13 +472,14 @@ MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
   m.tokenization_sanity_check_mode =
       in.get_choice(p + ".tokenization_sanity_check_mode", {"strict", "ignore_strippable", "disable"});
   m.format = in.get_string(p + ".format");
-  // verl 0.9.1's ToolParser registry holds hermes and gpt-oss; any other name stops its tool agent loop.
-  VERL_CHECK(m.format != "gpt-oss", "config", "config key '", p,
-             ".format' is 'gpt-oss': gpt-oss's tool-call format (harmony) is not implemented in verl.cpp (hermes is)");
-  VERL_CHECK(m.format == "hermes", "config", "config key '", p, ".format' is '", m.format,
-             "'; expected one of: hermes (verl 0.9.1 has no tool parser of that name either: its registry holds hermes "
-             "and gpt-oss, and its tool agent loop stops with 'Unknown tool parser: ",
-             m.format, "')");
+  // verl 0.9.1's ToolParser registry; any other name stops its tool agent loop ("Unknown tool parser").
+  const auto& formats = agent::ToolParser::formats();
+  if (std::find(formats.begin(), formats.end(), m.format) == formats.end()) {
+    std::string known;
+    for (const auto& name : formats) known += (known.empty() ? "" : ", ") + name;
+    VERL_FAIL("config", "config key '", p, ".format' is '", m.format, "'; expected one of: ", known,
+              " (verl 0.9.1's tool parsers; its tool agent loop stops with 'Unknown tool parser: ", m.format, "')");
+  }
   m.tool_timeout = in.get_double(p + ".tool_timeout");
   if (m.enable) {
     VERL_CHECK(in.get_bool("data.return_raw_chat"), "config", "data.return_raw_chat=false: the multi-turn rollout (",

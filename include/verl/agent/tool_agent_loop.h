@@ -1,7 +1,8 @@
 // verl's tool agent loop (verl/experimental/agent_loop/tool_agent_loop.py) over a batch of conversations: each
 // starts from the dataset's messages (raw_prompt) with the tools rendered by the chat template; the policy
-// generates a turn; hermes tool calls in it are executed (at most max_parallel_calls per turn) and their results
-// appended as `tool` messages; without a call, an interaction (when configured) answers as the user; otherwise
+// generates a turn; the tool calls in it (agent/tool_parser.h, multi_turn.format) are executed (at most
+// max_parallel_calls per turn) and their results appended as `tool` messages (with the call's tool_call_id where
+// the model wrote one); without a call, an interaction (when configured) answers as the user; otherwise
 // the conversation ends. Turns stop at max_assistant_turns / max_user_turns or when the response budget
 // (rollout.response_length) is spent. All conversations waiting for the policy generate together
 // (agent/continuation_engine.h: each keeps its KV cache between turns).
@@ -70,6 +71,11 @@ struct AgentLoopOutput {
   int64_t prefill_tokens = 0;  // tokens prefilled over the whole rollout (the appended turns, never the history)
   std::vector<TraceSpan> traces;  // record_trace: per sample, verl's ToolAgentLoop.run span with its children
 };
+
+// The sampling of each policy turn: options.sampling with the tool parser's stop tokens (verl's stop_token_ids: glm's
+// <|observation|>, kimi's <|im_end|>, gemma4's <tool_call|>) among the ids that end a turn. A turn that ends there
+// is parsed for calls like any other, but does not end the conversation as an eos would.
+rollout::SamplingParams turn_sampling(const AgentLoopOptions& options, const tokenizer::Tokenizer& tokenizer);
 
 AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tokenizer& tokenizer,
                                     const std::shared_ptr<ToolSet>& tools,

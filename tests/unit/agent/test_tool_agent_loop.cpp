@@ -469,5 +469,80 @@ def loop_upper(text: str) -> str:
   EXPECT_EQ(out.messages.at(0)[3]["content"], "5");
 }
 
+// Kimi's format: the id the model wrote names the tool only through the tools (verl's _infer_tool_name) and goes
+// into both messages, as verl puts it there (the assistant's tool_calls[].id, the tool message's tool_call_id).
+TEST(ToolAgentLoop, KimiCallsResolveTheirNameAndCarryTheirIdIntoBothMessages) {
+  auto& f = fixture();
+  AgentLoopOptions opts = options();
+  opts.multi_turn.format = "kimi";
+  opts.multi_turn.tokenization_sanity_check_mode = "disable";  // the template renders calls in the hermes style
+  const std::string call =
+      "Checking.<|tool_calls_section_begin|><|tool_call_begin|> functions.calc:0 <|tool_call_argument_begin|>"
+      "{\"expression\": \"2+3\"}<|tool_call_end|><|tool_calls_section_end|>";
+  const AgentLoopOutput out =
+      run_scripted_agent_loop(script({call, "#### 5"}, nullptr), *f.tok, f.tools, nullptr, opts, one_sample());
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 5u) << messages.dump();
+  EXPECT_EQ(messages[2]["content"], "Checking.");
+  EXPECT_EQ(messages[2]["tool_calls"][0],
+            (ordered_json{{"type", "function"},
+                          {"function", {{"name", "calc"}, {"arguments", {{"expression", "2+3"}}}}},
+                          {"id", "functions.calc:0"}}));
+  EXPECT_EQ(messages[3],
+            (ordered_json{{"role", "tool"}, {"content", "5"}, {"tool_call_id", "functions.calc:0"}}));
+  EXPECT_EQ(out.tool_call_counts.at(0), 1);
+}
+
+// Gemma 4 writes no eos after a call: the turn ends at <tool_call|> (turn_sampling adds it to the stop ids), the
+// call runs, and the conversation goes on; only the eos of the last turn ends it as a whole conversation.
+TEST(ToolAgentLoop, AParserStopTokenEndsTheTurnNotTheConversation) {
+  const std::string dir = test::make_temp_dir("gemma4_stop_token");
+  tokenizer::ByteLevelBPESpec spec;
+  spec.alphabet = tokenizer::printable_ascii_alphabet();
+  spec.added_tokens = {"<|tool_call>", "<tool_call|>"};
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"};
+  spec.eos_token = "<|im_end|>";
+  spec.pad_token = "<|endoftext|>";
+  spec.chat_template = tokenizer::chatml_tools_template();
+  tokenizer::write_byte_level_bpe_folder(dir + "/tok", spec);
+  const auto tok = tokenizer::Tokenizer::from_folder(dir + "/tok");
+  const int64_t eos = tok.eos_token_ids().at(0);
+  const int64_t stop = tok.token_to_id("<tool_call|>").value();
+
+  AgentLoopOptions opts = options();
+  opts.sampling.eos_token_ids = {eos};
+  opts.multi_turn.format = "gemma4";
+  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos, stop}));
+  opts.multi_turn.format = "hermes";
+  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos}));
+  opts.multi_turn.format = "glm";  // this vocabulary has no <|observation|>: nothing more to stop at
+  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos}));
+  opts.multi_turn.format = "gemma4";
+  opts.multi_turn.tokenization_sanity_check_mode = "disable";
+
+  // Turn 1 stops at <tool_call|> (the engine reports it as it reports an eos); turn 2 ends with the eos.
+  auto turns = std::make_shared<size_t>(0);
+  TurnGenerator generate = [&, turns](std::vector<ContinueRequest>& requests) {
+    ContinueRequest& r = requests.at(0);
+    const std::string text =
+        *turns == 0 ? "Let me see.<|tool_call>call:calc{expression:<|\"|>2+3<|\"|>}<tool_call|>" : "#### 5<|im_end|>";
+    ++*turns;
+    const auto ids = tok.encode(text, false);
+    ContinueResult result;
+    result.tokens.assign(ids.begin(), ids.end());
+    result.ended_with_eos = true;
+    r.cache->length += static_cast<int64_t>(r.new_tokens.size() + result.tokens.size()) - 1;
+    return std::vector<ContinueResult>{result};
+  };
+  const AgentLoopOutput out = run_scripted_agent_loop(generate, tok, fixture().tools, nullptr, opts, one_sample());
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 5u) << messages.dump();
+  EXPECT_EQ(messages[2]["content"], "Let me see.");
+  EXPECT_EQ(messages[2]["tool_calls"][0]["function"]["arguments"], (ordered_json{{"expression", "2+3"}}));
+  EXPECT_EQ(messages[3]["content"], "5");
+  EXPECT_EQ(messages[4]["content"], "#### 5");  // the eos is not content
+  EXPECT_EQ(out.num_turns.at(0), 4);
+}
+
 }  // namespace
 }  // namespace verl::agent

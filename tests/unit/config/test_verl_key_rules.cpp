@@ -186,14 +186,14 @@ TEST(VerlKeyRules, OptimizerClassAndItsArgumentsAreHonoured) {
   }
 }
 
-// multi_turn.format: hermes; gpt-oss is verl's but not implemented here; any other name is verl's own refusal too.
+// multi_turn.format: every parser of verl 0.9.1's registry; any other name is verl's own refusal too.
 TEST(VerlKeyRules, ToolCallFormatsNameVerlsRegistry) {
-  EXPECT_EQ(config_error_of({"actor_rollout_ref.rollout.multi_turn.format=hermes"}), "");
-  const std::string gpt_oss = config_error_of({"actor_rollout_ref.rollout.multi_turn.format=gpt-oss"});
-  EXPECT_TRUE(contains(gpt_oss, "multi_turn.format' is 'gpt-oss'")) << gpt_oss;
-  EXPECT_TRUE(contains(gpt_oss, "not implemented in verl.cpp")) << gpt_oss;
+  for (const char* format : {"hermes", "gpt-oss", "qwen3_coder", "glm", "seed", "minimax", "kimi", "deepseek_v4",
+                             "gemma4"}) {
+    EXPECT_EQ(config_error_of({std::string("actor_rollout_ref.rollout.multi_turn.format=") + format}), "") << format;
+  }
   const std::string qwen = config_error_of({"actor_rollout_ref.rollout.multi_turn.format=qwen"});
-  EXPECT_TRUE(contains(qwen, "multi_turn.format' is 'qwen'; expected one of: hermes")) << qwen;
+  EXPECT_TRUE(contains(qwen, "multi_turn.format' is 'qwen'; expected one of: hermes, gpt-oss, qwen3_coder")) << qwen;
   EXPECT_TRUE(contains(qwen, "Unknown tool parser: qwen")) << qwen;
   EXPECT_EQ(qwen.find('\n'), std::string::npos) << "one line: " << qwen;
 }
