@@ -236,7 +236,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       c.last_turn_complete = at_eos;
       // verl parses the turn as decoded, its closing eos included; the assistant message's content goes without it
       // (the template closes the turn itself).
-      const std::string text = tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), c.ids.size()), false);
+      const std::string text =
+          tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), c.ids.size()), false);
       const std::string eos_text = at_eos ? tokenizer.decode({static_cast<int32_t>(turn.tokens.back())}, false) : "";
       const auto without_eos = [&](std::string content) {
         if (!eos_text.empty() && content.size() >= eos_text.size() &&
@@ -255,9 +256,10 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
         TraceSpan span{parser->class_name() + ".extract_tool_calls"};
         OJson calls = OJson::array();
         for (const auto& call : parsed.calls) {
-          calls.push_back({{"name", call.name},
-                           {"arguments", call.arguments_not_json ? call.arguments.get<std::string>() : call.arguments.dump()},
-                           {"tool_call_id", call.tool_call_id ? OJson(*call.tool_call_id) : OJson()}});
+          calls.push_back(
+              {{"name", call.name},
+               {"arguments", call.arguments_not_json ? call.arguments.get<std::string>() : call.arguments.dump()},
+               {"tool_call_id", call.tool_call_id ? OJson(*call.tool_call_id) : OJson()}});
         }
         span.inputs = {{"responses_ids", turn.tokens}};
         span.outputs = OJson::array({parsed.content, calls});

@@ -6,7 +6,7 @@
 namespace verl::agent {
 
 const std::vector<std::string>& ToolParser::formats() {
-  static const std::vector<std::string> names = {"hermes", "gpt-oss", "qwen3_coder", "glm",    "seed",
+  static const std::vector<std::string> names = {"hermes",  "gpt-oss", "qwen3_coder", "glm",   "seed",
                                                  "minimax", "kimi",    "deepseek_v4", "gemma4"};
   return names;
 }

@@ -68,8 +68,10 @@ TEST(ToolParsersOracle, EveryFormatEqualsVerl) {
       const agent::FunctionCall& call = turn.calls[c];
       const std::string at = "\n call " + std::to_string(c) + ": ";
       if (call.name != expected["name"].get<std::string>()) diff += at + "name " + call.name;
-      const std::string id = expected["tool_call_id"].is_null() ? "<none>" : expected["tool_call_id"].get<std::string>();
-      if (call.tool_call_id.value_or("<none>") != id) diff += at + "tool_call_id " + call.tool_call_id.value_or("<none>");
+      const std::string id =
+          expected["tool_call_id"].is_null() ? "<none>" : expected["tool_call_id"].get<std::string>();
+      if (call.tool_call_id.value_or("<none>") != id)
+        diff += at + "tool_call_id " + call.tool_call_id.value_or("<none>");
       if (expected.contains("not_json")) {
         if (!call.arguments_not_json || call.arguments != expected["arguments"]) diff += at + call.arguments.dump();
       } else if (call.arguments_not_json || normalized_arguments(call.arguments).dump() != expected["value"].dump()) {

@@ -138,6 +138,9 @@ HAND_WRITTEN = {
         "<tool_call>\n<function=get_weather>\n<parameter=tags>\n{1, 2}\n</parameter>\n</function>\n</tool_call>",
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nunclosed\n",
         "<function=search>\n<parameter=query>\nno tool_call tag\n</parameter>\n</function>",
+        # an unclosed match's lazy `$` stops before a final "\n"
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n\n",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nA\n</parameter>\n<parameter=days>\n7\n\n\n",
     ],
     "gpt-oss": [
         "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "

@@ -2,7 +2,8 @@
 //   text = decode(ids, skip_special_tokens=False) without the pad token
 //   if "<|tool_call>" not in text: return text, []
 //   calls = re.findall(r"<\|tool_call>call:(\w+)\{(.*?)\}<tool_call\|>", text, DOTALL); none: return text, []
-//   arguments: re.finditer(r'(\w+):(?:<\|"\|>(.*?)<\|"\|>|([^,}]*))', ARGS) (no DOTALL): a quoted value as is; a bare one
+//   arguments: re.finditer(r'(\w+):(?:<\|"\|>(.*?)<\|"\|>|([^,}]*))', ARGS) (no DOTALL): a quoted value as is; a bare
+//   one
 //              stripped, then true / false / null (any case), int(), float(), or the text
 //   content = text[:text.find("<|tool_call>")]
 // The turn stops at <tool_call|> (Gemma 4 writes no eos after a call).
@@ -21,7 +22,9 @@ const std::string kCall = "<|tool_call>call:";
 const std::string kClose = "}<tool_call|>";
 const std::u32string kQuote = U"<|\"|>";
 
-bool is_word(char32_t c) { return c < 0x80 ? (std::isalnum(static_cast<int>(c)) != 0 || c == U'_') : reward::py::is_word(c); }
+bool is_word(char32_t c) {
+  return c < 0x80 ? (std::isalnum(static_cast<int>(c)) != 0 || c == U'_') : reward::py::is_word(c);
+}
 
 // The end of the `\w` run of UTF-8 `text` starting at byte `pos`.
 size_t word_end(const std::string& text, size_t pos) {

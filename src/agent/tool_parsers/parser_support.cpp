@@ -66,9 +66,12 @@ std::string quote_python_constants(const std::string& text, bool& replaced) {
 void unquote_python_constants(OJson& value) {
   if (value.is_string()) {
     const auto& s = value.get_ref<const std::string&>();
-    if (s == kNanMarker) value = std::numeric_limits<double>::quiet_NaN();
-    else if (s == kInfMarker) value = std::numeric_limits<double>::infinity();
-    else if (s == kNegInfMarker) value = -std::numeric_limits<double>::infinity();
+    if (s == kNanMarker)
+      value = std::numeric_limits<double>::quiet_NaN();
+    else if (s == kInfMarker)
+      value = std::numeric_limits<double>::infinity();
+    else if (s == kNegInfMarker)
+      value = -std::numeric_limits<double>::infinity();
   } else if (value.is_structured()) {
     for (auto& item : value) unquote_python_constants(item);
   }

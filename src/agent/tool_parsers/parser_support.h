@@ -45,12 +45,12 @@ std::string remove_delimited(const std::string& text, const std::string& open, c
 
 // Python conversions verl applies to a parameter's text, each the JSON verl would json.dumps, or nullopt where
 // Python raises (verl keeps the text then). Big integers past 64 bits become doubles (nlohmann's numbers).
-std::optional<OJson> python_int(const std::string& text);               // int(text)
-std::optional<OJson> python_float(const std::string& text);             // float(text)
-std::optional<OJson> python_integral_float(const std::string& text);    // qwen3_coder: float, int when integral
+std::optional<OJson> python_int(const std::string& text);             // int(text)
+std::optional<OJson> python_float(const std::string& text);           // float(text)
+std::optional<OJson> python_integral_float(const std::string& text);  // qwen3_coder: float, int when integral
 struct LiteralValue {
-  bool evaluated = false;           // ast.literal_eval(text) did not raise
-  std::optional<OJson> json;        // its json.dumps; nullopt when not JSON-serializable (a set, bytes, complex)
+  bool evaluated = false;     // ast.literal_eval(text) did not raise
+  std::optional<OJson> json;  // its json.dumps; nullopt when not JSON-serializable (a set, bytes, complex)
 };
 LiteralValue python_literal_eval(const std::string& text);
 

@@ -27,8 +27,8 @@ size_t lazy_end(const std::string& text, size_t from) {
 }
 
 // re.findall(OPEN(.*?)CLOSE|OPEN(.*?)$) (lazy_tail) or re.findall(OPEN(.*?)CLOSE|OPEN(.*)$) (greedy tail).
-std::vector<std::string> find_closed_or_tail(const std::string& text, const std::string& open,
-                                             const std::string& close, bool lazy_tail) {
+std::vector<std::string> find_closed_or_tail(const std::string& text, const std::string& open, const std::string& close,
+                                             bool lazy_tail) {
   std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= text.size()) {

@@ -15,14 +15,14 @@ const std::string kOpen = "<seed:tool_call>";
 const std::string kClose = "</seed:tool_call>";
 
 struct TagMatch {
-  size_t end;               // where the scan resumes
+  size_t end;  // where the scan resumes
   std::string name, body;
 };
 
 // `<TAG=([^>\n]+)>` + (skip `\s*` when `skip_space`) + `(.*?)CLOSE` at `at` (an occurrence of OPEN = "<TAG=").
 // `[^>\n]+` must end at a ">", so it is the whole run up to the first ">" or "\n".
-std::optional<TagMatch> match_tag(const std::string& text, size_t at, const std::string& open,
-                                  const std::string& close, bool skip_space) {
+std::optional<TagMatch> match_tag(const std::string& text, size_t at, const std::string& open, const std::string& close,
+                                  bool skip_space) {
   const size_t name = at + open.size();
   const size_t gt = text.find_first_of(">\n", name);
   if (gt == std::string::npos || gt == name || text[gt] != '>') return std::nullopt;

@@ -488,8 +488,7 @@ TEST(ToolAgentLoop, KimiCallsResolveTheirNameAndCarryTheirIdIntoBothMessages) {
             (ordered_json{{"type", "function"},
                           {"function", {{"name", "calc"}, {"arguments", {{"expression", "2+3"}}}}},
                           {"id", "functions.calc:0"}}));
-  EXPECT_EQ(messages[3],
-            (ordered_json{{"role", "tool"}, {"content", "5"}, {"tool_call_id", "functions.calc:0"}}));
+  EXPECT_EQ(messages[3], (ordered_json{{"role", "tool"}, {"content", "5"}, {"tool_call_id", "functions.calc:0"}}));
   EXPECT_EQ(out.tool_call_counts.at(0), 1);
 }
 

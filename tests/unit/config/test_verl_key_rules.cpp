@@ -188,8 +188,8 @@ TEST(VerlKeyRules, OptimizerClassAndItsArgumentsAreHonoured) {
 
 // multi_turn.format: every parser of verl 0.9.1's registry; any other name is verl's own refusal too.
 TEST(VerlKeyRules, ToolCallFormatsNameVerlsRegistry) {
-  for (const char* format : {"hermes", "gpt-oss", "qwen3_coder", "glm", "seed", "minimax", "kimi", "deepseek_v4",
-                             "gemma4"}) {
+  for (const char* format :
+       {"hermes", "gpt-oss", "qwen3_coder", "glm", "seed", "minimax", "kimi", "deepseek_v4", "gemma4"}) {
     EXPECT_EQ(config_error_of({std::string("actor_rollout_ref.rollout.multi_turn.format=") + format}), "") << format;
   }
   const std::string qwen = config_error_of({"actor_rollout_ref.rollout.multi_turn.format=qwen"});
