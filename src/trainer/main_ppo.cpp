@@ -9,6 +9,7 @@
 #include "verl/data/dataloader.h"
 #include "verl/data/rl_dataset.h"
 #include "verl/model/hf_config.h"
+#include "verl/model/model_folder.h"
 #include "verl/reward/reward_manager.h"
 #include "verl/runtime/cpu_threads.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
@@ -66,10 +67,9 @@ tokenizer::Tokenizer load_actor_tokenizer(const config::ModelConfig& model) {
   const std::string dir = data::expand_user(model.tokenizer_dir());
   const std::string key =
       model.tokenizer_path.empty() ? "actor_rollout_ref.model.path" : "actor_rollout_ref.model.tokenizer_path";
-  VERL_CHECK(
-      fs::exists(fs::path(dir) / "tokenizer.json"), "config", key, "='", model.tokenizer_dir(),
-      "' has no tokenizer.json",
-      model.tokenizer_path.empty() ? " (set actor_rollout_ref.model.tokenizer_path to the tokenizer's folder)" : "");
+  model::require_model_file(
+      "config", key, dir, model.tokenizer_dir(), "tokenizer.json",
+      model.tokenizer_path.empty() ? "set actor_rollout_ref.model.tokenizer_path to the tokenizer's folder" : "");
   return tokenizer::load_model_tokenizer(dir, model.custom_chat_template,
                                          "actor_rollout_ref.model.custom_chat_template");
 }

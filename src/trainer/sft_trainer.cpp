@@ -13,6 +13,7 @@
 #include "verl/data/distributed_sampler.h"
 #include "verl/model/fused_log_probs.h"
 #include "verl/model/lora.h"
+#include "verl/model/model_folder.h"
 #include "verl/model/packed_tokens.h"
 #include "verl/model/weights.h"
 #include "verl/parallel/ulysses.h"
@@ -110,11 +111,10 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   const char* model_key = engine_layout ? "model.path" : "model.partial_pretrain";
   VERL_CHECK(std::filesystem::is_directory(model_dir), "sft", model_key, " '", model_dir,
              "' is not a folder (expected a Hugging Face model folder)");
-  VERL_CHECK(
-      std::filesystem::exists(std::filesystem::path(config_.hf_config_dir()) / "config.json"), "sft",
-      config_.hf_config_path.empty() ? model_key : "model.hf_config_path", " '", config_.hf_config_dir(),
-      "' has no config.json",
-      engine_layout && config_.hf_config_path.empty() ? " (set model.hf_config_path to the config's folder)" : "");
+  model::require_model_file(
+      "sft", config_.hf_config_path.empty() ? model_key : "model.hf_config_path", config_.hf_config_dir(),
+      config_.hf_config_dir(), "config.json",
+      engine_layout && config_.hf_config_path.empty() ? "set model.hf_config_path to the config's folder" : "");
   for (const auto& files : {config_.data.train_files, config_.data.val_files}) {
     for (const auto& file : files) {
       VERL_CHECK(std::filesystem::is_regular_file(file), "sft", "data file '", file, "' does not exist");
@@ -122,10 +122,9 @@ SFTTrainer::SFTTrainer(config::SFTConfig config, std::string resolved_yaml, std:
   }
   const std::string& tokenizer_dir = config_.tokenizer_dir();
   const char* tokenizer_key = config_.tokenizer_path.empty() ? model_key : "model.tokenizer_path";
-  VERL_CHECK(
-      std::filesystem::exists(std::filesystem::path(tokenizer_dir) / "tokenizer.json"), "sft", tokenizer_key, " '",
-      tokenizer_dir, "' has no tokenizer.json",
-      engine_layout && config_.tokenizer_path.empty() ? " (set model.tokenizer_path to the tokenizer's folder)" : "");
+  model::require_model_file(
+      "sft", tokenizer_key, tokenizer_dir, tokenizer_dir, "tokenizer.json",
+      engine_layout && config_.tokenizer_path.empty() ? "set model.tokenizer_path to the tokenizer's folder" : "");
   tokenizer_ = std::make_shared<tokenizer::Tokenizer>(
       tokenizer::load_model_tokenizer(tokenizer_dir, config_.custom_chat_template, "model.custom_chat_template"));
   train_ = std::make_unique<data::SFTDataset>(config_.data.train_files, *tokenizer_, config_.data,

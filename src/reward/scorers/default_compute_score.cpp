@@ -79,8 +79,10 @@ ScoreResult default_compute_score_json(const std::string& data_source, const std
                "', got ", ground_truth.type_name(), " ", ground_truth.dump(),
                " (set custom_reward_function.path for other ground truths)");
   }
+  static const std::string kNone;
   return default_compute_score(data_source, solution_str,
-                               ground_truth.is_string() ? ground_truth.get<std::string>() : "", extra_info);
+                               ground_truth.is_string() ? ground_truth.get_ref<const std::string&>() : kNone,
+                               extra_info);
 }
 
 ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,

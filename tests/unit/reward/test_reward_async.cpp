@@ -140,17 +140,26 @@ CallLog read_call_log(const std::string& path) {
   return out;
 }
 
-struct AsyncRewardFixture {
-  std::string dir = test::make_temp_dir("reward_async");
-  std::string path = dir + "/reward.py";
-  AsyncRewardFixture() { test::write_file(path, kAsyncReward); }
+// A reward function file written to a temp folder, and managers loaded over it with the fixture's overrides.
+struct RewardFunctionFixture {
+  std::string dir, path;
+  std::vector<std::string> fixed_overrides;
+  RewardFunctionFixture(const std::string& name, const char* source, std::vector<std::string> overrides = {})
+      : dir(test::make_temp_dir(name)), path(dir + "/reward.py"), fixed_overrides(std::move(overrides)) {
+    test::write_file(path, source);
+  }
 
   std::unique_ptr<RewardManager> manager(std::vector<std::string> overrides) const {
     overrides.push_back("custom_reward_function.path=" + path);
+    overrides.insert(overrides.end(), fixed_overrides.begin(), fixed_overrides.end());
     config::ConfigArgs args;
     args.overrides = std::move(overrides);
     return load_reward_manager(config::load_config(args).ppo, async_test_tokenizer(), 0);
   }
+};
+
+struct AsyncRewardFixture : RewardFunctionFixture {
+  AsyncRewardFixture() : RewardFunctionFixture("reward_async", kAsyncReward) {}
 };
 
 TEST(AsyncRewardFunction, EveryCallOfABatchIsAwaitedAtOnce) {
@@ -303,19 +312,10 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
         log(extra_info, "end")
 )PY";
 
-struct RemoteRewardFixture {
-  std::string dir = test::make_temp_dir("reward_remote");
-  std::string path = dir + "/reward.py";
-  RemoteRewardFixture() {
-    test::write_file(path, kProcessReward);
+struct RemoteRewardFixture : RewardFunctionFixture {
+  RemoteRewardFixture()
+      : RewardFunctionFixture("reward_remote", kProcessReward, {"reward.reward_manager.name=remote"}) {
     set_reward_worker_executable(test::verl_binary());  // this test binary is not verl
-  }
-
-  std::unique_ptr<RewardManager> manager(std::vector<std::string> overrides) const {
-    overrides.insert(overrides.end(), {"custom_reward_function.path=" + path, "reward.reward_manager.name=remote"});
-    config::ConfigArgs args;
-    args.overrides = std::move(overrides);
-    return load_reward_manager(config::load_config(args).ppo, async_test_tokenizer(), 0);
   }
 };
 

@@ -234,12 +234,12 @@ TEST(SFTEngineTrainer, TokenizerAndConfigFromTheirOwnFolders) {
     return std::string();
   };
   std::string message = error_of({"model.path=" + weights, "model.hf_config_path=" + e.tiny.model_dir});
-  EXPECT_NE(message.find("model.path '" + weights +
+  EXPECT_NE(message.find("model.path='" + weights +
                          "' has no tokenizer.json (set model.tokenizer_path to the tokenizer's folder)"),
             std::string::npos)
       << message;
   message = error_of({"model.path=" + weights, "model.tokenizer_path=" + e.tiny.tokenizer_dir});
-  EXPECT_NE(message.find("model.path '" + weights + "' has no config.json (set model.hf_config_path"),
+  EXPECT_NE(message.find("model.path='" + weights + "' has no config.json (set model.hf_config_path"),
             std::string::npos)
       << message;
 }
