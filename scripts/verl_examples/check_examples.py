@@ -87,7 +87,7 @@ def is_vlm(name, args):
 
 
 # verl.cpp errors that are verl 0.9.1's own run-time refusals (its engine workers read only the *_per_gpu sizes).
-VERL_RUNTIME_REJECTS = ["verl 0.9.1 does not convert it to a per-GPU size", "verl 0.9.1 has no tool parser of that name"]
+VERL_RUNTIME_REJECTS = ["verl 0.9.1 does not convert it to a per-GPU size", "its tool agent loop stops with 'Unknown tool parser: "]
 
 
 def main():
