@@ -278,7 +278,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
           OJson entry = {{"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
           if (call.tool_call_id) entry["id"] = *call.tool_call_id;  // verl: the model's id, in both messages
           calls.push_back(std::move(entry));
-          requests_of_turn.push_back({call.name, call.arguments});
+          requests_of_turn.push_back({call.name, call.arguments, call.arguments_not_json});
           c.call_ids.push_back(call.tool_call_id);
         }
         assistant["tool_calls"] = calls;

@@ -273,7 +273,10 @@ class ToolSession:
         if name not in self.tools:
             return error_result(f"Unknown function '{name}'. Available tools: {list(self.tools)}")
         try:
-            arguments = json.loads(arguments_json)
+            try:
+                arguments = json.loads(arguments_json)
+            except json.JSONDecodeError as exc:  # verl's _call_tool reply
+                return error_result(f"Invalid JSON in arguments for '{name}': {exc}", "JSONDecodeError")
             if isinstance(arguments, str):  # arguments given as JSON text
                 try:
                     arguments = json.loads(arguments)
@@ -598,7 +601,10 @@ class PythonToolSession final : public ToolSession {
   // With the runner's mutex and the GIL held: (results list, coroutine running the calls).
   py::tuple start(const std::vector<ToolCallRequest>& calls) {
     nlohmann::json call_list = nlohmann::json::array();
-    for (const auto& call : calls) call_list.push_back({{"name", call.name}, {"arguments", json_text(call.arguments)}});
+    for (const auto& call : calls) {
+      const std::string arguments = call.arguments_not_json ? call.arguments.get<std::string>() : json_text(call.arguments);
+      call_list.push_back({{"name", call.name}, {"arguments", arguments}});
+    }
     return session_.attr("start_execute")(py::str(json_text(call_list)), runner_->timeout_s);
   }
 

@@ -52,6 +52,9 @@ namespace verl::agent {
 struct ToolCallRequest {
   std::string name;
   nlohmann::ordered_json arguments;  // as parsed from the model (normally an object)
+  // `arguments` holds the model's text, which is not JSON (gpt-oss passes it on unchecked): the call gets verl's
+  // "Invalid JSON in arguments for '<name>': <json error>" reply.
+  bool arguments_not_json = false;
 };
 
 struct ToolCallResult {

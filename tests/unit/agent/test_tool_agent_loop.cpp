@@ -543,5 +543,25 @@ TEST(ToolAgentLoop, AParserStopTokenEndsTheTurnNotTheConversation) {
   EXPECT_EQ(out.num_turns.at(0), 4);
 }
 
+// gpt-oss passes the arguments on unchecked: text that is not JSON stays text in the assistant message and the tool
+// step answers with verl's "Invalid JSON in arguments" reply (json.loads's own message); the rollout goes on.
+TEST(ToolAgentLoop, GptOssArgumentsThatAreNotJsonGetVerlsReply) {
+  auto& f = fixture();
+  AgentLoopOptions opts = options(600);  // the byte-level test tokenizer spells the tags letter by letter
+  opts.multi_turn.format = "gpt-oss";
+  opts.multi_turn.tokenization_sanity_check_mode = "disable";
+  const std::string call =
+      "<|start|>assistant<|channel|>commentary to=functions.calc <|constrain|>json<|message|>{oops<|call|>";
+  const AgentLoopOutput out =
+      run_scripted_agent_loop(script({call, "#### 5"}, nullptr), *f.tok, f.tools, nullptr, opts, one_sample());
+  const ordered_json& messages = out.messages.at(0);
+  ASSERT_EQ(messages.size(), 5u) << messages.dump();
+  EXPECT_EQ(messages[2]["tool_calls"][0]["function"], (ordered_json{{"name", "calc"}, {"arguments", "{oops"}}));
+  EXPECT_EQ(messages[3]["content"],
+            "Invalid JSON in arguments for 'calc': Expecting property name enclosed in double quotes: line 1 column 2 "
+            "(char 1)");
+  EXPECT_EQ(out.tool_errors.at(0), 1);
+}
+
 }  // namespace
 }  // namespace verl::agent
