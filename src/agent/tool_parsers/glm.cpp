@@ -61,13 +61,7 @@ std::string strip_thinking_markers(std::string content) {
 class GLMToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    ParsedTurn turn;
-    if (text.find(kOpen) == std::string::npos || text.find(kClose) == std::string::npos) {
-      turn.content = text;
-      return turn;
-    }
-    for (const Delimited& block : find_delimited(text, kOpen, kClose)) {
-      const std::string body = block.inner(text);
+    ParsedTurn turn = parse_tagged_blocks(text, kOpen, kClose, [](const std::string& body, ParsedTurn& out) {
       FunctionCall call;
       call.arguments = OJson::object();
       const size_t first_key = body.find(kKeyOpen);
@@ -79,9 +73,10 @@ class GLMToolParser : public ToolParser {
           call.arguments[py_strip(key)] = stripped_json_or_text(value);
         }
       }
-      turn.calls.push_back(std::move(call));
-    }
-    turn.content = strip_thinking_markers(text.substr(0, text.find(kOpen)));
+      out.calls.push_back(std::move(call));
+    });
+    const bool tagged = text.find(kOpen) != std::string::npos && text.find(kClose) != std::string::npos;
+    if (tagged) turn.content = strip_thinking_markers(turn.content);  // only the content before the calls
     return turn;
   }
   std::vector<std::string> stop_tokens() const override { return {"<|observation|>"}; }

@@ -39,13 +39,8 @@ std::vector<std::pair<std::string, std::string>> find_named(const std::string& t
 class MiniMaxToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    ParsedTurn turn;
-    if (text.find(kOpen) == std::string::npos || text.find(kClose) == std::string::npos) {
-      turn.content = text;
-      return turn;
-    }
-    for (const Delimited& block : find_delimited(text, kOpen, kClose)) {
-      for (const auto& [name, body] : find_named(block.inner(text), "<invoke name=\"", "</invoke>", true)) {
+    return parse_tagged_blocks(text, kOpen, kClose, [](const std::string& block, ParsedTurn& turn) {
+      for (const auto& [name, body] : find_named(block, "<invoke name=\"", "</invoke>", true)) {
         FunctionCall call;
         call.name = py_strip(name);
         call.arguments = OJson::object();
@@ -54,9 +49,7 @@ class MiniMaxToolParser : public ToolParser {
         }
         turn.calls.push_back(std::move(call));
       }
-    }
-    turn.content = text.substr(0, text.find(kOpen));
-    return turn;
+    });
   }
   std::string class_name() const override { return "MiniMaxToolParser"; }
 };

@@ -207,6 +207,19 @@ std::string remove_delimited(const std::string& text, const std::string& open, c
   return out;
 }
 
+ParsedTurn parse_tagged_blocks(const std::string& text, const std::string& open, const std::string& close,
+                               const std::function<void(const std::string& block, ParsedTurn& turn)>& parse_block) {
+  ParsedTurn turn;
+  const size_t start = text.find(open);
+  if (start == std::string::npos || text.find(close) == std::string::npos) {
+    turn.content = text;
+    return turn;
+  }
+  for (const Delimited& block : find_delimited(text, open, close)) parse_block(block.inner(text), turn);
+  turn.content = text.substr(0, start);
+  return turn;
+}
+
 std::optional<OJson> python_int(const std::string& text) { return call_value_function("as_int", text); }
 
 std::optional<OJson> python_float(const std::string& text) { return call_value_function("as_float", text); }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,11 @@ std::vector<Delimited> find_delimited(const std::string& text, const std::string
                                       size_t from = 0, size_t to = std::string::npos);
 // re.sub(OPEN(.*?)CLOSE, "", text, DOTALL).
 std::string remove_delimited(const std::string& text, const std::string& open, const std::string& close);
+
+// The skeleton glm, seed and minimax share: no calls unless the text holds both OPEN and CLOSE; each
+// OPEN(.*?)CLOSE block's calls added by `parse_block`; the content is the text before the first OPEN.
+ParsedTurn parse_tagged_blocks(const std::string& text, const std::string& open, const std::string& close,
+                               const std::function<void(const std::string& block, ParsedTurn& turn)>& parse_block);
 
 // Python conversions verl applies to a parameter's text, each the JSON verl would json.dumps, or nullopt where
 // Python raises (verl keeps the text then). Big integers past 64 bits become doubles (nlohmann's numbers).

@@ -35,21 +35,15 @@ std::optional<TagMatch> match_tag(const std::string& text, size_t at, const std:
 class SeedToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    ParsedTurn turn;
-    if (text.find(kOpen) == std::string::npos || text.find(kClose) == std::string::npos) {
-      turn.content = text;
-      return turn;
-    }
-    for (const Delimited& block : find_delimited(text, kOpen, kClose)) {
-      const std::string body = block.inner(text);
-      std::optional<TagMatch> function;
+    return parse_tagged_blocks(text, kOpen, kClose, [](const std::string& body, ParsedTurn& turn) {
+      std::optional<TagMatch> function;  // re.search: the first <function=...> that matches
       for (size_t at = body.find("<function="); at != std::string::npos && !function;
            at = body.find("<function=", at + 1)) {
         function = match_tag(body, at, "<function=", "</function>", /*skip_space=*/true);
       }
       if (!function) {
         ++turn.malformed;
-        continue;
+        return;
       }
       FunctionCall call;
       call.name = py_strip(function->name);
@@ -64,9 +58,7 @@ class SeedToolParser : public ToolParser {
         at = function->body.find("<parameter=", parameter->end);
       }
       turn.calls.push_back(std::move(call));
-    }
-    turn.content = text.substr(0, text.find(kOpen));
-    return turn;
+    });
   }
   std::string class_name() const override { return "SeedToolParser"; }
 };
