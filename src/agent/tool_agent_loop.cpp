@@ -234,8 +234,9 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const bool at_eos = turn.ended_with_eos && !turn.tokens.empty() &&
                           std::find(eos_ids.begin(), eos_ids.end(), turn.tokens.back()) != eos_ids.end();
       c.last_turn_complete = at_eos;
-      // verl parses the turn as decoded, its closing eos included; the assistant message's content goes without it
-      // (the template closes the turn itself).
+      // verl parses the turn as decoded, its closing eos included (its content keeps the eos text); here the assistant
+      // message's content goes without it, since the sanity check re-renders the message and the template closes
+      // the turn itself.
       const std::string text =
           tokenizer.decode(to_int32(c.ids, c.ids.size() - turn.tokens.size(), c.ids.size()), false);
       const std::string eos_text = at_eos ? tokenizer.decode({static_cast<int32_t>(turn.tokens.back())}, false) : "";
@@ -256,10 +257,9 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
         TraceSpan span{parser->class_name() + ".extract_tool_calls"};
         OJson calls = OJson::array();
         for (const auto& call : parsed.calls) {
-          calls.push_back(
-              {{"name", call.name},
-               {"arguments", call.arguments_not_json ? call.arguments.get<std::string>() : call.arguments.dump()},
-               {"tool_call_id", call.tool_call_id ? OJson(*call.tool_call_id) : OJson()}});
+          calls.push_back({{"name", call.name},
+                           {"arguments", verl_arguments_text(call)},
+                           {"tool_call_id", call.tool_call_id ? OJson(*call.tool_call_id) : OJson()}});
         }
         span.inputs = {{"responses_ids", turn.tokens}};
         span.outputs = OJson::array({parsed.content, calls});
@@ -275,10 +275,14 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
         c.call_ids.clear();
         for (size_t k = 0; k < n_calls; ++k) {
           const FunctionCall& call = parsed.calls[k];
-          OJson entry = {{"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+          std::string text = verl_arguments_text(call);
+          // verl's _build_assistant_message: arguments that are not a JSON object stay verl's string.
+          const bool object = !call.arguments_not_json && call.arguments.is_object();
+          OJson entry = {{"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", object ? call.arguments : OJson(text)}}}};
           if (call.tool_call_id) entry["id"] = *call.tool_call_id;  // verl: the model's id, in both messages
           calls.push_back(std::move(entry));
-          requests_of_turn.push_back({call.name, call.arguments, call.arguments_not_json});
+          requests_of_turn.push_back({call.name, call.arguments, std::move(text), call.arguments_not_json});
           c.call_ids.push_back(call.tool_call_id);
         }
         assistant["tool_calls"] = calls;
@@ -307,7 +311,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
         for (size_t j = 0; j < outcomes[k].size() && j < work[k].second.size(); ++j) {
           const ToolCallRequest& call = work[k].second[j];
           const std::string cls = tools->class_name(call.name);
-          if (cls.empty()) continue;  // verl: an unknown tool is an error message, no execute call
+          // verl: an unknown tool or arguments that are not JSON get an error message, no execute call.
+          if (cls.empty() || call.arguments_not_json) continue;
           const ToolCallResult& result = outcomes[k][j];
           TraceSpan span{cls + ".execute"};
           span.inputs = {{"instance_id", nullptr}, {"parameters", call.arguments}, {"kwargs", OJson::object()}};

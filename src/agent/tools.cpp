@@ -602,7 +602,7 @@ class PythonToolSession final : public ToolSession {
   py::tuple start(const std::vector<ToolCallRequest>& calls) {
     nlohmann::json call_list = nlohmann::json::array();
     for (const auto& call : calls) {
-      const std::string arguments = call.arguments_not_json ? call.arguments.get<std::string>() : json_text(call.arguments);
+      const std::string arguments = call.arguments_text ? *call.arguments_text : json_text(call.arguments);
       call_list.push_back({{"name", call.name}, {"arguments", arguments}});
     }
     return session_.attr("start_execute")(py::str(json_text(call_list)), runner_->timeout_s);

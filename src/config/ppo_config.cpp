@@ -475,9 +475,8 @@ MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
   // verl 0.9.1's ToolParser registry; any other name stops its tool agent loop ("Unknown tool parser").
   const auto& formats = agent::ToolParser::formats();
   if (std::find(formats.begin(), formats.end(), m.format) == formats.end()) {
-    std::string known;
-    for (const auto& name : formats) known += (known.empty() ? "" : ", ") + name;
-    VERL_FAIL("config", "config key '", p, ".format' is '", m.format, "'; expected one of: ", known,
+    VERL_FAIL("config", "config key '", p, ".format' is '", m.format,
+              "'; expected one of: ", agent::ToolParser::formats_text(),
               " (verl 0.9.1's tool parsers; its tool agent loop stops with 'Unknown tool parser: ", m.format, "')");
   }
   m.tool_timeout = in.get_double(p + ".tool_timeout");

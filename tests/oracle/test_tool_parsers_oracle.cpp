@@ -78,6 +78,9 @@ TEST(ToolParsersOracle, EveryFormatEqualsVerl) {
         // dump() tells 3 from 3.0 and keeps key order.
         diff += at + "arguments " + normalized_arguments(call.arguments).dump();
       }
+      // The string verl hands on (its json.dumps, or gpt-oss's text): what the tool step reads.
+      const std::string text = agent::verl_arguments_text(call);
+      if (text != expected["arguments"].get<std::string>()) diff += at + "arguments text " + json(text).dump();
       ++calls_seen[format];
     }
     if (!diff.empty()) {

@@ -48,11 +48,13 @@ TOOLS = [
 VALUES = ["72", "-3", " 12 ", "1_000", "2.5", "3.0", "1e3", "-0.0", "inf", "NaN", "nan", "Infinity", "0x1F", "١٢",
           "null", "NULL", "Null", "true", "True", "FALSE", "yes", "\"str\"", "[1, 2]", "(1, 2)", "{1, 2}", "b'x'",
           "{\"k\": [1, {\"z\": null}]}", "{'k': 1}", "{1: 2}", "1+2j", "'quoted'", "Paris", "巴黎 ✓", "a,b",
-          "x}y", "\n5\n", "\n\n7\n\n", " \u3000 9 \x1c", "\x1c8\x1d", "", "[1, 2", "None", "-Infinity"]
+          "x}y", "\n5\n", "\n\n7\n\n", " \u3000 9 \x1c", "\x1c8\x1d", "", "[1, 2", "None", "-Infinity",
+          "\ufeff1", "\ufeff{}", "1e400", "\"\\u00e9\""]
 NAMES = ["get_weather", "calc_gsm8k_reward", "search", "unknown_tool", "翻译", "functions.get_weather:0",
-         "functions.Search-Tool:1", "get-weather", "f_1"]
+         "functions.Search-Tool:1", "get-weather", "f_1",
+         "f\u00b2", "cafe\u0301", "get\u203fw", "\u24b6b", "a\u200db"]
 KEYS = ["city", "days", "temp", "metric", "opts", "tags", "maybe", "kind", "count", "ratio", "map", "answer",
-        "query", "top_k", "extra", "名"]
+        "query", "top_k", "extra", "名", "x\u00b2", "k\u0301"]
 SPACE = [" ", "\n", "\t", "\u3000", "\x1c", "\x1f", "\u00a0", "\r\n", ""]
 FILLER = ["Let me check.", "<think>\nreason\n</think>\n\n", "</think>", "\n", " ", "<|im_end|>", "text", "é",
           "中文", ">", "<", "\"", "{", "}", ",", ":", "=", "\n\n", "<|end|>", "<|endoftext|>"]

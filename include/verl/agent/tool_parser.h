@@ -14,9 +14,11 @@
 //   deepseek_v4  <｜DSML｜tool_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true|false">
 //                V</｜DSML｜parameter>...; reasoning before </think> is not content
 //   gemma4       <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|>; stops at <tool_call|>
-// Each follows verl's regexes and conversions exactly (Python's json.loads, str.strip, int(), float() and, for
-// qwen3_coder, ast.literal_eval: the last three through the embedded interpreter). A call verl logs and skips is
-// skipped here and counted in `malformed`. Any other format is a one-line error naming the key.
+// Each follows verl's regexes and conversions (Python's json.loads, str.strip, the `regex` package's \s and \w,
+// int(), float() and, for qwen3_coder, ast.literal_eval: the last three through the embedded interpreter); checked
+// against verl's own parsers (tests/oracle/test_tool_parsers_oracle.cpp). Known differences: integers past 64 bits
+// become doubles, and a JSON string with a lone surrogate escape is refused. A call verl logs and skips is skipped
+// here and counted in `malformed`. Any other format is a one-line error naming the key.
 #pragma once
 
 #include <memory>
@@ -35,7 +37,8 @@ struct FunctionCall {
   // `arguments_not_json` set.
   nlohmann::ordered_json arguments;
   bool arguments_not_json = false;
-  std::optional<std::string> tool_call_id;  // kimi: the id the model wrote (verl puts it in both messages)
+  std::optional<std::string> raw_arguments;  // gpt-oss: the model's text, which verl hands on as is
+  std::optional<std::string> tool_call_id;   // kimi: the id the model wrote (verl puts it in both messages)
 };
 
 struct ParsedTurn {
@@ -44,6 +47,10 @@ struct ParsedTurn {
   int64_t malformed = 0;            // calls verl logs and skips (hermes: blocks that are not {"name", "arguments"})
 };
 
+// verl's FunctionCall.arguments string: gpt-oss's raw text, else json.dumps(arguments, ensure_ascii=False) (through
+// the embedded interpreter: Python's separators and float repr, NaN kept). The tool step json.loads this text.
+std::string verl_arguments_text(const FunctionCall& call);
+
 class ToolParser {
  public:
   virtual ~ToolParser() = default;
@@ -51,8 +58,9 @@ class ToolParser {
   // eos token), which gpt-oss, deepseek_v4 and gemma4 remove from the text first. An error naming the key for an
   // unknown format.
   static std::unique_ptr<ToolParser> create(const std::string& format, const std::string& pad_token = "");
-  // The formats, as verl's registry names them.
+  // The formats, as verl's registry names them, and the same as "hermes, gpt-oss, ..." for messages.
   static const std::vector<std::string>& formats();
+  static std::string formats_text();
 
   // `text`: the decoded turn, special tokens kept and its closing eos included, as verl decodes it. `tools`: the
   // OpenAI function schemas the sample sees (null or a list): qwen3_coder types values by them, kimi resolves a

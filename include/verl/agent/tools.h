@@ -52,9 +52,10 @@ namespace verl::agent {
 struct ToolCallRequest {
   std::string name;
   nlohmann::ordered_json arguments;  // as parsed from the model (normally an object)
-  // `arguments` holds the model's text, which is not JSON (gpt-oss passes it on unchecked): the call gets verl's
-  // "Invalid JSON in arguments for '<name>': <json error>" reply.
-  bool arguments_not_json = false;
+  // verl's arguments string (agent::verl_arguments_text), when given: sent as is, for Python's json.loads (NaN kept;
+  // text that is not JSON gets verl's "Invalid JSON in arguments for '<name>': <json error>" reply).
+  std::optional<std::string> arguments_text;
+  bool arguments_not_json = false;  // arguments_text is not JSON: the tool is not called
 };
 
 struct ToolCallResult {

@@ -65,8 +65,7 @@ class DeepSeekV4ToolParser : public ToolParser {
   explicit DeepSeekV4ToolParser(std::string pad_token) : pad_token_(std::move(pad_token)) {}
 
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
-    std::string text = pad_token_.empty() ? decoded : reward::py::replace(decoded, pad_token_, "");
-    text = reward::py::replace(text, kEos, "");
+    const std::string text = reward::py::replace(without_pad(decoded, pad_token_), kEos, "");
     ParsedTurn turn;
     const size_t start = text.find(kOpen);
     if (start == std::string::npos) {

@@ -2,13 +2,11 @@
 //   text = decode(ids, skip_special_tokens=False) without the pad token
 //   if "<|tool_call>" not in text: return text, []
 //   calls = re.findall(r"<\|tool_call>call:(\w+)\{(.*?)\}<tool_call\|>", text, DOTALL); none: return text, []
-//   arguments: re.finditer(r'(\w+):(?:<\|"\|>(.*?)<\|"\|>|([^,}]*))', ARGS) (no DOTALL): a quoted value as is; a bare
-//   one
-//              stripped, then true / false / null (any case), int(), float(), or the text
+//   arguments: re.finditer(r'(\w+):(?:<\|"\|>(.*?)<\|"\|>|([^,}]*))', ARGS), without DOTALL: a quoted value as
+//              is; a bare one stripped, then true / false / null (any case), int(), float(), or the text
 //   content = text[:text.find("<|tool_call>")]
-// The turn stops at <tool_call|> (Gemma 4 writes no eos after a call).
-// `\w` is the `regex` package's; here Python re's \w (letters and numbers) with "_": the two differ only on
-// combining marks and letters newer than Python's Unicode tables, which tool names do not use.
+// The turn stops at <tool_call|> (Gemma 4 writes no eos after a call). `\w` is the `regex` package's
+// (is_regex_word).
 #include "parser_support.h"
 
 #include "verl/reward/scorers/py_str.h"
@@ -22,17 +20,13 @@ const std::string kCall = "<|tool_call>call:";
 const std::string kClose = "}<tool_call|>";
 const std::u32string kQuote = U"<|\"|>";
 
-bool is_word(char32_t c) {
-  return c < 0x80 ? (std::isalnum(static_cast<int>(c)) != 0 || c == U'_') : reward::py::is_word(c);
-}
-
 // The end of the `\w` run of UTF-8 `text` starting at byte `pos`.
 size_t word_end(const std::string& text, size_t pos) {
   while (pos < text.size()) {
     const unsigned char lead = static_cast<unsigned char>(text[pos]);
     const size_t width = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
     const std::u32string cp = reward::py::decode(text.substr(pos, width));
-    if (cp.size() != 1 || !is_word(cp[0])) break;
+    if (cp.size() != 1 || !is_regex_word(cp[0])) break;
     pos += width;
   }
   return pos;
@@ -55,12 +49,12 @@ OJson parse_arguments(const std::string& utf8) {
   OJson out = OJson::object();
   size_t pos = 0;
   while (pos < args.size()) {
-    if (!is_word(args[pos])) {
+    if (!is_regex_word(args[pos])) {
       ++pos;
       continue;
     }
     size_t key_end = pos;
-    while (key_end < args.size() && is_word(args[key_end])) ++key_end;
+    while (key_end < args.size() && is_regex_word(args[key_end])) ++key_end;
     if (key_end >= args.size() || args[key_end] != U':') {
       pos = key_end;  // every start inside this run ends at the same place
       continue;
@@ -89,7 +83,7 @@ class Gemma4ToolParser : public ToolParser {
   explicit Gemma4ToolParser(std::string pad_token) : pad_token_(std::move(pad_token)) {}
 
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
-    const std::string text = pad_token_.empty() ? decoded : reward::py::replace(decoded, pad_token_, "");
+    const std::string text = without_pad(decoded, pad_token_);
     ParsedTurn turn;
     const size_t start = text.find(kOpen);
     if (start == std::string::npos) {

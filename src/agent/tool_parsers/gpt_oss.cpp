@@ -8,8 +8,6 @@
 // The arguments text is passed on unchecked (the tool step reads it as JSON).
 #include "parser_support.h"
 
-#include "verl/reward/scorers/py_str.h"
-
 namespace verl::agent::parsers {
 
 namespace {
@@ -53,7 +51,7 @@ class GptOssToolParser : public ToolParser {
   explicit GptOssToolParser(std::string pad_token) : pad_token_(std::move(pad_token)) {}
 
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
-    std::string text = pad_token_.empty() ? decoded : reward::py::replace(decoded, pad_token_, "");
+    std::string text = without_pad(decoded, pad_token_);
     text = remove_delimited(text, kAnalysis, kEnd);
     text = remove_delimited(text, kPartialAnalysis, kEnd);
     std::vector<CallMatch> matches;
@@ -78,6 +76,7 @@ class GptOssToolParser : public ToolParser {
       std::optional<OJson> arguments = python_json_loads(m.arguments);
       call.arguments_not_json = !arguments;
       call.arguments = arguments ? std::move(*arguments) : OJson(m.arguments);
+      call.raw_arguments = std::move(m.arguments);
       turn.calls.push_back(std::move(call));
     }
     turn.content.append(text, pos, std::string::npos);

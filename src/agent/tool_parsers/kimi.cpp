@@ -9,6 +9,7 @@
 // The turn stops at <|im_end|>.
 #include "parser_support.h"
 
+#include <algorithm>
 #include <set>
 
 namespace verl::agent::parsers {
@@ -19,13 +20,6 @@ const std::string kSection = "<|tool_calls_section_begin|>";
 const std::string kBegin = "<|tool_call_begin|>";
 const std::string kArguments = "<|tool_call_argument_begin|>";
 const std::string kEnd = "<|tool_call_end|>";
-
-std::string replace_all(std::string text, char from, char to) {
-  for (char& c : text) {
-    if (c == from) c = to;
-  }
-  return text;
-}
 
 // verl's _infer_tool_name: the id itself when it names a tool; else the only tool whose lowercased name is in the
 // lowercased id ("-" read as "_"); else the only tool whose non-empty `required` list the arguments cover; else
@@ -42,7 +36,8 @@ std::string infer_tool_name(const std::string& raw, const OJson& arguments, cons
   for (const OJson* f : functions) {
     if (name_of(f) == raw) return raw;
   }
-  const std::string compact = replace_all(py_lower(raw), '-', '_');
+  std::string compact = py_lower(raw);
+  std::replace(compact.begin(), compact.end(), '-', '_');
   std::vector<std::string> substring_matches;
   for (const OJson* f : functions) {
     if (compact.find(py_lower(name_of(f))) != std::string::npos) substring_matches.push_back(name_of(f));

@@ -1,9 +1,10 @@
 #include "parser_support.h"
 
+#include <cmath>
 #include <limits>
-#include <mutex>
 
 #include <pybind11/pybind11.h>
+#include <utf8proc.h>
 
 #include "verl/python/interpreter.h"
 #include "verl/reward/scorers/py_str.h"
@@ -106,6 +107,18 @@ def as_integral_float(text):
         return None
 
 
+def loads_dumps(text):
+    """json.loads(text) written back as JSON this side reads (None where Python raises or the value does not encode)."""
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8").decode("utf-8")
+    except Exception:
+        return None
+
+
+def dumps(text):
+    return json.dumps(json.loads(text), ensure_ascii=False)
+
+
 def as_literal(text):
     try:
         value = ast.literal_eval(text)
@@ -139,18 +152,92 @@ std::optional<OJson> call_value_function(const char* function, const std::string
 
 bool is_regex_space(char32_t c) { return reward::py::is_space(c) && !(c >= 0x1c && c <= 0x1f); }
 
+// JSON text Python reads back as the same value: nlohmann writes NaN / inf as null, Python's json wants NaN, Infinity.
+std::string python_readable_json(const OJson& value) {
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    const double v = value.get<double>();
+    return std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+  }
+  if (value.is_object()) {
+    std::string out = "{";
+    for (const auto& item : value.items()) {
+      if (out.size() > 1) out += ",";
+      out += OJson(item.key()).dump(-1, ' ', false, OJson::error_handler_t::replace) + ":" +
+             python_readable_json(item.value());
+    }
+    return out + "}";
+  }
+  if (value.is_array()) {
+    std::string out = "[";
+    for (const auto& item : value) out += (out.size() > 1 ? "," : "") + python_readable_json(item);
+    return out + "]";
+  }
+  return value.dump(-1, ' ', false, OJson::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::optional<OJson> python_json_loads(const std::string& text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) return std::nullopt;  // Python: "Unexpected UTF-8 BOM"
   OJson value = OJson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!value.is_discarded()) return value;
   bool replaced = false;
   const std::string quoted = quote_python_constants(text, replaced);
-  if (!replaced) return std::nullopt;
-  value = OJson::parse(quoted, nullptr, /*allow_exceptions=*/false);
+  if (replaced) {
+    value = OJson::parse(quoted, nullptr, /*allow_exceptions=*/false);
+    if (!value.is_discarded()) {
+      unquote_python_constants(value);
+      return value;
+    }
+  }
+  // What nlohmann refuses and Python may read (1e400 is inf there): Python's own reading, written back. Text that
+  // cannot start a JSON value, or is not UTF-8 (Python never sees such text), is refused here.
+  const size_t first = text.find_first_not_of(" \t\n\r");
+  if (first == std::string::npos || std::string("{[\"-0123456789tfnNI").find(text[first]) == std::string::npos ||
+      reward::py::sanitize_utf8(text) != text) {
+    return std::nullopt;
+  }
+  const std::optional<std::string> rewritten = python::with_gil("agent", [&]() -> std::optional<std::string> {
+    py::object result = values_module().attr("loads_dumps")(py::str(text));
+    if (result.is_none()) return std::nullopt;
+    return result.cast<std::string>();
+  });
+  if (!rewritten) return std::nullopt;
+  bool constants = false;
+  value = OJson::parse(quote_python_constants(*rewritten, constants), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return std::nullopt;
   unquote_python_constants(value);
   return value;
+}
+
+std::string without_pad(const std::string& text, const std::string& pad_token) {
+  return pad_token.empty() ? text : reward::py::replace(text, pad_token, "");
+}
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+bool is_regex_word(char32_t c) {
+  if (c == 0x200C || c == 0x200D) return true;
+  if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) ||
+      (c >= 0x1F170 && c <= 0x1F189)) {
+    return true;  // So with Other_Alphabetic
+  }
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string py_strip(const std::string& text) { return reward::py::strip(text); }
@@ -179,17 +266,15 @@ size_t skip_regex_space(const std::string& text, size_t pos) {
   return pos;
 }
 
-std::vector<Delimited> find_delimited(const std::string& text, const std::string& open, const std::string& close,
-                                      size_t from, size_t to) {
+std::vector<Delimited> find_delimited(const std::string& text, const std::string& open, const std::string& close) {
   std::vector<Delimited> out;
-  const size_t limit = std::min(to, text.size());
-  size_t pos = from;
-  while (pos < limit) {
+  size_t pos = 0;
+  while (pos < text.size()) {
     const size_t begin = text.find(open, pos);
-    if (begin == std::string::npos || begin + open.size() > limit) break;
+    if (begin == std::string::npos) break;
     const size_t inner_begin = begin + open.size();
     const size_t close_at = text.find(close, inner_begin);
-    if (close_at == std::string::npos || close_at + close.size() > limit) break;  // none later either
+    if (close_at == std::string::npos) break;  // none later either
     out.push_back({begin, close_at + close.size(), inner_begin, close_at});
     pos = close_at + close.size();
   }
@@ -238,6 +323,11 @@ LiteralValue python_literal_eval(const std::string& text) {
   });
   if (dumped) out.json = python_json_loads(*dumped);
   return out;
+}
+
+std::string python_json_dumps(const OJson& value) {
+  const std::string text = python_readable_json(value);
+  return python::with_gil("agent", [&] { return values_module().attr("dumps")(py::str(text)).cast<std::string>(); });
 }
 
 const OJson* find_function_schema(const OJson& tools, const std::string& name) {

@@ -19,13 +19,21 @@ namespace verl::agent::parsers {
 using OJson = nlohmann::ordered_json;
 
 // json.loads(text): one JSON value with optional whitespace around it, NaN / Infinity / -Infinity included (as
-// Python reads them); nullopt where Python raises.
+// Python reads them); nullopt where Python raises (a leading UTF-8 BOM too). Not as Python: integers past 64 bits
+// become doubles (Python keeps them exact, and refuses past 4300 digits) and a lone surrogate escape is refused.
 std::optional<OJson> python_json_loads(const std::string& text);
+
+// text.replace(pad_token, "") where the tokenizer has a pad token (gpt-oss, deepseek_v4, gemma4 remove it first).
+std::string without_pad(const std::string& text, const std::string& pad_token);
+bool starts_with(const std::string& text, const char* prefix);
 
 // str.strip() (Python's whitespace: Unicode White_Space and \x1c-\x1f).
 std::string py_strip(const std::string& text);
 // str.lower().
 std::string py_lower(const std::string& text);
+// `\w` of the `regex` package (not Python re's): letters, letter numbers, marks, decimal digits, connector
+// punctuation, ZWNJ / ZWJ and the alphabetic symbols (circled / squared Latin letters).
+bool is_regex_word(char32_t code_point);
 // The end of the run of `\s` (the `regex` package's: Unicode White_Space, without \x1c-\x1f) starting at `pos`.
 size_t skip_regex_space(const std::string& text, size_t pos);
 
@@ -37,10 +45,9 @@ struct Delimited {
   size_t begin, end, inner_begin, inner_end;
   std::string inner(const std::string& text) const { return text.substr(inner_begin, inner_end - inner_begin); }
 };
-// re.finditer(OPEN(.*?)CLOSE, text[from:to], DOTALL): non-overlapping, left to right; a match needs a CLOSE after
-// its OPEN (the shortest such), and the scan resumes after it.
-std::vector<Delimited> find_delimited(const std::string& text, const std::string& open, const std::string& close,
-                                      size_t from = 0, size_t to = std::string::npos);
+// re.finditer(OPEN(.*?)CLOSE, text, DOTALL): non-overlapping, left to right; a match needs a CLOSE after its OPEN
+// (the shortest such), and the scan resumes after it.
+std::vector<Delimited> find_delimited(const std::string& text, const std::string& open, const std::string& close);
 // re.sub(OPEN(.*?)CLOSE, "", text, DOTALL).
 std::string remove_delimited(const std::string& text, const std::string& open, const std::string& close);
 
@@ -59,6 +66,10 @@ struct LiteralValue {
   std::optional<OJson> json;  // its json.dumps; nullopt when not JSON-serializable (a set, bytes, complex)
 };
 LiteralValue python_literal_eval(const std::string& text);
+
+// json.dumps(value, ensure_ascii=False): the arguments string verl's parsers hand on (", " and ": " separators,
+// Python's float repr, NaN / Infinity), written by the embedded interpreter.
+std::string python_json_dumps(const OJson& value);
 
 // The "function" object of the tool named `name` in `tools` (an OpenAI tool list or null; entries of another
 // "type" are passed over), or nullptr when there is none.

@@ -51,8 +51,6 @@ std::vector<std::string> find_closed_or_tail(const std::string& text, const std:
 // Thrown where verl's json.dumps raises (the whole turn then has no calls).
 struct NotSerializable {};
 
-bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
-
 // verl's convert_param_value: the value by the type the tool's schema gives KEY.
 OJson convert_param_value(const std::string& value, const std::string& key, const OJson* properties) {
   if (py_lower(value) == "null") return nullptr;

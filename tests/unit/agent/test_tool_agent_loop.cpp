@@ -561,6 +561,14 @@ TEST(ToolAgentLoop, GptOssArgumentsThatAreNotJsonGetVerlsReply) {
             "Invalid JSON in arguments for 'calc': Expecting property name enclosed in double quotes: line 1 column 2 "
             "(char 1)");
   EXPECT_EQ(out.tool_errors.at(0), 1);
+  ASSERT_EQ(out.messages.size(), 1u);
+
+  // JSON arguments that are not an object stay verl's json.dumps string in the assistant message.
+  opts.multi_turn.format = "hermes";
+  const AgentLoopOutput list = run_scripted_agent_loop(
+      script({"<tool_call>{\"name\": \"calc\", \"arguments\": [1,2.50]}</tool_call>", "#### 5"}, nullptr), *f.tok,
+      f.tools, nullptr, opts, one_sample());
+  EXPECT_EQ(list.messages.at(0)[2]["tool_calls"][0]["function"]["arguments"], "[1, 2.5]");
 }
 
 }  // namespace
