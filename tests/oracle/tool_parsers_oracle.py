@@ -13,7 +13,7 @@ meet (numbers in Python's spellings, JSON, Python literals, null / true in any c
 unclosed, nested and repeated calls all occur. The tokenizer is a stand-in whose decode returns the text itself
 (the caller passes decoded text) and whose convert_tokens_to_ids numbers the tokens asked for.
 
-Import stubs (none replaces code under test): verl_oracle (tests/golden/algo) stands in for ray; a bare
+Imports (nothing replaces code under test): verl_oracle (tests/golden/algo) stands in for ray; a bare
 verl.experimental.agent_loop package lets tool_parser be imported without the whole agent loop.
 """
 

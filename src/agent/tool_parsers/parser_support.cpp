@@ -4,7 +4,6 @@
 #include <limits>
 
 #include <pybind11/pybind11.h>
-#include <utf8proc.h>
 
 #include "verl/python/interpreter.h"
 #include "verl/reward/scorers/py_str.h"
@@ -215,30 +214,6 @@ std::string without_pad(const std::string& text, const std::string& pad_token) {
 }
 
 bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
-
-bool is_regex_word(char32_t c) {
-  if (c == 0x200C || c == 0x200D) return true;
-  if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) ||
-      (c >= 0x1F170 && c <= 0x1F189)) {
-    return true;  // So with Other_Alphabetic
-  }
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_PC:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string py_strip(const std::string& text) { return reward::py::strip(text); }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verl/agent/tool_parser.h"
+#include "verl/reward/scorers/py_str.h"
 
 namespace verl::agent::parsers {
 
@@ -31,9 +32,8 @@ bool starts_with(const std::string& text, const char* prefix);
 std::string py_strip(const std::string& text);
 // str.lower().
 std::string py_lower(const std::string& text);
-// `\w` of the `regex` package (not Python re's): letters, letter numbers, marks, decimal digits, connector
-// punctuation, ZWNJ / ZWJ and the alphabetic symbols (circled / squared Latin letters).
-bool is_regex_word(char32_t code_point);
+// `\w` of the `regex` package (reward::py::is_regex_word).
+using reward::py::is_regex_word;
 // The end of the run of `\s` (the `regex` package's: Unicode White_Space, without \x1c-\x1f) starting at `pos`.
 size_t skip_regex_space(const std::string& text, size_t pos);
 

@@ -56,4 +56,9 @@ std::string lower(const std::string& text);
 // `\w` of Python's re on str patterns: str.isalnum() (letters Lu Ll Lt Lm Lo, numbers Nd Nl No) or "_".
 bool is_word(char32_t code_point);
 
+// `\w` of the `regex` package (which verl's tool parsers use), not re's: letters, letter numbers, marks, decimal
+// digits, connector punctuation, ZWNJ / ZWJ and the alphabetic symbols (circled / squared Latin letters); other
+// numbers (², ½) are not word characters there.
+bool is_regex_word(char32_t code_point);
+
 }  // namespace verl::reward::py
