@@ -87,6 +87,8 @@ sys.path[:] = [p for p in sys.path if p not in before] + before
 
 std::string embedded_python_description() { return std::string(PY_VERSION) + " at " + VERL_EMBEDDED_PYTHON_HOME; }
 
+std::string embedded_python_executable() { return VERL_EMBEDDED_PYTHON_EXECUTABLE; }
+
 std::string describe_python_error(const pybind11::error_already_set& error) {
   std::string type = "Exception";
   try {

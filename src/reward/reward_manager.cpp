@@ -571,6 +571,8 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
                              << "'";
   } else {
     compute_score = default_score_function();
+    // The code data sources' scorer (prime_code) runs reward.num_workers calls at once; rate_limited paces calls.
+    if (manager != "rate_limited") options.score_batch = default_score_batch(config.reward_model.num_workers);
   }
 
   const Json reward_kwargs = node_to_json(config.reward_model.reward_kwargs);

@@ -27,6 +27,9 @@ void ensure_interpreter();
 // "3.11.2 at /usr": the embedded interpreter's version and the installation it is pinned to (does not start it).
 std::string embedded_python_description();
 
+// The python command of that installation (e.g. /usr/bin/python3), for work that runs in child processes.
+std::string embedded_python_executable();
+
 // "ExceptionType: message" for the Python error being handled (call with the GIL held).
 std::string describe_python_error(const pybind11::error_already_set& error);
 

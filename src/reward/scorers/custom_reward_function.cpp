@@ -1,10 +1,14 @@
 #include "verl/reward/scorers/custom_reward_function.h"
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "verl/common/strings.h"
 #include "verl/reward/scorers/default_compute_score.h"
@@ -15,6 +19,49 @@ ComputeScoreFn default_score_function() {
   return [](const std::string& data_source, const std::string& solution_str, const nlohmann::json& ground_truth,
             const nlohmann::json& extra_info) {
     return default_compute_score_json(data_source, solution_str, ground_truth, extra_info);
+  };
+}
+
+ComputeScoreBatchFn default_score_batch(int64_t num_workers) {
+  VERL_CHECK(num_workers >= 1, "reward", "reward.num_workers must be >= 1, got ", num_workers);
+  return [num_workers](const std::vector<ScoreCall>& calls, const config::RewardRateLimits* /*rate_limits*/) {
+    std::vector<ScoreOutcome> outcomes(calls.size());
+    std::vector<std::exception_ptr> errors(calls.size());
+    const auto score = [&](size_t i) {
+      try {
+        const ScoreCall& c = calls[i];
+        outcomes[i].result = default_compute_score_json(c.data_source, c.solution_str, c.ground_truth, c.extra_info);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    };
+    std::vector<size_t> code_calls;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (rule_scorer_runs_code(calls[i].data_source)) {
+        code_calls.push_back(i);
+      } else {
+        score(i);
+      }
+    }
+    // Each thread takes the next call; a call's checks run on a code runner of its own (python_code_runner.h).
+    std::atomic<size_t> next{0};
+    const auto work = [&] {
+      for (size_t k = next++; k < code_calls.size(); k = next++) score(code_calls[k]);
+    };
+    std::vector<std::thread> threads;
+    const size_t num_threads = std::min(code_calls.size(), static_cast<size_t>(num_workers));
+    for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
+    if (num_threads > 0) work();
+    for (auto& thread : threads) thread.join();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (!errors[i]) continue;
+      try {
+        std::rethrow_exception(errors[i]);
+      } catch (const Error& e) {
+        throw Error("reward", str_cat("row ", i, " (data_source '", calls[i].data_source, "'): ", e.message()));
+      }
+    }
+    return outcomes;
   };
 }
 

@@ -9,13 +9,14 @@
 #include "verl/reward/scorers/gsm8k.h"
 #include "verl/reward/scorers/math_dapo.h"
 #include "verl/reward/scorers/math_reward.h"
+#include "verl/reward/scorers/prime_code.h"
 #include "verl/reward/scorers/search_r1_qa_em.h"
 
 namespace verl::reward {
 
 namespace {
 
-enum class Scorer { kNone, kGsm8k, kMath, kMathDapo, kDigitCompletion, kSearchR1 };
+enum class Scorer { kNone, kGsm8k, kMath, kMathDapo, kDigitCompletion, kSearchR1, kPrimeCode };
 
 const char* const kSearchR1Sources[] = {"searchR1_nq",      "searchR1_triviaqa",        "searchR1_popqa",
                                         "searchR1_hotpotqa", "searchR1_2wikimultihopqa", "searchR1_musique",
@@ -35,6 +36,7 @@ Scorer scorer_for(const std::string& data_source) {
   for (const char* name : kSearchR1Sources) {
     if (data_source == name) return Scorer::kSearchR1;
   }
+  if (is_prime_code_data_source(data_source)) return Scorer::kPrimeCode;
   return Scorer::kNone;
 }
 
@@ -42,12 +44,8 @@ Scorer scorer_for(const std::string& data_source) {
 std::string unported_verl_scorer(const std::string& data_source) {
   static const char* const kPrimeMath[] = {"numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
                                            "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads"};
-  static const char* const kCode[] = {"codecontests", "apps", "codeforces", "taco"};
   for (const char* name : kPrimeMath) {
     if (data_source == name) return "prime_math";
-  }
-  for (const char* name : kCode) {
-    if (data_source == name) return "sandbox_fusion / prime_code";
   }
   if (data_source == "hiyouga/geometry3k") return "geo3k";
   return "";
@@ -62,6 +60,7 @@ const std::vector<std::string>& rule_scorer_data_sources() {
         "math_dapo",    "math",           "math_dapo_reasoning",                "aime*",
         "arithmetic",   "digit_completion"};
     out.insert(out.end(), std::begin(kSearchR1Sources), std::end(kSearchR1Sources));
+    for (const char* name : {"codecontests", "apps", "codeforces", "taco"}) out.push_back(name);
     return out;
   }();
   return names;
@@ -69,10 +68,13 @@ const std::vector<std::string>& rule_scorer_data_sources() {
 
 bool has_rule_scorer(const std::string& data_source) { return scorer_for(data_source) != Scorer::kNone; }
 
+bool rule_scorer_runs_code(const std::string& data_source) { return scorer_for(data_source) == Scorer::kPrimeCode; }
+
 ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
                                        const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
   const Scorer scorer = scorer_for(data_source);
   if (scorer == Scorer::kSearchR1) return ScoreResult::scalar(search_r1_compute_score(solution_str, ground_truth));
+  if (scorer == Scorer::kPrimeCode) return ScoreResult::scalar(prime_code_compute_score(solution_str, ground_truth));
   if (scorer != Scorer::kNone) {
     VERL_CHECK(ground_truth.is_string(), "reward",
                "reward_model.ground_truth must be a string for the built-in scorer of data_source '", data_source,
@@ -98,6 +100,8 @@ ScoreResult default_compute_score(const std::string& data_source, const std::str
       return ScoreResult::scalar(digit_completion_compute_score(solution_str, ground_truth));
     case Scorer::kSearchR1:
       return ScoreResult::scalar(search_r1_compute_score(solution_str, nlohmann::json(ground_truth)));  // an error
+    case Scorer::kPrimeCode:
+      return ScoreResult::scalar(prime_code_compute_score(solution_str, nlohmann::json(ground_truth)));
     case Scorer::kNone:
       break;
   }

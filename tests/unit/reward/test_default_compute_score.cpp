@@ -49,7 +49,7 @@ TEST(DefaultComputeScore, UnknownSourceNamesItAndListsKnownOnes) {
   EXPECT_NE(message.find("'my_dataset'"), std::string::npos) << message;
   for (const char* known : {"openai/gsm8k", "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval",
                             "HuggingFaceH4/MATH-500", "math_dapo", "math_dapo_reasoning", "aime*", "arithmetic",
-                            "digit_completion"}) {
+                            "digit_completion", "codecontests", "apps", "codeforces", "taco"}) {
     EXPECT_NE(message.find(known), std::string::npos) << known << " missing from: " << message;
   }
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -64,7 +64,6 @@ TEST(DefaultComputeScore, UnknownSourceNamesItAndListsKnownOnes) {
 
 TEST(DefaultComputeScore, VerlSourcesWithoutAPortSayWhich) {
   EXPECT_NE(default_compute_score_error_of("numina_olympiads").find("prime_math"), std::string::npos);
-  EXPECT_NE(default_compute_score_error_of("codeforces").find("prime_code"), std::string::npos);
   EXPECT_NE(default_compute_score_error_of("hiyouga/geometry3k").find("geo3k"), std::string::npos);
 }
 

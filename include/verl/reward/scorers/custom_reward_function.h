@@ -84,6 +84,11 @@ struct ScoreOutcome {
 using ComputeScoreBatchFn = std::function<std::vector<ScoreOutcome>(const std::vector<ScoreCall>& calls,
                                                                     const config::RewardRateLimits* rate_limits)>;
 
+// default_score_function for a batch: verl 0.9.1 scores a batch in reward.num_workers reward-loop workers at once;
+// here the calls whose scorer runs code (prime_code: seconds each, waiting on its Python processes) run in up to
+// num_workers threads, the others in turn. Outcomes in the calls' order; an error names its row.
+ComputeScoreBatchFn default_score_batch(int64_t num_workers);
+
 // custom_reward_function loaded: `score` for one call (an async def runs alone on the event loop), `score_batch`
 // for a batch (set for Python files; a plugin has only `score`). Both reject non-finite scores.
 struct RewardFunction {

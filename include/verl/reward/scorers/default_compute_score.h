@@ -9,9 +9,12 @@
 //   digit_completion           (verl.cpp synthetic, spec §12)  -> digit_completion
 //   searchR1_nq, _triviaqa, _popqa, _hotpotqa, _2wikimultihopqa,
 //   _musique, _bamboogle                                       -> search_r1_like_qa_em (ground truth {"target": [..]})
+//   codecontests, apps, codeforces, taco                       -> prime_code (the response's Python run against the
+//                                                                 ground truth's tests; verl's choice without a
+//                                                                 sandbox fusion url, which verl.cpp does not take)
 //
-// verl's other sources (prime_math, code sandboxes, geo3k) and unknown ones are errors that name the source and
-// list the supported ones; custom_reward_function covers them.
+// verl's other sources (prime_math, geo3k) and unknown ones are errors that name the source and list the supported
+// ones; custom_reward_function covers them.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -22,8 +25,8 @@
 
 namespace verl::reward {
 
-// `ground_truth` is reward_model.ground_truth as the data hold it: a string for every scorer but search-R1's (an
-// error names the data source otherwise). `extra_info` is the sample's extra_info (a JSON object or null); the
+// `ground_truth` is reward_model.ground_truth as the data hold it: a string for every scorer but search-R1's and
+// prime_code's (an error names the data source otherwise); prime_code takes its tests as a JSON string or object. `extra_info` is the sample's extra_info (a JSON object or null); the
 // built-in scorers do not read it.
 ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
                                        const nlohmann::json& ground_truth, const nlohmann::json& extra_info);
@@ -35,6 +38,9 @@ ScoreResult default_compute_score(const std::string& data_source, const std::str
 
 // Whether default_compute_score has a scorer for this data source.
 bool has_rule_scorer(const std::string& data_source);
+
+// Whether its scorer runs the response as code (seconds per call, spent waiting on child processes).
+bool rule_scorer_runs_code(const std::string& data_source);
 
 // The supported data sources, for messages ("aime*" stands for the prefix).
 const std::vector<std::string>& rule_scorer_data_sources();
