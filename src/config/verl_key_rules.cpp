@@ -25,7 +25,8 @@ constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
 constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
 constexpr const char* kRewardLoop = "custom reward-loop manager classes and served reward models";
-constexpr const char* kSandbox = "sandbox fusion code execution";
+constexpr const char* kSandbox =
+    "sandbox fusion code execution (the code data sources run verl's local prime_code instead)";
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {

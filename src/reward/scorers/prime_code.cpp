@@ -13,8 +13,8 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kComponent = "reward";
-constexpr int kAllTestsTimeout = 5;   // verl's first check, of every test
-constexpr int kOneTestTimeout = 10;   // its checks of one test each
+constexpr int kAllTestsTimeout = 5;    // verl's first check, of every test
+constexpr int kOneTestTimeout = 10;    // its checks of one test each
 constexpr size_t kTestsOneByOne = 10;  // "do not test all samples cuz some problems have enormous test cases"
 
 const char* const kExpected =
@@ -30,8 +30,7 @@ std::string preview(const Json& value) {
 }  // namespace
 
 bool is_prime_code_data_source(const std::string& data_source) {
-  return data_source == "codecontests" || data_source == "apps" || data_source == "codeforces" ||
-         data_source == "taco";
+  return data_source == "codecontests" || data_source == "apps" || data_source == "codeforces" || data_source == "taco";
 }
 
 std::string prime_code_extract_solution(const std::string& completion) {
@@ -46,8 +45,8 @@ Json prime_code_test_cases(const Json& ground_truth) {
   Json tests = ground_truth;
   if (ground_truth.is_string()) {
     tests = Json::parse(ground_truth.get_ref<const std::string&>(), nullptr, false);
-    VERL_CHECK(!tests.is_discarded(), kComponent, "reward_model.ground_truth is not JSON (",
-               preview(ground_truth), "); expected ", kExpected);
+    VERL_CHECK(!tests.is_discarded(), kComponent, "reward_model.ground_truth is not JSON (", preview(ground_truth),
+               "); expected ", kExpected);
   }
   VERL_CHECK(tests.is_object(), kComponent, "reward_model.ground_truth is ", preview(tests), "; expected ", kExpected);
   for (const char* key : {"inputs", "outputs"}) {

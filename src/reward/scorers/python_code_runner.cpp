@@ -29,8 +29,8 @@ using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kComponent = "reward";
-constexpr double kStartSeconds = 60.0;   // for the server to import what it needs and say it is ready
-constexpr double kReplyMargin = 30.0;    // past a check's own limit, for the server to fork, reap and answer
+constexpr double kStartSeconds = 60.0;  // for the server to import what it needs and say it is ready
+constexpr double kReplyMargin = 30.0;   // past a check's own limit, for the server to fork, reap and answer
 constexpr double kStopGraceSeconds = 2.0;
 
 std::atomic<size_t> g_started{0};
@@ -95,8 +95,8 @@ void PythonCodeRunner::start() {
   const Json ready = Json::parse(line, nullptr, false);
   if (ready.is_object() && ready.value("ready", false)) return;
   stop();
-  VERL_FAIL(kComponent, "the Python code runner for the code data sources' reward (prime_code), started with '",
-            python, "', ",
+  VERL_FAIL(kComponent, "the Python code runner for the code data sources' reward (prime_code), started with '", python,
+            "', ",
             timed_out ? str_cat("did not start within ", kStartSeconds, " s")
                       : "ended before it was ready (its error, if any, is above)");
 }
@@ -157,7 +157,8 @@ CodeCheckResult PythonCodeRunner::run(const CodeCheck& check) {
     const Json reply = Json::parse(reply_line, nullptr, false);
     if (reply.is_object() && reply.contains("results")) {
       CodeCheckResult result;
-      for (const Json& verdict : reply["results"]) result.verdicts.push_back(verdict.is_boolean() && verdict.get<bool>());
+      for (const Json& verdict : reply["results"])
+        result.verdicts.push_back(verdict.is_boolean() && verdict.get<bool>());
       result.killed = reply.value("killed", false);
       result.error = reply.value("error", "");
       return result;
@@ -166,8 +167,8 @@ CodeCheckResult PythonCodeRunner::run(const CodeCheck& check) {
     stop();
     VERL_CHECK(!timed_out, kComponent, "the Python code runner (pid ", pid, ") did not answer a check within ",
                check.timeout_s + 1 + kReplyMargin, " s");
-    VERL_CHECK(reply_line.empty(), kComponent, "the Python code runner (pid ", pid, ") sent '", reply_line.substr(0, 200),
-               "', not a check's result");
+    VERL_CHECK(reply_line.empty(), kComponent, "the Python code runner (pid ", pid, ") sent '",
+               reply_line.substr(0, 200), "', not a check's result");
   }
   VERL_FAIL(kComponent, "the Python code runner ended twice while running one check (its error, if any, is above)");
 }

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "verl/common/error.h"
@@ -117,14 +117,13 @@ TEST(PythonCodeRunner, ASolutionThatCrashesOrAttacksTheRunnerFailsOnlyItsCheck) 
 
 TEST(PythonCodeRunner, AnEndlessCheckIsKilledAtTheTimeoutPlusOneSecond) {
   PythonCodeRunner runner;
-  const CodeCheckResult result =
-      runner.run({"while True:\n    pass", Json{{"inputs", {""}}, {"outputs", {""}}}, 1});
+  const CodeCheckResult result = runner.run({"while True:\n    pass", Json{{"inputs", {""}}, {"outputs", {""}}}, 1});
   EXPECT_TRUE(result.killed || !result.error.empty());
   EXPECT_FALSE(result.all_passed(1));
   // A program that ignores SIGALRM's default (it installs a handler) is killed by the runner's own limit.
-  const CodeCheckResult stubborn = runner.run(
-      {"import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\nwhile True:\n    pass",
-       Json{{"inputs", {""}}, {"outputs", {""}}}, 1});
+  const CodeCheckResult stubborn =
+      runner.run({"import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\nwhile True:\n    pass",
+                  Json{{"inputs", {""}}, {"outputs", {""}}}, 1});
   EXPECT_TRUE(stubborn.killed) << stubborn.error;
   EXPECT_TRUE(runner.run({"print(1)", Json{{"inputs", {""}}, {"outputs", {"1"}}}, 1}).all_passed(1));
 }

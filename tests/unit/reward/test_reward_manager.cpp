@@ -273,6 +273,22 @@ TEST(LoadRewardManager, PythonRewardFunctionThroughTheConfig) {
   EXPECT_EQ(r.reward_extra_info.at("len"), (std::vector<Json>{2, 2}));
 }
 
+TEST(LoadRewardManager, CodeRowsRunTheirTestsThroughTheDefaultScorer) {
+  // verl's prime_code behind the default scorer, in a batch with a gsm8k row; the code rows' tests as verl's JSON
+  // string and as an object. reward.num_workers=2: two code rows at once.
+  const Json tests = {{"inputs", {"2\n", "5\n"}}, {"outputs", {"4\n", "25\n"}}};
+  auto manager = load_reward_manager(load_config({"reward.num_workers=2"}), byte_tokenizer(), 0);
+  const RewardResult r = manager->compute(
+      make_batch({{bytes("q"), bytes("```python\nn = int(input())\nprint(n * n)\n```"), "codecontests", tests.dump()},
+                  {bytes("q"), bytes("#### 3"), "openai/gsm8k", "3"},
+                  {bytes("q"), bytes("print(2 * int(input()))"), "taco", tests},
+                  {bytes("q"), bytes("print("), "apps", tests}},
+                 2, 48));
+  const torch::Tensor per_row = r.reward_tensor.sum(1);
+  EXPECT_EQ((std::vector<float>(per_row.data_ptr<float>(), per_row.data_ptr<float>() + 4)),
+            (std::vector<float>{1.0f, 1.0f, 0.5f, 0.0f}));
+}
+
 TEST(LoadRewardManager, RaisingFunctionUnderBothPolicies) {
   const std::string dir = test::make_temp_dir("reward_manager_raising");
   const std::string path = dir + "/reward.py";

@@ -26,8 +26,8 @@
 namespace verl::reward {
 
 // `ground_truth` is reward_model.ground_truth as the data hold it: a string for every scorer but search-R1's and
-// prime_code's (an error names the data source otherwise); prime_code takes its tests as a JSON string or object. `extra_info` is the sample's extra_info (a JSON object or null); the
-// built-in scorers do not read it.
+// prime_code's (an error names the data source otherwise); prime_code takes its tests as a JSON string or object.
+// `extra_info` is the sample's extra_info (a JSON object or null); the built-in scorers do not read it.
 ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
                                        const nlohmann::json& ground_truth, const nlohmann::json& extra_info);
 // The same with a string ground truth.

@@ -10,17 +10,17 @@
 // when all are busy), so that threads check side by side. The servers exit when this process closes their stdin.
 #pragma once
 
+#include <sys/types.h>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace verl::reward {
 
 struct CodeCheck {
-  std::string code;         // the solution
-  nlohmann::json in_outs;   // {"inputs": [str...], "outputs": [str...], "fn_name"?: str}
-  int timeout_s = 5;        // per test and while the module loads; the whole check gets timeout_s + 1
+  std::string code;        // the solution
+  nlohmann::json in_outs;  // {"inputs": [str...], "outputs": [str...], "fn_name"?: str}
+  int timeout_s = 5;       // per test and while the module loads; the whole check gets timeout_s + 1
 };
 
 struct CodeCheckResult {
