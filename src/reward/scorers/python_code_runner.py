@@ -7,7 +7,8 @@ It is a small server: one JSON request per line on stdin, one JSON reply per lin
   reply    {"results": [true | false, ...], "killed": bool, "error": str}
 Each request runs in a forked child, in its own session, so that it cannot touch this server: the child writes its
 results to a pipe; past timeout + 1 seconds (verl's global limit per check) the child's session is killed and the
-check fails as a whole. "results" holds one verdict per test run; like verl, a check stops at its first failing
+check fails as a whole. After each check, whatever the child left running in its session is killed too. The checks
+run in a scratch folder, removed when the server ends (verl leaves them in the trainer's folder). "results" holds one verdict per test run; like verl, a check stops at its first failing
 test. "error" says why a check failed as a whole (the code did not load, a test case verl cannot run, the child was
 killed or died).
 
@@ -270,6 +271,7 @@ def run_in_child(request, write_end):
 
 
 def run_isolated(request):
+    """One check in a forked child: its reply, or why it has none."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -291,18 +293,16 @@ def run_isolated(request):
         chunks.append(chunk)
     os.close(read_end)
     # The child ends right after its reply; one that closed the pipe and ran on is killed at the deadline too.
-    while not killed:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
+    # Whatever the child left running in its session (a process it spawned) goes with it: the group is killed while
+    # the child, exited but not yet reaped, still holds the group's id.
+    while not killed and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         if time.monotonic() > deadline:
             killed = True
         else:
             time.sleep(0.002)
-    if killed:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
     if killed:
         return {"results": [], "killed": True, "error": "killed after %g s" % (request["timeout"] + 1)}
     try:
@@ -316,17 +316,27 @@ def run_isolated(request):
 
 def serve():
     # VERL_PYTHON_SITE_PACKAGES: the site-packages the embedded interpreter uses, so a solution imports the same.
+    import shutil
     import site
+    import tempfile
     before = list(sys.path)
     for folder in os.environ.get("VERL_PYTHON_SITE_PACKAGES", "").split(":"):
         if folder:
             site.addsitedir(os.path.expanduser(folder))
     sys.path[:] = [p for p in sys.path if p not in before] + before
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin.buffer:
-        reply = run_isolated(json.loads(line))
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+    # The checks run in a scratch folder, removed when the server ends: a solution that writes files (verl's guard
+    # leaves open() alone) writes them there, not among the run's outputs in the trainer's folder.
+    scratch = tempfile.mkdtemp(prefix="verl-code-runner-")
+    os.chdir(scratch)
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+    try:
+        print(json.dumps({"ready": True}), flush=True)
+        for line in sys.stdin.buffer:
+            reply = run_isolated(json.loads(line))
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

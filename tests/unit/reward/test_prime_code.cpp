@@ -5,9 +5,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 #include "verl/reward/scorers/default_compute_score.h"
@@ -135,6 +137,35 @@ TEST(PythonCodeRunner, ARunnerKilledFromOutsideIsStartedAgain) {
   const Json one = {{"inputs", {"1 2\n"}}, {"outputs", {"3\n"}}};
   EXPECT_TRUE(runner.run({kSumProgram, one, 5}).all_passed(1));
   EXPECT_NE(runner.pid(), first);
+}
+
+TEST(PythonCodeRunner, ChecksRunInAScratchFolderAndLeaveNoProcessBehind) {
+  // The solution records its folder and starts a process that would outlive it (posix_spawn is not among the calls
+  // verl disables), then passes.
+  const std::string dir = test::make_temp_dir("code_runner_scratch");
+  const std::string code =
+      "import os\n"
+      "open('" +
+      dir +
+      "/cwd', 'w').write(os.readlink('/proc/self/cwd'))\n"
+      "pid = os.posix_spawn('/bin/sleep', ['sleep', '60'], dict(os.environ))\n"
+      "open('" +
+      dir +
+      "/pid', 'w').write(str(pid))\n"
+      "print(input())";
+  std::string scratch;
+  {
+    PythonCodeRunner runner;
+    EXPECT_TRUE(runner.run({code, Json{{"inputs", {"ok"}}, {"outputs", {"ok"}}}, 5}).all_passed(1));
+    scratch = test::read_file(dir + "/cwd");
+    EXPECT_NE(scratch.find("verl-code-runner-"), std::string::npos) << scratch;
+    EXPECT_TRUE(std::filesystem::is_directory(scratch));
+    // The spawned process is gone (or a zombie waiting for init to reap it).
+    const std::string status_file = "/proc/" + test::read_file(dir + "/pid") + "/status";
+    const std::string status = std::filesystem::exists(status_file) ? test::read_file(status_file) : "";
+    EXPECT_TRUE(status.empty() || status.find("State:\tZ") != std::string::npos) << status;
+  }
+  EXPECT_FALSE(std::filesystem::exists(scratch)) << "the scratch folder outlived its runner";
 }
 
 TEST(PrimeCode, ABatchChecksCodeInSeveralRunnersAtOnce) {

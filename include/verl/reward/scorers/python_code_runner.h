@@ -3,7 +3,9 @@
 // The solutions are Python, so a Python process runs them: python_code_runner.py (embedded in the binary), started
 // with the embedded interpreter's installation (python::embedded_python_executable()) as a small server. It forks a
 // child in its own session for every check, so a solution that crashes, hangs or exits takes only its check down;
-// the server kills a check's session past its timeout + 1 s (verl's global limit) and the check fails as a whole.
+// the server kills a check's session past its timeout + 1 s (verl's global limit) and the check fails as a whole,
+// and after every check kills what the check left running in its session. Checks run in a scratch folder of the
+// server's, removed when it ends, so files a solution writes do not land among the run's outputs.
 // The runner's file documents the rules (verl's, down to its quirks).
 //
 // A runner serves one check at a time; run_code_check takes an idle one from a process-wide set (starting another
