@@ -166,8 +166,12 @@ def cases():
                 # verl's datasets hold the test cases as a JSON string; a parquet struct arrives as an object.
                 ground_truth = json.dumps(tests) if (index + form) % 3 else tests
                 score("%s/%s/%d" % (problem, variant, form), completion, ground_truth)
-    # No test cases: verl's first check passes vacuously.
-    score("empty/any", fenced("print(1)"), json.dumps({"inputs": [], "outputs": []}))
+    # No test cases: verl's first check passes vacuously, unless the code does not load or its process ends first
+    # (unfenced, the import line runs as the module loads).
+    no_tests = json.dumps({"inputs": [], "outputs": []})
+    score("empty/any", fenced("print(1)"), no_tests)
+    score("empty/syntax_error", fenced("print("), no_tests)
+    score("empty/exits_while_loading", "import os; os._exit(0)", no_tests)
     # One test that never ends: killed at verl's global limits (6 s, then 11 s for the test alone).
     score("sum/endless_on_one", fenced("a, b = map(int, input().split())\nwhile a == 7:\n    pass\nprint(a + b)"),
           json.dumps({"inputs": SUM_INPUTS[:6], "outputs": SUM_OUTPUTS[:6]}))

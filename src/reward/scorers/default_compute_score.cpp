@@ -60,7 +60,7 @@ const std::vector<std::string>& rule_scorer_data_sources() {
         "math_dapo",    "math",           "math_dapo_reasoning",                "aime*",
         "arithmetic",   "digit_completion"};
     out.insert(out.end(), std::begin(kSearchR1Sources), std::end(kSearchR1Sources));
-    for (const char* name : {"codecontests", "apps", "codeforces", "taco"}) out.push_back(name);
+    out.insert(out.end(), prime_code_data_sources().begin(), prime_code_data_sources().end());
     return out;
   }();
   return names;

@@ -29,8 +29,14 @@ std::string preview(const Json& value) {
 
 }  // namespace
 
+const std::vector<std::string>& prime_code_data_sources() {
+  static const std::vector<std::string> names = {"codecontests", "apps", "codeforces", "taco"};
+  return names;
+}
+
 bool is_prime_code_data_source(const std::string& data_source) {
-  return data_source == "codecontests" || data_source == "apps" || data_source == "codeforces" || data_source == "taco";
+  const auto& names = prime_code_data_sources();
+  return std::find(names.begin(), names.end(), data_source) != names.end();
 }
 
 std::string prime_code_extract_solution(const std::string& completion) {
@@ -70,15 +76,17 @@ double prime_code_compute_score(const std::string& completion, const Json& groun
   const Json tests = prime_code_test_cases(ground_truth);
   const std::string code = prime_code_extract_solution(completion);
   const size_t num_tests = tests["inputs"].size();
-  if (run_code_check({code, tests, kAllTestsTimeout}).all_passed(num_tests)) return 1.0;
+  // A first check whose process never answered goes on to the one-by-one checks even without tests (verl finds no
+  // metadata and skips its success test), which then score 0.
+  const CodeCheckResult all_tests = run_code_check({code, tests, kAllTestsTimeout});
+  if (all_tests.replied && all_tests.all_passed()) return 1.0;
   if (!continuous) return 0.0;
   const size_t count = std::min(num_tests, kTestsOneByOne);
   size_t passed = 0;
   for (size_t i = 0; i < count; ++i) {
     // Only inputs and outputs, as verl builds these checks: a function's tests run as a program's.
     const Json one = {{"inputs", Json::array({tests["inputs"][i]})}, {"outputs", Json::array({tests["outputs"][i]})}};
-    const CodeCheckResult result = run_code_check({code, one, kOneTestTimeout});
-    passed += result.all_passed(1) ? 1 : 0;
+    passed += run_code_check({code, one, kOneTestTimeout}).all_passed() ? 1 : 0;  // one verdict per check
   }
   return static_cast<double>(passed) / static_cast<double>(std::max<size_t>(count, 1));
 }

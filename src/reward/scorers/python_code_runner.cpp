@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -48,13 +49,8 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-bool CodeCheckResult::all_passed(size_t num_tests) const {
-  if (killed || !error.empty()) return num_tests == 0;
-  if (verdicts.size() != num_tests) return false;
-  for (const bool passed : verdicts) {
-    if (!passed) return false;
-  }
-  return true;
+bool CodeCheckResult::all_passed() const {
+  return std::all_of(verdicts.begin(), verdicts.end(), [](bool passed) { return passed; });
 }
 
 PythonCodeRunner::PythonCodeRunner() { start(); }
@@ -74,8 +70,20 @@ void PythonCodeRunner::start() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  // Signals as a fresh process has them, whatever this thread blocks or this process ignores: the checks' SIGALRM
+  // must end them, and the server must see its children exit (SIGCHLD ignored would reap them behind its back).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (const int sig : {SIGALRM, SIGCHLD, SIGHUP, SIGINT, SIGTERM}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, python.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(to_child[0]);
   ::close(from_child[1]);
@@ -159,6 +167,7 @@ CodeCheckResult PythonCodeRunner::run(const CodeCheck& check) {
       CodeCheckResult result;
       for (const Json& verdict : reply["results"])
         result.verdicts.push_back(verdict.is_boolean() && verdict.get<bool>());
+      result.replied = reply.value("replied", false);
       result.killed = reply.value("killed", false);
       result.error = reply.value("error", "");
       return result;

@@ -4,13 +4,15 @@ sources), for python_code_runner.cpp.
 
 It is a small server: one JSON request per line on stdin, one JSON reply per line on stdout.
   request  {"code": str, "in_outs": {"inputs": [...], "outputs": [...], "fn_name"?: str}, "timeout": seconds}
-  reply    {"results": [true | false, ...], "killed": bool, "error": str}
+  reply    {"results": [true | false, ...], "replied": bool, "killed": bool, "error": str}
 Each request runs in a forked child, in its own session, so that it cannot touch this server: the child writes its
 results to a pipe; past timeout + 1 seconds (verl's global limit per check) the child's session is killed and the
 check fails as a whole. After each check, whatever the child left running in its session is killed too. The checks
 run in a scratch folder, removed when the server ends (verl leaves them in the trainer's folder). "results" holds one verdict per test run; like verl, a check stops at its first failing
-test. "error" says why a check failed as a whole (the code did not load, a test case verl cannot run, the child was
-killed or died).
+test. "error" says why a check failed as a whole (the code did not load: one false verdict, as verl's -2; a test case
+verl cannot run, or the child was killed or died: a false verdict for every test, as verl's -1s). A check passes when
+every verdict is true, as verl's `all(x is True for x in results)`, so a check of no tests passes. "replied" is false
+when the child was killed or died before it answered (verl then has no metadata and goes on to its one-by-one checks).
 
 The rules are verl's, including the ones that look accidental, because the reward must be the one verl computes:
   - the solution runs in a module named tmp_sol after verl's preamble of star imports (deque, sqrt, ... are there
@@ -181,6 +183,7 @@ def allclose(got, want):
 
 
 def printed_matches(printed, expected):
+    """verl's comparison of a program's output with the expected text, its forms in its order."""
     lines = printed.splitlines()
     if "\n".join(lines).strip() == expected.strip():
         return True
@@ -249,6 +252,10 @@ def check(request):
     return {"results": results}
 
 
+def every_test_failed(request):
+    return [False] * len(request["in_outs"]["inputs"])
+
+
 def run_in_child(request, write_end):
     try:
         os.setsid()
@@ -262,7 +269,7 @@ def run_in_child(request, write_end):
         try:
             reply = check(request)
         except Exception as e:
-            reply = {"results": [], "error": "the test case cannot run: " + repr(e)}
+            reply = {"results": every_test_failed(request), "error": "the test case cannot run: " + repr(e)}
         payload = json.dumps(reply).encode()
         while payload:
             payload = payload[os.write(write_end, payload):]
@@ -304,12 +311,15 @@ def run_isolated(request):
         os.killpg(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if killed:
-        return {"results": [], "killed": True, "error": "killed after %g s" % (request["timeout"] + 1)}
+        return {"results": every_test_failed(request), "replied": False, "killed": True,
+                "error": "killed after %g s" % (request["timeout"] + 1)}
     try:
         reply = json.loads(b"".join(chunks))
     except ValueError:
         how = ("signal %d" % -os.waitstatus_to_exitcode(status)) if os.WIFSIGNALED(status) else "no reply"
-        return {"results": [], "killed": False, "error": "the check's process ended (%s)" % how}
+        return {"results": every_test_failed(request), "replied": False, "killed": False,
+                "error": "the check's process ended (%s)" % how}
+    reply["replied"] = True
     reply["killed"] = False
     return reply
 

@@ -26,12 +26,15 @@ struct CodeCheck {
 };
 
 struct CodeCheckResult {
-  std::vector<bool> verdicts;  // one per test run, in order; a check stops at its first failing test
-  bool killed = false;         // past timeout_s + 1: every test counts as failed
-  std::string error;           // why the check failed as a whole ("" when it ran its tests)
+  // verl's results as pass / fail: one per test run, in order (a check stops at its first failing test); a solution
+  // that does not load has one false; a check killed, crashed or unable to run has a false for every test.
+  std::vector<bool> verdicts;
+  bool replied = true;  // the check's process answered: it was not killed and did not die first
+  bool killed = false;  // past timeout_s + 1
+  std::string error;    // why the check failed as a whole ("" when it ran its tests)
 
-  // Every test of a check of `num_tests` ran and passed (true for none, as in verl).
-  bool all_passed(size_t num_tests) const;
+  // Every verdict is true (so a check of no tests passes, as in verl).
+  bool all_passed() const;
 };
 
 class PythonCodeRunner {
