@@ -8,11 +8,13 @@ It is a small server: one JSON request per line on stdin, one JSON reply per lin
 Each request runs in a forked child, in its own session, so that it cannot touch this server: the child writes its
 results to a pipe; past timeout + 1 seconds (verl's global limit per check) the child's session is killed and the
 check fails as a whole. After each check, whatever the child left running in its session is killed too. The checks
-run in a scratch folder, removed when the server ends (verl leaves them in the trainer's folder). "results" holds one verdict per test run; like verl, a check stops at its first failing
-test. "error" says why a check failed as a whole (the code did not load: one false verdict, as verl's -2; a test case
-verl cannot run, or the child was killed or died: a false verdict for every test, as verl's -1s). A check passes when
-every verdict is true, as verl's `all(x is True for x in results)`, so a check of no tests passes. "replied" is false
-when the child was killed or died before it answered (verl then has no metadata and goes on to its one-by-one checks).
+run in a scratch folder, removed when the server ends (verl leaves them in the trainer's folder).
+
+"results" holds one verdict per test run; like verl, a check stops at its first failing test. "error" says why a
+check failed as a whole: the code did not load (one false verdict, as verl's -2), or a test case verl cannot run,
+or the child was killed or died (a false verdict for every test, as verl's -1s). A check passes when every verdict
+is true, as verl's `all(x is True for x in results)`, so a check of no tests passes. "replied" is false when the
+child was killed or died before it answered (verl then has no metadata and goes on to its one-by-one checks).
 
 The rules are verl's, including the ones that look accidental, because the reward must be the one verl computes:
   - the solution runs in a module named tmp_sol after verl's preamble of star imports (deque, sqrt, ... are there
