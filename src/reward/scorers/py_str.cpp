@@ -173,6 +173,20 @@ bool is_final_sigma(const std::u32string& text, size_t i) {
   return true;
 }
 
+// The letter categories (Lu Ll Lt Lm Lo), in both word classes below.
+bool is_letter_category(utf8proc_category_t category) {
+  switch (category) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 std::string sanitize_utf8(const std::string& text) {
@@ -336,19 +350,9 @@ std::string lower(const std::string& text) {
 
 bool is_word(char32_t c) {
   if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-      return true;
-    default:
-      return false;
-  }
+  const utf8proc_category_t category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return is_letter_category(category) || category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL ||
+         category == UTF8PROC_CATEGORY_NO;
 }
 
 bool is_regex_word(char32_t c) {
@@ -357,12 +361,7 @@ bool is_regex_word(char32_t c) {
       (c >= 0x1F170 && c <= 0x1F189)) {
     return true;  // So with Other_Alphabetic
   }
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
+  switch (const utf8proc_category_t category = utf8proc_category(static_cast<utf8proc_int32_t>(c)); category) {
     case UTF8PROC_CATEGORY_NL:
     case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC:
@@ -371,7 +370,7 @@ bool is_regex_word(char32_t c) {
     case UTF8PROC_CATEGORY_PC:
       return true;
     default:
-      return false;
+      return is_letter_category(category);
   }
 }
 

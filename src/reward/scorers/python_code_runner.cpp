@@ -1,10 +1,9 @@
 #include "verl/reward/scorers/python_code_runner.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +13,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 
+#include "verl/common/child_process.h"
 #include "verl/common/error.h"
 #include "verl/python/interpreter.h"
 
@@ -36,17 +36,6 @@ constexpr double kStopGraceSeconds = 2.0;
 
 std::atomic<size_t> g_started{0};
 
-bool write_all(int fd, const std::string& text) {
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 bool CodeCheckResult::all_passed() const {
@@ -58,9 +47,11 @@ PythonCodeRunner::PythonCodeRunner() { start(); }
 PythonCodeRunner::~PythonCodeRunner() { stop(); }
 
 void PythonCodeRunner::start() {
-  int to_child[2], from_child[2];
-  VERL_CHECK(::pipe2(to_child, O_CLOEXEC) == 0 && ::pipe2(from_child, O_CLOEXEC) == 0, kComponent,
-             "cannot create the pipes of the Python code runner: ", std::strerror(errno));
+  // One Unix socket, the server's stdin and stdout: a request sent to a server that died is a failed send (and a
+  // restart), where a pipe would raise SIGPIPE and end this process.
+  int sockets[2];
+  VERL_CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) == 0, kComponent,
+             "cannot create the socket of the Python code runner: ", std::strerror(errno));
   const std::string python = python::embedded_python_executable();
   std::vector<std::string> args = {python, "-c", verl_embedded_python_code_runner_py};
   std::vector<char*> argv;
@@ -68,8 +59,8 @@ void PythonCodeRunner::start() {
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDOUT_FILENO);
   // Signals as a fresh process has them, whatever this thread blocks or this process ignores: the checks' SIGALRM
   // must end them, and the server must see its children exit (SIGCHLD ignored would reap them behind its back).
   posix_spawnattr_t attr;
@@ -85,17 +76,14 @@ void PythonCodeRunner::start() {
   const int rc = ::posix_spawn(&pid, python.c_str(), &actions, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
-  ::close(to_child[0]);
-  ::close(from_child[1]);
+  ::close(sockets[1]);
   if (rc != 0) {
-    ::close(to_child[1]);
-    ::close(from_child[0]);
+    ::close(sockets[0]);
     VERL_FAIL(kComponent, "cannot start the Python code runner for the code data sources' reward (prime_code) with '",
               python, "': ", std::strerror(rc));
   }
   pid_ = pid;
-  to_server_ = to_child[1];
-  from_server_ = from_child[0];
+  fd_ = sockets[0];
   buffer_.clear();
   ++g_started;
   bool timed_out = false;
@@ -110,20 +98,9 @@ void PythonCodeRunner::start() {
 }
 
 void PythonCodeRunner::stop() {
-  if (to_server_ >= 0) ::close(to_server_);  // the server reads EOF and exits
-  if (from_server_ >= 0) ::close(from_server_);
-  to_server_ = from_server_ = -1;
-  if (pid_ <= 0) return;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(kStopGraceSeconds);
-  int status = 0;
-  while (::waitpid(pid_, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  if (fd_ >= 0) ::close(fd_);  // the server reads EOF and exits
+  fd_ = -1;
+  stop_child(pid_, kStopGraceSeconds);
   pid_ = -1;
 }
 
@@ -131,23 +108,18 @@ std::string PythonCodeRunner::read_reply(double seconds, bool& timed_out) {
   timed_out = false;
   const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
   while (true) {
-    const size_t end = buffer_.find('\n');
-    if (end != std::string::npos) {
-      std::string line = buffer_.substr(0, end);
-      buffer_.erase(0, end + 1);
-      return line;
-    }
+    if (std::optional<std::string> line = take_line(buffer_)) return *line;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
       return "";
     }
-    pollfd polled{from_server_, POLLIN, 0};
+    pollfd polled{fd_, POLLIN, 0};
     const int ready = ::poll(&polled, 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (ready < 0 && errno != EINTR) return "";
     if (ready <= 0) continue;
     char chunk[65536];
-    const ssize_t n = ::read(from_server_, chunk, sizeof chunk);
+    const ssize_t n = ::read(fd_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return "";
     buffer_.append(chunk, static_cast<size_t>(n));
@@ -161,7 +133,7 @@ CodeCheckResult PythonCodeRunner::run(const CodeCheck& check) {
     if (pid_ < 0) start();
     bool timed_out = false;
     const std::string reply_line =
-        write_all(to_server_, line) ? read_reply(check.timeout_s + 1 + kReplyMargin, timed_out) : std::string();
+        send_all(fd_, line) ? read_reply(check.timeout_s + 1 + kReplyMargin, timed_out) : std::string();
     const Json reply = Json::parse(reply_line, nullptr, false);
     if (reply.is_object() && reply.contains("results")) {
       CodeCheckResult result;

@@ -2,7 +2,7 @@
 scorer does (verl/utils/reward_score/prime_code, the reward of the codecontests / apps / codeforces / taco data
 sources), for python_code_runner.cpp.
 
-It is a small server: one JSON request per line on stdin, one JSON reply per line on stdout.
+It is a small server: one JSON request per line on stdin, one JSON reply per line on stdout (both one Unix socket).
   request  {"code": str, "in_outs": {"inputs": [...], "outputs": [...], "fn_name"?: str}, "timeout": seconds}
   reply    {"results": [true | false, ...], "replied": bool, "killed": bool, "error": str}
 Each request runs in a forked child, in its own session, so that it cannot touch this server: the child writes its
@@ -211,16 +211,15 @@ def check(request):
     """The verdicts of one check, in the forked child."""
     disable_destructive_calls()
     in_outs, code, timeout = request["in_outs"], request["code"], request["timeout"]
-    fn_name = in_outs.get("fn_name")
-    if fn_name is None:
-        source = PREAMBLE + as_code_function(unwrap_main_guard(code))
-        fn_name = "code"
+    calls_function = in_outs.get("fn_name") is not None
+    if calls_function:
+        source, fn_name = PREAMBLE + code, in_outs["fn_name"]
     else:
-        source = PREAMBLE + code
+        source, fn_name = PREAMBLE + as_code_function(unwrap_main_guard(code)), "code"
     signal.alarm(timeout)
     try:
         module = load_module(source)
-        target = module.Solution() if in_outs.get("fn_name") is not None and "class Solution" in code else module
+        target = module.Solution() if calls_function and "class Solution" in code else module
     except Exception as e:
         signal.alarm(0)
         return {"results": [False], "error": "the solution does not load: " + repr(e)}
@@ -232,7 +231,7 @@ def check(request):
     results = []
     for index, test_input in enumerate(in_outs["inputs"]):
         expected = in_outs["outputs"][index]
-        if in_outs.get("fn_name") is not None:
+        if calls_function:
             signal.alarm(timeout)
             passed = call_verdict(function, test_input, expected)
         else:
@@ -303,7 +302,7 @@ def run_isolated(request):
     os.close(read_end)
     # The child ends right after its reply; one that closed the pipe and ran on is killed at the deadline too.
     # Whatever the child left running in its session (a process it spawned) goes with it: the group is killed while
-    # the child, exited but not yet reaped, still holds the group's id.
+    # the child, exited but unreaped, still holds the group's id.
     while not killed and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         if time.monotonic() > deadline:
             killed = True

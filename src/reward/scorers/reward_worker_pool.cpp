@@ -9,14 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <thread>
 
+#include "verl/common/child_process.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 
@@ -53,18 +52,6 @@ std::string worker_executable() {
 
 std::string dump_line(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
-// Writes all of `text` to a socket; false when the other end is gone (no SIGPIPE).
-bool send_all(int fd, const std::string& text) {
-  size_t sent = 0;
-  while (sent < text.size()) {
-    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Reads once into `buffer`; false at EOF or on an error.
 bool read_some(int fd, std::string& buffer) {
   char chunk[65536];
@@ -75,15 +62,6 @@ bool read_some(int fd, std::string& buffer) {
     buffer.append(chunk, static_cast<size_t>(n));
     return true;
   }
-}
-
-// The next whole line of `buffer` (without its newline), removed from it.
-std::optional<std::string> take_line(std::string& buffer) {
-  const size_t end = buffer.find('\n');
-  if (end == std::string::npos) return std::nullopt;
-  std::string line = buffer.substr(0, end);
-  buffer.erase(0, end + 1);
-  return line;
 }
 
 // Blocks until a whole line arrives; nullopt at EOF.
@@ -238,17 +216,7 @@ void RewardWorkerPool::await_ready(Worker& worker) {
 void RewardWorkerPool::stop(Worker& worker) {
   if (worker.fd >= 0) ::close(worker.fd);  // the worker reads EOF and exits
   worker.fd = -1;
-  if (worker.pid <= 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStopGraceSeconds);
-  int status = 0;
-  while (::waitpid(worker.pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(worker.pid, SIGKILL);
-      ::waitpid(worker.pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  stop_child(worker.pid, kStopGraceSeconds);
   worker.pid = -1;
 }
 

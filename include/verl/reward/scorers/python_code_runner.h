@@ -58,7 +58,7 @@ class PythonCodeRunner {
   std::string read_reply(double seconds, bool& timed_out);
 
   pid_t pid_ = -1;
-  int to_server_ = -1, from_server_ = -1;
+  int fd_ = -1;         // a Unix socket: the server's stdin and stdout
   std::string buffer_;  // bytes read past the last whole line
 };
 
