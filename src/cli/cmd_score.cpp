@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -14,11 +15,13 @@
 #include "verl/common/input_limits.h"
 #include "verl/reward/scorers/custom_reward_function.h"
 #include "verl/reward/scorers/default_compute_score.h"
+#include "verl/reward/scorers/sandbox_fusion.h"
 
 namespace verl::cli {
 
 const char* const kScoreUsage =
     "usage: verl score --input FILE.jsonl [--reward-function FILE [--reward-name NAME] [--reward-timeout S]]\n"
+    "                  [--sandbox-fusion-url URL]\n"
     "\n"
     "Scores responses with verl's rule rewards (default_compute_score). Each line of FILE (\"-\" reads stdin)\n"
     "is a JSON object with the strings \"data_source\" and \"solution_str\", a \"ground_truth\" and an optional\n"
@@ -35,6 +38,8 @@ const char* const kScoreUsage =
     "--reward-timeout S      seconds one call may take (default 300, 0: no limit), as\n"
     "                        custom_reward_function.timeout: past it the line is an error. A call that\n"
     "                        returns NaN or +-inf, or calls sys.exit / os._exit, is an error too.\n"
+    "--sandbox-fusion-url URL  score the code sources with that SandboxFusion service's run_code endpoint,\n"
+    "                        as reward.sandbox_fusion.url does in training (verl's sandbox_fusion).\n"
     "\n"
     "data sources: openai/gsm8k, arithmetic (\"#### N\" answers); lighteval/MATH,\n"
     "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500 (last \\boxed{}); math_dapo, math,\n"
@@ -43,7 +48,8 @@ const char* const kScoreUsage =
     "_popqa, _hotpotqa, _2wikimultihopqa, _musique, _bamboogle (last <answer>...</answer>, exact match;\n"
     "ground_truth {\"target\": [answers]}); codecontests, apps, codeforces, taco (verl's prime_code: the\n"
     "Python after the last ```python run against ground_truth's tests {\"inputs\": [...], \"outputs\": [...]},\n"
-    "an object or its JSON string, \"fn_name\" for a function). ground_truth is a string for the others.\n"
+    "an object or its JSON string, \"fn_name\" for a function; with --sandbox-fusion-url, verl's\n"
+    "sandbox_fusion: each test a request to the service). ground_truth is a string for the others.\n"
     "\n"
     "example:\n"
     "  echo '{\"data_source\":\"openai/gsm8k\",\"solution_str\":\"... #### 18\",\"ground_truth\":\"18\"}' |\n"
@@ -135,6 +141,7 @@ int run_score_command(const Args& args) {
   std::string reward_name = "compute_score";
   bool name_given = false;
   std::string timeout_text;
+  std::string sandbox_url;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--input" && i + 1 < args.size()) {
       input = args[++i];
@@ -154,6 +161,10 @@ int run_score_command(const Args& args) {
       timeout_text = args[++i];
     } else if (args[i].rfind("--reward-timeout=", 0) == 0) {
       timeout_text = args[i].substr(17);
+    } else if (args[i] == "--sandbox-fusion-url" && i + 1 < args.size()) {
+      sandbox_url = args[++i];
+    } else if (args[i].rfind("--sandbox-fusion-url=", 0) == 0) {
+      sandbox_url = args[i].substr(21);
     } else {
       std::cerr << "error: unexpected argument '" << args[i] << "'\n" << kScoreUsage;
       return 2;
@@ -166,6 +177,16 @@ int run_score_command(const Args& args) {
   if ((name_given || !timeout_text.empty()) && reward_function.empty()) {
     std::cerr << "error: " << (name_given ? "--reward-name" : "--reward-timeout") << " needs --reward-function FILE\n"
               << kScoreUsage;
+    return 2;
+  }
+  if (!sandbox_url.empty() && !reward_function.empty()) {
+    std::cerr << "error: --sandbox-fusion-url scores with verl's rule rewards; it does not go with --reward-function\n"
+              << kScoreUsage;
+    return 2;
+  }
+  if (!sandbox_url.empty() && sandbox_url.rfind("http://", 0) != 0 && sandbox_url.rfind("https://", 0) != 0) {
+    std::cerr << "error: --sandbox-fusion-url expects the service's run_code URL (http://... or https://...), got '"
+              << sandbox_url << "'\n";
     return 2;
   }
   reward::UserCodeLimits limits;
@@ -182,6 +203,9 @@ int run_score_command(const Args& args) {
   reward::ComputeScoreFn custom;
   if (!reward_function.empty()) {
     custom = reward::load_custom_reward_function(reward_function, reward_name, nlohmann::json::object(), limits);
+  } else if (!sandbox_url.empty()) {
+    custom = reward::default_score_function(
+        std::make_shared<const reward::SandboxFusionClient>(reward::SandboxFusionOptions{sandbox_url}));
   }
   std::string output;
   if (input == "-") {

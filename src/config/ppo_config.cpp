@@ -667,6 +667,34 @@ CriticConfig read_critic(ConfigReader& in) {
   return c;
 }
 
+// verl 0.9.1 reads reward.sandbox_fusion; its migration replaces that section with the legacy top-level one when
+// any of the legacy keys is set. A legacy null max_concurrent / memory_limit_mb then takes the default here (verl
+// would build its semaphore from None and fail, and send a null memory limit).
+SandboxFusionConfig read_sandbox_fusion(ConfigReader& in) {
+  std::string section = "reward.sandbox_fusion";
+  for (const char* both : {"reward.sandbox_fusion", "sandbox_fusion"}) {
+    if (in.contains(both)) in.get_node(both);  // the section not taken is read too (it is not a stray key)
+  }
+  for (const char* key : {"url", "max_concurrent", "memory_limit_mb"}) {
+    const std::string legacy = std::string("sandbox_fusion.") + key;
+    if (in.contains(legacy) && !in.get_node(legacy).is_null()) section = "sandbox_fusion";
+  }
+  SandboxFusionConfig s;
+  const std::string url_key = section + ".url";
+  if (in.contains(url_key)) s.url = in.get_optional_string(url_key);
+  if (s.url.has_value()) {
+    VERL_CHECK(starts_with(*s.url, "http://") || starts_with(*s.url, "https://"), "config", "config key '", url_key,
+               "' expects the sandbox's run_code URL (http://... or https://...), got '", *s.url, "'");
+  }
+  for (const auto& [key, field] :
+       {std::pair{".max_concurrent", &s.max_concurrent}, std::pair{".memory_limit_mb", &s.memory_limit_mb}}) {
+    const std::string path = section + key;
+    if (in.contains(path) && !in.get_node(path).is_null()) *field = in.get_int(path);
+    VERL_CHECK(*field >= 1, "config", "config key '", path, "' must be >= 1, got ", *field);
+  }
+  return s;
+}
+
 RewardModelConfig read_reward_model(ConfigReader& in) {
   RewardModelConfig r;
   r.enable = in.get_bool("reward_model.enable");
@@ -714,6 +742,7 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
              limits.estimated_tokens_per_request);
   if (in.contains("reward.timeout")) limits.timeout = in.get_double("reward.timeout");
   VERL_CHECK(limits.timeout > 0, "config", "config key 'reward.timeout' must be > 0 seconds, got ", limits.timeout);
+  r.sandbox_fusion = read_sandbox_fusion(in);
   return r;
 }
 

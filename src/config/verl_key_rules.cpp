@@ -25,8 +25,6 @@ constexpr const char* kQAT = "quantization-aware training";
 constexpr const char* kMTP = "multi-token prediction";
 constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
 constexpr const char* kRewardLoop = "custom reward-loop manager classes and served reward models";
-constexpr const char* kSandbox =
-    "sandbox fusion code execution (the code data sources run verl's local prime_code instead)";
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
@@ -139,8 +137,6 @@ const std::vector<Entry>& table() {
       {"reward.reward_model.enable_resource_pool", N, "Ray resource pools"},
       {"reward.reward_model.n_gpus_per_node", N, "Ray resource pools"},
       {"reward.reward_model.nnodes", N, "Ray resource pools"},
-      {"sandbox_fusion", F, kSandbox},
-      {"reward.sandbox_fusion", F, kSandbox},
 
       // trainer and verl's other services
       {"trainer.esi_redundant_time", N, "elastic server instance checkpointing"},

@@ -9,6 +9,7 @@
 #include "verl/common/strings.h"
 #include "verl/reward/scorers/digit_completion.h"
 #include "verl/reward/scorers/reward_worker_pool.h"
+#include "verl/reward/scorers/sandbox_fusion.h"
 
 namespace verl::reward {
 
@@ -570,9 +571,19 @@ std::unique_ptr<RewardManager> load_reward_manager(const config::PPOConfig& conf
     VERL_LOG(Info, "reward") << "using customized reward function '" << custom.name << "' from '" << *custom.path
                              << "'";
   } else {
-    compute_score = default_score_function();
-    // The code data sources' scorer (prime_code) runs reward.num_workers calls at once; rate_limited paces calls.
-    if (manager != "rate_limited") options.score_batch = default_score_batch(config.reward_model.num_workers);
+    // reward.sandbox_fusion.url: the code data sources are scored by that service (verl's sandbox_fusion).
+    std::shared_ptr<const SandboxFusionClient> sandbox;
+    const config::SandboxFusionConfig& sandbox_config = config.reward_model.sandbox_fusion;
+    if (sandbox_config.url.has_value()) {
+      sandbox = std::make_shared<const SandboxFusionClient>(
+          SandboxFusionOptions{*sandbox_config.url, sandbox_config.max_concurrent, sandbox_config.memory_limit_mb});
+      VERL_LOG(Info, "reward") << "code data sources are scored by the sandbox fusion service at "
+                               << *sandbox_config.url << " (at most " << sandbox_config.max_concurrent
+                               << " requests at once)";
+    }
+    compute_score = default_score_function(sandbox);
+    // The code data sources' scorer runs reward.num_workers calls at once; rate_limited paces calls.
+    if (manager != "rate_limited") options.score_batch = default_score_batch(config.reward_model.num_workers, sandbox);
   }
 
   const Json reward_kwargs = node_to_json(config.reward_model.reward_kwargs);

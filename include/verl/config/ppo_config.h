@@ -326,6 +326,14 @@ struct RewardRateLimits {
   double timeout = 300;
 };
 
+// reward.sandbox_fusion (or verl's legacy top-level sandbox_fusion section): the SandboxFusion code-execution service
+// that scores the code data sources when url is set (reward/scorers/sandbox_fusion.h).
+struct SandboxFusionConfig {
+  std::optional<std::string> url;  // the service's run_code endpoint, e.g. http://localhost:8080/run_code
+  int64_t max_concurrent = 64;     // requests in flight at once, over all rows
+  int64_t memory_limit_mb = 1024;  // each test's memory limit, sent with the request
+};
+
 struct RewardModelConfig {
   bool enable = false;
   std::string strategy;
@@ -339,6 +347,7 @@ struct RewardModelConfig {
   Node reward_kwargs;  // free-form map passed to the reward manager (dapo: max_resp_len, overlong_buffer_cfg)
   RewardRateLimits rate_limits;  // the rate_limited manager's budget (verl 0.9.1: reward.max_concurrent, ...)
   int64_t num_workers = 8;       // reward.num_workers: the remote manager's worker processes
+  SandboxFusionConfig sandbox_fusion;
 };
 
 struct CustomRewardFunctionConfig {

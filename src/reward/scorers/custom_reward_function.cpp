@@ -15,22 +15,23 @@
 
 namespace verl::reward {
 
-ComputeScoreFn default_score_function() {
-  return [](const std::string& data_source, const std::string& solution_str, const nlohmann::json& ground_truth,
-            const nlohmann::json& extra_info) {
-    return default_compute_score_json(data_source, solution_str, ground_truth, extra_info);
+ComputeScoreFn default_score_function(std::shared_ptr<const SandboxFusionClient> sandbox) {
+  return [sandbox](const std::string& data_source, const std::string& solution_str, const nlohmann::json& ground_truth,
+                   const nlohmann::json& extra_info) {
+    return default_compute_score_json(data_source, solution_str, ground_truth, extra_info, sandbox.get());
   };
 }
 
-ComputeScoreBatchFn default_score_batch(int64_t num_workers) {
+ComputeScoreBatchFn default_score_batch(int64_t num_workers, std::shared_ptr<const SandboxFusionClient> sandbox) {
   VERL_CHECK(num_workers >= 1, "reward", "reward.num_workers must be >= 1, got ", num_workers);
-  return [num_workers](const std::vector<ScoreCall>& calls, const config::RewardRateLimits* /*rate_limits*/) {
+  return [num_workers, sandbox](const std::vector<ScoreCall>& calls, const config::RewardRateLimits* /*rate_limits*/) {
     std::vector<ScoreOutcome> outcomes(calls.size());
     std::vector<std::exception_ptr> errors(calls.size());
     const auto score = [&](size_t i) {
       try {
         const ScoreCall& c = calls[i];
-        outcomes[i].result = default_compute_score_json(c.data_source, c.solution_str, c.ground_truth, c.extra_info);
+        outcomes[i].result =
+            default_compute_score_json(c.data_source, c.solution_str, c.ground_truth, c.extra_info, sandbox.get());
       } catch (...) {
         errors[i] = std::current_exception();
       }

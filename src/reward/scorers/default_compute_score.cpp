@@ -10,6 +10,7 @@
 #include "verl/reward/scorers/math_dapo.h"
 #include "verl/reward/scorers/math_reward.h"
 #include "verl/reward/scorers/prime_code.h"
+#include "verl/reward/scorers/sandbox_fusion.h"
 #include "verl/reward/scorers/search_r1_qa_em.h"
 
 namespace verl::reward {
@@ -71,10 +72,14 @@ bool has_rule_scorer(const std::string& data_source) { return scorer_for(data_so
 bool rule_scorer_runs_code(const std::string& data_source) { return scorer_for(data_source) == Scorer::kPrimeCode; }
 
 ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
-                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info) {
+                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info,
+                                       const SandboxFusionClient* sandbox) {
   const Scorer scorer = scorer_for(data_source);
   if (scorer == Scorer::kSearchR1) return ScoreResult::scalar(search_r1_compute_score(solution_str, ground_truth));
-  if (scorer == Scorer::kPrimeCode) return ScoreResult::scalar(prime_code_compute_score(solution_str, ground_truth));
+  if (scorer == Scorer::kPrimeCode) {
+    return ScoreResult::scalar(sandbox != nullptr ? sandbox->compute_score(solution_str, ground_truth)
+                                                  : prime_code_compute_score(solution_str, ground_truth));
+  }
   if (scorer != Scorer::kNone) {
     VERL_CHECK(ground_truth.is_string(), "reward",
                "reward_model.ground_truth must be a string for the built-in scorer of data_source '", data_source,

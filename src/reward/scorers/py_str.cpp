@@ -355,6 +355,15 @@ bool is_word(char32_t c) {
          category == UTF8PROC_CATEGORY_NO;
 }
 
+bool is_alpha(const std::string& text) {
+  const std::u32string code_points = decode(text);
+  if (code_points.empty()) return false;
+  for (char32_t c : code_points) {
+    if (!is_letter_category(utf8proc_category(static_cast<utf8proc_int32_t>(c)))) return false;
+  }
+  return true;
+}
+
 bool is_regex_word(char32_t c) {
   if (c == 0x200C || c == 0x200D) return true;
   if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) ||

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/error_text.h"
+#include "support/fake_sandbox_fusion.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -287,6 +288,29 @@ TEST(LoadRewardManager, CodeRowsRunTheirTestsThroughTheDefaultScorer) {
   const torch::Tensor per_row = r.reward_tensor.sum(1);
   EXPECT_EQ((std::vector<float>(per_row.data_ptr<float>(), per_row.data_ptr<float>() + 4)),
             (std::vector<float>{1.0f, 1.0f, 0.5f, 0.0f}));
+}
+
+TEST(LoadRewardManager, CodeRowsGoToTheSandboxServiceWhenItsUrlIsSet) {
+  // The batch above with reward.sandbox_fusion.url (or verl's legacy sandbox_fusion.url): the code rows are
+  // requests to the service, which scores a response without a fence 0 where prime_code ran it.
+  const Json tests = {{"inputs", {"2\n", "5\n"}}, {"outputs", {"4\n", "25\n"}}};
+  const std::string dir = test::make_temp_dir("reward_manager_sandbox");
+  test::FakeSandboxFusion service("--log " + dir + "/requests.jsonl");
+  for (const std::string key : {"reward.sandbox_fusion.url", "sandbox_fusion.url"}) {
+    auto manager = load_reward_manager(load_config({key + "=" + service.url()}), byte_tokenizer(), 0);
+    const RewardResult r = manager->compute(
+        make_batch({{bytes("q"), bytes("```python\nn = int(input())\nprint(n * n)\n```"), "codecontests", tests.dump()},
+                    {bytes("q"), bytes("#### 3"), "openai/gsm8k", "3"},
+                    {bytes("q"), bytes("print(2 * int(input()))"), "taco", tests},
+                    {bytes("q"), bytes("```py\nprint(2 * int(input()))\n```"), "apps", tests}},
+                   2, 48));
+    const torch::Tensor per_row = r.reward_tensor.sum(1);
+    EXPECT_EQ((std::vector<float>(per_row.data_ptr<float>(), per_row.data_ptr<float>() + 4)),
+              (std::vector<float>{1.0f, 1.0f, 0.0f, 0.5f}))
+        << key;
+  }
+  const std::string requests = test::read_file(dir + "/requests.jsonl");
+  EXPECT_EQ(std::count(requests.begin(), requests.end(), '\n'), 8);  // 2 code rows with a fence, 2 tests, 2 runs
 }
 
 TEST(LoadRewardManager, RaisingFunctionUnderBothPolicies) {

@@ -41,6 +41,8 @@ struct RewardRateLimits;
 
 namespace verl::reward {
 
+class SandboxFusionClient;
+
 // data_source, solution_str, ground_truth (any JSON value; usually a string), extra_info (a JSON object).
 using ComputeScoreFn = std::function<ScoreResult(const std::string& data_source, const std::string& solution_str,
                                                  const nlohmann::json& ground_truth,
@@ -52,8 +54,9 @@ class RewardFunctionError : public Error {
   using Error::Error;
 };
 
-// default_compute_score for the manager: a non-string ground truth is an error naming its JSON type.
-ComputeScoreFn default_score_function();
+// default_compute_score for the manager: a non-string ground truth is an error naming its JSON type. With a
+// sandbox client (reward.sandbox_fusion.url), the code data sources are scored by that service.
+ComputeScoreFn default_score_function(std::shared_ptr<const SandboxFusionClient> sandbox = nullptr);
 
 // Limits on each call of user code.
 struct UserCodeLimits {
@@ -85,9 +88,11 @@ using ComputeScoreBatchFn = std::function<std::vector<ScoreOutcome>(const std::v
                                                                     const config::RewardRateLimits* rate_limits)>;
 
 // default_score_function for a batch: verl 0.9.1 scores a batch in reward.num_workers reward-loop workers at once;
-// here the calls whose scorer runs code (prime_code: seconds each, waiting on its Python processes) run in up to
-// num_workers threads, the others in turn. Outcomes in the calls' order; an error names its row.
-ComputeScoreBatchFn default_score_batch(int64_t num_workers);
+// here the calls whose scorer runs code (prime_code: seconds each, waiting on its Python processes; sandbox fusion:
+// waiting on the service) run in up to num_workers threads, the others in turn. Outcomes in the calls' order; an
+// error names its row.
+ComputeScoreBatchFn default_score_batch(int64_t num_workers,
+                                        std::shared_ptr<const SandboxFusionClient> sandbox = nullptr);
 
 // custom_reward_function loaded: `score` for one call (an async def runs alone on the event loop), `score_batch`
 // for a batch (set for Python files; a plugin has only `score`). Both reject non-finite scores.

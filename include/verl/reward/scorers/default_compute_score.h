@@ -9,9 +9,10 @@
 //   digit_completion           (verl.cpp synthetic, spec §12)  -> digit_completion
 //   searchR1_nq, _triviaqa, _popqa, _hotpotqa, _2wikimultihopqa,
 //   _musique, _bamboogle                                       -> search_r1_like_qa_em (ground truth {"target": [..]})
-//   codecontests, apps, codeforces, taco                       -> prime_code (the response's Python run against the
-//                                                                 ground truth's tests; verl's choice without a
-//                                                                 sandbox fusion url, which verl.cpp does not take)
+//   codecontests, apps, codeforces, taco                       -> sandbox_fusion when a SandboxFusion client is given
+//                                                                 (reward.sandbox_fusion.url), else prime_code (the
+//                                                                 response's Python run here against the ground
+//                                                                 truth's tests)
 //
 // verl's other sources (prime_math, geo3k) and unknown ones are errors that name the source and list the supported
 // ones; custom_reward_function covers them.
@@ -25,11 +26,15 @@
 
 namespace verl::reward {
 
+class SandboxFusionClient;
+
 // `ground_truth` is reward_model.ground_truth as the data hold it: a string for every scorer but search-R1's and
 // prime_code's (an error names the data source otherwise); prime_code takes its tests as a JSON string or object.
 // `extra_info` is the sample's extra_info (a JSON object or null); the built-in scorers do not read it.
+// `sandbox`, when given, scores the code data sources (verl's sandbox_fusion_url) instead of prime_code.
 ScoreResult default_compute_score_json(const std::string& data_source, const std::string& solution_str,
-                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info);
+                                       const nlohmann::json& ground_truth, const nlohmann::json& extra_info,
+                                       const SandboxFusionClient* sandbox = nullptr);
 // The same with a string ground truth.
 ScoreResult default_compute_score(const std::string& data_source, const std::string& solution_str,
                                   const std::string& ground_truth, const nlohmann::json& extra_info);

@@ -39,6 +39,9 @@ bool contains(const std::string& text, const std::string& needle);
 // str.isspace() for one code point: Unicode White_Space plus the separators \x1c-\x1f.
 bool is_space(char32_t code_point);
 
+// str.isalpha(): non-empty and every code point a letter (Lu Ll Lt Lm Lo).
+bool is_alpha(const std::string& text);
+
 // str.isdigit(): non-empty and every code point has Numeric_Type Digit or Decimal (Unicode 14, Python 3.11).
 bool is_digit(const std::string& text);
 
