@@ -583,6 +583,7 @@ const std::map<std::string, ShimModule>& shim_modules() {
       {"verl.tools.base_tool", {kBaseTool, false}},
       {"verl.tools.function_tool", {shim_sources::kFunctionTool, false}},
       {"verl.tools.gsm8k_tool", {kGsm8kTool, false}},
+      {"verl.tools.sandbox_fusion_tools", {shim_sources::kSandboxFusionTool, false}},
       {"verl.interactions", {kPackageInit, true}},
       {"verl.interactions.base", {kBaseInteraction, false}},
       {"verl.interactions.gsm8k_interaction", {kGsm8kInteraction, false}},

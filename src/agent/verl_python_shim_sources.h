@@ -6,4 +6,7 @@ namespace verl::agent::shim_sources {
 // verl.tools.function_tool: verl 0.9.1's @function_tool, its schema inference written anew (no transformers).
 extern const char* const kFunctionTool;
 
+// verl.tools.sandbox_fusion_tools: SandboxFusionTool, a code interpreter on a SandboxFusion service (no Ray).
+extern const char* const kSandboxFusionTool;
+
 }  // namespace verl::agent::shim_sources

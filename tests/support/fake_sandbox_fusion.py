@@ -11,7 +11,7 @@ A request must be SandboxFusion's run_code body as verl sends it: exactly the ke
 language ("python"), files ({}), fetch_files ([]); anything else is answered 400. Each accepted request is appended
 to --log as one JSON line (the body, without code).
 
-The code runs as a Python file with the request's stdin, its run_timeout and an address-space limit of
+The code runs as `python -c CODE` (in a scratch folder) with the request's stdin, its run_timeout and an address-space limit of
 memory_limit_MB. The reply has the real service's fields: status "Success" (ran and exited 0) or "Failed",
 run_result {status "Finished" | "TimeLimitExceeded", return_code, stdout, stderr, execution_time}, compile_result
 null.
@@ -37,7 +37,6 @@ GET /stats answers {"requests": n, "max_in_flight": n}: how many run_code reques
 import argparse
 import http.server
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -96,12 +95,9 @@ def run(body):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "main.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(body["code"])
         start = time.time()
-        try:
-            done = subprocess.run([sys.executable, path], input=(body["stdin"] or "").encode("utf-8"),
+        try:  # python -c: tracebacks name "<string>", the same in every run
+            done = subprocess.run([sys.executable, "-c", body["code"]], input=(body["stdin"] or "").encode("utf-8"),
                                   capture_output=True, timeout=body["run_timeout"], cwd=folder,
                                   preexec_fn=limit_memory)
         except subprocess.TimeoutExpired as expired:

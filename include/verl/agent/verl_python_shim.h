@@ -6,7 +6,9 @@
 //   small classes with pydantic's model_validate / model_dump(exclude_unset, exclude_none), no pydantic needed),
 //   verl.tools.function_tool (@function_tool, FunctionTool, load_function_tools_from_path,
 //   normalize_function_tool_return; the schema from docstring and type hints without transformers, in
-//   verl_python_shim_function_tool.cpp), verl.tools.gsm8k_tool (Gsm8kTool), verl.interactions,
+//   verl_python_shim_function_tool.cpp), verl.tools.gsm8k_tool (Gsm8kTool),
+//   verl.tools.sandbox_fusion_tools (SandboxFusionTool: code run on a SandboxFusion service, without Ray; in
+//   verl_python_shim_sandbox_fusion_tool.cpp), verl.interactions,
 //   verl.interactions.base (BaseInteraction), verl.interactions.gsm8k_interaction (Gsm8kInteraction), verl.utils,
 //   verl.utils.rollout_trace (rollout_trace_op: the function itself), verl.utils.reward_score,
 //   verl.utils.reward_score.gsm8k.
@@ -14,7 +16,8 @@
 // How they are served: a finder appended to the END of sys.meta_path, so it answers only for the names the
 // regular import system does not find. With no verl installed (the usual case, and the tests') every module above
 // is the built-in one; with a real verl importable (e.g. through VERL_PYTHON_SITE_PACKAGES) its modules win and the
-// built-in ones fill only what that installation lacks (verl 0.9.1's wheel ships no gsm8k tool or interactions).
+// built-in ones fill only what that installation lacks (verl 0.9.1's wheel ships no gsm8k or sandbox fusion tool,
+// nor interactions).
 // A built-in module's __file__ is "<verl.cpp shim>/verl/...py".
 #pragma once
 
