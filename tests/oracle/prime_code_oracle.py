@@ -136,9 +136,9 @@ PROBLEMS = [("sum", SUM, SUM_PROGRAMS), ("div", DIV, DIV_PROGRAMS), ("list", LIS
             ("tuples", TUPLES, TUPLES_PROGRAMS), ("dicts", DICTS, DICTS_PROGRAMS), ("floats", FLOATS, FLOATS_PROGRAMS)]
 
 
-def completions(code, index):
+def completion_forms(code):
     """The ways a response holds its code: verl scores the text between the last ```python and the next ```."""
-    forms = [
+    return [
         fenced(code),
         "Let me think.\n```python\n" + code + "\n```\nThis reads the input and prints the answer.",
         code,
@@ -146,6 +146,11 @@ def completions(code, index):
         "```python\n" + code,
         "```py\n" + code + "\n```",
     ]
+
+
+def completions(code, index):
+    """Two forms per program: fenced, and one of the others in turn."""
+    forms = completion_forms(code)
     return [forms[0], forms[1 + index % (len(forms) - 1)]]
 
 

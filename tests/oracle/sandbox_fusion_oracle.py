@@ -41,13 +41,7 @@ fenced = prime_code_oracle.fenced
 def completions(code, index):
     """The ways a response holds its code, two per program: verl reads the last ```python block, else the first
     fenced block without its language line, and scores 0 without a fence."""
-    forms = [
-        fenced(code),
-        "Let me think.\n```python\n" + code + "\n```\nThis reads the input and prints the answer.",
-        code,
-        "```python\nprint('draft')\n```\nBetter:\n```python\n" + code + "\n```",
-        "```python\n" + code,
-        "```py\n" + code + "\n```",
+    forms = prime_code_oracle.completion_forms(code) + [
         "```\n" + code + "\n```",
         "``` Python3\n" + code + "\n```",
         "Here:\n```Python\n" + code + "\n```\nand a note ```x```",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/code_score_cases.h"
 #include "support/run_command.h"
 #include "support/test_python.h"
 #include "verl/reward/scorers/custom_reward_function.h"
@@ -28,25 +29,12 @@ TEST(PrimeCodeOracle, ScoresEqualVerls) {
     calls.push_back({"codecontests", c["completion"].get<std::string>(), c["ground_truth"], nlohmann::json()});
   }
   const std::vector<ScoreOutcome> outcomes = default_score_batch(4)(calls, nullptr);
-  ASSERT_EQ(outcomes.size(), cases.size());
-  int differing = 0, full = 0, partial = 0, zero = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    ASSERT_TRUE(outcomes[i].result.has_value()) << outcomes[i].error;
-    const double score = outcomes[i].result->score, expected = cases[i]["score"].get<double>();
-    if (score != expected) {
-      ++differing;
-      ADD_FAILURE() << cases[i]["name"].get<std::string>() << ": verl.cpp " << score << ", verl " << expected << "\n"
-                    << cases[i]["completion"].get<std::string>();
-    }
-    full += expected == 1.0;
-    zero += expected == 0.0;
-    partial += expected > 0.0 && expected < 1.0;
-  }
-  EXPECT_EQ(differing, 0);
+  const test::CodeScoreTally tally = test::compare_code_scores(cases, outcomes);
+  EXPECT_EQ(tally.differing, 0);
   // Every branch is reached: all tests pass, some pass one by one, none pass.
-  EXPECT_GT(full, 40);
-  EXPECT_GT(partial, 8);
-  EXPECT_GT(zero, 20);
+  EXPECT_GT(tally.full, 40);
+  EXPECT_GT(tally.partial, 8);
+  EXPECT_GT(tally.zero, 20);
 }
 
 }  // namespace

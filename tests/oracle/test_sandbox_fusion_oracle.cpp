@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/code_score_cases.h"
 #include "support/fake_sandbox_fusion.h"
 #include "support/run_command.h"
 #include "support/test_python.h"
@@ -36,26 +37,12 @@ TEST(SandboxFusionOracle, ScoresEqualVerls) {
   testing::internal::CaptureStderr();  // the service's failures are logged
   const std::vector<ScoreOutcome> outcomes = default_score_batch(4, client)(calls, nullptr);
   const std::string log = testing::internal::GetCapturedStderr();
-  ASSERT_EQ(outcomes.size(), cases.size());
-  int differing = 0, full = 0, partial = 0, zero = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    ASSERT_TRUE(outcomes[i].result.has_value()) << outcomes[i].error;
-    const double score = outcomes[i].result->score, expected = cases[i]["score"].get<double>();
-    if (score != expected) {
-      ++differing;
-      ADD_FAILURE() << cases[i]["name"].get<std::string>() << ": verl.cpp " << score << ", verl " << expected << "\n"
-                    << cases[i]["completion"].get<std::string>() << "\n"
-                    << cases[i]["ground_truth"].dump();
-    }
-    full += expected == 1.0;
-    zero += expected == 0.0;
-    partial += expected > 0.0 && expected < 1.0;
-  }
-  EXPECT_EQ(differing, 0) << log;
+  const test::CodeScoreTally tally = test::compare_code_scores(cases, outcomes);
+  EXPECT_EQ(tally.differing, 0) << log;
   // Every branch is reached: all tests pass, some do, none do.
-  EXPECT_GT(full, 50);
-  EXPECT_GT(partial, 15);
-  EXPECT_GT(zero, 50);
+  EXPECT_GT(tally.full, 50);
+  EXPECT_GT(tally.partial, 15);
+  EXPECT_GT(tally.zero, 50);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `verl score --input FILE.jsonl` end to end: the binary, real files, exact output lines and error lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "support/run_command.h"
+#include "support/fake_sandbox_fusion.h"
 #include "support/fixtures.h"
 
 namespace verl::test {
@@ -201,6 +203,36 @@ TEST(CliScore, BadLineIsOneErrorNamingFileAndLine) {
     EXPECT_EQ(r.err.rfind("error: [score] " + path + ":2: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(c.expected_message), std::string::npos) << r.err;
   }
+}
+
+TEST(CliScore, CodeRowsGoToTheSandboxServiceWithItsUrl) {
+  // prime_code runs the unfenced program here; the sandbox_fusion policy scores a response without a fence 0.
+  const std::string dir = make_temp_dir("cli_score_sandbox");
+  write_file(dir + "/in.jsonl",
+             R"({"data_source":"taco","solution_str":"```python\nprint(2 * int(input()))\n```",)"
+             R"("ground_truth":{"inputs":["2\n","3\n"],"outputs":["4\n","7\n"]}})"
+             "\n"
+             R"J({"data_source":"apps","solution_str":"print(2 * int(input()))",)J"
+             R"("ground_truth":"{\"inputs\": [\"2\\n\"], \"outputs\": [\"4\\n\"]}"})"
+             "\n"
+             R"({"data_source":"openai/gsm8k","solution_str":"#### 7","ground_truth":"7"})"
+             "\n");
+  FakeSandboxFusion service("--log " + dir + "/requests.jsonl");
+  CommandResult r = run_command(score_command(dir + "/in.jsonl") + " --sandbox-fusion-url " + service.url());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"score\":0.5}\n{\"score\":0.0}\n{\"score\":1.0}\n");
+  const std::string requests = read_file(dir + "/requests.jsonl");
+  EXPECT_EQ(std::count(requests.begin(), requests.end(), '\n'), 2);  // the fenced row's two tests
+  r = run_command(score_command(dir + "/in.jsonl"));  // without it, prime_code
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"score\":0.5}\n{\"score\":1.0}\n{\"score\":1.0}\n");
+
+  r = run_command(score_command(dir + "/in.jsonl") + " --sandbox-fusion-url localhost:8080");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--sandbox-fusion-url expects the service's run_code URL"), std::string::npos) << r.err;
+  r = run_command(score_command(dir + "/in.jsonl") + " --sandbox-fusion-url http://x --reward-function f.py");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not go with --reward-function"), std::string::npos) << r.err;
 }
 
 TEST(CliScore, UsageErrors) {
