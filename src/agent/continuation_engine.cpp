@@ -98,6 +98,7 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
   const bool greedy = params_.greedy();
   const double temperature = greedy ? 1.0 : params_.temperature;
   const std::vector<int64_t>& eos = params_.eos_token_ids;
+  const std::vector<int64_t>& stop = params_.stop_token_ids;
 
   // Keeps the keys and values of cache row `row` at the positions it fed, for the conversation's next call.
   auto save_row = [&](int64_t row, int64_t request) {
@@ -132,7 +133,9 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
       ContinueResult& out = results[req];
       out.tokens.push_back(token);
       if (log_prob_at) out.log_probs.push_back(log_prob_at[row]);
-      const bool at_eos = !params_.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end();
+      // As vLLM: ignore_eos ignores the eos ids, never the stop ids.
+      const bool at_eos = (!params_.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) ||
+                          std::find(stop.begin(), stop.end(), token) != stop.end();
       out.ended_with_eos = at_eos;
       if (at_eos || static_cast<int64_t>(out.tokens.size()) >= budgets[req]) {
         save_row(row, req);

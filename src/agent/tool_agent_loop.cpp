@@ -84,7 +84,7 @@ OJson int_list(const std::vector<int64_t>& ids, size_t begin, size_t end) {
 
 rollout::SamplingParams turn_sampling(const AgentLoopOptions& options, const tokenizer::Tokenizer& tokenizer) {
   rollout::SamplingParams sampling = options.sampling;
-  auto& ids = sampling.eos_token_ids;
+  auto& ids = sampling.stop_token_ids;
   for (const std::string& token : ToolParser::create(options.multi_turn.format)->stop_tokens()) {
     // verl asks convert_tokens_to_ids; a vocabulary without the token has nothing to stop at.
     const std::optional<int32_t> id = tokenizer.token_to_id(token);
@@ -163,13 +163,17 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   }
   // verl's @rollout_trace_op spans: ToolAgentLoop.run per trajectory, its turns' spans inside.
   const bool trace = options.record_trace;
-  OJson sampling_json;
+  OJson sampling_json, generate_sampling_json;
   if (trace) {
     VERL_CHECK(inputs.trace_kwargs.empty() || inputs.trace_kwargs.size() == batch, kComponent,
                "trace_kwargs must have one entry per sample");
     sampling_json = {{"temperature", options.sampling.temperature}, {"top_p", options.sampling.top_p},
                      {"top_k", options.sampling.top_k}, {"repetition_penalty", 1.0},
                      {"logprobs", options.sampling.calculate_log_probs}};
+    // Each generate call's parameters carry the parser's stop ids as verl injects them (the run's do not).
+    generate_sampling_json = sampling_json;
+    const std::vector<int64_t> stop_ids = turn_sampling(options, tokenizer).stop_token_ids;
+    if (!stop_ids.empty()) generate_sampling_json["stop_token_ids"] = stop_ids;
     const int64_t now = trace_clock_ns();
     for (size_t i = 0; i < batch; ++i) {
       Conversation& c = convs[i];
@@ -217,8 +221,11 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const ContinueResult& turn = results[w];
       if (trace) {
         TraceSpan span{"AsyncLLMServerManager.generate"};
-        span.inputs = {{"request_id", c.request_id}, {"prompt_ids", int_list(c.ids, 0, c.ids.size())},
-                       {"sampling_params", sampling_json}, {"image_data", nullptr}, {"video_data", nullptr}};
+        span.inputs = {{"request_id", c.request_id},
+                       {"prompt_ids", int_list(c.ids, 0, c.ids.size())},
+                       {"sampling_params", generate_sampling_json},
+                       {"image_data", nullptr},
+                       {"video_data", nullptr}};
         span.outputs = {{"token_ids", turn.tokens},
                         {"log_probs", options.sampling.calculate_log_probs ? OJson(turn.log_probs) : OJson()},
                         {"routed_experts", nullptr}, {"stop_reason", "completed"}, {"num_preempted", nullptr}};

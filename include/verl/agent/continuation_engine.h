@@ -33,15 +33,16 @@ struct ContinueRequest {
 };
 
 struct ContinueResult {
-  std::vector<int64_t> tokens;  // generated, through the first eos id when one came
+  std::vector<int64_t> tokens;  // generated, through the first eos id (or stop id) when one came
   std::vector<float> log_probs; // with SamplingParams::calculate_log_probs
-  bool ended_with_eos = false;
+  bool ended_with_eos = false;  // the last token is an eos id (not with ignore_eos) or one of stop_token_ids
 };
 
 class ContinuationEngine {
  public:
-  // `params`: temperature / top_k / top_p / do_sample, eos ids, pad id, calculate_log_probs, seed and max_num_seqs
-  // (rows decoded at once; more requests go in several batches). n and max_response_length are not used.
+  // `params`: temperature / top_k / top_p / do_sample, eos ids (ignore_eos), stop ids, pad id, calculate_log_probs,
+  // seed and max_num_seqs (rows decoded at once; more requests go in several batches). n and max_response_length are
+  // not used.
   ContinuationEngine(model::CausalLM& model, const rollout::SamplingParams& params);
   ~ContinuationEngine();
 

@@ -72,9 +72,10 @@ struct AgentLoopOutput {
   std::vector<TraceSpan> traces;  // record_trace: per sample, verl's ToolAgentLoop.run span with its children
 };
 
-// The sampling of each policy turn: options.sampling with the tool parser's stop tokens (verl's stop_token_ids: glm's
-// <|observation|>, kimi's <|im_end|>, gemma4's <tool_call|>) among the ids that end a turn. A turn that ends there
-// is parsed for calls like any other, but does not end the conversation as an eos would.
+// The sampling of each policy turn: options.sampling with the tool parser's stop tokens (glm's <|observation|>, kimi's
+// <|im_end|>, gemma4's <tool_call|>) added to its stop_token_ids, as verl adds them to vLLM's (ignore_eos leaves them
+// in force). A turn that ends there is parsed for calls like any other, but does not end the conversation as an eos
+// would.
 rollout::SamplingParams turn_sampling(const AgentLoopOptions& options, const tokenizer::Tokenizer& tokenizer);
 
 AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tokenizer& tokenizer,

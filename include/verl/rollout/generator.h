@@ -25,6 +25,9 @@ struct SamplingParams {
   std::vector<int64_t> eos_token_ids;
   int64_t pad_token_id = 0;
   bool ignore_eos = false;  // generate max_response_length tokens; every one counts in the masks
+  // vLLM's stop_token_ids: ids that end a multi-turn turn even with ignore_eos (the tool parsers' stop tokens, which
+  // verl's tool agent loop adds); the continuation engine reads them.
+  std::vector<int64_t> stop_token_ids;
   bool calculate_log_probs = false;
   uint64_t seed = 0;
   // rollout.gpu_memory_utilization: on a CUDA device, the share of its memory this process may fill; the prompts

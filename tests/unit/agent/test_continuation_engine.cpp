@@ -124,6 +124,36 @@ TEST(ContinuationEngine, EosEndsATurnAndLogProbsMatchTheFullForward) {
   EXPECT_FALSE(results[0].ended_with_eos && results[0].tokens.size() == 6);
 }
 
+// ignore_eos (as vLLM's) ignores the eos ids but not the stop ids, which the tool parsers' stop tokens are.
+TEST(ContinuationEngine, IgnoreEosKeepsTheStopIds) {
+  CausalLM m = make_model(model::Arch::Qwen2, 3);
+  const std::vector<int64_t> conv = {7, 8};
+  const int64_t first = reference_greedy(m, conv, 1, {})[0];
+  const auto run = [&](rollout::SamplingParams params) {
+    ContinuationEngine engine(m, params);
+    SequenceCache cache;
+    std::vector<ContinueRequest> requests(1);
+    requests[0].cache = &cache;
+    requests[0].new_tokens = conv;
+    requests[0].max_new_tokens = 4;
+    return engine.continue_batch(requests).at(0);
+  };
+  auto params = greedy_params({first});
+  params.ignore_eos = true;
+  ContinueResult result = run(params);
+  EXPECT_EQ(result.tokens, reference_greedy(m, conv, 4, {}));  // the whole budget
+  EXPECT_FALSE(result.ended_with_eos);
+  params.stop_token_ids = {first};
+  result = run(params);
+  EXPECT_EQ(result.tokens, std::vector<int64_t>{first});
+  EXPECT_TRUE(result.ended_with_eos);
+  params.ignore_eos = false;
+  params.eos_token_ids.clear();
+  result = run(params);
+  EXPECT_EQ(result.tokens, std::vector<int64_t>{first});
+  EXPECT_TRUE(result.ended_with_eos);
+}
+
 TEST(ContinuationEngine, RejectsEmptyRequestsAndConversationsPastThePositions) {
   CausalLM m = make_model(model::Arch::Llama, 1);
   ContinuationEngine engine(m, greedy_params());

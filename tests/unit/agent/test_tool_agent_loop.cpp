@@ -511,13 +511,18 @@ TEST(ToolAgentLoop, AParserStopTokenEndsTheTurnNotTheConversation) {
   AgentLoopOptions opts = options();
   opts.sampling.eos_token_ids = {eos};
   opts.multi_turn.format = "gemma4";
-  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos, stop}));
+  EXPECT_EQ(turn_sampling(opts, tok).stop_token_ids, (std::vector<int64_t>{stop}));
+  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos}));
+  opts.sampling.stop_token_ids = {stop, 7};  // ids already there stay, once
+  EXPECT_EQ(turn_sampling(opts, tok).stop_token_ids, (std::vector<int64_t>{stop, 7}));
+  opts.sampling.stop_token_ids.clear();
   opts.multi_turn.format = "hermes";
-  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos}));
+  EXPECT_TRUE(turn_sampling(opts, tok).stop_token_ids.empty());
   opts.multi_turn.format = "glm";  // this vocabulary has no <|observation|>: nothing more to stop at
-  EXPECT_EQ(turn_sampling(opts, tok).eos_token_ids, (std::vector<int64_t>{eos}));
+  EXPECT_TRUE(turn_sampling(opts, tok).stop_token_ids.empty());
   opts.multi_turn.format = "gemma4";
   opts.multi_turn.tokenization_sanity_check_mode = "disable";
+  opts.record_trace = true;
 
   // Turn 1 stops at <tool_call|> (the engine reports it as it reports an eos); turn 2 ends with the eos.
   auto turns = std::make_shared<size_t>(0);
@@ -541,6 +546,12 @@ TEST(ToolAgentLoop, AParserStopTokenEndsTheTurnNotTheConversation) {
   EXPECT_EQ(messages[3]["content"], "5");
   EXPECT_EQ(messages[4]["content"], "#### 5");  // the eos is not content
   EXPECT_EQ(out.num_turns.at(0), 4);
+  // The trace: each generate call's sampling_params carry the stop ids verl injects; the run's do not.
+  ASSERT_EQ(out.traces.size(), 1u);
+  const TraceSpan& run = out.traces[0];
+  EXPECT_FALSE(run.inputs["sampling_params"].contains("stop_token_ids"));
+  ASSERT_EQ(run.children.at(0).name, "AsyncLLMServerManager.generate");
+  EXPECT_EQ(run.children[0].inputs["sampling_params"]["stop_token_ids"], ordered_json::array({stop}));
 }
 
 // gpt-oss passes the arguments on unchecked: text that is not JSON stays text in the assistant message and the tool
