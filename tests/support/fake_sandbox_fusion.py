@@ -119,6 +119,12 @@ def make_handler(state):
             pass
 
         def reply(self, code, payload):
+            # A request stops counting as in flight before its reply goes out: once the client has the reply it
+            # may send the next one, which must not find this one still counted.
+            if getattr(self, "counted", False):
+                self.counted = False
+                with state.lock:
+                    state.in_flight -= 1
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -147,14 +153,17 @@ def make_handler(state):
                 state.requests += 1
                 state.in_flight += 1
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
+                self.counted = True
                 if state.log_path:
                     with open(state.log_path, "a", encoding="utf-8") as log:
                         log.write(json.dumps({k: v for k, v in body.items() if k != "code"}) + "\n")
             try:
                 self.answer(body)
             finally:
-                with state.lock:
-                    state.in_flight -= 1
+                if self.counted:  # answer() raised before replying
+                    self.counted = False
+                    with state.lock:
+                        state.in_flight -= 1
 
         def answer(self, body):
             behaviour = behaviour_of(body["code"], body["stdin"])
