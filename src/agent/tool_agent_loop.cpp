@@ -97,10 +97,12 @@ AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tok
                                     const std::shared_ptr<ToolSet>& tools,
                                     const std::shared_ptr<InteractionSet>& interactions,
                                     const AgentLoopOptions& options, const AgentLoopInputs& inputs) {
-  ContinuationEngine engine(model, turn_sampling(options, tokenizer));
-  AgentLoopOutput out = run_scripted_agent_loop(
-      [&](std::vector<ContinueRequest>& requests) { return engine.continue_batch(requests); }, tokenizer, tools,
-      interactions, options, inputs);
+  AgentLoopOptions turn_options = options;
+  turn_options.sampling = turn_sampling(options, tokenizer);  // the engine samples with it, the trace shows it
+  ContinuationEngine engine(model, turn_options.sampling);
+  AgentLoopOutput out =
+      run_scripted_agent_loop([&](std::vector<ContinueRequest>& requests) { return engine.continue_batch(requests); },
+                              tokenizer, tools, interactions, turn_options, inputs);
   out.prefill_tokens = engine.prefill_tokens();
   return out;
 }
@@ -172,7 +174,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
                      {"logprobs", options.sampling.calculate_log_probs}};
     // Each generate call's parameters carry the parser's stop ids as verl injects them (the run's do not).
     generate_sampling_json = sampling_json;
-    const std::vector<int64_t> stop_ids = turn_sampling(options, tokenizer).stop_token_ids;
+    const std::vector<int64_t>& stop_ids = options.sampling.stop_token_ids;
     if (!stop_ids.empty()) generate_sampling_json["stop_token_ids"] = stop_ids;
     const int64_t now = trace_clock_ns();
     for (size_t i = 0; i < batch; ++i) {

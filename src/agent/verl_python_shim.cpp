@@ -10,6 +10,8 @@
 
 namespace py = pybind11;
 
+extern const char verl_embedded_sandbox_fusion_request_py[];  // src/reward/scorers/sandbox_fusion_request.py
+
 namespace verl::agent {
 
 namespace {
@@ -584,6 +586,7 @@ const std::map<std::string, ShimModule>& shim_modules() {
       {"verl.tools.function_tool", {shim_sources::kFunctionTool, false}},
       {"verl.tools.gsm8k_tool", {kGsm8kTool, false}},
       {"verl.tools.sandbox_fusion_tools", {shim_sources::kSandboxFusionTool, false}},
+      {"verl.tools._sandbox_fusion_request", {verl_embedded_sandbox_fusion_request_py, false}},  // verl.cpp's
       {"verl.interactions", {kPackageInit, true}},
       {"verl.interactions.base", {kBaseInteraction, false}},
       {"verl.interactions.gsm8k_interaction", {kGsm8kInteraction, false}},

@@ -28,13 +28,11 @@ import concurrent.futures
 import json
 import logging
 import threading
-import time
-import urllib.error
-import urllib.request
 from uuid import uuid4
 
 from verl.utils.rollout_trace import rollout_trace_op
 
+from ._sandbox_fusion_request import post_run_code
 from .base_tool import BaseTool
 from .schemas import ToolResponse
 
@@ -46,7 +44,6 @@ SUPPORTED_LANGUAGES = [
     "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest", "verilog",
     "python_gpu", "lean", "swift", "racket",
 ]
-MAX_ATTEMPTS = 3
 REQUEST_SLACK_S = 10
 
 _rate_limiter = None
@@ -70,24 +67,19 @@ def run_code_request(url, code, timeout, memory_limit_mb, language):
     body = json.dumps({"compile_timeout": timeout, "run_timeout": timeout, "code": code, "stdin": None,
                        "memory_limit_MB": memory_limit_mb, "language": language, "files": {}, "fetch_files": []})
     request_timeout = timeout + timeout + REQUEST_SLACK_S
-    for attempt in range(MAX_ATTEMPTS):
-        request = urllib.request.Request(url, data=body.encode("utf-8"), method="POST",
-                                         headers={"Content-Type": "application/json", "Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=request_timeout) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as error:
-            if error.code == 504:
-                logger.warning("sandbox fusion: Gateway Timeout (504) on attempt %d/%d", attempt + 1, MAX_ATTEMPTS)
-                if attempt + 1 < MAX_ATTEMPTS:
-                    time.sleep(attempt + 1)
-                continue
-            logger.error("sandbox fusion: HTTP %s from %s", error.code, url)
-            return None
-        except Exception as error:  # unreachable, timed out, not JSON
-            logger.error("sandbox fusion: request to %s failed: %s", url, error)
-            return None
-    return None
+    _, text, error = post_run_code(url, body, request_timeout, on_gateway_timeout=on_gateway_timeout)
+    if error:
+        logger.error("sandbox fusion: request to %s failed: %s", url, error)
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as not_json:
+        logger.error("sandbox fusion: the reply of %s is not JSON: %s", url, not_json)
+        return None
+
+
+def on_gateway_timeout(message):
+    logger.warning("sandbox fusion: %s", message)
 
 
 def response_text(reply):

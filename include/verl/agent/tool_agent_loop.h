@@ -84,7 +84,8 @@ AgentLoopOutput run_tool_agent_loop(model::CausalLM& model, const tokenizer::Tok
                                     const AgentLoopOptions& options, const AgentLoopInputs& inputs);
 
 // The same loop over any generator of policy turns (the model's ContinuationEngine above; tests script the
-// turns). It must extend each request's cache as the engine does (cache->length = tokens fed).
+// turns). It must extend each request's cache as the engine does (cache->length = tokens fed). options.sampling is
+// what the turns are sampled with (run_tool_agent_loop passes turn_sampling's): the trace's generate spans show it.
 using TurnGenerator = std::function<std::vector<ContinueResult>(std::vector<ContinueRequest>&)>;
 AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, const tokenizer::Tokenizer& tokenizer,
                                     const std::shared_ptr<ToolSet>& tools,

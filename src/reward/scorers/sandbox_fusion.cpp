@@ -16,6 +16,8 @@
 #include "verl/reward/scorers/prime_code.h"
 #include "verl/reward/scorers/py_str.h"
 
+extern const char verl_embedded_sandbox_fusion_request_py[];  // src/reward/scorers/sandbox_fusion_request.py
+
 namespace verl::reward {
 
 namespace pyb = pybind11;
@@ -25,31 +27,15 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kComponent = "reward";
-constexpr int kMaxAttempts = 3;        // a 504 is retried; verl's MAX_RETRIES
 constexpr int kRequestSlack = 10;      // seconds on top of compile + run timeouts; verl's API_TIMEOUT
 constexpr size_t kScoredTests = 10;    // continuous: the first 10 tests
 constexpr size_t kThreadsPerRow = 32;  // verl's pool per row has max(32, cpus * 5); max_concurrent is the real cap
 constexpr int kLoggedProblems = 20;    // logged at once; then one a minute (kLogInterval s)
 constexpr int kLogInterval = 60;
 
-// The HTTP side in the embedded Python (urllib: https, proxies from the environment, as requests does), and
 // Python's str() of a JSON value, which is what verl sends as stdin and compares outputs with.
 const char* const kPythonHelpers = R"PY(
 import json
-import urllib.error
-import urllib.request
-
-
-def post(url, body, timeout):
-    request = urllib.request.Request(url, data=body.encode("utf-8"), method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read().decode("utf-8", "replace"), ""
-    except urllib.error.HTTPError as error:
-        return error.code, "", f"HTTP {error.code} {error.reason}"
-    except Exception as error:
-        return 0, "", f"{type(error).__name__}: {error}"
 
 
 def str_of(json_text):
@@ -63,6 +49,7 @@ pyb::object& python_helpers() {
     pyb::dict scope;
     scope["__builtins__"] = pyb::module_::import("builtins");
     scope["__name__"] = pyb::str("verl_sandbox_fusion");
+    pyb::exec(verl_embedded_sandbox_fusion_request_py, scope);  // post_run_code: the HTTP side
     pyb::exec(kPythonHelpers, scope);
     helpers = new pyb::object(scope);
   });
@@ -176,14 +163,12 @@ struct SandboxFusionClient::Limiter {
   int64_t in_flight = 0;
 };
 
-namespace {
-
-// A request's place among the max_concurrent in flight: waits for one, gives it back when it goes out of scope.
-class InFlight {
+// Waits for a place among the max_concurrent requests in flight; gives it back when it goes out of scope.
+class SandboxFusionClient::InFlight {
  public:
-  InFlight(SandboxFusionClient::Limiter& limiter, int64_t max_concurrent) : limiter_(limiter) {
+  explicit InFlight(const SandboxFusionClient& client) : limiter_(*client.limiter_) {
     std::unique_lock<std::mutex> lock(limiter_.mutex);
-    limiter_.freed.wait(lock, [&] { return limiter_.in_flight < max_concurrent; });
+    limiter_.freed.wait(lock, [&] { return limiter_.in_flight < client.options_.max_concurrent; });
     ++limiter_.in_flight;
   }
   ~InFlight() {
@@ -197,10 +182,8 @@ class InFlight {
   InFlight& operator=(const InFlight&) = delete;
 
  private:
-  SandboxFusionClient::Limiter& limiter_;
+  Limiter& limiter_;
 };
-
-}  // namespace
 
 SandboxFusionClient::SandboxFusionClient(SandboxFusionOptions options)
     : options_(std::move(options)), limiter_(std::make_unique<Limiter>()) {
@@ -373,23 +356,12 @@ double SandboxFusionClient::compute_score(const std::string& completion, const J
       std::string error;
       std::string reply_text;
       {
-        const InFlight slot(*limiter_, options_.max_concurrent);
-        for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-          int status = 0;
-          python::with_gil(kComponent, [&] {
-            const pyb::tuple result = python_helpers()["post"](options_.url, body, request_timeout);
-            status = result[0].cast<int>();
-            reply_text = result[1].cast<std::string>();
-            error = result[2].cast<std::string>();
-          });
-          if (status == 504) {
-            error =
-                "Gateway Timeout (504) on attempt " + std::to_string(attempt + 1) + "/" + std::to_string(kMaxAttempts);
-            if (attempt + 1 < kMaxAttempts) std::this_thread::sleep_for(std::chrono::seconds(attempt + 1));
-            continue;
-          }
-          break;
-        }
+        const InFlight slot(*this);
+        python::with_gil(kComponent, [&] {
+          const pyb::tuple result = python_helpers()["post_run_code"](options_.url, body, request_timeout);
+          reply_text = result[1].cast<std::string>();
+          error = result[2].cast<std::string>();
+        });
       }
 
       if (!error.empty()) {

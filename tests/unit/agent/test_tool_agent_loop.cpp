@@ -538,6 +538,7 @@ TEST(ToolAgentLoop, AParserStopTokenEndsTheTurnNotTheConversation) {
     r.cache->length += static_cast<int64_t>(r.new_tokens.size() + result.tokens.size()) - 1;
     return std::vector<ContinueResult>{result};
   };
+  opts.sampling = turn_sampling(opts, tok);  // as run_tool_agent_loop passes it
   const AgentLoopOutput out = run_scripted_agent_loop(generate, tok, fixture().tools, nullptr, opts, one_sample());
   const ordered_json& messages = out.messages.at(0);
   ASSERT_EQ(messages.size(), 5u) << messages.dump();

@@ -47,9 +47,10 @@ class SandboxFusionClient {
   double compute_score(const std::string& completion, const nlohmann::json& test_cases, bool continuous = true,
                        int64_t timeout = 10) const;
 
-  struct Limiter;  // the requests in flight
 
  private:
+  struct Limiter;  // the requests in flight
+  class InFlight;  // one request's place among them
   SandboxFusionOptions options_;
   std::unique_ptr<Limiter> limiter_;
 };
