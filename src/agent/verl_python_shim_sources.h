@@ -9,4 +9,7 @@ extern const char* const kFunctionTool;
 // verl.tools.sandbox_fusion_tools: SandboxFusionTool, a code interpreter on a SandboxFusion service (no Ray).
 extern const char* const kSandboxFusionTool;
 
+// verl.trainer.ppo.checkpoint_callback: CheckpointCallback, the base of trainer.checkpoint_callback_class.
+extern const char* const kCheckpointCallback;
+
 }  // namespace verl::agent::shim_sources

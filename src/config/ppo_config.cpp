@@ -854,6 +854,17 @@ TrainerConfig read_trainer(ConfigReader& in) {
   VERL_CHECK(std::isfinite(t.worker_call_timeout) && t.worker_call_timeout >= 0, "config",
              "trainer.worker_call_timeout must be a number of seconds >= 0 (0: no limit), got ",
              t.worker_call_timeout);
+  t.checkpoint_callback_class = in.get_optional_string("trainer.checkpoint_callback_class").value_or("");
+  const std::string& callback = t.checkpoint_callback_class;
+  VERL_CHECK(callback.empty() ||
+                 (callback.find('.') != std::string::npos && callback.front() != '.' && callback.back() != '.'),
+             "config",
+             "trainer.checkpoint_callback_class must be a fully qualified class name (module.ClassName), got '",
+             callback, "'");
+  t.checkpoint_callback_timeout = in.get_double("trainer.checkpoint_callback_timeout");
+  VERL_CHECK(std::isfinite(t.checkpoint_callback_timeout) && t.checkpoint_callback_timeout >= 0, "config",
+             "trainer.checkpoint_callback_timeout must be a number of seconds >= 0 (0: no limit), got ",
+             t.checkpoint_callback_timeout);
   return t;
 }
 

@@ -142,7 +142,6 @@ const std::vector<Entry>& table() {
       {"trainer.esi_redundant_time", N, "elastic server instance checkpointing"},
       {"trainer.ray_wait_register_center_timeout", N, "Ray"},
       {"trainer.default_hdfs_dir", F, "HDFS checkpoint copies"},
-      {"trainer.checkpoint_callback_class", F, "checkpoint callbacks"},
       {"trainer.use_v1", N, "verl's trainer generations (verl.cpp has one)"},
       {"trainer.v1", F, "verl's asynchronous v1 trainer modes"},
       {"distillation", F, "on-policy distillation"},

@@ -6,12 +6,15 @@
 
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/config/node_json.h"
+#include "verl/config/yaml_io.h"
 #include "verl/data/dataloader.h"
 #include "verl/data/rl_dataset.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/model_folder.h"
 #include "verl/reward/reward_manager.h"
 #include "verl/runtime/cpu_threads.h"
+#include "verl/trainer/checkpoint_callback.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
 #include "verl/workers/critic_worker.h"
 #include "verl/workers/multi_turn_rollout.h"
@@ -187,6 +190,14 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
   check_model_folders("actor_rollout_ref.model", actor_model.path, actor_model.hf_config_path);
   auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(load_actor_tokenizer(actor_model));
   preflight_check(*config, *tokenizer);
+  // Loaded before the data and the weights, so that a class that cannot be imported stops the run at once.
+  std::shared_ptr<const CheckpointCallback> checkpoint_callback;
+  if (!config->trainer.checkpoint_callback_class.empty()) {
+    checkpoint_callback = std::make_shared<const CheckpointCallback>(
+        config->trainer.checkpoint_callback_class,
+        config::node_to_json(config::parse_yaml(resolved_yaml, "the resolved config")),
+        config->trainer.checkpoint_callback_timeout);
+  }
 
   // Reward managers: training prints no samples, validation prints one per data source (num_examine).
   std::shared_ptr<reward::RewardManager> reward_manager = reward::load_reward_manager(*config, tokenizer, 0);
@@ -214,6 +225,11 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
 
   PPOTrainerOptions options;
   options.config_yaml = resolved_yaml;
+  if (checkpoint_callback) {
+    options.on_checkpoint_saved = [checkpoint_callback](int64_t global_step, const std::string& checkpoint_dir) {
+      checkpoint_callback->on_save(global_step, checkpoint_dir);
+    };
+  }
   options.seqlen_partitioner = workers::get_seqlen_balanced_partitions;
   options.sequence_workload = workers::sequence_workload;
   options.on_log = hooks.on_log;

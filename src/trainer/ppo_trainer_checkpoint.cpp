@@ -6,6 +6,7 @@
 //                                                state (uid generator, in-reward KL coefficient)
 //   {default_local_dir}/latest_checkpointed_iteration.txt  "N", written last, so a crash mid-save leaves the
 //                                                previous checkpoint as the one auto-resume picks.
+// Then old checkpoints are rotated out, and trainer.checkpoint_callback_class's on_save is called.
 // data.json also keeps step N's metrics line as it stood before the save ("step_metrics", values as exact
 // decimal text): a run killed after the commit and before the line reached metrics.jsonl logs it at resume,
 // so the history has no hole (timing_s/save_checkpoint is the one metric such a line lacks).
@@ -86,6 +87,7 @@ void PPOTrainer::save_checkpoint(const algo::MetricMap& step_metrics) {
     remove_emptied_step_folders(
         rotate_checkpoints(trainer.default_local_dir, "critic", trainer.max_critic_ckpt_to_keep));
   }
+  if (options_.on_checkpoint_saved) options_.on_checkpoint_saved(global_steps_, step_dir);
 }
 
 void PPOTrainer::load_checkpoint() {

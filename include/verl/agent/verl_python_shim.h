@@ -1,7 +1,8 @@
 // A built-in minimal `verl` Python package for the embedded interpreter, so that verl-style tool and interaction
 // files (`from verl.tools.base_tool import BaseTool`) run without verl (and its torch, pydantic, ...) installed.
 //
-// Modules, their sources C++ string literals written from verl 0.9.1's documented behaviour:
+// Modules, their sources C++ string literals written from verl 0.9.1's documented behaviour (verl.cpp's own
+// verl.tools._sandbox_fusion_request, shared with the code reward, is a Python file embedded at build time):
 //   verl, verl.tools, verl.tools.base_tool (BaseTool), verl.tools.schemas (OpenAIFunction*Schema, ToolResponse:
 //   small classes with pydantic's model_validate / model_dump(exclude_unset, exclude_none), no pydantic needed),
 //   verl.tools.function_tool (@function_tool, FunctionTool, load_function_tools_from_path,
@@ -11,7 +12,8 @@
 //   verl_python_shim_sandbox_fusion_tool.cpp), verl.interactions,
 //   verl.interactions.base (BaseInteraction), verl.interactions.gsm8k_interaction (Gsm8kInteraction), verl.utils,
 //   verl.utils.rollout_trace (rollout_trace_op: the function itself), verl.utils.reward_score,
-//   verl.utils.reward_score.gsm8k.
+//   verl.utils.reward_score.gsm8k, verl.trainer, verl.trainer.ppo, verl.trainer.ppo.checkpoint_callback
+//   (CheckpointCallback, for trainer.checkpoint_callback_class; in verl_python_shim_checkpoint_callback.cpp).
 //
 // How they are served: a finder appended to the END of sys.meta_path, so it answers only for the names the
 // regular import system does not find. With no verl installed (the usual case, and the tests') every module above

@@ -424,6 +424,9 @@ struct TrainerConfig {
   std::string device;
   std::optional<int64_t> num_cpu_threads;
   double worker_call_timeout = 1800;  // verl.cpp extension: seconds a worker rank may take per call; 0: none
+  // verl's Python class called after each checkpoint (trainer/checkpoint_callback.h); empty: none.
+  std::string checkpoint_callback_class;
+  double checkpoint_callback_timeout = 3600;  // verl.cpp extension: seconds its on_save may take; 0: none
 };
 
 // verl's one_step_off_policy recipe keys (top-level `rollout:`): the devices of a separate Rollout role, used

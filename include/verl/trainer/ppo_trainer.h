@@ -86,6 +86,9 @@ struct PPOTrainerOptions {
   // Called with every record the trackers log (the initial validation at step 0, then one per step), after
   // the trackers: lets a caller follow a run (`verl demo` prints a short line per step) without a backend.
   std::function<void(int64_t step, const algo::MetricMap& metrics)> on_log;
+  // Called after each complete checkpoint (trainer.checkpoint_callback_class: trainer/checkpoint_callback.h); an
+  // exception it throws ends the run.
+  std::function<void(int64_t global_step, const std::string& checkpoint_dir)> on_checkpoint_saved;
 };
 
 // verl's need_critic: critic.enable when set, else adv_estimator == "gae".

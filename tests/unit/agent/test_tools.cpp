@@ -467,8 +467,8 @@ TEST(Tools, ShimServesVerlWhenNoVerlIsInstalled) {
     EXPECT_EQ(py::str(response.attr("model_dump")(py::arg("exclude_none") = true)).cast<std::string>(),
               "{'text': 't'}");
   });
-  EXPECT_EQ(verl_python_shim_modules().size(), 15u);
-  EXPECT_THROW(verl_python_shim_source("verl.trainer"), Error);
+  EXPECT_EQ(verl_python_shim_modules().size(), 18u);
+  EXPECT_THROW(verl_python_shim_source("verl.workers"), Error);
 }
 
 // ------------------------------------------------------------------------------------------------ interactions

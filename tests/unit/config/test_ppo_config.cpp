@@ -94,6 +94,17 @@ TEST(PPOConfig, RangesAreChecked) {
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.rollout.top_p=0"}).find("(0, 1]"), std::string::npos);
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.optim.betas=[0.9]"}).find("two numbers"), std::string::npos);
   EXPECT_NE(ppo_config_error_of({"trainer.resume_mode=resume_path"}).find("resume_from_path"), std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"trainer.checkpoint_callback_class=Upload"})
+                .find("trainer.checkpoint_callback_class must be a fully qualified class name (module.ClassName), "
+                      "got 'Upload'"),
+            std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"trainer.checkpoint_callback_timeout=-1"}).find(">= 0 (0: no limit)"),
+            std::string::npos);
+  const PPOConfig c = ppo_config_load({"trainer.checkpoint_callback_class=my.callbacks.Upload",
+                                       "trainer.checkpoint_callback_timeout=0"})
+                          .ppo;
+  EXPECT_EQ(c.trainer.checkpoint_callback_class, "my.callbacks.Upload");
+  EXPECT_EQ(c.trainer.checkpoint_callback_timeout, 0);
 }
 
 TEST(PPOConfig, NullForARequiredKeyNamesIt) {

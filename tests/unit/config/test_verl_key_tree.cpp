@@ -83,6 +83,7 @@ const std::vector<std::string> kExtraSubtrees = {
     "custom_reward_function.reward_kwargs", "custom_reward_function.on_error",
     "algorithm.gdpo_reward_keys", "algorithm.gdpo_reward_weights", "trainer.split_placement",
     "trainer.num_cpu_threads", "actor_rollout_ref.rollout.multi_turn.tool_timeout", "data.chat_template_timeout",
+    "trainer.checkpoint_callback_timeout",
     // verl <= 0.6's interactions key (issue 27)
     "actor_rollout_ref.rollout.multi_turn.interaction_config_path",
     // verl's one_step_off_policy recipe

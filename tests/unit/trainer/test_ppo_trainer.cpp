@@ -32,6 +32,7 @@ struct Harness {
   std::shared_ptr<config::PPOConfig> config;
   std::shared_ptr<CallLog> log = std::make_shared<CallLog>();
   std::ostringstream console;
+  std::function<void(int64_t, const std::string&)> on_checkpoint_saved;
 
   Harness(const std::string& name, const std::vector<std::string>& overrides) : dir(make_temp_dir(name)) {
     write_char_tokenizer(dir + "/tok");
@@ -84,6 +85,7 @@ struct Harness {
     options.seqlen_partitioner = greedy_partitions;
     options.console_out = &console;
     options.progress_mode = ProgressBar::Mode::Silent;
+    options.on_checkpoint_saved = on_checkpoint_saved;
     return std::make_unique<PPOTrainer>(config, tok, mapping, std::move(manager), fake_reward, fake_reward, train, val,
                                         options);
   }
@@ -269,6 +271,43 @@ TEST(PPOTrainer, CheckpointsFollowVerlLayoutAndRotate) {
   EXPECT_EQ(state["dataloader"]["epoch"], 1);
   EXPECT_EQ(state["dataloader"]["position"], 2);
   EXPECT_TRUE(state["uid_generator"].is_string());
+}
+
+// trainer.checkpoint_callback_class's hook: called after each checkpoint is complete (the tracker names it, the
+// rotation is done); an exception from it ends fit() with the checkpoint in place.
+TEST(PPOTrainer, TheCheckpointHookSeesEachCompleteCheckpoint) {
+  Harness h("ppo_trainer_ckpt_hook", {"trainer.total_training_steps=5", "trainer.save_freq=2",
+                                      "trainer.max_actor_ckpt_to_keep=1", "trainer.max_critic_ckpt_to_keep=1"});
+  const std::string root = h.dir + "/run";
+  std::vector<std::string> seen;
+  h.on_checkpoint_saved = [&](int64_t step, const std::string& dir) {
+    int64_t step_folders = 0;
+    for (const auto& entry : fs::directory_iterator(root)) {
+      step_folders += entry.path().filename().string().rfind("global_step_", 0) == 0 ? 1 : 0;
+    }
+    seen.push_back(std::to_string(step) + " " + fs::path(dir).filename().string() +
+                   " tracker=" + read_file(root + "/latest_checkpointed_iteration.txt") +
+                   " data=" + std::to_string(fs::exists(dir + "/data.json")) +
+                   " actor=" + std::to_string(fs::exists(dir + "/actor/fake_rank_0.json")) +
+                   " folders=" + std::to_string(step_folders));
+  };
+  auto trainer = h.make_trainer();
+  trainer->init_workers();
+  trainer->fit();
+  EXPECT_EQ(seen, (std::vector<std::string>{"2 global_step_2 tracker=2 data=1 actor=1 folders=1",
+                                            "4 global_step_4 tracker=4 data=1 actor=1 folders=1",
+                                            "5 global_step_5 tracker=5 data=1 actor=1 folders=1"}));
+
+  Harness failing("ppo_trainer_ckpt_hook_fails", {"trainer.total_training_steps=5", "trainer.save_freq=2"});
+  failing.on_checkpoint_saved = [](int64_t step, const std::string&) {
+    throw Error("checkpoint", "upload failed at step " + std::to_string(step));
+  };
+  auto stopped = failing.make_trainer();
+  stopped->init_workers();
+  EXPECT_THROW(stopped->fit(), Error);
+  EXPECT_EQ(read_file(failing.dir + "/run/latest_checkpointed_iteration.txt"), "2");
+  EXPECT_TRUE(fs::exists(failing.dir + "/run/global_step_2/actor/fake_rank_0.json"));
+  EXPECT_FALSE(fs::exists(failing.dir + "/run/global_step_4"));
 }
 
 TEST(PPOTrainer, TotalEpochsBoundTheRun) {
