@@ -45,6 +45,9 @@ class ConfigView(collections.abc.Mapping):
         return len(self._data)
 
     def __getattr__(self, key):
+        # Dunders and _data are never keys: copy / pickle probe them on an instance before its __init__ ran.
+        if key == "_data" or (key.startswith("__") and key.endswith("__")):
+            raise AttributeError(key)
         try:
             return self[key]
         except KeyError:

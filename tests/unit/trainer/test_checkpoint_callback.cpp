@@ -45,7 +45,8 @@ nlohmann::json callback_python_value(const std::string& expression) {
 
 const nlohmann::ordered_json kCallbackConfig = {
     {"trainer", {{"save_freq", 2}, {"project_name", "p"}, {"logger", {"console", "jsonl"}}}},
-    {"data", {{"train_batch_size", 4}}}};
+    {"data", {{"train_batch_size", 4}}},
+    {"actor", {{"_target_", "verl.workers.config.ActorConfig"}}}};
 
 std::string callback_error_of(const std::function<void()>& fn) {
   try {
@@ -58,6 +59,8 @@ std::string callback_error_of(const std::function<void()>& fn) {
 
 TEST(CheckpointCallback, OnSaveGetsVerlsKeywordArgumentsAndTheConfig) {
   write_callback_module("ckpt_cb_records", R"PY(
+import copy
+
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 
 CALLS = []
@@ -81,6 +84,8 @@ class Recorder(CheckpointCallback):
             config.nothing
         except AttributeError:
             SEEN["attribute_error"] = True
+        SEEN["deep_copy"] = copy.deepcopy(config).trainer.save_freq
+        SEEN["target"] = config.actor._target_
 
     def on_save(self, trainer, global_step, checkpoint_dir, async_save=False, **kwargs):
         CALLS.append({"global_step": global_step, "checkpoint_dir": checkpoint_dir, "async_save": async_save,
@@ -95,9 +100,11 @@ class Recorder(CheckpointCallback):
   EXPECT_EQ(seen["save_freq_item"], 2);
   EXPECT_EQ(seen["missing"], "absent");
   EXPECT_EQ(seen["logger"], nlohmann::json({"console", "jsonl"}));
-  EXPECT_EQ(seen["sections"], nlohmann::json({"data", "trainer"}));
+  EXPECT_EQ(seen["sections"], nlohmann::json({"actor", "data", "trainer"}));
   EXPECT_EQ(seen["read_only"], true);
   EXPECT_EQ(seen["attribute_error"], true);
+  EXPECT_EQ(seen["deep_copy"], 2);
+  EXPECT_EQ(seen["target"], "verl.workers.config.ActorConfig");
   const nlohmann::json calls = callback_python_value("sys.modules['ckpt_cb_records'].CALLS");
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0], nlohmann::json({{"global_step", 2},
