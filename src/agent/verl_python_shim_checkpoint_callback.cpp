@@ -12,7 +12,6 @@ each complete checkpoint calls on_save(trainer=..., global_step=N, checkpoint_di
 async_save=False) with keyword arguments. An exception from on_save stops training; catch inside it for
 best-effort work.
 """
-import importlib
 
 
 class CheckpointCallback:
@@ -23,18 +22,6 @@ class CheckpointCallback:
 
     def on_save(self, trainer, global_step, checkpoint_dir, async_save=False, **kwargs):
         """Called after the checkpoint of `global_step` is saved in `checkpoint_dir`."""
-
-
-def build_checkpoint_callback(config):
-    """The class config.trainer.checkpoint_callback_class names, constructed with config; without one, the base."""
-    name = (config.get("trainer") or {}).get("checkpoint_callback_class")
-    if not name:
-        return CheckpointCallback(config=config)
-    if "." not in name:
-        raise ValueError(f"Invalid CheckpointCallback '{name}'. Expected a fully qualified class name "
-                         "(e.g., 'mypackage.module.ClassName').")
-    module_name, class_name = name.rsplit(".", 1)
-    return getattr(importlib.import_module(module_name), class_name)(config=config)
 )PY";
 
 }  // namespace verl::agent::shim_sources

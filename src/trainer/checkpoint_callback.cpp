@@ -8,6 +8,7 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/python/interpreter.h"
+#include "verl/python/user_code.h"
 
 namespace verl::trainer {
 
@@ -17,16 +18,16 @@ namespace {
 
 constexpr const char* kComponent = "checkpoint";
 constexpr const char* kKey = "trainer.checkpoint_callback_class";
+constexpr const char* kTimeoutKey = "trainer.checkpoint_callback_timeout";
 
-// Loading, the config object and the timed call. on_save runs on a daemon thread so that the controller can give up
-// waiting (join releases the GIL); a callback still running then is left behind when the process exits.
+// Loading and the config object. The calls of user code (import, constructor, on_save) run under
+// python::UserCallLimit, the time limit and exit guards of every user call.
 constexpr const char* kLoader = R"PY(
 import collections.abc
 import importlib
 import json
 import os
 import sys
-import threading
 
 
 class ConfigView(collections.abc.Mapping):
@@ -99,26 +100,6 @@ def load(name, config_json):
         raise TypeError(f"{type(callback).__name__} has no on_save method (subclass "
                         "verl.trainer.ppo.checkpoint_callback.CheckpointCallback)")
     return callback, TrainerView(config)
-
-
-def call_on_save(callback, trainer, global_step, checkpoint_dir, timeout):
-    trainer.global_steps = global_step
-    outcome = {}
-
-    def run():
-        try:
-            callback.on_save(trainer=trainer, global_step=global_step, checkpoint_dir=checkpoint_dir,
-                             async_save=False)
-        except BaseException as error:  # SystemExit too: it must not end a thread silently
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, name="verl-checkpoint-callback", daemon=True)
-    thread.start()
-    thread.join(timeout if timeout > 0 else None)
-    if thread.is_alive():
-        raise TimeoutError(f"on_save did not return within {timeout:g} s (trainer.checkpoint_callback_timeout)")
-    if "error" in outcome:
-        raise outcome["error"]
 )PY";
 
 // The loader's scope, the callback and the trainer object; released with the GIL held.
@@ -147,8 +128,6 @@ struct CheckpointCallback::Python {
 CheckpointCallback::CheckpointCallback(const std::string& class_name, const nlohmann::ordered_json& config,
                                        double timeout_s)
     : class_name_(class_name), timeout_s_(timeout_s) {
-  VERL_CHECK(class_name.find('.') != std::string::npos && class_name.front() != '.' && class_name.back() != '.',
-             "config", kKey, " must be a fully qualified class name (module.ClassName), got '", class_name, "'");
   const std::string config_json = config.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::unique_ptr<PythonObjects> objects;
   python::with_gil(kComponent, [&] {
@@ -158,12 +137,18 @@ CheckpointCallback::CheckpointCallback(const std::string& class_name, const nloh
     objects->scope["__builtins__"] = py::module_::import("builtins");
     objects->scope["__name__"] = py::str("verl_cpp_checkpoint_callback");
     py::exec(kLoader, objects->scope);
+    const std::string what = str_cat(kKey, " '", class_name, "' (import and construction)");
+    python::UserCallLimit limit(timeout_s_, what, kTimeoutKey);
+    std::string why;
     try {
       const py::tuple loaded = objects->scope["load"](class_name, config_json);
       objects->callback = loaded[0];
       objects->trainer = loaded[1];
     } catch (py::error_already_set& error) {
-      const std::string why = python::describe_python_error(error);
+      why = python::describe_python_error(error);
+    }
+    if (limit.expired()) VERL_FAIL("config", limit.timeout_message());
+    if (!why.empty()) {
       VERL_FAIL("config", kKey, " '", class_name, "' cannot be loaded: ", why, " (embedded Python ",
                 python::embedded_python_description(), ")");
     }
@@ -176,11 +161,21 @@ CheckpointCallback::~CheckpointCallback() = default;
 
 void CheckpointCallback::on_save(int64_t global_step, const std::string& checkpoint_dir) const {
   python::with_gil(kComponent, [&] {
+    const PythonObjects& o = *python_->objects;
+    o.trainer.attr("global_steps") = global_step;
+    const std::string what = str_cat(kKey, " '", class_name_, "': on_save at global step ", global_step);
+    python::UserCallLimit limit(timeout_s_, what, kTimeoutKey);
+    std::string why;
     try {
-      const PythonObjects& o = *python_->objects;
-      o.scope["call_on_save"](o.callback, o.trainer, global_step, checkpoint_dir, timeout_s_);
+      o.callback.attr("on_save")(py::arg("trainer") = o.trainer, py::arg("global_step") = global_step,
+                                 py::arg("checkpoint_dir") = checkpoint_dir, py::arg("async_save") = false);
     } catch (py::error_already_set& error) {
-      const std::string why = python::describe_python_error(error);
+      why = python::describe_python_error(error);
+    }
+    // A callback that caught the TimeoutError and returned anyway still ran past the limit.
+    if (limit.expired())
+      VERL_FAIL(kComponent, limit.timeout_message(), " (the checkpoint ", checkpoint_dir, " is complete)");
+    if (!why.empty()) {
       VERL_FAIL(kComponent, kKey, " '", class_name_, "': on_save failed at global step ", global_step, ": ", why,
                 " (the checkpoint ", checkpoint_dir, " is complete)");
     }

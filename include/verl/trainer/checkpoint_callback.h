@@ -7,8 +7,9 @@
 // As in verl, the base class is verl.trainer.ppo.checkpoint_callback.CheckpointCallback (the built-in verl package
 // has it when no verl is installed), and an exception raised by on_save stops training: the error names the class
 // and the step, and the checkpoint it was told about stays complete. verl.cpp adds a time limit
-// (trainer.checkpoint_callback_timeout seconds, 0: none) so that a hung upload ends the run with an error instead
-// of stalling it.
+// (trainer.checkpoint_callback_timeout seconds, 0: none, on the import and construction and on each on_save;
+// python::UserCallLimit, as for reward functions) so that a hung upload ends the run with an error instead of
+// stalling it.
 //
 // `config` is an omegaconf DictConfig when omegaconf can be imported (what verl passes), else a read-only mapping
 // with attribute access (config.trainer.save_freq, config["trainer"], .get). `trainer` is verl.cpp's stand-in for
@@ -26,7 +27,8 @@ namespace verl::trainer {
 class CheckpointCallback {
  public:
   // Imports the class and constructs it; throws one line naming trainer.checkpoint_callback_class and the cause
-  // (module not found, no such class, the constructor raised, no on_save method).
+  // (module not found, no such class, the constructor raised, no on_save method). The config checks the name's
+  // form (module.ClassName).
   CheckpointCallback(const std::string& class_name, const nlohmann::ordered_json& config, double timeout_s);
   ~CheckpointCallback();
   CheckpointCallback(const CheckpointCallback&) = delete;

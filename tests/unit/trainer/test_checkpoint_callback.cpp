@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/error_text.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/python/interpreter.h"
@@ -47,15 +48,6 @@ const nlohmann::ordered_json kCallbackConfig = {
     {"trainer", {{"save_freq", 2}, {"project_name", "p"}, {"logger", {"console", "jsonl"}}}},
     {"data", {{"train_batch_size", 4}}},
     {"actor", {{"_target_", "verl.workers.config.ActorConfig"}}}};
-
-std::string callback_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(CheckpointCallback, OnSaveGetsVerlsKeywordArgumentsAndTheConfig) {
   write_callback_module("ckpt_cb_records", R"PY(
@@ -135,11 +127,11 @@ class NoOnSave:
         self.config = config
 )PY");
   const auto load = [](const std::string& name) {
-    return callback_error_of([&] { CheckpointCallback(name, kCallbackConfig, 60); });
+    return test::error_of([&] { CheckpointCallback(name, kCallbackConfig, 60); });
   };
   const std::string key = "trainer.checkpoint_callback_class";
   for (const auto& [name, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"NoModule", "fully qualified class name (module.ClassName), got 'NoModule'"},
+           {"NoModule", "cannot be loaded: ValueError: Empty module name"},  // the config rejects it first
            {"ckpt_cb_not_there.Callback", "ModuleNotFoundError: No module named 'ckpt_cb_not_there'"},
            {"ckpt_cb_bad.Missing", "has no 'Missing'"},
            {"ckpt_cb_bad.RaisesInInit", "RuntimeError: no credentials for the model registry"},
@@ -166,18 +158,29 @@ class Raises(CheckpointCallback):
 class Hangs(CheckpointCallback):
     def on_save(self, trainer, global_step, checkpoint_dir, **kwargs):
         time.sleep(3600)
+
+
+class HangsInInit(CheckpointCallback):
+    def __init__(self, config):
+        time.sleep(3600)
 )PY");
   const CheckpointCallback raises("ckpt_cb_failing.Raises", kCallbackConfig, 60);
-  std::string message = callback_error_of([&] { raises.on_save(3, "/ckpt/global_step_3"); });
+  std::string message = test::error_of([&] { raises.on_save(3, "/ckpt/global_step_3"); });
   EXPECT_NE(message.find("'ckpt_cb_failing.Raises': on_save failed at global step 3: OSError: upload of "
                          "/ckpt/global_step_3 refused (the checkpoint /ckpt/global_step_3 is complete)"),
             std::string::npos)
       << message;
 
   const CheckpointCallback hangs("ckpt_cb_failing.Hangs", kCallbackConfig, 0.5);
-  message = callback_error_of([&] { hangs.on_save(5, "/ckpt/global_step_5"); });
-  EXPECT_NE(message.find("on_save failed at global step 5: TimeoutError: on_save did not return within 0.5 s "
-                         "(trainer.checkpoint_callback_timeout)"),
+  message = test::error_of([&] { hangs.on_save(5, "/ckpt/global_step_5"); });
+  EXPECT_NE(message.find("trainer.checkpoint_callback_class 'ckpt_cb_failing.Hangs': on_save at global step 5 did "
+                         "not return within 0.5 s (trainer.checkpoint_callback_timeout) (the checkpoint "
+                         "/ckpt/global_step_5 is complete)"),
+            std::string::npos)
+      << message;
+  message = test::error_of([&] { CheckpointCallback("ckpt_cb_failing.HangsInInit", kCallbackConfig, 0.5); });
+  EXPECT_NE(message.find("trainer.checkpoint_callback_class 'ckpt_cb_failing.HangsInInit' (import and construction) "
+                         "did not return within 0.5 s (trainer.checkpoint_callback_timeout)"),
             std::string::npos)
       << message;
   // The interpreter is still usable: the next call of another callback goes through.
