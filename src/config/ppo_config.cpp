@@ -1021,6 +1021,9 @@ PPOConfig parse_ppo_config(const Node& resolved) {
   c.rollout.n_gpus_per_node = in.get_int("rollout.n_gpus_per_node");
   check_positive(c.rollout.n_gpus_per_node, "rollout.n_gpus_per_node");
   c.skip_rollout = read_rollout_skip(in, "skip.rollout");
+  const RolloutConfig& rollout = c.actor_rollout_ref.rollout;
+  c.distillation = read_distillation(in, resolved, rollout.prompt_length, rollout.response_length);
+  if (c.distillation.enabled) c.actor_rollout_ref.actor.distillation = c.distillation.loss;
   const DeprecatedMicroBatchKeys deprecated_micro_batch = read_deprecated_micro_batch_keys(in);
   static const Node defaults = default_config_tree();
   const std::vector<std::string> no_effect = accept_verl_keys(in, resolved, defaults);

@@ -21,6 +21,7 @@ const std::vector<RoleNames>& role_table() {
       {Role::RefPolicy, "ref", "RefPolicy"},
       {Role::RewardModel, "rm", "RewardModel"},
       {Role::ActorRolloutRef, "actor_rollout_ref", "ActorRolloutRef"},
+      {Role::TeacherModel, "teacher", "TeacherModel"},
   };
   return table;
 }

@@ -20,6 +20,7 @@
 #include "verl/workers/multi_turn_rollout.h"
 #include "verl/workers/reward_model_worker.h"
 #include "verl/workers/seqlen_balancing.h"
+#include "verl/workers/teacher_model_worker.h"
 #include "verl/workers/worker_device.h"
 
 namespace verl::trainer {
@@ -137,6 +138,12 @@ RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& confi
     setup.role_worker_mapping[Role::RefPolicy] = workers::actor_rollout_ref_worker_factory(config, "ref");
     setup.mapping[Role::RefPolicy] = actor_pool;
   }
+  if (config->distillation.enabled) {
+    // verl gives the teachers a pool of their own (distillation.n_gpus_per_node x nnodes); here they share the
+    // actor's ranks, as the reference policy does.
+    setup.role_worker_mapping[Role::TeacherModel] = workers::teacher_model_worker_factory(config);
+    setup.mapping[Role::TeacherModel] = actor_pool;
+  }
   return setup;
 }
 
@@ -175,6 +182,17 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
                "' has vocab_size ", critic.vocab_size);
   }
   if (config.reward_model.enable) check_model_folder("reward_model.model.path", config.reward_model.path);
+  if (config.distillation.enabled) {
+    // The teachers read the student's token ids (verl sends ids, not text): every id must be theirs too.
+    for (const config::DistillationTeacherConfig& teacher : config.distillation.teachers) {
+      const std::string key = "distillation.teacher_models." + teacher.entry + ".model_path";
+      check_model_folder(key, teacher.model_path);
+      const model::HFConfig hf = model::load_hf_config(data::expand_user(teacher.model_path));
+      VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= hf.vocab_size, "config", "the tokenizer has ",
+                 tokenizer.vocab_size(), " tokens but ", key, " '", teacher.model_path, "' has vocab_size ",
+                 hf.vocab_size, " (teacher and student must share a tokenizer)");
+    }
+  }
 }
 
 PPORunResult run_ppo(const config::PPOConfig& config, const std::string& resolved_yaml, const PPORunHooks& hooks) {

@@ -135,6 +135,10 @@ PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_pt
   }
   use_reference_policy_ = role_worker_mapping_.count(Role::RefPolicy) > 0;
   use_rm_ = role_worker_mapping_.count(Role::RewardModel) > 0;
+  use_teacher_ = role_worker_mapping_.count(Role::TeacherModel) > 0;
+  VERL_CHECK(use_teacher_ == cfg.distillation.enabled, "trainer",
+             "distillation.enabled=", cfg.distillation.enabled ? "true" : "false",
+             " needs the teacher role (Role::TeacherModel) in role_worker_mapping exactly when it is true");
   use_critic_ = need_critic(cfg);
   VERL_CHECK(!use_critic_ || role_worker_mapping_.count(Role::Critic), "trainer",
              "the critic is needed (algorithm.adv_estimator=", cfg.algorithm.adv_estimator,
@@ -182,7 +186,8 @@ PoolRoles colocated_roles(const RoleWorkerMapping& mapping, const single_control
                                      {Role::Rollout, "rollout"},
                                      {Role::Critic, "critic"},
                                      {Role::RefPolicy, "ref"},
-                                     {Role::RewardModel, "rm"}}) {
+                                     {Role::RewardModel, "rm"},
+                                     {Role::TeacherModel, "teacher"}}) {
     auto it = mapping.find(role);
     if (it != mapping.end()) roles[pools.pool_for(role).name].emplace_back(prefix, it->second);
   }
@@ -237,6 +242,10 @@ void PPOTrainer::init_workers() {
   if (use_rm_) {
     rm_wg_.emplace(all_wg_.at("rm"));
     rm_wg_->call("init_model");
+  }
+  if (use_teacher_) {
+    teacher_wg_.emplace(all_wg_.at("teacher"));
+    teacher_wg_->call("init_model");
   }
   // Split placement: the critic's pool is not the actor's, so their updates can run at the same time.
   const Role actor_role = resource_pool_manager_.has_role(Role::ActorRollout) ? Role::ActorRollout : Role::Actor;
@@ -696,6 +705,11 @@ void PPOTrainer::fit() {
         if (use_reference_policy_ && !batch.has_tensor("ref_log_prob")) {
           PhaseTimer timer("ref", timing_raw);
           union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
+        }
+        if (use_teacher_) {
+          // verl's teacher loop: the teachers' log-probs of the student's tokens, for the distillation loss.
+          PhaseTimer timer("teacher", timing_raw);
+          union_tensors(batch, teacher_wg_->call("compute_teacher_log_prob", batch));
         }
         if (use_critic_) {
           PhaseTimer timer("values", timing_raw);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "verl/algo/core_algos.h"
+#include "verl/algo/distillation_loss.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/model/tensor_parallel_model.h"
@@ -148,6 +149,9 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   std::vector<std::string> keys = {"responses", "response_mask", "input_ids", "attention_mask",
                                    "position_ids", "old_log_probs", "advantages"};
   if (config_.use_kl_loss) keys.push_back("ref_log_prob");
+  // distillation.enabled: the teachers' log-probs (workers/teacher_model_worker.h) feed the distillation loss.
+  const config::DistillationLossConfig* distillation = config_.distillation ? &*config_.distillation : nullptr;
+  if (distillation != nullptr) keys.push_back("teacher_logprobs");
   require_keys(data_in, keys, "update_actor");
   if (data_in.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   protocol::DataProto data = data_in.select(keys);
@@ -162,7 +166,9 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
   const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0;
 
-  double pg_loss_sum = 0.0, kl_loss_sum = 0.0;
+  // verl's distillation_ppo_loss: without task rewards or a policy gradient the PPO loss is not computed at all.
+  const bool task_loss = distillation == nullptr || algo::distillation_computes_task_loss(*distillation);
+  double pg_loss_sum = 0.0, kl_loss_sum = 0.0, distillation_loss_sum = 0.0;
   nlohmann::json metrics = nlohmann::json::object();
   for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini : mini_batches) {
@@ -193,26 +199,38 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
         const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
         torch::Tensor is_weights;
         if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
-        auto pg = loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg,
-                          is_weights);
-        auto policy_loss = pg.pg_loss;
+        torch::Tensor policy_loss = torch::zeros({}, log_prob.options());
         nlohmann::json micro_metrics = nlohmann::json::object();
-        for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
-        if (calculate_entropy) {
-          auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
-          micro_metrics["actor/entropy"] = entropy_agg.item<double>();
-          if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
+        if (task_loss) {
+          auto pg =
+              loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg, is_weights);
+          policy_loss = pg.pg_loss;
+          for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
+          if (calculate_entropy) {
+            auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
+            micro_metrics["actor/entropy"] = entropy_agg.item<double>();
+            if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
+          }
+          if (config_.use_kl_loss) {
+            auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
+            auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
+            policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
+            kl_loss_sum += kl_loss.item<double>() * scale;
+            micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
+          }
+          pg_loss_sum += pg.pg_loss.item<double>() * scale;
         }
-        if (config_.use_kl_loss) {
-          auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
-          auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
-          policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
-          kl_loss_sum += kl_loss.item<double>() * scale;
-          micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
+        if (distillation != nullptr) {
+          const auto distill =
+              algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
+                                      response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
+          policy_loss =
+              algo::loss_with_distillation(*distillation, task_loss ? policy_loss : torch::Tensor(), distill.loss);
+          distillation_loss_sum += distill.loss.item<double>() * scale;
+          for (const auto& [k, v] : distill.metrics) micro_metrics["actor/" + k] = v;
         }
         (policy_loss * scale).backward();
         root.reduce_gradients();
-        pg_loss_sum += pg.pg_loss.item<double>() * scale;
         for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
           append(metrics, it.key(), it.value().get<double>());
         }
@@ -221,8 +239,9 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
     }
   }
   optimizer_->zero_grad();
-  metrics["actor/pg_loss"] = nlohmann::json::array({pg_loss_sum});
+  if (task_loss) metrics["actor/pg_loss"] = nlohmann::json::array({pg_loss_sum});
   metrics["actor/kl_loss"] = nlohmann::json::array({kl_loss_sum});
+  if (distillation != nullptr) metrics["actor/distillation/loss"] = nlohmann::json::array({distillation_loss_sum});
   return metrics;
 }
 

@@ -154,6 +154,37 @@ struct RolloutCorrectionConfig {
   std::string loss_type = "ppo_clip";         // bypass mode's loss: ppo_clip | reinforce
 };
 
+// distillation.distillation_loss (verl 0.9.1's DistillationLossConfig): how the teacher's log-probs of the student's
+// own tokens become a loss (trainer/distillation.h).
+struct DistillationLossConfig {
+  std::string loss_mode = "k3";  // a single-sample KL estimator: kl|k1, abs, mse|k2, low_var_kl|k3
+  std::optional<int64_t> topk;   // read for forward_kl_topk (not implemented here: an error)
+  bool use_task_rewards = true;  // keep the PPO / GRPO loss; add the distillation loss times its coefficient
+  double distillation_loss_coef = 1.0;
+  std::optional<double> loss_max_clamp;      // per-token loss clamped to [-c, c]
+  std::optional<double> log_prob_min_clamp;  // forward_kl_topk only
+  bool use_policy_gradient = false;  // the negated loss is the advantage of a vanilla PPO loss (k1 recommended)
+  std::string policy_loss_mode = "vanilla";
+  double clip_ratio = 0.2;
+  double clip_ratio_low = 0.2;
+  double clip_ratio_high = 0.2;
+};
+
+// One of distillation.teacher_models (verl's DistillationTeacherModelConfig).
+struct DistillationTeacherConfig {
+  std::string entry;       // the YAML entry's name (teacher_model, ...)
+  std::string key;         // the routing value (distillation.teacher_key's column); "default" for a single teacher
+  std::string model_path;  // an HF model folder sharing the student's vocabulary
+  int64_t max_num_batched_tokens = 8192;  // inference.max_num_batched_tokens: tokens per teacher forward
+};
+
+struct DistillationConfig {
+  bool enabled = false;
+  std::string teacher_key = "data_source";  // the non-tensor column that routes rows between several teachers
+  DistillationLossConfig loss;
+  std::vector<DistillationTeacherConfig> teachers;  // one routes every row; several route by teacher_key
+};
+
 struct ActorConfig {
   std::string strategy;
   int64_t ppo_mini_batch_size = 0;
@@ -177,6 +208,8 @@ struct ActorConfig {
   // verl's apply_bypass_mode: with algorithm.rollout_correction.bypass_mode=true the config layer sets
   // policy_loss_mode = bypass_mode and copies the rollout correction here (verl's policy_loss.rollout_correction).
   std::optional<RolloutCorrectionConfig> rollout_correction;
+  // Set when distillation.enabled: update_policy adds the distillation loss (needs teacher_logprobs).
+  std::optional<DistillationLossConfig> distillation;
   std::string loss_agg_mode;
   std::optional<double> loss_scale_factor;
   double entropy_coeff = 0;
@@ -455,6 +488,7 @@ struct PPOConfig {
   TrainerConfig trainer;
   RolloutPoolConfig rollout;
   RolloutSkipConfig skip_rollout;  // skip.rollout
+  DistillationConfig distillation;
 };
 
 // Names accepted for the enumerated keys; the algorithm ones are the registries' (verl/algo/algo_names.h).

@@ -6,9 +6,9 @@
 
 namespace verl::single_controller {
 
-enum class Role { Actor, Rollout, ActorRollout, Critic, RefPolicy, RewardModel, ActorRolloutRef };
+enum class Role { Actor, Rollout, ActorRollout, Critic, RefPolicy, RewardModel, ActorRolloutRef, TeacherModel };
 
-// verl's str(Role): "actor", "rollout", "actor_rollout", "critic", "ref", "rm", "actor_rollout_ref".
+// verl's str(Role): "actor", "rollout", "actor_rollout", "critic", "ref", "rm", "actor_rollout_ref", "teacher".
 std::string role_name(Role role);
 // Accepts role_name() spellings and verl's enum names ("ActorRollout"); an unknown name is an error.
 Role parse_role(const std::string& name);

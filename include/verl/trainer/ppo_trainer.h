@@ -175,6 +175,7 @@ class PPOTrainer {
   bool use_critic_ = false;
   bool use_reference_policy_ = false;
   bool use_rm_ = false;
+  bool use_teacher_ = false;  // distillation.enabled: Role::TeacherModel scores the responses
   bool split_updates_ = false;  // critic and actor on different pools: updates overlap
   bool in_process_ = false;     // workers in this process (no transport factory given)
   int64_t total_training_steps_ = 0;
@@ -192,6 +193,7 @@ class PPOTrainer {
   std::optional<single_controller::WorkerGroup> critic_wg_;
   std::optional<single_controller::WorkerGroup> ref_policy_wg_;
   std::optional<single_controller::WorkerGroup> rm_wg_;
+  std::optional<single_controller::WorkerGroup> teacher_wg_;
   std::unique_ptr<Tracking> logger_;
 };
 

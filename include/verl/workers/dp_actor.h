@@ -37,11 +37,13 @@ class DataParallelPPOActor {
                                                            torch::Tensor* sum_pi_squared = nullptr);
 
   // data: responses, response_mask, input_ids, attention_mask, position_ids, old_log_probs, advantages
-  // (+ ref_log_prob with use_kl_loss, + rollout_is_weights when present); meta_info: temperature.
+  // (+ ref_log_prob with use_kl_loss, + teacher_logprobs with config().distillation (algo/distillation_loss.h),
+  // + rollout_is_weights when present); meta_info: temperature.
   // Returns verl's metrics as key -> list of numbers: actor/pg_loss and actor/kl_loss are one number each
   // (sums over mini-batches and epochs of the scaled micro-batch losses), actor/pg_clipfrac, actor/ppo_kl,
   // actor/pg_clipfrac_lower (+ actor/entropy, actor/kl_coef) one per micro-batch, actor/grad_norm one per
-  // optimizer step.
+  // optimizer step; with distillation, actor/distillation/loss (summed as pg_loss) and the loss's metrics per
+  // micro-batch (actor/pg_loss only when the PPO loss is computed).
   nlohmann::json update_policy(const protocol::DataProto& data);
 
   // Data-parallel gradient averaging across ranks, called after the backward passes of a mini-batch and

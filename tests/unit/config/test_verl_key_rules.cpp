@@ -131,7 +131,7 @@ TEST(VerlKeyRules, FeaturesAcceptTheirDefaultAndNameThemselvesOtherwise) {
       {"actor_rollout_ref.actor.fsdp_config.qat.enable=true", "quantization-aware training"},
       {"actor_rollout_ref.model.mtp.enable=true", "multi-token prediction"},
       {"reward_model.reward_loop_source=importlib", "custom reward-loop manager classes"},
-      {"distillation.enabled=true", "on-policy distillation"},
+      {"transfer_queue.enable=true", "TransferQueue"},
       {"trainer.v1.trainer_mode=separate_async", "asynchronous v1 trainer"},
   };
   for (const auto& [override_arg, feature] : cases) {

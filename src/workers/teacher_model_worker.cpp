@@ -1,0 +1,132 @@
+#include "verl/workers/teacher_model_worker.h"
+
+#include <filesystem>
+
+#include "verl/common/error.h"
+#include "verl/common/strings.h"
+#include "verl/model/weights.h"
+#include "verl/workers/checkpoint_rank_files.h"
+#include "verl/workers/micro_batches.h"
+#include "verl/workers/worker_device.h"
+
+namespace verl::workers {
+
+namespace fs = std::filesystem;
+using protocol::DataProto;
+using single_controller::Dispatch;
+using single_controller::Execute;
+
+namespace {
+
+constexpr const char* kComponent = "teacher";
+
+std::string teacher_key_path(const config::DistillationTeacherConfig& teacher, const std::string& field) {
+  return "distillation.teacher_models." + teacher.entry + "." + field;
+}
+
+}  // namespace
+
+TeacherModelWorker::TeacherModelWorker(const single_controller::WorkerContext& context,
+                                       std::shared_ptr<const config::PPOConfig> config)
+    : Worker(context), config_(std::move(config)) {
+  VERL_ASSERT(config_ != nullptr, kComponent, "TeacherModelWorker needs a config");
+  VERL_CHECK(config_->distillation.enabled && !config_->distillation.teachers.empty(), kComponent,
+             "a teacher worker was requested but distillation.enabled is false");
+  register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
+                  [this](const DataProto& in) { return init_model(in); });
+  register_method({"compute_teacher_log_prob", Dispatch::DpComputeProto, Execute::All, ""},
+                  [this](const DataProto& in) { return compute_teacher_log_prob(in); });
+}
+
+DataProto TeacherModelWorker::init_model(const DataProto&) {
+  device_ = worker_device(config_->trainer, rank());
+  modules_.clear();
+  for (const config::DistillationTeacherConfig& teacher : config_->distillation.teachers) {
+    const std::string path = expand_user(teacher.model_path);
+    VERL_CHECK(fs::is_regular_file(fs::path(path) / "config.json"), kComponent, teacher_key_path(teacher, "model_path"),
+               " '", path, "' is not a model folder (config.json + safetensors weights)");
+    model::LoadOptions options;
+    options.dtype = torch::kFloat32;
+    model::CausalLM module = model::load_model(path, options);
+    module->to(device_);
+    module->remove_padding = config_->actor_rollout_ref.model.use_remove_padding;
+    module->eval();
+    for (auto& parameter : module->parameters()) parameter.set_requires_grad(false);
+    modules_.push_back(std::move(module));
+  }
+  return DataProto();
+}
+
+torch::Tensor TeacherModelWorker::teacher_log_probs(size_t index, const DataProto& rows) {
+  const config::DistillationTeacherConfig& teacher = config_->distillation.teachers[index];
+  model::CausalLM& module = modules_[index];
+  const torch::Tensor& input_ids = rows.tensor("input_ids");
+  // The student's tokens must be the teacher's too (verl sends token ids; vLLM rejects ids past its vocabulary).
+  const int64_t vocab = module->config.vocab_size;
+  const int64_t largest = (input_ids * rows.tensor("attention_mask").to(input_ids.dtype())).max().item<int64_t>();
+  VERL_CHECK(largest < vocab, kComponent, "token id ", largest, " of the student's batch is outside the vocabulary (",
+             vocab, " tokens) of the teacher ", teacher_key_path(teacher, "model_path"), " '", teacher.model_path,
+             "': teacher and student must share a tokenizer");
+
+  const int64_t budget = std::max<int64_t>(teacher.max_num_batched_tokens, input_ids.size(1));
+  const MicroBatches micro =
+      dynamic_micro_batches(rows, budget, teacher_key_path(teacher, "inference.max_num_batched_tokens"));
+  std::vector<torch::Tensor> outputs;
+  for (const auto& part : micro.parts) {
+    // verl's teacher: prompt log-probs at temperature 1, whatever the rollout's temperature.
+    auto out = model::response_log_probs(module, part.tensor("input_ids").to(device_),
+                                         part.tensor("attention_mask").to(device_),
+                                         part.tensor("position_ids").to(device_), part.tensor("responses").to(device_),
+                                         /*temperature=*/1.0, /*with_entropy=*/false);
+    outputs.push_back(out.log_probs.to(torch::kCPU));
+  }
+  return micro.restore(outputs);
+}
+
+DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
+  VERL_CHECK(!modules_.empty(), kComponent, "compute_teacher_log_prob called before init_model");
+  for (const char* name : {"input_ids", "attention_mask", "position_ids", "responses"}) {
+    VERL_CHECK(data.has_tensor(name), kComponent, "compute_teacher_log_prob: the batch has no tensor '", name,
+               "' (needs input_ids, attention_mask, position_ids, responses)");
+  }
+  const int64_t B = data.size();
+  const int64_t R = data.tensor("responses").size(1);
+  torch::Tensor out = torch::zeros({B, R}, torch::kFloat32);
+  if (B == 0) return DataProto::from_dict({{"teacher_logprobs", out}});
+  torch::NoGradGuard no_grad;
+  const DataProto inputs = data.select({"input_ids", "attention_mask", "position_ids", "responses"});
+  const auto& teachers = config_->distillation.teachers;
+  if (teachers.size() == 1) return DataProto::from_dict({{"teacher_logprobs", teacher_log_probs(0, inputs)}});
+
+  // Several teachers: rows by their routing value.
+  const std::string& column = config_->distillation.teacher_key;
+  VERL_CHECK(data.non_tensor_batch.count(column) > 0, kComponent, "distillation.teacher_key '", column,
+             "' is not a column of the batch; multi-teacher distillation routes rows by it");
+  const auto& values = data.column(column);
+  std::vector<std::vector<int64_t>> rows_of(teachers.size());
+  std::vector<std::string> keys;
+  for (const auto& teacher : teachers) keys.push_back(teacher.key);
+  for (int64_t i = 0; i < B; ++i) {
+    VERL_CHECK(values[i].is_string(), kComponent, "row ", i, "'s ", column,
+               " must be a string to route it to a teacher, got ", values[i].dump());
+    const std::string& value = values[i].get_ref<const std::string&>();
+    const auto it = std::find(keys.begin(), keys.end(), value);
+    VERL_CHECK(it != keys.end(), kComponent, "no teacher has the key '", value, "' (row ", i, "'s ", column,
+               "); the teachers' keys: ", join(keys, ", "));
+    rows_of[it - keys.begin()].push_back(i);
+  }
+  for (size_t t = 0; t < teachers.size(); ++t) {
+    if (rows_of[t].empty()) continue;
+    const torch::Tensor index = torch::tensor(rows_of[t], torch::kInt64);
+    out.index_copy_(0, index, teacher_log_probs(t, inputs.index(rows_of[t])));
+  }
+  return DataProto::from_dict({{"teacher_logprobs", out}});
+}
+
+single_controller::WorkerFactory teacher_model_worker_factory(std::shared_ptr<const config::PPOConfig> config) {
+  return [config](const single_controller::WorkerContext& context) -> std::unique_ptr<single_controller::Worker> {
+    return std::make_unique<TeacherModelWorker>(context, config);
+  };
+}
+
+}  // namespace verl::workers

@@ -1,0 +1,112 @@
+// `verl train` with on-policy distillation (distillation.enabled) on the digit-completion setup, one CPU process:
+// the teacher is the student's own network with its LM head scaled up (a sharper distribution over the same
+// tokens), so the student can only close the gap by learning. Distillation alone (use_task_rewards=false, k3 as a
+// supervised loss) must shrink the logged reverse KL; k1 as a policy gradient beside the task's GRPO loss logs
+// verl's metric keys and the teacher's phase.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/digit_completion_setup.h"
+#include "verl/model/weights.h"
+#include "verl/trainer/tracking.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DigitCompletionSetup& distillation_setup() {
+  static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_distillation"));
+  return instance;
+}
+
+// The student's folder with lm_head.weight times `sharpen` (config and tokenizer files copied as they are).
+std::string make_sharpened_teacher(const std::string& student_dir, double sharpen) {
+  const std::string dir = make_temp_dir("e2e_distillation_teacher");
+  fs::copy(student_dir, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  model::CausalLM teacher = model::load_model(student_dir, model::LoadOptions{});
+  {
+    torch::NoGradGuard no_grad;
+    auto& head = teacher->lm_head ? teacher->lm_head->weight : teacher->model->embed_tokens->weight;
+    head.mul_(sharpen);
+  }
+  model::save_model(teacher, dir);
+  return dir;
+}
+
+std::vector<std::string> distillation_run(const std::string& run_dir, const std::string& teacher,
+                                          const std::vector<std::string>& more) {
+  std::vector<std::string> overrides = distillation_setup().base_overrides(run_dir);
+  for (const std::string& o :
+       {"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2", "distillation.enabled=true",
+        "trainer.test_freq=-1", "distillation.teacher_models.teacher_model.model_path=" + teacher}) {
+    overrides.push_back(o);
+  }
+  overrides.insert(overrides.end(), more.begin(), more.end());
+  return overrides;
+}
+
+double mean_over(const std::map<int64_t, double>& by_step, int64_t first, int64_t last) {
+  double sum = 0;
+  for (int64_t step = first; step <= last; ++step) sum += by_step.at(step);
+  return sum / static_cast<double>(last - first + 1);
+}
+
+TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
+  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 6.0);
+  const std::string run_dir = make_temp_dir("e2e_distillation_alone");
+  TrainRun run =
+      run_verl_train(distillation_run(run_dir, teacher,
+                                      {"distillation.distillation_loss.use_task_rewards=false",
+                                       "distillation.distillation_loss.loss_mode=k3",
+                                       "actor_rollout_ref.actor.optim.lr=3e-3", "trainer.total_training_steps=16"}),
+                     run_dir);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& loss = run.history.at("actor/distillation/loss");
+  ASSERT_EQ(loss.size(), 16u);
+  const double first = mean_over(loss, 1, 4), last = mean_over(loss, 13, 16);
+  EXPECT_LT(last, 0.6 * first) << "actor/distillation/loss: steps 1-4 " << first << ", steps 13-16 " << last;
+  EXPECT_EQ(run.history.count("actor/pg_loss"), 0u) << "without task rewards verl computes no PPO loss";
+  for (const char* key : {"actor/distillation/abs_loss", "actor/distillation/loss_min", "actor/distillation/loss_max",
+                          "timing_s/teacher"}) {
+    EXPECT_EQ(run.history.count(key), 1u) << key;
+  }
+}
+
+TEST(DistillationE2E, PolicyGradientDistillationBesideGrpoLogsVerlsKeys) {
+  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 3.0);
+  const std::string run_dir = make_temp_dir("e2e_distillation_pg");
+  TrainRun run = run_verl_train(
+      distillation_run(
+          run_dir, teacher,
+          {"distillation.distillation_loss.loss_mode=k1", "distillation.distillation_loss.use_policy_gradient=true",
+           "distillation.distillation_loss.distillation_loss_coef=0.5",
+           "distillation.distillation_loss.loss_max_clamp=10", "trainer.total_training_steps=2"}),
+      run_dir);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  for (const char* key :
+       {"actor/pg_loss", "actor/distillation/loss", "actor/distillation/abs_loss", "actor/distillation/pg_clipfrac",
+        "actor/distillation/ppo_kl", "actor/distillation/pg_clipfrac_lower", "timing_s/teacher", "critic/score/mean"}) {
+    ASSERT_EQ(run.history.count(key), 1u) << key;
+    EXPECT_EQ(run.history.at(key).size(), 2u) << key;
+  }
+}
+
+TEST(DistillationE2E, ATeacherWithASmallerVocabularyStopsTheRunBeforeAnyWeightsLoad) {
+  const std::string run_dir = make_temp_dir("e2e_distillation_bad_teacher");
+  const std::string teacher = make_temp_dir("e2e_distillation_wide_teacher");
+  const CommandResult init =
+      run_command(verl_binary() + " model init --arch llama --out '" + teacher + "' --vocab-size 8 --hidden-size 16 " +
+                  "--num-layers 1 --num-heads 2 --num-kv-heads 2 --intermediate-size 32 --seed 2");
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  TrainRun run = run_verl_train(distillation_run(run_dir, teacher, {"trainer.total_training_steps=1"}), run_dir);
+  EXPECT_NE(run.result.exit_code, 0);
+  EXPECT_NE(run.result.err.find("but distillation.teacher_models.teacher_model.model_path '" + teacher +
+                                "' has vocab_size 8 (teacher and student must share a tokenizer)"),
+            std::string::npos)
+      << run.result.err;
+}
+
+}  // namespace
+}  // namespace verl::test
