@@ -83,10 +83,14 @@ DistillationConfig read_distillation(ConfigReader& in, const Node& resolved, int
                kind_name(node.kind()));
     DistillationTeacherConfig t;
     t.entry = entry;
-    t.key = in.get_optional_string(p + ".key").value_or("");
-    t.model_path = in.get_optional_string(p + ".model_path").value_or("");
-    t.max_num_batched_tokens = in.get_optional_int(p + ".inference.max_num_batched_tokens").value_or(8192);
-    const std::optional<int64_t> max_model_len = in.get_optional_int(p + ".inference.max_model_len");
+    t.key = in.contains(p + ".key") ? in.get_optional_string(p + ".key").value_or("") : "";
+    t.model_path = in.contains(p + ".model_path") ? in.get_optional_string(p + ".model_path").value_or("") : "";
+    // An entry added with '+' may leave inference out: verl's RolloutConfig defaults then.
+    const auto optional_int = [&](const std::string& key) -> std::optional<int64_t> {
+      return in.contains(key) ? in.get_optional_int(key) : std::nullopt;
+    };
+    t.max_num_batched_tokens = optional_int(p + ".inference.max_num_batched_tokens").value_or(8192);
+    const std::optional<int64_t> max_model_len = optional_int(p + ".inference.max_model_len");
     if (d.enabled) {
       VERL_CHECK(t.max_num_batched_tokens > 0, "config", p, ".inference.max_num_batched_tokens must be > 0, got ",
                  t.max_num_batched_tokens);

@@ -16,7 +16,8 @@ using protocol::Json;
 using single_controller::WorkerContext;
 
 std::unique_ptr<TeacherModelWorker> make_teacher_worker(const std::vector<std::string>& overrides) {
-  auto worker = std::make_unique<TeacherModelWorker>(WorkerContext{0, 1, "teacher"}, test::ppo_config(overrides));
+  auto worker = std::make_unique<TeacherModelWorker>(WorkerContext{0, 1, "teacher"},
+                                                     test::ppo_config(test::with(overrides, {"trainer.device=cpu"})));
   worker->init_model(DataProto());
   return worker;
 }
@@ -24,7 +25,7 @@ std::unique_ptr<TeacherModelWorker> make_teacher_worker(const std::vector<std::s
 std::vector<std::string> one_teacher(const std::string& dir, int64_t token_budget) {
   return {"distillation.enabled=true", "distillation.teacher_models.teacher_model.model_path=" + dir,
           "distillation.teacher_models.teacher_model.inference.max_num_batched_tokens=" + std::to_string(token_budget),
-          "actor_rollout_ref.rollout.temperature=0.7"};
+          "actor_rollout_ref.rollout.temperature=0.7", "trainer.device=cpu"};
 }
 
 // The teacher's log-probs computed here from the model itself: log_softmax of the logits at the position before
