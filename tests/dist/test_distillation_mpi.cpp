@@ -1,0 +1,92 @@
+// On-policy distillation under `mpirun -np 3 verl train` (the controller and 2 worker slots): the teacher role
+// (Role::TeacherModel, on the actor's pool) splits the batch between the slots, and two greedy GRPO + distillation
+// steps end with the actor and the distillation metrics of the 1-slot run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/digit_completion_setup.h"
+#include "support/dist_run.h"
+#include "support/run_command.h"
+#include "verl/model/weights.h"
+#include "verl/trainer/tracking.h"
+
+namespace verl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DigitCompletionSetup& distillation_mpi_setup() {
+  static const DigitCompletionSetup s = make_digit_completion_setup(make_temp_dir("dist_distillation_setup"), 8);
+  return s;
+}
+
+// The student's network with its LM head scaled by 4: a sharper teacher over the same vocabulary.
+const std::string& distillation_mpi_teacher() {
+  static const std::string dir = [] {
+    const std::string out = make_temp_dir("dist_distillation_teacher");
+    model::CausalLM teacher = model::load_model(distillation_mpi_setup().model_dir, model::LoadOptions{});
+    {
+      torch::NoGradGuard no_grad;
+      (teacher->lm_head ? teacher->lm_head->weight : teacher->model->embed_tokens->weight).mul_(4.0);
+    }
+    model::save_model(teacher, out);
+    return out;
+  }();
+  return dir;
+}
+
+std::vector<std::string> distillation_mpi_run(const std::string& run_dir, int slots) {
+  std::vector<std::string> o = distillation_mpi_setup().base_overrides(run_dir);
+  const std::vector<std::string> more = {
+      "algorithm.adv_estimator=grpo",
+      "actor_rollout_ref.rollout.do_sample=false",
+      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+      "trainer.balance_batch=false",
+      "trainer.total_training_steps=2",
+      "trainer.save_freq=2",
+      "trainer.test_freq=-1",
+      "trainer.num_cpu_threads=1",
+      "actor_rollout_ref.actor.optim.lr=1e-3",
+      "distillation.enabled=true",
+      "distillation.teacher_models.teacher_model.model_path=" + distillation_mpi_teacher(),
+      "distillation.teacher_models.teacher_model.inference.max_num_batched_tokens=40",
+      "trainer.n_gpus_per_node=" + std::to_string(slots)};
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+TEST(DistillationMpi, TwoSlotsEqualOneSlotForTwoSteps) {
+  const std::string one_dir = make_temp_dir("dist_distill1");
+  const std::string two_dir = make_temp_dir("dist_distill2");
+  CommandResult one = run_command(verl_train_command(distillation_mpi_run(one_dir, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  CommandResult two = run_command(mpirun(3) + verl_train_command(distillation_mpi_run(two_dir, 2)));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+
+  const std::string reference = one_dir + "/global_step_2/actor/model_world_size_1_rank_0.safetensors";
+  for (int r = 0; r < 2; ++r) {
+    const std::string file =
+        two_dir + "/global_step_2/actor/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+    ASSERT_TRUE(fs::exists(file)) << file;
+    auto [diff, name] = max_relative_difference(file, reference);
+    EXPECT_LT(diff, 1e-5) << "rank " << r << ": " << name;
+  }
+  const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
+  const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(two_dir + "/metrics.jsonl");
+  for (const char* key : {"actor/distillation/loss", "actor/distillation/abs_loss", "actor/distillation/loss_max",
+                          "actor/pg_loss", "actor/grad_norm"}) {
+    ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
+    for (int64_t step = 1; step <= 2; ++step) {
+      const double expected = m1.at(key).at(step);
+      EXPECT_NEAR(m2.at(key).at(step), expected, 1e-4 * std::max(std::abs(expected), 1e-3)) << key << " step " << step;
+    }
+  }
+  EXPECT_GT(m1.at("actor/distillation/loss").at(1), 0.0) << "the sharper teacher disagrees with the student";
+}
+
+}  // namespace
+}  // namespace verl::test
