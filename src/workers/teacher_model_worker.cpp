@@ -46,7 +46,9 @@ DataProto TeacherModelWorker::init_model(const DataProto&) {
     VERL_CHECK(fs::is_regular_file(fs::path(path) / "config.json"), kComponent, teacher_key_path(teacher, "model_path"),
                " '", path, "' is not a model folder (config.json + safetensors weights)");
     model::LoadOptions options;
-    options.dtype = torch::kFloat32;
+    // verl's teacher inference.dtype follows rollout.dtype; the same resolution as the rollout's (bf16 on a GPU,
+    // fp32 on the CPU unless set). Log-probs come out in fp32 either way.
+    options.dtype = resolved_precision(config_->actor_rollout_ref.rollout.dtype, device_);
     model::CausalLM module = model::load_model(path, options);
     module->to(device_);
     module->remove_padding = config_->actor_rollout_ref.model.use_remove_padding;

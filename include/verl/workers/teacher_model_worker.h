@@ -9,6 +9,7 @@
 //                                               each response token (0 at padding)
 // Routing (verl's _resolve_teacher_key): one teacher scores every row; with several, a row goes to the teacher
 // whose key equals the row's teacher_key value, and a value no teacher has is an error listing the keys.
+// Weights in rollout.dtype (verl's teacher inference.dtype follows it): bf16 on a GPU and fp32 on the CPU unless set.
 // Forwards hold at most the teacher's inference.max_num_batched_tokens tokens (vLLM's per-step budget; a longer
 // sequence runs alone). A token the teacher's vocabulary lacks is an error naming the teacher's folder.
 #pragma once

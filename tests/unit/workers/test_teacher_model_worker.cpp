@@ -1,7 +1,7 @@
 // TeacherModelWorker (distillation's teachers): teacher_logprobs are the teacher's log-probs of each response token
-// at temperature 1 (the rollout's temperature does not matter), 0 at padding, the same whatever the token budget or
-// the number of slots; several teachers each score the rows of their key; a key no teacher has, and a token past the
-// teacher's vocabulary, are one-line errors.
+// at temperature 1 (the rollout's temperature does not matter) with the weights in rollout.dtype, 0 at padding, the
+// same whatever the token budget or the number of slots; several teachers each score the rows of their key; a key no
+// teacher has, and a token past the teacher's vocabulary, are one-line errors.
 #include <gtest/gtest.h>
 
 #include "unit/workers/worker_test_util.h"
@@ -58,6 +58,15 @@ TEST(TeacherModelWorker, LogProbsAreTheTeachersAtTemperatureOneWhateverTheBudget
   const torch::Tensor row_by_row =
       make_teacher_worker(one_teacher(dir, 1))->compute_teacher_log_prob(batch).tensor("teacher_logprobs");
   EXPECT_TRUE(torch::allclose(row_by_row, got, 1e-5, 1e-6));
+  // rollout.dtype (verl's teacher inference.dtype follows it): bf16 weights, fp32 log-probs near the fp32 ones.
+  const torch::Tensor in_bf16 =
+      make_teacher_worker(test::with(one_teacher(dir, 8192), {"actor_rollout_ref.rollout.dtype=bfloat16"}))
+          ->compute_teacher_log_prob(batch)
+          .tensor("teacher_logprobs");
+  EXPECT_EQ(in_bf16.scalar_type(), torch::kFloat32);
+  const double bf16_gap = (in_bf16 - got).abs().max().item<double>();
+  EXPECT_GT(bf16_gap, 0.0) << "rollout.dtype=bfloat16 was not applied";
+  EXPECT_LT(bf16_gap, 0.1);
   // Through a worker group of 2 slots: same numbers, original order.
   auto transport = std::make_shared<single_controller::InProcessTransport>(
       "teacher", 2, teacher_model_worker_factory(test::ppo_config(one_teacher(dir, 8192))));
