@@ -11,7 +11,6 @@
 #include "support/digit_completion_setup.h"
 #include "support/dist_run.h"
 #include "support/run_command.h"
-#include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::test {
@@ -24,18 +23,9 @@ const DigitCompletionSetup& distillation_mpi_setup() {
   return s;
 }
 
-// The student's network with its LM head scaled by 4: a sharper teacher over the same vocabulary.
 const std::string& distillation_mpi_teacher() {
-  static const std::string dir = [] {
-    const std::string out = make_temp_dir("dist_distillation_teacher");
-    model::CausalLM teacher = model::load_model(distillation_mpi_setup().model_dir, model::LoadOptions{});
-    {
-      torch::NoGradGuard no_grad;
-      (teacher->lm_head ? teacher->lm_head->weight : teacher->model->embed_tokens->weight).mul_(4.0);
-    }
-    model::save_model(teacher, out);
-    return out;
-  }();
+  static const std::string dir =
+      make_sharpened_teacher(distillation_mpi_setup().model_dir, 4.0, "dist_distillation_teacher");
   return dir;
 }
 

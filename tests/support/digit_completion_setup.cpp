@@ -7,6 +7,7 @@
 
 #include "support/char_tokenizer.h"
 #include "support/run_command.h"
+#include "verl/model/weights.h"
 
 namespace verl::test {
 
@@ -94,6 +95,17 @@ DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val
   write_file(setup.model_dir + "/config.json", config.dump(2));
   write_file(setup.model_dir + "/generation_config.json", R"({"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2})");
   return setup;
+}
+
+std::string make_sharpened_teacher(const std::string& model_dir, double sharpen, const std::string& name) {
+  const std::string dir = make_temp_dir(name);
+  model::CausalLM teacher = model::load_model(model_dir, model::LoadOptions{});
+  {
+    torch::NoGradGuard no_grad;
+    (teacher->lm_head ? teacher->lm_head->weight : teacher->model->embed_tokens->weight).mul_(sharpen);
+  }
+  model::save_model(teacher, dir);
+  return dir;
 }
 
 std::string verl_train_command(const std::vector<std::string>& overrides) {

@@ -25,6 +25,10 @@ struct DigitCompletionSetup {
 DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val_rows = 32, int hidden_size = 32,
                                                  int num_layers = 1, int num_heads = 2, int intermediate_size = 0);
 
+// A distillation teacher for the setup: `model_dir`'s network with its LM head (the tied embedding when there is
+// none) times `sharpen`, saved in a fresh temp folder `name` (a sharper distribution over the same vocabulary).
+std::string make_sharpened_teacher(const std::string& model_dir, double sharpen, const std::string& name);
+
 // "verl train <overrides...>" quoted for the shell.
 std::string verl_train_command(const std::vector<std::string>& overrides);
 

@@ -5,37 +5,19 @@
 // verl's metric keys and the teacher's phase.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "support/digit_completion_setup.h"
-#include "verl/model/weights.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::test {
 namespace {
 
-namespace fs = std::filesystem;
-
 const DigitCompletionSetup& distillation_setup() {
   static const DigitCompletionSetup instance = make_digit_completion_setup(make_temp_dir("e2e_distillation"));
   return instance;
-}
-
-// The student's folder with lm_head.weight times `sharpen` (config and tokenizer files copied as they are).
-std::string make_sharpened_teacher(const std::string& student_dir, double sharpen) {
-  const std::string dir = make_temp_dir("e2e_distillation_teacher");
-  fs::copy(student_dir, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  model::CausalLM teacher = model::load_model(student_dir, model::LoadOptions{});
-  {
-    torch::NoGradGuard no_grad;
-    auto& head = teacher->lm_head ? teacher->lm_head->weight : teacher->model->embed_tokens->weight;
-    head.mul_(sharpen);
-  }
-  model::save_model(teacher, dir);
-  return dir;
 }
 
 std::vector<std::string> distillation_run(const std::string& run_dir, const std::string& teacher,
@@ -56,7 +38,7 @@ double distillation_mean_over(const std::map<int64_t, double>& by_step, int64_t 
 }
 
 TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
-  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 6.0);
+  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 6.0, "e2e_distillation_teacher");
   const std::string run_dir = make_temp_dir("e2e_distillation_alone");
   TrainRun run =
       run_verl_train(distillation_run(run_dir, teacher,
@@ -77,7 +59,7 @@ TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
 }
 
 TEST(DistillationE2E, PolicyGradientDistillationBesideGrpoLogsVerlsKeys) {
-  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 3.0);
+  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 3.0, "e2e_distillation_teacher_pg");
   const std::string run_dir = make_temp_dir("e2e_distillation_pg");
   TrainRun run = run_verl_train(
       distillation_run(
