@@ -48,14 +48,13 @@ void check_distillation_loss(const DistillationLossConfig& l) {
              ".loss_mode 'forward_kl_topk' (the teacher's top-k distribution) is not implemented in verl.cpp; the "
              "single-sample estimators are: kl|k1, abs, mse|k2, low_var_kl|k3");
   VERL_CHECK(l.policy_loss_mode == "vanilla", "config", p,
-             ".policy_loss_mode must be 'vanilla' (verl supports only "
-             "the vanilla policy loss for distillation), got '",
+             ".policy_loss_mode must be 'vanilla' (verl supports only the vanilla policy loss for distillation), got '",
              l.policy_loss_mode, "'");
   // verl refuses k1 as a supervised loss: its gradient does not depend on the teacher. kl is k1 under another name.
   VERL_CHECK(l.use_policy_gradient || (l.loss_mode != "k1" && l.loss_mode != "kl"), "config", p, ".loss_mode '",
              l.loss_mode, "' needs ", p,
-             ".use_policy_gradient=true: back-propagated directly, its gradient does not "
-             "depend on the teacher's log-probs (use k3 or low_var_kl as a supervised loss)");
+             ".use_policy_gradient=true: back-propagated directly, its gradient does not depend on the teacher's "
+             "log-probs (supervised losses: k3 / low_var_kl, k2 / mse, abs)");
   VERL_CHECK(std::isfinite(l.distillation_loss_coef), "config", p, ".distillation_loss_coef must be a finite number");
   VERL_CHECK(!l.loss_max_clamp || *l.loss_max_clamp > 0, "config", p, ".loss_max_clamp must be > 0 or null, got ",
              l.loss_max_clamp.value_or(0));
