@@ -1,6 +1,7 @@
 // distillation.* (verl 0.9.1's DistillationConfig): read and checked as verl's dataclasses check them when
 // distillation.enabled is true. The teachers' placement keys (n_gpus_per_node, nnodes, num_replicas, inference.*)
-// are config/verl_key_rules.cpp's: verl.cpp runs each teacher on the actor's ranks.
+// and the top-k loss's knobs (distillation_loss.topk, log_prob_min_clamp) are config/verl_key_rules.cpp's: verl.cpp
+// runs each teacher on the actor's ranks and has no top-k loss.
 #include <algorithm>
 #include <cmath>
 
@@ -27,11 +28,9 @@ DistillationLossConfig read_distillation_loss(ConfigReader& in) {
   const std::string p = "distillation.distillation_loss";
   DistillationLossConfig l;
   l.loss_mode = in.get_string(p + ".loss_mode");
-  l.topk = in.get_optional_int(p + ".topk");
   l.use_task_rewards = in.get_bool(p + ".use_task_rewards");
   l.distillation_loss_coef = in.get_double(p + ".distillation_loss_coef");
   l.loss_max_clamp = in.get_optional_double(p + ".loss_max_clamp");
-  l.log_prob_min_clamp = in.get_optional_double(p + ".log_prob_min_clamp");
   l.use_policy_gradient = in.get_bool(p + ".use_policy_gradient");
   l.policy_loss_mode = in.get_string(p + ".policy_loss_mode");
   l.clip_ratio = in.get_double(p + ".clip_ratio");

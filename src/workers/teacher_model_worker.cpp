@@ -93,8 +93,7 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
   }
   const int64_t B = data.size();
   const int64_t R = data.tensor("responses").size(1);
-  torch::Tensor out = torch::zeros({B, R}, torch::kFloat32);
-  if (B == 0) return DataProto::from_dict({{"teacher_logprobs", out}});
+  if (B == 0) return DataProto::from_dict({{"teacher_logprobs", torch::zeros({0, R}, torch::kFloat32)}});
   torch::NoGradGuard no_grad;
   const DataProto inputs = data.select({"input_ids", "attention_mask", "position_ids", "responses"});
   const auto& teachers = config_->distillation.teachers;
@@ -117,6 +116,7 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
                "); the teachers' keys: ", join(keys, ", "));
     rows_of[it - keys.begin()].push_back(i);
   }
+  torch::Tensor out = torch::zeros({B, R}, torch::kFloat32);
   for (size_t t = 0; t < teachers.size(); ++t) {
     if (rows_of[t].empty()) continue;
     const torch::Tensor index = torch::tensor(rows_of[t], torch::kInt64);

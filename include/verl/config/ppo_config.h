@@ -158,12 +158,10 @@ struct RolloutCorrectionConfig {
 // own tokens become a loss (trainer/distillation.h).
 struct DistillationLossConfig {
   std::string loss_mode = "k3";  // a single-sample KL estimator: kl|k1, abs, mse|k2, low_var_kl|k3
-  std::optional<int64_t> topk;   // read for forward_kl_topk (not implemented here: an error)
   bool use_task_rewards = true;  // keep the PPO / GRPO loss; add the distillation loss times its coefficient
   double distillation_loss_coef = 1.0;
-  std::optional<double> loss_max_clamp;      // per-token loss clamped to [-c, c]
-  std::optional<double> log_prob_min_clamp;  // forward_kl_topk only
-  bool use_policy_gradient = false;  // the negated loss is the advantage of a vanilla PPO loss (k1 recommended)
+  std::optional<double> loss_max_clamp;  // per-token loss clamped to [-c, c]
+  bool use_policy_gradient = false;      // the negated loss is the advantage of a vanilla PPO loss (k1 recommended)
   std::string policy_loss_mode = "vanilla";
   double clip_ratio = 0.2;
   double clip_ratio_low = 0.2;

@@ -96,6 +96,16 @@ TEST(DistillationConfig, VerlsChecksAreOneLineErrorsNamingTheKey) {
       "distillation.distillation_loss.temperature' is not used by verl.cpp"));
 }
 
+TEST(DistillationConfig, TheTopKLossKnobsAreAcceptedWithoutEffect) {
+  // Only forward_kl_topk reads them; verl's run scripts may still set them beside an estimator loss.
+  const auto c =
+      load_with_overrides(
+          {"distillation.enabled=true", "distillation.teacher_models.teacher_model.model_path=/models/teacher",
+           "distillation.distillation_loss.topk=64", "distillation.distillation_loss.log_prob_min_clamp=-5"})
+          .ppo;
+  EXPECT_EQ(c.distillation.loss.loss_mode, "k3");
+}
+
 TEST(DistillationConfig, DisabledSectionsAreNotChecked) {
   // verl builds the dataclasses only when distillation is enabled: a half-written section is fine when off.
   const auto c = load_with_overrides({"distillation.distillation_loss.loss_mode=k1"}).ppo;
