@@ -1,7 +1,6 @@
 // distillation.* (verl 0.9.1's DistillationConfig): read and checked as verl's dataclasses check them when
 // distillation.enabled is true. The teachers' placement keys (n_gpus_per_node, nnodes, num_replicas, inference.*)
-// and the top-k loss's knobs (distillation_loss.topk, log_prob_min_clamp) are config/verl_key_rules.cpp's: verl.cpp
-// runs each teacher on the actor's ranks and has no top-k loss.
+// are config/verl_key_rules.cpp's: verl.cpp runs each teacher on the actor's ranks.
 #include <algorithm>
 #include <cmath>
 
@@ -31,6 +30,8 @@ DistillationLossConfig read_distillation_loss(ConfigReader& in) {
   l.use_task_rewards = in.get_bool(p + ".use_task_rewards");
   l.distillation_loss_coef = in.get_double(p + ".distillation_loss_coef");
   l.loss_max_clamp = in.get_optional_double(p + ".loss_max_clamp");
+  l.topk = in.get_optional_int(p + ".topk").value_or(0);
+  l.log_prob_min_clamp = in.get_optional_double(p + ".log_prob_min_clamp");
   l.use_policy_gradient = in.get_bool(p + ".use_policy_gradient");
   l.policy_loss_mode = in.get_string(p + ".policy_loss_mode");
   l.clip_ratio = in.get_double(p + ".clip_ratio");
@@ -43,9 +44,10 @@ void check_distillation_loss(const DistillationLossConfig& l) {
   const std::string p = "distillation.distillation_loss";
   VERL_CHECK(is_one_of(distillation_loss_modes(), l.loss_mode), "config", p, ".loss_mode '", l.loss_mode,
              "' is not one of verl's distillation losses: ", join(distillation_loss_modes(), ", "));
-  VERL_CHECK(l.loss_mode != "forward_kl_topk", "config", p,
-             ".loss_mode 'forward_kl_topk' (the teacher's top-k distribution) is not implemented in verl.cpp; the "
-             "single-sample estimators are: kl|k1, abs, mse|k2, low_var_kl|k3");
+  VERL_CHECK(l.loss_mode != "forward_kl_topk" || l.topk > 0, "config", p,
+             ".topk must be a positive number of tokens with loss_mode 'forward_kl_topk', got ", l.topk);
+  VERL_CHECK(!l.log_prob_min_clamp || std::isfinite(*l.log_prob_min_clamp), "config", p,
+             ".log_prob_min_clamp must be a finite number or null");
   VERL_CHECK(l.policy_loss_mode == "vanilla", "config", p,
              ".policy_loss_mode must be 'vanilla' (verl supports only the vanilla policy loss for distillation), got '",
              l.policy_loss_mode, "'");

@@ -148,9 +148,10 @@ const std::vector<Entry>& table() {
        "the teachers' resource pool (verl.cpp runs each teacher on the actor's ranks)"},
       {"distillation.nnodes", N, "the teachers' resource pool (verl.cpp runs each teacher on the actor's ranks)"},
       {"distillation.teacher_models.*.num_replicas", N, "the teachers' server replicas"},
-      // The top-k loss's own knobs; loss_mode=forward_kl_topk itself is a config error (distillation_config.cpp).
-      {"distillation.distillation_loss.topk", N, "forward_kl_topk's top-k (the estimator losses read no top-k)"},
-      {"distillation.distillation_loss.log_prob_min_clamp", N, "forward_kl_topk's log-prob clamp"},
+      // verl's dataclass fields outside its yaml (given with '+'): memory against time, the same numbers.
+      {"distillation.distillation_loss.use_chunked_topk", N,
+       "verl's chunked top-k log-probs (memory only: verl.cpp gathers the top-k from the whole logits)"},
+      {"distillation.distillation_loss.chunked_topk_chunk_size", N, "verl's chunked top-k log-probs (memory only)"},
       {"distillation.teacher_models.*.inference", N, "the teacher's vLLM / SGLang server (verl.cpp runs it natively)"},
       {"transfer_queue", F, "TransferQueue"},
       {"skip.rollout_tq", F, "rollout dumps of verl's TransferQueue trainer (skip.rollout is implemented)"},

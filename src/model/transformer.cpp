@@ -543,18 +543,24 @@ torch::Tensor response_hidden(CausalLM& model, const torch::Tensor& input_ids, c
 namespace {
 
 // log p(labels) (and entropy, sum_v pi_v^2) at every position of `hidden` [B,n,H]; labels [B,n].
+// `query`'s gather_ids are laid out as labels [B,n,K].
 ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, const torch::Tensor& labels,
-                              double temperature, bool with_entropy, bool with_sum_pi_squared) {
+                              double temperature, bool with_entropy, bool with_sum_pi_squared, const TopKQuery& query) {
   ResponseLogProbs out;
   if (model->tp.active()) {
     VERL_CHECK(!with_sum_pi_squared, kComponent, "actor.calculate_sum_pi_squared is not implemented with tensor "
                "parallelism (megatron.tensor_model_parallel_size > 1); use tensor_model_parallel_size=1");
     // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
-    auto shard = model->logits_shard(hidden).to(torch::kFloat32) / temperature;
+    const auto raw_shard = model->logits_shard(hidden);
+    auto shard = raw_shard.to(torch::kFloat32) / temperature;
     auto parallel_out = parallel::vocab_parallel_log_probs(shard, labels.to(shard.device()).to(torch::kInt64),
                                                            model->tp.comm);
     out.log_probs = parallel_out.log_probs;
     if (with_entropy) out.entropy = parallel_out.entropy;
+    if (query.active()) {
+      // The top-k tokens may be anywhere in the vocabulary: every rank gathers the whole logits (backward: its slice).
+      out.top_k = top_k_log_probs(parallel::gather_from_tp_region(raw_shard, model->tp.comm), temperature, query);
+    }
     return out;
   }
   // One autograd node over the logits in their own dtype (model/fused_log_probs.h): no fp32 vocabulary-wide
@@ -568,6 +574,7 @@ ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, cons
     const auto logits = raw_logits.to(torch::kFloat32) / temperature;
     out.sum_pi_squared = torch::exp(torch::logsumexp(2.0 * logits, -1) - 2.0 * torch::logsumexp(logits, -1));
   }
+  if (query.active()) out.top_k = top_k_log_probs(raw_logits, temperature, query);
   return out;
 }
 
@@ -607,33 +614,66 @@ ColumnRange kept_columns(const torch::Tensor& attention_mask, int64_t R) {
 
 // A [B, r] output of the kept columns back to the response window [B, R]: 0 past column r and wherever the
 // response part of attention_mask is 0 (`zeros_at_padding`: the output has them already, as a packed pass's does).
+// A [B, r, K] output (top-k) widens along its second dimension alike.
 torch::Tensor widen_to_window(const torch::Tensor& t, const torch::Tensor& attention_mask, int64_t R,
                               bool zeros_at_padding) {
   if (!t.defined()) return t;
-  auto widened = torch::constant_pad_nd(t, {0, R - t.size(1)}, 0);
+  std::vector<int64_t> pad(2 * (t.dim() - 1), 0);  // constant_pad_nd lists the last dimension first
+  pad.back() = R - t.size(1);
+  auto widened = torch::constant_pad_nd(t, pad, 0);
   if (zeros_at_padding) return widened;
-  const auto padding = attention_mask.narrow(1, attention_mask.size(1) - R, R).to(t.device()) == 0;
+  auto padding = attention_mask.narrow(1, attention_mask.size(1) - R, R).to(t.device()) == 0;
+  while (padding.dim() < widened.dim()) padding = padding.unsqueeze(-1);
   return widened.masked_fill(padding, 0);
+}
+
+// The query's [B, R, K] ids narrowed to the first r response columns (remove_padding's kept ones).
+TopKQuery narrowed_query(const TopKQuery& query, int64_t r) {
+  TopKQuery out = query;
+  if (query.gather_ids.defined()) out.gather_ids = query.gather_ids.narrow(1, 0, r);
+  return out;
+}
+
+void widen_top_k(TopKLogProbs& top_k, const torch::Tensor& attention_mask, int64_t R, bool zeros_at_padding) {
+  for (torch::Tensor* t : {&top_k.top_k_log_probs, &top_k.top_k_ids, &top_k.gathered_log_probs}) {
+    *t = widen_to_window(*t, attention_mask, R, zeros_at_padding);
+  }
 }
 
 ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                           const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                           const torch::Tensor& responses, double temperature, bool with_entropy,
-                                          bool with_sum_pi_squared) {
+                                          bool with_sum_pi_squared, const TopKQuery& query) {
   if (!model->model->sequence_parallel.active()) {
     auto hidden = response_hidden(model, input_ids, attention_mask, position_ids, responses.size(1));
-    return log_probs_at(model, hidden, responses, temperature, with_entropy, with_sum_pi_squared);
+    return log_probs_at(model, hidden, responses, temperature, with_entropy, with_sum_pi_squared, query);
   }
   // Ulysses: log-probs at every position of this rank's part (labels: the next tokens), gathered along the
   // sequence; the response window's labels are the responses.
   const int64_t L = input_ids.size(1), R = responses.size(1);
   VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
   const auto shard = sequence_shard(model, input_ids, attention_mask, position_ids);
-  auto local = log_probs_at(model, shard.hidden, shard.next_tokens, temperature, with_entropy, with_sum_pi_squared);
+  TopKQuery local_query = query;
+  if (query.gather_ids.defined()) {
+    // The ids sit at the positions that predict the responses, [L-R-1, L-1) of the padded sequence; this rank's part.
+    const auto& group = model->model->sequence_parallel;
+    const int64_t padded_length = L + (group.size() - L % group.size()) % group.size();
+    const int64_t K = query.gather_ids.size(2);
+    auto ids = torch::zeros({input_ids.size(0), padded_length, K}, query.gather_ids.options());
+    ids.narrow(1, L - R - 1, R).copy_(query.gather_ids);
+    local_query.gather_ids = parallel::slice_sequence(ids, 1, *group.comm);
+  }
+  auto local =
+      log_probs_at(model, shard.hidden, shard.next_tokens, temperature, with_entropy, with_sum_pi_squared, local_query);
   ResponseLogProbs out;
   out.log_probs = response_window(local.log_probs, model, L, R);
   if (local.entropy.defined()) out.entropy = response_window(local.entropy, model, L, R);
   if (local.sum_pi_squared.defined()) out.sum_pi_squared = response_window(local.sum_pi_squared, model, L, R);
+  for (auto [from, to] : {std::pair{&local.top_k.top_k_log_probs, &out.top_k.top_k_log_probs},
+                          std::pair{&local.top_k.top_k_ids, &out.top_k.top_k_ids},
+                          std::pair{&local.top_k.gathered_log_probs, &out.top_k.gathered_log_probs}}) {
+    if (from->defined()) *to = response_window(*from, model, L, R);
+  }
   return out;
 }
 
@@ -668,13 +708,23 @@ torch::Tensor predictor_hidden(CausalLM& model, const PackedResponses& packing, 
 ResponseLogProbs packed_response_log_probs(CausalLM& model, const PackedResponses& packing,
                                            const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                            const torch::Tensor& position_ids, const torch::Tensor& responses,
-                                           double temperature, bool with_entropy, bool with_sum_pi_squared) {
+                                           double temperature, bool with_entropy, bool with_sum_pi_squared,
+                                           const TopKQuery& query) {
   const auto hidden = predictor_hidden(model, packing, input_ids, attention_mask, position_ids);
-  const auto labels = responses.reshape({-1}).index_select(0, packing.window.to(responses.device()));
+  const auto window = packing.window.to(responses.device());
+  const auto labels = responses.reshape({-1}).index_select(0, window);
+  TopKQuery packed_query = query;
+  if (query.gather_ids.defined()) {
+    const int64_t K = query.gather_ids.size(2);
+    packed_query.gather_ids = query.gather_ids.reshape({-1, K}).index_select(0, window).unsqueeze(0);  // [1, M, K]
+  }
   const auto local = log_probs_at(model, hidden.unsqueeze(0), labels.unsqueeze(0), temperature, with_entropy,
-                                  with_sum_pi_squared);  // [1, M]
+                                  with_sum_pi_squared, packed_query);  // [1, M]
   const auto to_window = [&](const torch::Tensor& t) { return t.defined() ? packing.to_window(t.squeeze(0)) : t; };
-  return {to_window(local.log_probs), to_window(local.entropy), to_window(local.sum_pi_squared)};
+  ResponseLogProbs out{to_window(local.log_probs), to_window(local.entropy), to_window(local.sum_pi_squared), {}};
+  out.top_k = {to_window(local.top_k.top_k_log_probs), to_window(local.top_k.top_k_ids),
+               to_window(local.top_k.gathered_log_probs)};
+  return out;
 }
 
 }  // namespace
@@ -682,10 +732,15 @@ ResponseLogProbs packed_response_log_probs(CausalLM& model, const PackedResponse
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     const torch::Tensor& responses, double temperature, bool with_entropy,
-                                    bool with_sum_pi_squared) {
+                                    bool with_sum_pi_squared, const TopKQuery& query) {
+  VERL_CHECK(
+      !query.gather_ids.defined() || (query.gather_ids.dim() == 3 && query.gather_ids.size(0) == responses.size(0) &&
+                                      query.gather_ids.size(1) == responses.size(1)),
+      kComponent, "top-k token ids ", query.gather_ids.defined() ? query.gather_ids.sizes() : at::IntArrayRef{},
+      " do not match the responses ", responses.sizes(), " ([B, R, K] against [B, R])");
   if (!model->remove_padding) {
     return dense_response_log_probs(model, input_ids, attention_mask, position_ids, responses, temperature,
-                                    with_entropy, with_sum_pi_squared);
+                                    with_entropy, with_sum_pi_squared, query);
   }
   const int64_t R = responses.size(1), P = input_ids.size(1) - R;
   // The mask on the host once: the kept columns and the packing both read it (one device sync, not two).
@@ -694,15 +749,17 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   const auto kept = [&](const torch::Tensor& t) { return t.narrow(1, c.begin, c.end - c.begin); };
   const auto kept_responses = responses.narrow(1, 0, c.end - P);
   const auto packing = response_packing(model, kept(host_mask), c.end - P);
+  const TopKQuery kept_query = narrowed_query(query, c.end - P);
   auto out = packing
                  ? packed_response_log_probs(model, *packing, kept(input_ids), kept(attention_mask), kept(position_ids),
-                                             kept_responses, temperature, with_entropy, with_sum_pi_squared)
+                                             kept_responses, temperature, with_entropy, with_sum_pi_squared, kept_query)
                  : dense_response_log_probs(model, kept(input_ids), kept(attention_mask), kept(position_ids),
-                                            kept_responses, temperature, with_entropy, with_sum_pi_squared);
+                                            kept_responses, temperature, with_entropy, with_sum_pi_squared, kept_query);
   const bool zeros = packing.has_value();
   out.log_probs = widen_to_window(out.log_probs, attention_mask, R, zeros);
   out.entropy = widen_to_window(out.entropy, attention_mask, R, zeros);
   out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R, zeros);
+  widen_top_k(out.top_k, attention_mask, R, zeros);
   return out;
 }
 

@@ -191,6 +191,17 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
       VERL_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= hf.vocab_size, "config", "the tokenizer has ",
                  tokenizer.vocab_size(), " tokens but ", key, " '", teacher.model_path, "' has vocab_size ",
                  hf.vocab_size, " (teacher and student must share a tokenizer)");
+      const config::DistillationLossConfig& loss = config.distillation.loss;
+      if (loss.loss_mode == "forward_kl_topk") {
+        // The student reads its log-probs at the teacher's top-k tokens: every id of the teacher's must be its own,
+        // and k tokens must exist.
+        VERL_CHECK(hf.vocab_size <= actor.vocab_size, "config", key, " '", teacher.model_path, "' has vocab_size ",
+                   hf.vocab_size, ", more than the actor's ", actor.vocab_size,
+                   ": with distillation.distillation_loss.loss_mode=forward_kl_topk the student reads the teacher's "
+                   "top-k token ids");
+        VERL_CHECK(loss.topk <= hf.vocab_size, "config", "distillation.distillation_loss.topk=", loss.topk,
+                   " is larger than the vocab_size ", hf.vocab_size, " of ", key, " '", teacher.model_path, "'");
+      }
     }
   }
 }

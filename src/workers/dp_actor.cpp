@@ -58,15 +58,15 @@ DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::Ca
   }
 }
 
-std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(const protocol::DataProto& micro,
-                                                                                  double temperature,
-                                                                                  bool calculate_entropy,
-                                                                                  torch::Tensor* sum_pi_squared) {
+std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(
+    const protocol::DataProto& micro, double temperature, bool calculate_entropy, torch::Tensor* sum_pi_squared,
+    const model::TopKQuery& query, model::TopKLogProbs* top_k) {
   model::AutocastGuard autocast(model_->model->embed_tokens->weight.device(), param_dtype);
   auto out = model::response_log_probs(model_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
                                        micro.tensor("position_ids"), micro.tensor("responses"), temperature,
-                                       calculate_entropy, /*with_sum_pi_squared=*/sum_pi_squared != nullptr);
+                                       calculate_entropy, /*with_sum_pi_squared=*/sum_pi_squared != nullptr, query);
   if (sum_pi_squared != nullptr) *sum_pi_squared = out.sum_pi_squared;
+  if (top_k != nullptr) *top_k = out.top_k;
   return {out.log_probs, out.entropy};
 }
 
@@ -151,7 +151,10 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   if (config_.use_kl_loss) keys.push_back("ref_log_prob");
   // distillation.enabled: the teachers' log-probs (workers/teacher_model_worker.h) feed the distillation loss.
   const config::DistillationLossConfig* distillation = config_.distillation ? &*config_.distillation : nullptr;
+  // forward_kl_topk: the teacher's top-k tokens, at which the student's distribution is read too.
+  const bool distill_top_k = distillation != nullptr && distillation->loss_mode == "forward_kl_topk";
   if (distillation != nullptr) keys.push_back("teacher_logprobs");
+  if (distill_top_k) keys.push_back("teacher_ids");
   require_keys(data_in, keys, "update_actor");
   if (data_in.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   protocol::DataProto data = data_in.select(keys);
@@ -195,7 +198,14 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
         const double scale = config_.use_dynamic_bsz
                                  ? static_cast<double>(response_mask.size(0)) / static_cast<double>(mini_size)
                                  : 1.0 / static_cast<double>(grad_accum);
-        auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy);
+        model::TopKQuery query;
+        model::TopKLogProbs student_top_k;
+        if (distill_top_k) {
+          query.gather_ids = mb.tensor("teacher_ids");
+          query.top_k = query.gather_ids.size(2);  // the student's own top-k, for verl's overlap metrics
+        }
+        auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy, nullptr, query,
+                                                       distill_top_k ? &student_top_k : nullptr);
         const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
         torch::Tensor is_weights;
         if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
@@ -222,8 +232,15 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
         }
         if (distillation != nullptr) {
           const auto distill =
-              algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
-                                      response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
+              distill_top_k
+                  ? algo::distillation_loss_from_tokens(
+                        *distillation,
+                        algo::forward_kl_topk_token_losses(*distillation, student_top_k.gathered_log_probs,
+                                                           student_top_k.top_k_ids, mb.tensor("teacher_logprobs"),
+                                                           mb.tensor("teacher_ids"), response_mask),
+                        log_prob, old_log_prob, response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights)
+                  : algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
+                                            response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
           policy_loss =
               algo::loss_with_distillation(*distillation, task_loss ? policy_loss : torch::Tensor(), distill.loss);
           distillation_loss_sum += distill.loss.item<double>() * scale;

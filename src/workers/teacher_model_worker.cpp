@@ -59,7 +59,12 @@ DataProto TeacherModelWorker::init_model(const DataProto&) {
   return DataProto();
 }
 
-torch::Tensor TeacherModelWorker::teacher_log_probs(size_t index, const DataProto& rows) {
+int64_t TeacherModelWorker::top_k() const {
+  const config::DistillationLossConfig& loss = config_->distillation.loss;
+  return loss.loss_mode == "forward_kl_topk" ? loss.topk : 0;
+}
+
+TeacherModelWorker::Scores TeacherModelWorker::teacher_scores(size_t index, const DataProto& rows) {
   const config::DistillationTeacherConfig& teacher = config_->distillation.teachers[index];
   model::CausalLM& module = modules_[index];
   const torch::Tensor& input_ids = rows.tensor("input_ids");
@@ -69,20 +74,30 @@ torch::Tensor TeacherModelWorker::teacher_log_probs(size_t index, const DataProt
   VERL_CHECK(largest < vocab, kComponent, "token id ", largest, " of the student's batch is outside the vocabulary (",
              vocab, " tokens) of the teacher ", teacher_key_path(teacher, "model_path"), " '", teacher.model_path,
              "': teacher and student must share a tokenizer");
+  model::TopKQuery query;
+  query.top_k = top_k();
+  VERL_CHECK(query.top_k <= vocab, kComponent, "distillation.distillation_loss.topk=", query.top_k,
+             " is larger than the vocabulary (", vocab, " tokens) of the teacher ",
+             teacher_key_path(teacher, "model_path"), " '", teacher.model_path, "'");
 
   const int64_t budget = std::max<int64_t>(teacher.max_num_batched_tokens, input_ids.size(1));
   const MicroBatches micro =
       dynamic_micro_batches(rows, budget, teacher_key_path(teacher, "inference.max_num_batched_tokens"));
-  std::vector<torch::Tensor> outputs;
+  std::vector<torch::Tensor> log_probs, ids;
   for (const auto& part : micro.parts) {
     // verl's teacher: prompt log-probs at temperature 1, whatever the rollout's temperature.
-    auto out = model::response_log_probs(module, part.tensor("input_ids").to(device_),
-                                         part.tensor("attention_mask").to(device_),
-                                         part.tensor("position_ids").to(device_), part.tensor("responses").to(device_),
-                                         /*temperature=*/1.0, /*with_entropy=*/false);
-    outputs.push_back(out.log_probs.to(torch::kCPU));
+    auto out = model::response_log_probs(
+        module, part.tensor("input_ids").to(device_), part.tensor("attention_mask").to(device_),
+        part.tensor("position_ids").to(device_), part.tensor("responses").to(device_),
+        /*temperature=*/1.0, /*with_entropy=*/false, /*with_sum_pi_squared=*/false, query);
+    if (query.top_k > 0) {
+      log_probs.push_back(out.top_k.top_k_log_probs.to(torch::kCPU));
+      ids.push_back(out.top_k.top_k_ids.to(torch::kCPU));
+    } else {
+      log_probs.push_back(out.log_probs.to(torch::kCPU));
+    }
   }
-  return micro.restore(outputs);
+  return {micro.restore(log_probs), query.top_k > 0 ? micro.restore(ids) : torch::Tensor()};
 }
 
 DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
@@ -93,11 +108,19 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
   }
   const int64_t B = data.size();
   const int64_t R = data.tensor("responses").size(1);
-  if (B == 0) return DataProto::from_dict({{"teacher_logprobs", torch::zeros({0, R}, torch::kFloat32)}});
+  const int64_t k = top_k();
+  const auto as_proto = [&](const Scores& scores) {
+    if (k == 0) return DataProto::from_dict({{"teacher_logprobs", scores.log_probs}});
+    return DataProto::from_dict({{"teacher_logprobs", scores.log_probs}, {"teacher_ids", scores.ids}});
+  };
+  std::vector<int64_t> shape = {B, R};
+  if (k > 0) shape.push_back(k);
+  Scores out{torch::zeros(shape, torch::kFloat32), k > 0 ? torch::zeros(shape, torch::kInt64) : torch::Tensor()};
+  if (B == 0) return as_proto(out);
   torch::NoGradGuard no_grad;
   const DataProto inputs = data.select({"input_ids", "attention_mask", "position_ids", "responses"});
   const auto& teachers = config_->distillation.teachers;
-  if (teachers.size() == 1) return DataProto::from_dict({{"teacher_logprobs", teacher_log_probs(0, inputs)}});
+  if (teachers.size() == 1) return as_proto(teacher_scores(0, inputs));
 
   // Several teachers: rows by their routing value.
   const std::string& column = config_->distillation.teacher_key;
@@ -116,13 +139,14 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
                "); the teachers' keys: ", join(keys, ", "));
     rows_of[it - keys.begin()].push_back(i);
   }
-  torch::Tensor out = torch::zeros({B, R}, torch::kFloat32);
   for (size_t t = 0; t < teachers.size(); ++t) {
     if (rows_of[t].empty()) continue;
     const torch::Tensor index = torch::tensor(rows_of[t], torch::kInt64);
-    out.index_copy_(0, index, teacher_log_probs(t, inputs.index(rows_of[t])));
+    const Scores scores = teacher_scores(t, inputs.index(rows_of[t]));
+    out.log_probs.index_copy_(0, index, scores.log_probs);
+    if (k > 0) out.ids.index_copy_(0, index, scores.ids);
   }
-  return DataProto::from_dict({{"teacher_logprobs", out}});
+  return as_proto(out);
 }
 
 single_controller::WorkerFactory teacher_model_worker_factory(std::shared_ptr<const config::PPOConfig> config) {

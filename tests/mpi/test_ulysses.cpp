@@ -142,10 +142,18 @@ TEST_P(UlyssesModel, LogProbsValuesAndGradientsEqualTheWholeSequence) {
   CausalLM whole = make_model(cfg, HeadKind::LM), split = make_model(cfg, HeadKind::LM);
   model::set_sequence_parallel(split, world, "test.ulysses_sequence_parallel_size");
   whole->model->gradient_checkpointing = split->model->gradient_checkpointing = GetParam().checkpointing;
+  // forward_kl_topk's reads (model/top_k_log_probs.h): the ids sit at the response positions, split across ranks.
+  model::TopKQuery query;
+  query.top_k = 2;
+  query.gather_ids = (b.responses.unsqueeze(-1) + torch::tensor(std::vector<int64_t>{0, 5})) % cfg.vocab_size;
+  const torch::Tensor w4 = seeded({3, 4, 2}, 24).to(torch::kFloat32);
   auto run = [&](CausalLM& m) {
-    auto out = model::response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses,
-                                         /*temperature=*/0.7, /*with_entropy=*/true, /*with_sum_pi_squared=*/true);
-    ((out.log_probs * w1).sum() + (out.entropy * w2).sum() + (out.sum_pi_squared * w3).sum()).backward();
+    auto out =
+        model::response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses,
+                                  /*temperature=*/0.7, /*with_entropy=*/true, /*with_sum_pi_squared=*/true, query);
+    ((out.log_probs * w1).sum() + (out.entropy * w2).sum() + (out.sum_pi_squared * w3).sum() +
+     (out.top_k.gathered_log_probs * w4).sum())
+        .backward();
     return out;
   };
   const auto expected = run(whole);
@@ -154,6 +162,10 @@ TEST_P(UlyssesModel, LogProbsValuesAndGradientsEqualTheWholeSequence) {
   EXPECT_LT(relative_difference(got.log_probs.detach(), expected.log_probs.detach()), 1e-5);
   EXPECT_LT(relative_difference(got.entropy.detach(), expected.entropy.detach()), 1e-5);
   EXPECT_LT(relative_difference(got.sum_pi_squared.detach(), expected.sum_pi_squared.detach()), 1e-5);
+  EXPECT_LT(relative_difference(got.top_k.gathered_log_probs.detach(), expected.top_k.gathered_log_probs.detach()),
+            1e-5);
+  EXPECT_LT(relative_difference(got.top_k.top_k_log_probs, expected.top_k.top_k_log_probs), 1e-5);
+  EXPECT_TRUE(torch::equal(got.top_k.top_k_ids, expected.top_k.top_k_ids));
   expect_same_gradients(split, whole, *world, "actor");
 
   CausalLM whole_critic = make_model(cfg, HeadKind::Value), split_critic = make_model(cfg, HeadKind::Value);

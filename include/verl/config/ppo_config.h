@@ -157,7 +157,9 @@ struct RolloutCorrectionConfig {
 // distillation.distillation_loss (verl 0.9.1's DistillationLossConfig): how the teacher's log-probs of the student's
 // own tokens become a loss (trainer/distillation.h).
 struct DistillationLossConfig {
-  std::string loss_mode = "k3";  // a single-sample KL estimator: kl|k1, abs, mse|k2, low_var_kl|k3
+  std::string loss_mode = "k3";  // a single-sample KL estimator: kl|k1, abs, mse|k2, low_var_kl|k3; forward_kl_topk
+  int64_t topk = 32;             // forward_kl_topk: the teacher's k most likely tokens at each position
+  std::optional<double> log_prob_min_clamp;  // forward_kl_topk: both sides' top-k log-probs clamped below
   bool use_task_rewards = true;  // keep the PPO / GRPO loss; add the distillation loss times its coefficient
   double distillation_loss_coef = 1.0;
   std::optional<double> loss_max_clamp;  // per-token loss clamped to [-c, c]

@@ -25,6 +25,7 @@
 
 #include "verl/model/hf_config.h"
 #include "verl/model/packed_tokens.h"
+#include "verl/model/top_k_log_probs.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::model {
@@ -247,14 +248,17 @@ struct ResponseLogProbs {
   torch::Tensor log_probs;  // [B,R] fp32
   torch::Tensor entropy;    // [B,R] fp32, undefined unless requested
   torch::Tensor sum_pi_squared;  // [B,R] fp32 sum_v softmax(logits / temperature)_v^2, undefined unless requested
+  TopKLogProbs top_k;            // [B,R,k] / [B,R,K], the query's (model/top_k_log_probs.h), empty without one
 };
 // verl's log-prob pass: runs the trunk over input_ids [B,P+R], applies the LM head only at positions
 // [P-1, P+R-1) (the ones that predict responses [B,R]), divides by temperature, returns fp32 log-probs.
-// With model->remove_padding, only over the real tokens (see there).
+// With model->remove_padding, only over the real tokens (see there). `query` (gather_ids [B,R,K]) reads more of each
+// response position's distribution, at the same temperature; under tensor parallelism the vocabulary shards are
+// gathered for it (as verl's DTensor full_tensor()).
 ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, const torch::Tensor& position_ids,
                                     const torch::Tensor& responses, double temperature, bool with_entropy,
-                                    bool with_sum_pi_squared = false);
+                                    bool with_sum_pi_squared = false, const TopKQuery& query = {});
 // verl's critic pass: value-head outputs at positions [P-1, P+R-1) as [B,R] fp32 (model->remove_padding as above).
 torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, int64_t response_length);

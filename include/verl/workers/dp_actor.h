@@ -63,10 +63,13 @@ class DataParallelPPOActor {
   model::CausalLM& module() { return model_; }
 
  private:
-  // Forward of one micro-batch already on the model's device: (log_probs, entropy) [b,R] fp32.
+  // Forward of one micro-batch already on the model's device: (log_probs, entropy) [b,R] fp32; with `top_k`, the
+  // query's reads of the distributions too (forward_kl_topk distillation).
   std::pair<torch::Tensor, torch::Tensor> forward_micro_batch(const protocol::DataProto& micro, double temperature,
                                                               bool calculate_entropy,
-                                                              torch::Tensor* sum_pi_squared = nullptr);
+                                                              torch::Tensor* sum_pi_squared = nullptr,
+                                                              const model::TopKQuery& query = {},
+                                                              model::TopKLogProbs* top_k = nullptr);
   // Clip, then step or skip (non-finite norm). Returns the norm before clipping.
   double optimizer_step();
 

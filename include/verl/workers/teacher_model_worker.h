@@ -6,7 +6,10 @@
 //   compute_teacher_log_prob  DP_COMPUTE_PROTO  in: input_ids, attention_mask, position_ids [b, P+R], responses
 //                                               [b, R] (+ the distillation.teacher_key column with several
 //                                               teachers); out: teacher_logprobs [b, R] fp32, log p_teacher of
-//                                               each response token (0 at padding)
+//                                               each response token (0 at padding); with loss_mode
+//                                               forward_kl_topk (verl's prompt_logprobs=topk) teacher_logprobs
+//                                               [b, R, k] fp32 and teacher_ids [b, R, k] int64, the teacher's k
+//                                               most likely tokens at each response position, largest first
 // Routing (verl's _resolve_teacher_key): one teacher scores every row; with several, a row goes to the teacher
 // whose key equals the row's teacher_key value, and a value no teacher has is an error listing the keys.
 // Weights in rollout.dtype (verl's teacher inference.dtype follows it): bf16 on a GPU and fp32 on the CPU unless set.
@@ -31,8 +34,13 @@ class TeacherModelWorker : public single_controller::Worker {
   protocol::DataProto compute_teacher_log_prob(const protocol::DataProto& data);
 
  private:
-  // One teacher's log-probs for `rows` of the batch.
-  torch::Tensor teacher_log_probs(size_t teacher, const protocol::DataProto& rows);
+  struct Scores {
+    torch::Tensor log_probs;  // [b, R], or [b, R, k] with top-k
+    torch::Tensor ids;        // [b, R, k] int64 with top-k, else undefined
+  };
+  // One teacher's scores for `rows` of the batch.
+  Scores teacher_scores(size_t teacher, const protocol::DataProto& rows);
+  int64_t top_k() const;  // 0 unless the loss reads the teacher's top-k
 
   std::shared_ptr<const config::PPOConfig> config_;
   torch::Device device_{torch::kCPU};

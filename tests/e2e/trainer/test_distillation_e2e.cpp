@@ -2,7 +2,8 @@
 // the teacher is the student's own network with its LM head scaled up (a sharper distribution over the same
 // tokens), so the student can only close the gap by learning. Distillation alone (use_task_rewards=false, k3 as a
 // supervised loss) must shrink the logged reverse KL; k1 as a policy gradient beside the task's GRPO loss logs
-// verl's metric keys and the teacher's phase.
+// verl's metric keys and the teacher's phase. forward_kl_topk (the teacher's top-4 distribution, supervised) must
+// shrink its forward KL too and log verl's mass and overlap metrics.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -56,6 +57,36 @@ TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
                           "timing_s/teacher"}) {
     EXPECT_EQ(run.history.count(key), 1u) << key;
   }
+}
+
+TEST(DistillationE2E, TopKForwardKlAloneShrinksAndLogsVerlsMassAndOverlap) {
+  const std::string teacher =
+      make_sharpened_teacher(distillation_setup().model_dir, 6.0, "e2e_distillation_teacher_topk");
+  const std::string run_dir = make_temp_dir("e2e_distillation_topk");
+  TrainRun run =
+      run_verl_train(distillation_run(run_dir, teacher,
+                                      {"distillation.distillation_loss.use_task_rewards=false",
+                                       "distillation.distillation_loss.loss_mode=forward_kl_topk",
+                                       "distillation.distillation_loss.topk=4",
+                                       "distillation.distillation_loss.log_prob_min_clamp=-10",
+                                       "actor_rollout_ref.actor.optim.lr=3e-3", "trainer.total_training_steps=16"}),
+                     run_dir);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& loss = run.history.at("actor/distillation/loss");
+  ASSERT_EQ(loss.size(), 16u);
+  const double first = distillation_mean_over(loss, 1, 4), last = distillation_mean_over(loss, 13, 16);
+  EXPECT_LT(last, 0.5 * first) << "actor/distillation/loss: steps 1-4 " << first << ", steps 13-16 " << last;
+  for (const char* key :
+       {"actor/distillation/student_mass", "actor/distillation/student_mass_min", "actor/distillation/student_mass_max",
+        "actor/distillation/teacher_mass", "actor/distillation/teacher_mass_min", "actor/distillation/teacher_mass_max",
+        "actor/distillation/overlap_ratio", "actor/distillation/overlap_token_advantage", "actor/distillation/loss_min",
+        "actor/distillation/loss_max"}) {
+    EXPECT_EQ(run.history.count(key), 1u) << key;
+  }
+  EXPECT_EQ(run.history.count("actor/distillation/abs_loss"), 0u) << "verl logs abs_loss for the estimators only";
+  // The student learns the teacher's sharper distribution: more of its mass on the teacher's top-4 at the end.
+  const auto& mass = run.history.at("actor/distillation/student_mass");
+  EXPECT_GT(distillation_mean_over(mass, 13, 16), distillation_mean_over(mass, 1, 4));
 }
 
 TEST(DistillationE2E, PolicyGradientDistillationBesideGrpoLogsVerlsKeys) {

@@ -3,6 +3,9 @@ verl 0.9.1's own verl/trainer/distillation/losses.py on seeded random inputs in 
   - distillation_loss(): every single-sample estimator, as a supervised loss and as a policy gradient, with and
     without loss_max_clamp, under three loss_agg_modes; its value, its gradient w.r.t. the student's log-probs and
     its metrics;
+  - forward_kl_topk: verl's verl/trainer/distillation/fsdp/losses.py compute_forward_kl_topk on the student's logits
+    and the teacher's top-k, then distillation_loss() on its outputs (as verl's logits processor and policy loss
+    chain them); the loss, its gradient w.r.t. the student's logits, the metrics;
   - distillation_ppo_loss(): how the task's PPO loss and the distillation loss combine for each use_task_rewards /
     use_policy_gradient pair. verl's ppo_loss (the task loss) is replaced by a function returning a fixed scalar
     (recorded in the JSON): the numbers under test are the combination's, the distillation loss is verl's own.
@@ -28,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verl_oracle  # noqa: E402
 
 losses = verl_oracle.load_verl("verl.trainer.distillation.losses")
+fsdp_losses = verl_oracle.load_verl("verl.trainer.distillation.fsdp.losses")
 verl_config = verl_oracle.load_verl("verl.workers.config")
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distillation_golden.json")
@@ -71,15 +75,23 @@ def make_inputs():
 
 
 def pack(x, padded):
-    """[B, R] response values -> the packed (total_nnz,) layout whose no_padding_2_padding is `padded` (differentiable)."""
+    """[B, R, *] response values -> the packed (total_nnz, *) layout whose no_padding_2_padding is `padded`
+    (differentiable)."""
     pieces = []
     for i in range(x["B"]):
         n_prompt, n_response = x["prompt_lens"][i], x["response_lens"][i]
         # position t of a sequence holds the log-prob of token t + 1: the prompt's first tokens predict prompt tokens
-        row = torch.zeros(n_prompt + n_response, dtype=padded.dtype)
+        row = torch.zeros((n_prompt + n_response,) + tuple(padded.shape[2:]), dtype=padded.dtype)
         row = torch.cat([row[:n_prompt - 1], padded[i, :n_response], row[-1:]]) if n_prompt + n_response > 0 else row
         pieces.append(row)
     return torch.cat(pieces)
+
+
+def nested(x, packed):
+    """The packed (total_nnz, *) layout as verl's jagged nested tensor (one component per sequence)."""
+    lengths = [p + r for p, r in zip(x["prompt_lens"], x["response_lens"])]
+    offsets = torch.tensor([0] + lengths).cumsum(0)
+    return torch.nested.nested_tensor_from_jagged(packed, offsets)
 
 
 def batch_td(x, with_is_weights):
@@ -141,6 +153,54 @@ def distillation_loss_cases(x):
     return cases
 
 
+TOPK_V, TOPK_K = 11, 4
+
+
+def make_topk_inputs(x):
+    """The student's logits over a vocabulary of TOPK_V at each response position, its sampled tokens, and a teacher
+    near it (so the top-k sets overlap partly) as its top-TOPK_K log-probs and ids."""
+    torch.manual_seed(20261130)
+    B, R, V = x["B"], x["R"], TOPK_V
+    logits = torch.randn(B, R, V, dtype=torch.float64) * 2
+    responses = torch.randint(0, V, (B, R))
+    teacher_logits = 0.6 * logits + torch.randn(B, R, V, dtype=torch.float64) * 1.5
+    teacher_logits[1, 1] = torch.linspace(8, -8, V, dtype=torch.float64)  # a peaked teacher: log_prob_min_clamp
+    teacher_log_probs, teacher_ids = torch.log_softmax(teacher_logits, -1).topk(TOPK_K, dim=-1)
+    return dict(logits=logits, responses=responses, teacher_top_k_log_probs=teacher_log_probs,
+                teacher_top_k_ids=teacher_ids)
+
+
+def topk_cases(x, t):
+    cases = []
+    for temperature in (1.0, 0.7):
+        for pg in (False, True):
+            for min_clamp in (None, -3.0):
+                for clamp in (None, 0.5):
+                    for agg in AGG_MODES:
+                        fields = loss_fields("forward_kl_topk", pg, clamp)
+                        fields.update(topk=TOPK_K, log_prob_min_clamp=min_clamp)
+                        config = distillation_config(**fields)
+                        logits = t["logits"].clone().requires_grad_(True)
+                        scaled = logits / temperature  # verl's engine scales the logits before its logits processor
+                        outputs = fsdp_losses.compute_forward_kl_topk(
+                            student_logits=pack(x, scaled).unsqueeze(0),
+                            teacher_topk_log_probs=nested(x, pack(x, t["teacher_top_k_log_probs"])),
+                            teacher_topk_ids=nested(x, pack(x, t["teacher_top_k_ids"])),
+                            config=config, data_format="thd")
+                        model_output = {k: nested(x, v.squeeze(0)) for k, v in outputs.items()}
+                        log_prob = torch.log_softmax(scaled, -1).gather(-1, t["responses"].unsqueeze(-1)).squeeze(-1)
+                        model_output["log_probs"] = pack(x, log_prob)
+                        with_is = pg and agg == "token-mean" and clamp is None
+                        out, metrics = losses.distillation_loss(actor_config(agg), config, model_output,
+                                                                batch_td(x, with_is))
+                        (grad,) = torch.autograd.grad(out, logits)
+                        name = f"topk/T={temperature}/{'pg' if pg else 'supervised'}/min={min_clamp}/clamp={clamp}/{agg}"
+                        cases.append({"name": name, "config": fields, "temperature": temperature,
+                                      "loss_agg_mode": agg, "rollout_is_weights": with_is, "loss": float(out),
+                                      "grad": L(grad), "metrics": {k: metric_value(v) for k, v in metrics.items()}})
+    return cases
+
+
 def combination_cases(x):
     """distillation_ppo_loss with the task loss fixed: (use_task_rewards, use_policy_gradient) x coef."""
     task_loss_value = 0.8125
@@ -173,6 +233,7 @@ def combination_cases(x):
 
 def main():
     x = make_inputs()
+    t = make_topk_inputs(x)
     golden = {
         "generator": "tests/golden/algo/gen_distillation_golden.py",
         "verl_version": verl_oracle.VERL_VERSION,
@@ -181,12 +242,15 @@ def main():
                    "log_prob": L(x["log_prob"]), "teacher_log_prob": L(x["teacher_log_prob"]),
                    "rollout_is_weights": L(x["rollout_is_weights"])},
         "distillation_loss": distillation_loss_cases(x),
+        "topk_inputs": {k: L(v) for k, v in t.items()},
+        "forward_kl_topk": topk_cases(x, t),
         "combination": combination_cases(x),
     }
     with open(OUT, "w") as f:
         json.dump(golden, f, indent=None, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {OUT}: {len(golden['distillation_loss'])} loss cases, {len(golden['combination'])} combinations")
+    print(f"wrote {OUT}: {len(golden['distillation_loss'])} loss cases, {len(golden['forward_kl_topk'])} top-k cases, "
+          f"{len(golden['combination'])} combinations")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 // produced by gen_distillation_golden.py CALLING verl 0.9.1's own distillation_loss and distillation_ppo_loss
 // (verl/trainer/distillation/losses.py) in float64: every estimator as a supervised loss and as a policy gradient,
 // with and without loss_max_clamp, under three aggregation modes (value, gradient w.r.t. the student's log-probs,
-// metrics), and the combination with the task's loss for each use_task_rewards / use_policy_gradient pair.
+// metrics), forward_kl_topk from the student's logits (model/top_k_log_probs.h, then the loss: verl's
+// fsdp/losses.py compute_forward_kl_topk chained into distillation_loss; gradient w.r.t. the logits), and the
+// combination with the task's loss for each use_task_rewards / use_policy_gradient pair.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "support/golden_json.h"
 #include "verl/algo/distillation_loss.h"
+#include "verl/model/top_k_log_probs.h"
+#include "verl/model/transformer.h"
 
 namespace verl::algo {
 namespace {
@@ -31,6 +35,8 @@ config::DistillationLossConfig distillation_config_of(const json& fields) {
   c.clip_ratio = fields.at("clip_ratio").get<double>();
   c.clip_ratio_low = fields.at("clip_ratio_low").get<double>();
   c.clip_ratio_high = fields.at("clip_ratio_high").get<double>();
+  c.topk = fields.at("topk").get<int64_t>();
+  if (!fields.at("log_prob_min_clamp").is_null()) c.log_prob_min_clamp = fields.at("log_prob_min_clamp").get<double>();
   return c;
 }
 
@@ -53,10 +59,10 @@ DistillationInputs distillation_inputs() {
   return x;
 }
 
-TEST(DistillationGolden, EveryVerlEstimatorIsHandledAndTopKIsNamed) {
+TEST(DistillationGolden, EveryVerlLossIsHandled) {
   std::set<std::string> verl_modes;
   for (const auto& name : distillation_golden().at("registry")) verl_modes.insert(name.get<std::string>());
-  // The estimators all go through kl_penalty; forward_kl_topk is verl's one other loss (a config error here).
+  // The estimators all go through kl_penalty; forward_kl_topk is verl's one other loss (its own test below).
   const std::set<std::string> expected = {"abs", "forward_kl_topk", "k1", "k2", "k3", "kl", "low_var_kl", "mse"};
   EXPECT_EQ(verl_modes, expected) << "verl's DISTILLATION_LOSS_REGISTRY changed: update verl.cpp's distillation loss";
 }
@@ -86,6 +92,54 @@ TEST(DistillationGolden, LossGradientAndMetricsEqualVerls) {
     ++checked;
   }
   EXPECT_EQ(checked, 72);
+}
+
+void expect_metrics_equal(const std::map<std::string, double>& ours, const json& verls, const std::string& name,
+                          double tolerance) {
+  std::set<std::string> verl_keys, our_keys;
+  for (auto it = verls.begin(); it != verls.end(); ++it) {
+    verl_keys.insert(it.key());
+    ASSERT_TRUE(ours.count(it.key())) << name << ": no metric " << it.key();
+    EXPECT_NEAR(ours.at(it.key()), it.value().get<double>(), tolerance) << name << " " << it.key();
+  }
+  for (const auto& [key, value] : ours) our_keys.insert(key);
+  EXPECT_EQ(our_keys, verl_keys) << name;
+}
+
+TEST(DistillationGolden, ForwardKlTopKFromTheLogitsEqualsVerls) {
+  const DistillationInputs x = distillation_inputs();
+  const json& in = distillation_golden().at("topk_inputs");
+  const torch::Tensor logits = test::tensor_of(in.at("logits"));
+  const torch::Tensor responses = test::tensor_of(in.at("responses")).to(torch::kInt64);
+  const torch::Tensor teacher_log_probs = test::tensor_of(in.at("teacher_top_k_log_probs"));
+  const torch::Tensor teacher_ids = test::tensor_of(in.at("teacher_top_k_ids")).to(torch::kInt64);
+  int checked = 0;
+  for (const json& c : distillation_golden().at("forward_kl_topk")) {
+    const std::string name = c.at("name").get<std::string>();
+    const config::DistillationLossConfig cfg = distillation_config_of(c.at("config"));
+    const double temperature = c.at("temperature").get<double>();
+    torch::Tensor student_logits = logits.clone().requires_grad_(true);
+    // The student's side as the actor reads it (fp32): the sampled tokens' log-probs, the teacher's tokens' and its
+    // own top-k.
+    const torch::Tensor log_prob = model::token_log_probs(student_logits, responses, temperature);
+    model::TopKQuery query;
+    query.gather_ids = teacher_ids;
+    query.top_k = teacher_ids.size(2);
+    const model::TopKLogProbs student = model::top_k_log_probs(student_logits, temperature, query);
+    const torch::Tensor is_weights = c.at("rollout_is_weights").get<bool>() ? x.is_weights : torch::Tensor();
+    const DistillationLossOutput out = distillation_loss_from_tokens(
+        cfg,
+        forward_kl_topk_token_losses(cfg, student.gathered_log_probs, student.top_k_ids, teacher_log_probs, teacher_ids,
+                                     x.mask),
+        log_prob, x.old_log_prob, x.mask, c.at("loss_agg_mode").get<std::string>(), x.agg, is_weights);
+    EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 2e-5) << name;
+    out.loss.backward();
+    const torch::Tensor expected_grad = test::tensor_of(c.at("grad"));
+    EXPECT_LT((student_logits.grad() - expected_grad).abs().max().item<double>(), 2e-5) << name << " gradient";
+    expect_metrics_equal(out.metrics, c.at("metrics"), name, 2e-5);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 48);
 }
 
 TEST(DistillationGolden, TheTaskLossCombinesAsVerls) {

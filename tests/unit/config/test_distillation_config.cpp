@@ -80,8 +80,9 @@ TEST(DistillationConfig, VerlsChecksAreOneLineErrorsNamingTheKey) {
       distillation_error_mentions({"distillation.enabled=true", teacher, "distillation.distillation_loss.loss_mode=kl"},
                                   "needs distillation.distillation_loss.use_policy_gradient=true"));
   EXPECT_TRUE(distillation_error_mentions(
-      {"distillation.enabled=true", teacher, "distillation.distillation_loss.loss_mode=forward_kl_topk"},
-      "'forward_kl_topk' (the teacher's top-k distribution) is not implemented"));
+      {"distillation.enabled=true", teacher, "distillation.distillation_loss.loss_mode=forward_kl_topk",
+       "distillation.distillation_loss.topk=null"},
+      "distillation.distillation_loss.topk must be a positive number"));
   EXPECT_TRUE(
       distillation_error_mentions({"distillation.enabled=true", teacher, "distillation.distillation_loss.loss_mode=k9"},
                                   "loss_mode 'k9' is not one of verl's distillation losses"));
@@ -96,14 +97,20 @@ TEST(DistillationConfig, VerlsChecksAreOneLineErrorsNamingTheKey) {
       "distillation.distillation_loss.temperature' is not used by verl.cpp"));
 }
 
-TEST(DistillationConfig, TheTopKLossKnobsAreAcceptedWithoutEffect) {
-  // Only forward_kl_topk reads them; verl's run scripts may still set them beside an estimator loss.
-  const auto c =
-      load_with_overrides(
-          {"distillation.enabled=true", "distillation.teacher_models.teacher_model.model_path=/models/teacher",
-           "distillation.distillation_loss.topk=64", "distillation.distillation_loss.log_prob_min_clamp=-5"})
-          .ppo;
-  EXPECT_EQ(c.distillation.loss.loss_mode, "k3");
+TEST(DistillationConfig, TheTopKLossReadsItsKnobs) {
+  const std::string teacher = "distillation.teacher_models.teacher_model.model_path=/models/teacher";
+  const auto c = load_with_overrides(
+                     {"distillation.enabled=true", teacher, "distillation.distillation_loss.loss_mode=forward_kl_topk",
+                      "distillation.distillation_loss.topk=64", "distillation.distillation_loss.log_prob_min_clamp=-5",
+                      "+distillation.distillation_loss.use_chunked_topk=true"})
+                     .ppo;
+  EXPECT_EQ(c.distillation.loss.loss_mode, "forward_kl_topk");
+  EXPECT_EQ(c.distillation.loss.topk, 64);
+  EXPECT_DOUBLE_EQ(c.distillation.loss.log_prob_min_clamp.value_or(0), -5.0);
+  // verl's defaults: top-32, no clamp.
+  const auto d = load_with_overrides({"distillation.enabled=true", teacher}).ppo;
+  EXPECT_EQ(d.distillation.loss.topk, 32);
+  EXPECT_FALSE(d.distillation.loss.log_prob_min_clamp.has_value());
 }
 
 TEST(DistillationConfig, DisabledSectionsAreNotChecked) {

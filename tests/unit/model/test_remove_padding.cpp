@@ -6,6 +6,7 @@
 // test also shows the padding was skipped, and where the pass falls back to the kept columns unpacked.
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <tuple>
@@ -14,6 +15,7 @@
 
 #include "support/tensor_compare.h"
 #include "support/tiny_model.h"
+#include "verl/common/error.h"
 #include "verl/model/packed_tokens.h"
 #include "verl/model/transformer.h"
 #include "verl/model/used_columns.h"
@@ -117,6 +119,61 @@ TEST(RemovePadding, GradientsEqualTheDensePass) {
     EXPECT_LT(max_abs_diff(grads[2][i], grads[0][i]), 1e-12) << "parameter " << i << " (checkpointed)";
     EXPECT_GT(grads[0][i].abs().max().item<double>(), 0.0) << "parameter " << i << " got no gradient";
   }
+}
+
+// forward_kl_topk's reads of the distribution (TopKQuery): the teacher's side (top-k log-probs and ids) and the
+// student's (log-probs at given ids, with autograd) equal log_softmax(logits / T) of the model's own forward at the
+// positions before each response token, packed or dense, and their gradients agree.
+TEST(RemovePadding, TopKReadsEqualTheFullLogitsPackedOrDense) {
+  CausalLM m = padding_model(torch::kFloat64);
+  const PaddedBatch b = padded_batch(m->config.vocab_size);
+  const int64_t K = 3;
+  const auto valid = response_padding(b).logical_not();
+  auto gen = at::detail::createCPUGenerator(5);
+  TopKQuery query;
+  query.top_k = K;
+  query.gather_ids = torch::randint(0, m->config.vocab_size, {3, kResponse, K}, gen, torch::kInt64);
+  torch::Tensor reference_log_probs;
+  {
+    torch::NoGradGuard no_grad;
+    m->remove_padding = false;
+    const auto logits = m->forward(b.input_ids, b.attention_mask, b.position_ids);
+    reference_log_probs = torch::log_softmax(logits.narrow(1, kPrompt - 1, kResponse) / 0.7, -1);
+  }
+  const auto [reference_top, reference_ids] = reference_log_probs.topk(K, -1);
+  const auto reference_gathered = reference_log_probs.gather(-1, query.gather_ids);
+  const auto on_valid = [&](const torch::Tensor& t) { return t.masked_select(valid.unsqueeze(-1).expand_as(t)); };
+  const auto weights = torch::linspace(-1.0, 1.0, 3 * kResponse * K, torch::kFloat64).view({3, kResponse, K});
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (bool remove_padding : {false, true}) {
+    SCOPED_TRACE(remove_padding ? "packed" : "dense");
+    m->remove_padding = remove_padding;
+    m->zero_grad();
+    const auto out = response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7,
+                                        /*with_entropy=*/false, /*with_sum_pi_squared=*/false, query);
+    ASSERT_EQ(out.top_k.gathered_log_probs.sizes(), (std::vector<int64_t>{3, kResponse, K}));
+    ASSERT_EQ(out.top_k.top_k_ids.sizes(), (std::vector<int64_t>{3, kResponse, K}));
+    // fp32 statistics (verl's convention) of an fp64 model.
+    EXPECT_LT(
+        max_abs_diff(on_valid(out.top_k.gathered_log_probs.detach().to(torch::kFloat64)), on_valid(reference_gathered)),
+        1e-5);
+    EXPECT_LT(max_abs_diff(on_valid(out.top_k.top_k_log_probs.to(torch::kFloat64)), on_valid(reference_top)), 1e-5);
+    EXPECT_TRUE(torch::equal(on_valid(out.top_k.top_k_ids), on_valid(reference_ids)));
+    (out.top_k.gathered_log_probs.to(torch::kFloat64) * weights * valid.unsqueeze(-1)).sum().backward();
+    std::vector<torch::Tensor> g;
+    for (const auto& p : m->parameters()) g.push_back(p.grad().clone());
+    grads.push_back(g);
+  }
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    EXPECT_LT(max_abs_diff(grads[1][i], grads[0][i]), 1e-6) << "parameter " << i;
+    EXPECT_GT(grads[0][i].abs().max().item<double>(), 0.0) << "parameter " << i << " got no gradient";
+  }
+  m->remove_padding = true;
+  const auto wrong = torch::zeros({3, kResponse + 1, K}, torch::kInt64);
+  TopKQuery bad;
+  bad.gather_ids = wrong;
+  EXPECT_THROW(
+      response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, false, false, bad), Error);
 }
 
 TEST(RemovePadding, ValuesEqualTheDensePassAndAreZeroAtPadding) {

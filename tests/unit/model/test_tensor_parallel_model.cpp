@@ -75,8 +75,19 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
 
     auto logits_whole = whole->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
     auto lp_whole = response_log_probs(whole, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true);
+    // forward_kl_topk's reads: the top-k anywhere in the vocabulary, the log-probs at the teacher's tokens.
+    TopKQuery query;
+    query.top_k = 3;
+    query.gather_ids =
+        (b.responses.unsqueeze(-1) + torch::tensor(std::vector<int64_t>{0, 7, c.vocab_size / 2 + 1})) % c.vocab_size;
+    const auto top_k_loss = [&](CausalLM& m) {
+      const auto out =
+          response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, false, false, query);
+      return std::pair{out.top_k, (out.top_k.gathered_log_probs.to(torch::kFloat64) * 0.25).sum()};
+    };
     whole->zero_grad();
-    test::weighted_log_prob_loss(whole, b).backward();
+    const auto whole_top_k = top_k_loss(whole);
+    (test::weighted_log_prob_loss(whole, b) + whole_top_k.second).backward();
     std::map<std::string, torch::Tensor> grads_whole;
     for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
 
@@ -94,7 +105,13 @@ TEST_P(TensorParallelModel, TwoRanksGiveTheWholeModelsLogitsLogProbsAndGradients
       EXPECT_LT(max_relative(lp.entropy, lp_whole.entropy), 1e-6);
 
       part->zero_grad();
-      test::weighted_log_prob_loss(part, b).backward();
+      const auto part_top_k = top_k_loss(part);
+      const TopKLogProbs& got = part_top_k.first;
+      const TopKLogProbs& want = whole_top_k.first;
+      EXPECT_LT(max_relative(got.gathered_log_probs.detach(), want.gathered_log_probs.detach()), 1e-6);
+      EXPECT_LT(max_relative(got.top_k_log_probs, want.top_k_log_probs), 1e-6);
+      EXPECT_TRUE(torch::equal(got.top_k_ids, want.top_k_ids));
+      (test::weighted_log_prob_loss(part, b) + part_top_k.second).backward();
       // Gradients gathered from the slices (gather_full_state of a model holding them) equal the whole model's.
       CausalLM grads(c, HeadKind::LM, TensorParallelGroup{comm});
       grads->to(torch::kFloat64);

@@ -76,6 +76,56 @@ TEST(TeacherModelWorker, LogProbsAreTheTeachersAtTemperatureOneWhateverTheBudget
       torch::allclose(group.call("compute_teacher_log_prob", batch).tensor("teacher_logprobs"), got, 1e-5, 1e-6));
 }
 
+TEST(TeacherModelWorker, TopKLossGetsTheTeachersTopKLogProbsAndIds) {
+  const std::string dir = test::make_lm_folder("teacher_top_k_lm", 19);
+  const DataProto batch = test::make_ppo_batch(5, 4, 3, 37);
+  const std::vector<std::string> top_k = {"distillation.distillation_loss.loss_mode=forward_kl_topk",
+                                          "distillation.distillation_loss.topk=3"};
+  const DataProto got = make_teacher_worker(test::with(one_teacher(dir, 8192), top_k))->compute_teacher_log_prob(batch);
+  const torch::Tensor log_probs = got.tensor("teacher_logprobs"), ids = got.tensor("teacher_ids");
+  ASSERT_EQ(log_probs.sizes(), (std::vector<int64_t>{5, 3, 3}));
+  ASSERT_EQ(ids.sizes(), (std::vector<int64_t>{5, 3, 3}));
+  EXPECT_EQ(log_probs.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(ids.scalar_type(), torch::kInt64);
+  // The reference: log_softmax of the model's logits before each response token, at temperature 1.
+  torch::Tensor reference;
+  {
+    torch::NoGradGuard no_grad;
+    model::CausalLM m = model::load_model(dir, model::LoadOptions{});
+    const torch::Tensor logits =
+        m->forward(batch.tensor("input_ids"), batch.tensor("attention_mask"), batch.tensor("position_ids"));
+    const int64_t L = batch.tensor("input_ids").size(1);
+    reference = torch::log_softmax(logits.narrow(1, L - 3 - 1, 3).to(torch::kFloat64), -1);
+  }
+  const auto [want_log_probs, want_ids] = reference.topk(3, -1);
+  const torch::Tensor valid = batch.tensor("response_mask").to(torch::kBool).unsqueeze(-1).expand({5, 3, 3});
+  EXPECT_LT((log_probs.to(torch::kFloat64) - want_log_probs).masked_select(valid).abs().max().item<double>(), 2e-5);
+  EXPECT_TRUE(torch::equal(ids.masked_select(valid), want_ids.masked_select(valid)));
+  // Largest first, as vLLM ranks them.
+  EXPECT_TRUE(torch::all(log_probs.narrow(2, 0, 1) >= log_probs.narrow(2, 1, 1)).item<bool>());
+
+  // Row by row and through 2 slots: the same numbers in the original order.
+  const DataProto row_by_row =
+      make_teacher_worker(test::with(one_teacher(dir, 1), top_k))->compute_teacher_log_prob(batch);
+  EXPECT_TRUE(torch::allclose(row_by_row.tensor("teacher_logprobs"), log_probs, 1e-5, 1e-6));
+  auto transport = std::make_shared<single_controller::InProcessTransport>(
+      "teacher", 2, teacher_model_worker_factory(test::ppo_config(test::with(one_teacher(dir, 8192), top_k))));
+  single_controller::WorkerGroup group("teacher", transport);
+  group.call("init_model");
+  const DataProto grouped = group.call("compute_teacher_log_prob", batch);
+  EXPECT_TRUE(torch::allclose(grouped.tensor("teacher_logprobs"), log_probs, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(grouped.tensor("teacher_ids").masked_select(valid), ids.masked_select(valid)));
+
+  // A top-k past the teacher's vocabulary is an error naming the key.
+  const std::string message = test::error_text([&] {
+    make_teacher_worker(test::with(one_teacher(dir, 8192), {"distillation.distillation_loss.loss_mode=forward_kl_topk",
+                                                            "distillation.distillation_loss.topk=100000"}))
+        ->compute_teacher_log_prob(batch);
+  });
+  EXPECT_NE(message.find("distillation.distillation_loss.topk=100000 is larger than the vocabulary"), std::string::npos)
+      << message;
+}
+
 TEST(TeacherModelWorker, SeveralTeachersEachScoreTheRowsOfTheirKey) {
   const std::string math = test::make_lm_folder("teacher_route_math", 41);
   const std::string gsm = test::make_lm_folder("teacher_route_gsm", 43);
