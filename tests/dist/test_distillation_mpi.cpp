@@ -30,23 +30,30 @@ const std::string& distillation_mpi_teacher() {
   return dir;
 }
 
-std::vector<std::string> distillation_mpi_run(const std::string& run_dir, int slots) {
-  std::vector<std::string> o = distillation_mpi_setup().base_overrides(run_dir);
-  const std::vector<std::string> more = {
-      "algorithm.adv_estimator=grpo",
-      "actor_rollout_ref.rollout.do_sample=false",
-      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-      "trainer.balance_batch=false",
-      "trainer.total_training_steps=2",
-      "trainer.save_freq=2",
-      "trainer.test_freq=-1",
-      "trainer.num_cpu_threads=1",
-      "actor_rollout_ref.actor.optim.lr=1e-3",
-      "distillation.enabled=true",
-      "distillation.teacher_models.teacher_model.model_path=" + distillation_mpi_teacher(),
-      "distillation.teacher_models.teacher_model.inference.max_num_batched_tokens=40",
-      "trainer.n_gpus_per_node=" + std::to_string(slots)};
+// Two greedy GRPO steps with a teacher, on `slots` worker slots, checkpointed at the end.
+std::vector<std::string> two_distillation_steps(const DigitCompletionSetup& setup, const std::string& run_dir,
+                                                int slots, const std::string& teacher) {
+  std::vector<std::string> o = setup.base_overrides(run_dir);
+  const std::vector<std::string> more = {"algorithm.adv_estimator=grpo",
+                                         "actor_rollout_ref.rollout.do_sample=false",
+                                         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                                         "trainer.balance_batch=false",
+                                         "trainer.total_training_steps=2",
+                                         "trainer.save_freq=2",
+                                         "trainer.test_freq=-1",
+                                         "trainer.num_cpu_threads=1",
+                                         "actor_rollout_ref.actor.optim.lr=1e-3",
+                                         "distillation.enabled=true",
+                                         "distillation.teacher_models.teacher_model.model_path=" + teacher,
+                                         "trainer.n_gpus_per_node=" + std::to_string(slots)};
   o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+std::vector<std::string> distillation_mpi_run(const std::string& run_dir, int slots) {
+  std::vector<std::string> o =
+      two_distillation_steps(distillation_mpi_setup(), run_dir, slots, distillation_mpi_teacher());
+  o.push_back("distillation.teacher_models.teacher_model.inference.max_num_batched_tokens=40");
   return o;
 }
 
@@ -90,24 +97,11 @@ const DigitCompletionSetup& distillation_tp_setup() {
 }
 
 std::vector<std::string> topk_tp_run(const std::string& run_dir, int slots, const std::string& teacher) {
-  std::vector<std::string> o = distillation_tp_setup().base_overrides(run_dir);
+  std::vector<std::string> o = two_distillation_steps(distillation_tp_setup(), run_dir, slots, teacher);
   const std::vector<std::string> more = {
-      "algorithm.adv_estimator=grpo",
-      "actor_rollout_ref.rollout.do_sample=false",
-      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-      "trainer.balance_batch=false",
-      "trainer.total_training_steps=2",
-      "trainer.save_freq=2",
-      "trainer.test_freq=-1",
-      "trainer.num_cpu_threads=1",
-      "actor_rollout_ref.actor.optim.lr=1e-3",
       "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]",
-      "distillation.enabled=true",
-      "distillation.teacher_models.teacher_model.model_path=" + teacher,
-      "distillation.distillation_loss.loss_mode=forward_kl_topk",
-      "distillation.distillation_loss.topk=4",
-      "distillation.distillation_loss.use_task_rewards=false",
-      "trainer.n_gpus_per_node=" + std::to_string(slots)};
+      "distillation.distillation_loss.loss_mode=forward_kl_topk", "distillation.distillation_loss.topk=4",
+      "distillation.distillation_loss.use_task_rewards=false"};
   o.insert(o.end(), more.begin(), more.end());
   if (slots > 1) {
     for (const std::string& extra :

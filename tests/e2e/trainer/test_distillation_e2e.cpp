@@ -38,20 +38,29 @@ double distillation_mean_over(const std::map<int64_t, double>& by_step, int64_t 
   return sum / static_cast<double>(last - first + 1);
 }
 
-TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
-  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 6.0, "e2e_distillation_teacher");
-  const std::string run_dir = make_temp_dir("e2e_distillation_alone");
-  TrainRun run =
-      run_verl_train(distillation_run(run_dir, teacher,
-                                      {"distillation.distillation_loss.use_task_rewards=false",
-                                       "distillation.distillation_loss.loss_mode=k3",
-                                       "actor_rollout_ref.actor.optim.lr=3e-3", "trainer.total_training_steps=16"}),
-                     run_dir);
-  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+// Distillation alone (no task rewards, a teacher sharpened 6x) for 16 steps at lr 3e-3 with `loss` overrides.
+TrainRun sixteen_steps_of_distillation_alone(const std::string& name, const std::vector<std::string>& loss) {
+  const std::string teacher = make_sharpened_teacher(distillation_setup().model_dir, 6.0, name + "_teacher");
+  const std::string run_dir = make_temp_dir(name);
+  std::vector<std::string> more = {"distillation.distillation_loss.use_task_rewards=false",
+                                   "actor_rollout_ref.actor.optim.lr=3e-3", "trainer.total_training_steps=16"};
+  more.insert(more.end(), loss.begin(), loss.end());
+  return run_verl_train(distillation_run(run_dir, teacher, more), run_dir);
+}
+
+// The logged distillation loss of steps 13-16 is under half that of steps 1-4.
+void expect_distillation_loss_halves(const TrainRun& run) {
   const auto& loss = run.history.at("actor/distillation/loss");
   ASSERT_EQ(loss.size(), 16u);
   const double first = distillation_mean_over(loss, 1, 4), last = distillation_mean_over(loss, 13, 16);
   EXPECT_LT(last, 0.5 * first) << "actor/distillation/loss: steps 1-4 " << first << ", steps 13-16 " << last;
+}
+
+TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
+  const TrainRun run =
+      sixteen_steps_of_distillation_alone("e2e_distillation_alone", {"distillation.distillation_loss.loss_mode=k3"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  expect_distillation_loss_halves(run);
   EXPECT_EQ(run.history.count("actor/pg_loss"), 0u) << "without task rewards verl computes no PPO loss";
   for (const char* key : {"actor/distillation/abs_loss", "actor/distillation/loss_min", "actor/distillation/loss_max",
                           "timing_s/teacher"}) {
@@ -60,22 +69,12 @@ TEST(DistillationE2E, DistillationAloneShrinksTheReverseKlToTheTeacher) {
 }
 
 TEST(DistillationE2E, TopKForwardKlAloneShrinksAndLogsVerlsMassAndOverlap) {
-  const std::string teacher =
-      make_sharpened_teacher(distillation_setup().model_dir, 6.0, "e2e_distillation_teacher_topk");
-  const std::string run_dir = make_temp_dir("e2e_distillation_topk");
-  TrainRun run =
-      run_verl_train(distillation_run(run_dir, teacher,
-                                      {"distillation.distillation_loss.use_task_rewards=false",
-                                       "distillation.distillation_loss.loss_mode=forward_kl_topk",
-                                       "distillation.distillation_loss.topk=4",
-                                       "distillation.distillation_loss.log_prob_min_clamp=-10",
-                                       "actor_rollout_ref.actor.optim.lr=3e-3", "trainer.total_training_steps=16"}),
-                     run_dir);
+  const TrainRun run = sixteen_steps_of_distillation_alone(
+      "e2e_distillation_topk",
+      {"distillation.distillation_loss.loss_mode=forward_kl_topk", "distillation.distillation_loss.topk=4",
+       "distillation.distillation_loss.log_prob_min_clamp=-10"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-  const auto& loss = run.history.at("actor/distillation/loss");
-  ASSERT_EQ(loss.size(), 16u);
-  const double first = distillation_mean_over(loss, 1, 4), last = distillation_mean_over(loss, 13, 16);
-  EXPECT_LT(last, 0.5 * first) << "actor/distillation/loss: steps 1-4 " << first << ", steps 13-16 " << last;
+  expect_distillation_loss_halves(run);
   for (const char* key :
        {"actor/distillation/student_mass", "actor/distillation/student_mass_min", "actor/distillation/student_mass_max",
         "actor/distillation/teacher_mass", "actor/distillation/teacher_mass_min", "actor/distillation/teacher_mass_max",
