@@ -17,8 +17,10 @@ TopKLogProbs top_k_log_probs(const torch::Tensor& logits, double temperature, co
                "model", "top-k log-probs: token ids ", query.gather_ids.sizes(), " do not match the logits ",
                logits.sizes(), " ([..., K] against [..., V])");
     const torch::Tensor ids = query.gather_ids.to(z.device()).to(torch::kInt64);
-    const int64_t largest = ids.numel() > 0 ? ids.max().item<int64_t>() : 0;
-    const int64_t smallest = ids.numel() > 0 ? ids.min().item<int64_t>() : 0;
+    // One device-to-host copy for both ends of the range (a GPU's gather would fault on a bad id, not throw).
+    const torch::Tensor range =
+        ids.numel() > 0 ? torch::stack({ids.min(), ids.max()}).cpu() : torch::zeros({2}, torch::kInt64);
+    const int64_t smallest = range[0].item<int64_t>(), largest = range[1].item<int64_t>();
     VERL_CHECK(smallest >= 0 && largest < vocab, "model", "top-k log-probs: token id ",
                smallest < 0 ? smallest : largest, " is outside the vocabulary (", vocab,
                " tokens): the teacher and the student must share a tokenizer");

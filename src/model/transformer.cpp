@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "verl/common/error.h"
@@ -634,10 +635,10 @@ TopKQuery narrowed_query(const TopKQuery& query, int64_t r) {
   return out;
 }
 
-void widen_top_k(TopKLogProbs& top_k, const torch::Tensor& attention_mask, int64_t R, bool zeros_at_padding) {
-  for (torch::Tensor* t : {&top_k.top_k_log_probs, &top_k.top_k_ids, &top_k.gathered_log_probs}) {
-    *t = widen_to_window(*t, attention_mask, R, zeros_at_padding);
-  }
+// `f` applied to each output the query asked for (the others stay undefined).
+TopKLogProbs map_top_k(const TopKLogProbs& top_k, const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+  const auto apply = [&](const torch::Tensor& t) { return t.defined() ? f(t) : t; };
+  return {apply(top_k.top_k_log_probs), apply(top_k.top_k_ids), apply(top_k.gathered_log_probs)};
 }
 
 ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& input_ids,
@@ -669,11 +670,7 @@ ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& 
   out.log_probs = response_window(local.log_probs, model, L, R);
   if (local.entropy.defined()) out.entropy = response_window(local.entropy, model, L, R);
   if (local.sum_pi_squared.defined()) out.sum_pi_squared = response_window(local.sum_pi_squared, model, L, R);
-  for (auto [from, to] : {std::pair{&local.top_k.top_k_log_probs, &out.top_k.top_k_log_probs},
-                          std::pair{&local.top_k.top_k_ids, &out.top_k.top_k_ids},
-                          std::pair{&local.top_k.gathered_log_probs, &out.top_k.gathered_log_probs}}) {
-    if (from->defined()) *to = response_window(*from, model, L, R);
-  }
+  out.top_k = map_top_k(local.top_k, [&](const torch::Tensor& t) { return response_window(t, model, L, R); });
   return out;
 }
 
@@ -721,10 +718,8 @@ ResponseLogProbs packed_response_log_probs(CausalLM& model, const PackedResponse
   const auto local = log_probs_at(model, hidden.unsqueeze(0), labels.unsqueeze(0), temperature, with_entropy,
                                   with_sum_pi_squared, packed_query);  // [1, M]
   const auto to_window = [&](const torch::Tensor& t) { return t.defined() ? packing.to_window(t.squeeze(0)) : t; };
-  ResponseLogProbs out{to_window(local.log_probs), to_window(local.entropy), to_window(local.sum_pi_squared), {}};
-  out.top_k = {to_window(local.top_k.top_k_log_probs), to_window(local.top_k.top_k_ids),
-               to_window(local.top_k.gathered_log_probs)};
-  return out;
+  return {to_window(local.log_probs), to_window(local.entropy), to_window(local.sum_pi_squared),
+          map_top_k(local.top_k, to_window)};
 }
 
 }  // namespace
@@ -759,7 +754,8 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   out.log_probs = widen_to_window(out.log_probs, attention_mask, R, zeros);
   out.entropy = widen_to_window(out.entropy, attention_mask, R, zeros);
   out.sum_pi_squared = widen_to_window(out.sum_pi_squared, attention_mask, R, zeros);
-  widen_top_k(out.top_k, attention_mask, R, zeros);
+  out.top_k =
+      map_top_k(out.top_k, [&](const torch::Tensor& t) { return widen_to_window(t, attention_mask, R, zeros); });
   return out;
 }
 

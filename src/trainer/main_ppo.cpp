@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "verl/algo/distillation_loss.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/config/node_json.h"
@@ -192,7 +193,7 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
                  tokenizer.vocab_size(), " tokens but ", key, " '", teacher.model_path, "' has vocab_size ",
                  hf.vocab_size, " (teacher and student must share a tokenizer)");
       const config::DistillationLossConfig& loss = config.distillation.loss;
-      if (loss.loss_mode == "forward_kl_topk") {
+      if (algo::distillation_uses_top_k(loss)) {
         // The student reads its log-probs at the teacher's top-k tokens: every id of the teacher's must be its own,
         // and k tokens must exist.
         VERL_CHECK(hf.vocab_size <= actor.vocab_size, "config", key, " '", teacher.model_path, "' has vocab_size ",

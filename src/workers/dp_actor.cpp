@@ -152,7 +152,7 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   // distillation.enabled: the teachers' log-probs (workers/teacher_model_worker.h) feed the distillation loss.
   const config::DistillationLossConfig* distillation = config_.distillation ? &*config_.distillation : nullptr;
   // forward_kl_topk: the teacher's top-k tokens, at which the student's distribution is read too.
-  const bool distill_top_k = distillation != nullptr && distillation->loss_mode == "forward_kl_topk";
+  const bool distill_top_k = distillation != nullptr && algo::distillation_uses_top_k(*distillation);
   if (distillation != nullptr) keys.push_back("teacher_logprobs");
   if (distill_top_k) keys.push_back("teacher_ids");
   require_keys(data_in, keys, "update_actor");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "verl/algo/distillation_loss.h"
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/model/weights.h"
@@ -61,7 +62,7 @@ DataProto TeacherModelWorker::init_model(const DataProto&) {
 
 int64_t TeacherModelWorker::top_k() const {
   const config::DistillationLossConfig& loss = config_->distillation.loss;
-  return loss.loss_mode == "forward_kl_topk" ? loss.topk : 0;
+  return algo::distillation_uses_top_k(loss) ? loss.topk : 0;
 }
 
 TeacherModelWorker::Scores TeacherModelWorker::teacher_scores(size_t index, const DataProto& rows) {
@@ -113,10 +114,13 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
     if (k == 0) return DataProto::from_dict({{"teacher_logprobs", scores.log_probs}});
     return DataProto::from_dict({{"teacher_logprobs", scores.log_probs}, {"teacher_ids", scores.ids}});
   };
-  std::vector<int64_t> shape = {B, R};
-  if (k > 0) shape.push_back(k);
-  Scores out{torch::zeros(shape, torch::kFloat32), k > 0 ? torch::zeros(shape, torch::kInt64) : torch::Tensor()};
-  if (B == 0) return as_proto(out);
+  // The rows of several teachers (or none) are copied into zeros of the output's shape.
+  const auto zeros = [&]() -> Scores {
+    std::vector<int64_t> shape = {B, R};
+    if (k > 0) shape.push_back(k);
+    return {torch::zeros(shape, torch::kFloat32), k > 0 ? torch::zeros(shape, torch::kInt64) : torch::Tensor()};
+  };
+  if (B == 0) return as_proto(zeros());
   torch::NoGradGuard no_grad;
   const DataProto inputs = data.select({"input_ids", "attention_mask", "position_ids", "responses"});
   const auto& teachers = config_->distillation.teachers;
@@ -139,6 +143,7 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
                "); the teachers' keys: ", join(keys, ", "));
     rows_of[it - keys.begin()].push_back(i);
   }
+  Scores out = zeros();
   for (size_t t = 0; t < teachers.size(); ++t) {
     if (rows_of[t].empty()) continue;
     const torch::Tensor index = torch::tensor(rows_of[t], torch::kInt64);

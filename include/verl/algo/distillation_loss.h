@@ -64,6 +64,10 @@ DistillationLossOutput distillation_loss_from_tokens(const config::DistillationL
                                                      const std::string& loss_agg_mode, const AggLossOptions& agg = {},
                                                      const torch::Tensor& rollout_is_weights = torch::Tensor());
 
+// verl's DistillationLossSettings.use_topk: the loss reads the teacher's top-k distribution (teacher_logprobs and
+// teacher_ids [B, R, k]) rather than one log-prob per response token.
+bool distillation_uses_top_k(const config::DistillationLossConfig& config);
+
 // verl's distillation_ppo_loss around the two losses: whether the task's PPO loss (policy loss, entropy bonus, KL
 // loss) is computed at all, and the actor's loss from it (undefined when it is not) and the distillation loss.
 // Without task rewards the PPO loss is dropped (it only reports, in policy-gradient mode) and the distillation loss

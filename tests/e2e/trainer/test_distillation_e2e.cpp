@@ -122,5 +122,33 @@ TEST(DistillationE2E, ATeacherWithASmallerVocabularyStopsTheRunBeforeAnyWeightsL
       << run.result.err;
 }
 
+TEST(DistillationE2E, TopKWithAWiderTeacherOrAKPastItsVocabularyStopsTheRunBeforeAnyWeightsLoad) {
+  const std::string teacher = make_temp_dir("e2e_distillation_wider_teacher");
+  const CommandResult init =
+      run_command(verl_binary() + " model init --arch llama --out '" + teacher + "' --vocab-size 200 " +
+                  "--hidden-size 16 --num-layers 1 --num-heads 2 --num-kv-heads 2 --intermediate-size 32 --seed 2");
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  const std::string top_k = "distillation.distillation_loss.loss_mode=forward_kl_topk";
+  // The student reads its log-probs at the teacher's ids: a teacher with ids the actor lacks is refused.
+  const std::string wider_dir = make_temp_dir("e2e_distillation_topk_wider");
+  TrainRun wider =
+      run_verl_train(distillation_run(wider_dir, teacher, {top_k, "trainer.total_training_steps=1"}), wider_dir);
+  EXPECT_NE(wider.result.exit_code, 0);
+  EXPECT_NE(wider.result.err.find("distillation.teacher_models.teacher_model.model_path '" + teacher +
+                                  "' has vocab_size 200, more than the actor's"),
+            std::string::npos)
+      << wider.result.err;
+  const std::string sharp = make_sharpened_teacher(distillation_setup().model_dir, 2.0, "e2e_distillation_topk_k");
+  const std::string k_dir = make_temp_dir("e2e_distillation_topk_large_k");
+  TrainRun large_k = run_verl_train(
+      distillation_run(k_dir, sharp,
+                       {top_k, "distillation.distillation_loss.topk=100000", "trainer.total_training_steps=1"}),
+      k_dir);
+  EXPECT_NE(large_k.result.exit_code, 0);
+  EXPECT_NE(large_k.result.err.find("distillation.distillation_loss.topk=100000 is larger than the vocab_size"),
+            std::string::npos)
+      << large_k.result.err;
+}
+
 }  // namespace
 }  // namespace verl::test

@@ -165,6 +165,7 @@ def make_topk_inputs(x):
     responses = torch.randint(0, V, (B, R))
     teacher_logits = 0.6 * logits + torch.randn(B, R, V, dtype=torch.float64) * 1.5
     teacher_logits[1, 1] = torch.linspace(8, -8, V, dtype=torch.float64)  # a peaked teacher: log_prob_min_clamp
+    teacher_logits[2, 1] = -logits[2, 1]  # the student's 4 least likely tokens: no overlap at this position
     teacher_log_probs, teacher_ids = torch.log_softmax(teacher_logits, -1).topk(TOPK_K, dim=-1)
     return dict(logits=logits, responses=responses, teacher_top_k_log_probs=teacher_log_probs,
                 teacher_top_k_ids=teacher_ids)

@@ -148,6 +148,22 @@ TEST(TeacherModelWorker, SeveralTeachersEachScoreTheRowsOfTheirKey) {
     EXPECT_GT((got[i] - other[i]).abs().max().item<double>(), 1e-3) << "row " << i << ": the teachers differ";
   }
 
+  // With forward_kl_topk each row's top-k comes from its own teacher too (each teacher's top-k alone is checked
+  // against its logits above).
+  const std::vector<std::string> top_k = {"distillation.distillation_loss.loss_mode=forward_kl_topk",
+                                          "distillation.distillation_loss.topk=3"};
+  const DataProto routed = make_teacher_worker(test::with(overrides, top_k))->compute_teacher_log_prob(batch);
+  const DataProto math_alone =
+      make_teacher_worker(test::with(one_teacher(math, 8192), top_k))->compute_teacher_log_prob(batch);
+  const DataProto gsm_alone =
+      make_teacher_worker(test::with(one_teacher(gsm, 8192), top_k))->compute_teacher_log_prob(batch);
+  for (int64_t i = 0; i < 6; ++i) {
+    const DataProto& alone = batch.column("data_source")[i] == "math" ? math_alone : gsm_alone;
+    EXPECT_TRUE(torch::equal(routed.tensor("teacher_ids")[i], alone.tensor("teacher_ids")[i])) << "row " << i;
+    EXPECT_TRUE(torch::allclose(routed.tensor("teacher_logprobs")[i], alone.tensor("teacher_logprobs")[i], 1e-5, 1e-6))
+        << "row " << i;
+  }
+
   batch.non_tensor_batch["data_source"][4] = Json("aime");
   const std::string message = test::error_text([&] { worker->compute_teacher_log_prob(batch); });
   EXPECT_NE(message.find("no teacher has the key 'aime' (row 4's data_source); the teachers' keys: math, gsm"),
