@@ -660,6 +660,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.ppo_epochs = in.get_int("critic.ppo_epochs");
   check_positive(c.ppo_epochs, "critic.ppo_epochs");
   c.shuffle = in.get_bool("critic.shuffle");
+  c.data_loader_seed = in.get_int("critic.data_loader_seed");
   c.grad_clip = in.get_double("critic.grad_clip");
   c.cliprange_value = in.get_double("critic.cliprange_value");
   c.loss_agg_mode = in.get_choice("critic.loss_agg_mode", supported_loss_agg_modes());
@@ -695,12 +696,25 @@ SandboxFusionConfig read_sandbox_fusion(ConfigReader& in) {
   return s;
 }
 
+// verl 0.9.1 reads its reward section (reward.reward_model.enable, ...); its migration
+// (reward_loop.py's migrate_legacy_reward_impl) copies each legacy key set to a non-null value over the new one.
+// Returns the key whose value is in force; both are read, so neither is a stray key.
+std::string migrated_reward_key(ConfigReader& in, const std::string& legacy, const std::string& current) {
+  if (in.contains(current)) in.get_node(current);
+  if (in.contains(legacy) && !in.get_node(legacy).is_null()) return legacy;
+  return current;
+}
+
 RewardModelConfig read_reward_model(ConfigReader& in) {
   RewardModelConfig r;
-  r.enable = in.get_bool("reward_model.enable");
+  const std::string enable_key = migrated_reward_key(in, "reward_model.enable", "reward.reward_model.enable");
+  r.enable = in.get_bool(enable_key);
   r.strategy = read_strategy(in, "reward_model.strategy");
   r.input_tokenizer = in.get_optional_string("reward_model.model.input_tokenizer");
-  r.path = in.get_string("reward_model.model.path");
+  const std::string path_key = migrated_reward_key(in, "reward_model.model.path", "reward.reward_model.model_path");
+  r.path = in.get_optional_string(path_key).value_or("");
+  VERL_CHECK(!r.enable || !r.path.empty(), "config", "config key '", path_key,
+             "' must name the reward model's folder when ", enable_key, " is true");
   r.micro_batch_size_per_gpu = in.get_optional_int("reward_model.micro_batch_size_per_gpu");
   check_optional_positive(r.micro_batch_size_per_gpu, "reward_model.micro_batch_size_per_gpu");
   r.max_length = in.get_optional_int("reward_model.max_length");
@@ -709,8 +723,9 @@ RewardModelConfig read_reward_model(ConfigReader& in) {
   r.forward_max_token_len_per_gpu = in.get_int("reward_model.forward_max_token_len_per_gpu");
   r.reward_manager = in.get_choice("reward_model.reward_manager",
                                    {"naive", "dapo", "gdpo", "rate_limited", "remote", "digit_completion"});
-  r.num_workers = in.get_int("reward.num_workers");
-  check_positive(r.num_workers, "reward.num_workers");
+  const std::string workers_key = migrated_reward_key(in, "reward_model.num_workers", "reward.num_workers");
+  r.num_workers = in.get_int(workers_key);
+  check_positive(r.num_workers, workers_key);
   r.reward_kwargs = in.get_node("reward_model.reward_kwargs");
   VERL_CHECK(r.reward_kwargs.is_map(), "config", "config key 'reward_model.reward_kwargs' expects map, got ",
              kind_name(r.reward_kwargs.kind()));

@@ -88,7 +88,6 @@ const std::vector<Entry>& table() {
       {"*.*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
       {"*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
       {"actor_rollout_ref.actor.checkpoint.strict", N, "strict loading (verl.cpp always loads strictly)"},
-      {"critic.data_loader_seed", N, "the critic's mini-batch shuffle (it follows the actor's)"},
       {"critic.loss_scale_factor", N, "the critic's loss (aggregated with loss_agg_mode)"},
       {"*.*.profiler", N, "profilers"},
       {"critic.profiler", N, "profilers"},
@@ -117,7 +116,6 @@ const std::vector<Entry>& table() {
       {"actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", F, "custom weight-sync backends"},
 
       // reward: the legacy section's engine keys, verl 0.9.1's reward section
-      {"reward_model.num_workers", N, "verl's reward-loop workers"},
       {"reward_model.enable_resource_pool", N, "Ray resource pools"},
       {"reward_model.n_gpus_per_node", N, "Ray resource pools"},
       {"reward_model.nnodes", N, "Ray resource pools"},
@@ -132,7 +130,6 @@ const std::vector<Entry>& table() {
       {"reward.reward_manager.name", H, "reward_model.reward_manager"},
       {"reward.reward_manager.source", F, kRewardLoop},
       {"reward.reward_manager.module", F, kRewardLoop},
-      {"reward.reward_model", F, "verl 0.9.1's reward.reward_model section (use reward_model.enable / model.path)"},
       {"reward.reward_model.rollout", N, "the reward model's vLLM / SGLang server"},
       {"reward.reward_model.enable_resource_pool", N, "Ray resource pools"},
       {"reward.reward_model.n_gpus_per_node", N, "Ray resource pools"},

@@ -182,7 +182,9 @@ void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer
                tokenizer.vocab_size(), " tokens but critic.model.path '", config.critic.model.path,
                "' has vocab_size ", critic.vocab_size);
   }
-  if (config.reward_model.enable) check_model_folder("reward_model.model.path", config.reward_model.path);
+  if (config.reward_model.enable) {
+    check_model_folder("reward_model.model.path / reward.reward_model.model_path", config.reward_model.path);
+  }
   if (config.distillation.enabled) {
     // The teachers read the student's token ids (verl sends ids, not text): every id must be theirs too.
     for (const config::DistillationTeacherConfig& teacher : config.distillation.teachers) {

@@ -347,6 +347,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
         actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp, reduce_dtype);
       }
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
+      actor_->data_parallel_rank = rank() / (tp_size_ * sp_size_);  // the T (or S) ranks of a DP rank share it
     } else {
       freeze(actor_module_);
     }

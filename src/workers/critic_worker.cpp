@@ -63,6 +63,8 @@ DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int worl
   out.ppo_max_token_len_per_gpu = c.ppo_max_token_len_per_gpu;
   out.forward_max_token_len_per_gpu = c.forward_max_token_len_per_gpu;
   out.ppo_epochs = c.ppo_epochs;
+  out.shuffle = c.shuffle;
+  out.data_loader_seed = c.data_loader_seed;
   out.grad_clip = c.grad_clip;
   out.cliprange_value = c.cliprange_value;
   out.loss_agg_mode = c.loss_agg_mode;
@@ -97,6 +99,7 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
       *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * sp_size_,
                                                     sp_size_ > 1 ? "critic.ulysses_sequence_parallel_size"
                                                                  : "critic.megatron.tensor_model_parallel_size")));
+  critic_config_.data_parallel_rank = rank() / (tp_size_ * sp_size_);  // the T (or S) ranks of a DP rank share it
   const bool nd = tp_size_ > 1 || sp_size_ > 1;
   const Dispatch compute = nd ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = nd ? "critic" : "";

@@ -7,12 +7,13 @@
 #include "verl/algo/distillation_loss.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
+#include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
-#include "verl/model/mixed_precision.h"
 
 namespace verl::workers {
 namespace {
@@ -163,8 +164,21 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
 
   const int64_t mini_size = config_.ppo_mini_batch_size;
   VERL_CHECK(mini_size > 0, kComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);
-  auto mini_batches = data.split(mini_size);
-  const bool on_policy = mini_batches.size() == 1 && config_.ppo_epochs == 1;
+  // Every epoch's mini-batches in the order they run: contiguous (verl's legacy actor, and verl 0.9.1's engine
+  // without actor.shuffle), or with actor.shuffle a new order each epoch, drawn as verl 0.9.1's engine draws it.
+  std::vector<protocol::DataProto> mini_batches;
+  if (config_.shuffle) {
+    const MiniBatchOrderOptions order{true, config_.data_loader_seed + data_parallel_rank};
+    for (const auto& rows : mini_batch_rows(data.size(), mini_size, config_.ppo_epochs, order)) {
+      mini_batches.push_back(data.index(rows));
+    }
+  } else {
+    const std::vector<protocol::DataProto> one_epoch = data.split(mini_size);
+    for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+      mini_batches.insert(mini_batches.end(), one_epoch.begin(), one_epoch.end());
+    }
+  }
+  const bool on_policy = mini_batches.size() == 1;  // one mini-batch, one epoch
   const auto& loss_fn = algo::get_policy_loss_fn(config_.policy_loss_mode);
   const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
   const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0;
@@ -173,87 +187,85 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   const bool task_loss = distillation == nullptr || algo::distillation_computes_task_loss(*distillation);
   double pg_loss_sum = 0.0, kl_loss_sum = 0.0, distillation_loss_sum = 0.0;
   nlohmann::json metrics = nlohmann::json::object();
-  for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-    for (const auto& mini : mini_batches) {
-      std::vector<protocol::DataProto> micro_batches;
-      int64_t grad_accum = 1;
-      if (config_.use_dynamic_bsz) {
-        auto plan = micro_batch_plan(mini.tensor("attention_mask"),
-                                     config_.ppo_max_token_len_per_gpu * model_->model->sequence_parallel.size(),
-                                     fully_sharded.get());
-        for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
-      } else {
-        VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
-                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
-        const int64_t micro = *config_.ppo_micro_batch_size_per_gpu;
-        grad_accum = mini_size / micro;
-        micro_batches = mini.split(micro);
-      }
-      optimizer_->zero_grad();
-      for (const auto& mb_cpu : micro_batches) {
-        auto mb = to_device(mb_cpu, device);
-        model::RootGathered root(fully_sharded.get());
-        const auto& response_mask = mb.tensor("response_mask");
-        const auto& advantages = mb.tensor("advantages");
-        const double scale = config_.use_dynamic_bsz
-                                 ? static_cast<double>(response_mask.size(0)) / static_cast<double>(mini_size)
-                                 : 1.0 / static_cast<double>(grad_accum);
-        model::TopKQuery query;
-        model::TopKLogProbs student_top_k;
-        if (distill_top_k) {
-          query.gather_ids = mb.tensor("teacher_ids");
-          query.top_k = query.gather_ids.size(2);  // the student's own top-k, for verl's overlap metrics
-        }
-        auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy, nullptr, query,
-                                                       distill_top_k ? &student_top_k : nullptr);
-        const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
-        torch::Tensor is_weights;
-        if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
-        torch::Tensor policy_loss = torch::zeros({}, log_prob.options());
-        nlohmann::json micro_metrics = nlohmann::json::object();
-        if (task_loss) {
-          auto pg =
-              loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg, is_weights);
-          policy_loss = pg.pg_loss;
-          for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
-          if (calculate_entropy) {
-            auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
-            micro_metrics["actor/entropy"] = entropy_agg.item<double>();
-            if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
-          }
-          if (config_.use_kl_loss) {
-            auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
-            auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
-            policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
-            kl_loss_sum += kl_loss.item<double>() * scale;
-            micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
-          }
-          pg_loss_sum += pg.pg_loss.item<double>() * scale;
-        }
-        if (distillation != nullptr) {
-          const auto distill =
-              distill_top_k
-                  ? algo::distillation_loss_from_tokens(
-                        *distillation,
-                        algo::forward_kl_topk_token_losses(*distillation, student_top_k.gathered_log_probs,
-                                                           student_top_k.top_k_ids, mb.tensor("teacher_logprobs"),
-                                                           mb.tensor("teacher_ids"), response_mask),
-                        log_prob, old_log_prob, response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights)
-                  : algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
-                                            response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
-          policy_loss =
-              algo::loss_with_distillation(*distillation, task_loss ? policy_loss : torch::Tensor(), distill.loss);
-          distillation_loss_sum += distill.loss.item<double>() * scale;
-          for (const auto& [k, v] : distill.metrics) micro_metrics["actor/" + k] = v;
-        }
-        (policy_loss * scale).backward();
-        root.reduce_gradients();
-        for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
-          append(metrics, it.key(), it.value().get<double>());
-        }
-      }
-      append(metrics, "actor/grad_norm", optimizer_step());
+  for (const auto& mini : mini_batches) {
+    std::vector<protocol::DataProto> micro_batches;
+    int64_t grad_accum = 1;
+    if (config_.use_dynamic_bsz) {
+      auto plan = micro_batch_plan(mini.tensor("attention_mask"),
+                                   config_.ppo_max_token_len_per_gpu * model_->model->sequence_parallel.size(),
+                                   fully_sharded.get());
+      for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
+    } else {
+      VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
+                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
+      const int64_t micro = *config_.ppo_micro_batch_size_per_gpu;
+      grad_accum = mini_size / micro;
+      micro_batches = mini.split(micro);
     }
+    optimizer_->zero_grad();
+    for (const auto& mb_cpu : micro_batches) {
+      auto mb = to_device(mb_cpu, device);
+      model::RootGathered root(fully_sharded.get());
+      const auto& response_mask = mb.tensor("response_mask");
+      const auto& advantages = mb.tensor("advantages");
+      const double scale = config_.use_dynamic_bsz
+                               ? static_cast<double>(response_mask.size(0)) / static_cast<double>(mini_size)
+                               : 1.0 / static_cast<double>(grad_accum);
+      model::TopKQuery query;
+      model::TopKLogProbs student_top_k;
+      if (distill_top_k) {
+        query.gather_ids = mb.tensor("teacher_ids");
+        query.top_k = query.gather_ids.size(2);  // the student's own top-k, for verl's overlap metrics
+      }
+      auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy, nullptr, query,
+                                                     distill_top_k ? &student_top_k : nullptr);
+      const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
+      torch::Tensor is_weights;
+      if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
+      torch::Tensor policy_loss = torch::zeros({}, log_prob.options());
+      nlohmann::json micro_metrics = nlohmann::json::object();
+      if (task_loss) {
+        auto pg =
+            loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg, is_weights);
+        policy_loss = pg.pg_loss;
+        for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
+        if (calculate_entropy) {
+          auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
+          micro_metrics["actor/entropy"] = entropy_agg.item<double>();
+          if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
+        }
+        if (config_.use_kl_loss) {
+          auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
+          auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
+          policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
+          kl_loss_sum += kl_loss.item<double>() * scale;
+          micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
+        }
+        pg_loss_sum += pg.pg_loss.item<double>() * scale;
+      }
+      if (distillation != nullptr) {
+        const auto distill =
+            distill_top_k
+                ? algo::distillation_loss_from_tokens(
+                      *distillation,
+                      algo::forward_kl_topk_token_losses(*distillation, student_top_k.gathered_log_probs,
+                                                         student_top_k.top_k_ids, mb.tensor("teacher_logprobs"),
+                                                         mb.tensor("teacher_ids"), response_mask),
+                      log_prob, old_log_prob, response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights)
+                : algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
+                                          response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
+        policy_loss =
+            algo::loss_with_distillation(*distillation, task_loss ? policy_loss : torch::Tensor(), distill.loss);
+        distillation_loss_sum += distill.loss.item<double>() * scale;
+        for (const auto& [k, v] : distill.metrics) micro_metrics["actor/" + k] = v;
+      }
+      (policy_loss * scale).backward();
+      root.reduce_gradients();
+      for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
+        append(metrics, it.key(), it.value().get<double>());
+      }
+    }
+    append(metrics, "actor/grad_norm", optimizer_step());
   }
   optimizer_->zero_grad();
   if (task_loss) metrics["actor/pg_loss"] = nlohmann::json::array({pg_loss_sum});

@@ -4,11 +4,12 @@
 
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
+#include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
-#include "verl/model/mixed_precision.h"
 
 namespace verl::workers {
 
@@ -128,52 +129,63 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
   module_->train();
   std::vector<torch::Tensor> params = module_->parameters();
   protocol::DataProto selected = data.select(keys);
-  std::vector<protocol::DataProto> mini_batches = selected.split(config_.ppo_mini_batch_size);
+  // Every epoch's mini-batches in the order they run: contiguous, or with critic.shuffle a new order each epoch,
+  // drawn as verl 0.9.1's engine draws it.
+  std::vector<protocol::DataProto> mini_batches;
+  if (config_.shuffle) {
+    const MiniBatchOrderOptions order{true, config_.data_loader_seed + config_.data_parallel_rank};
+    for (const auto& rows : mini_batch_rows(selected.size(), config_.ppo_mini_batch_size, config_.ppo_epochs, order)) {
+      mini_batches.push_back(selected.index(rows));
+    }
+  } else {
+    const std::vector<protocol::DataProto> one_epoch = selected.split(config_.ppo_mini_batch_size);
+    for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+      mini_batches.insert(mini_batches.end(), one_epoch.begin(), one_epoch.end());
+    }
+  }
 
   MetricLists metrics;
   double vf_loss_sum = 0.0;
   auto& clipfracs = metrics["critic/vf_clipfrac"];
   auto& vpred_means = metrics["critic/vpred_mean"];
   auto& grad_norms = metrics["critic/grad_norm"];
-  for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-    for (const auto& mini : mini_batches) {
-      optimizer_.zero_grad();
-      for (auto& [micro, scale] : update_micro_batches(mini)) {
-        model::RootGathered root(fully_sharded.get());
-        torch::Tensor vpreds = forward_micro_batch(micro);
-        const torch::Tensor response_mask = micro.tensor("response_mask").to(vpreds.device());
-        algo::ValueLossOutput loss =
-            algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.device(), vpreds.scalar_type()),
-                                     micro.tensor("values").to(vpreds.device(), vpreds.scalar_type()), response_mask,
-                                     config_.cliprange_value, config_.loss_agg_mode);
-        (loss.vf_loss * scale).backward();
-        root.reduce_gradients();
-        vf_loss_sum += loss.vf_loss.detach().item<double>() * scale;
-        clipfracs.push_back(loss.vf_clipfrac.item<double>());
-        vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
-      }
-      if (fully_sharded && fully_sharded->trains_shards()) {
-        grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kComponent));
-        continue;
-      }
-      // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
-      // the slices.
-      const GradientPlacement placement =
-          average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
-                            model::parameter_is_slice(module_));
-      const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
-      if (std::isfinite(grad_norm)) {
-        if (shard_) {
-          shard_->step(optimizer_);
-        } else {
-          optimizer_.step();
-        }
-      } else {
-        // verl: a non-finite norm skips the step and drops the gradients.
-        optimizer_.zero_grad();
-      }
-      grad_norms.push_back(grad_norm);
+  for (const auto& mini : mini_batches) {
+    optimizer_.zero_grad();
+    for (auto& [micro, scale] : update_micro_batches(mini)) {
+      model::RootGathered root(fully_sharded.get());
+      torch::Tensor vpreds = forward_micro_batch(micro);
+      const torch::Tensor response_mask = micro.tensor("response_mask").to(vpreds.device());
+      algo::ValueLossOutput loss =
+          algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.device(), vpreds.scalar_type()),
+                                   micro.tensor("values").to(vpreds.device(), vpreds.scalar_type()), response_mask,
+                                   config_.cliprange_value, config_.loss_agg_mode);
+      (loss.vf_loss * scale).backward();
+      root.reduce_gradients();
+      vf_loss_sum += loss.vf_loss.detach().item<double>() * scale;
+      clipfracs.push_back(loss.vf_clipfrac.item<double>());
+      vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
     }
+    if (fully_sharded && fully_sharded->trains_shards()) {
+      grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kComponent));
+      continue;
+    }
+    // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
+    // the slices.
+    const GradientPlacement placement =
+        average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
+                          model::parameter_is_slice(module_));
+    const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
+    if (std::isfinite(grad_norm)) {
+      if (shard_) {
+        shard_->step(optimizer_);
+      } else {
+        optimizer_.step();
+      }
+    } else {
+      // verl: a non-finite norm skips the step and drops the gradients.
+      optimizer_.zero_grad();
+    }
+    grad_norms.push_back(grad_norm);
   }
   optimizer_.zero_grad();
   metrics["critic/vf_loss"] = {vf_loss_sum};

@@ -340,6 +340,7 @@ struct CriticConfig {
   int64_t forward_max_token_len_per_gpu = 0;
   int64_t ppo_epochs = 1;
   bool shuffle = false;
+  int64_t data_loader_seed = 42;
   double grad_clip = 1.0;
   double cliprange_value = 0.5;
   std::string loss_agg_mode;

@@ -58,6 +58,9 @@ class DataParallelPPOActor {
   // The dtype forwards compute in (fsdp_config.mixed_precision.param_dtype): autocast over the fp32 weights
   // when it is bf16 / fp16 (model/mixed_precision.h); fp32 runs as is.
   torch::ScalarType param_dtype = torch::kFloat32;
+  // This rank's place among the data-parallel groups: with actor.shuffle the mini-batch order is drawn from
+  // data_loader_seed + it (workers/mini_batch_order.h), as verl 0.9.1's engine seeds each DP rank.
+  int64_t data_parallel_rank = 0;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }

@@ -4,7 +4,8 @@
 // compute_values: eval mode, no grad, micro-batches of forward_micro_batch_size_per_gpu (or token-budget
 //   micro-batches with use_dynamic_bsz, order restored); values[b, t] = value head at position P+t-1,
 //   multiplied by response_mask.
-// update_critic: mini-batches = data.split(ppo_mini_batch_size) (contiguous, no shuffle), ppo_epochs passes;
+// update_critic: ppo_epochs passes over mini-batches of ppo_mini_batch_size rows (contiguous, or with shuffle a new
+//   order each pass, as verl 0.9.1's engine: workers/mini_batch_order.h);
 //   per mini-batch: zero_grad, micro-batches of ppo_micro_batch_size_per_gpu each backpropagating
 //   compute_value_loss * (1 / grad_accum) (dynamic bsz: * rows / ppo_mini_batch_size), then
 //   clip_grad_norm(grad_clip) and an optimizer step, skipped when the norm is not finite.
@@ -43,6 +44,11 @@ struct DPCriticConfig {
   int64_t ppo_max_token_len_per_gpu = 32768;
   int64_t forward_max_token_len_per_gpu = 32768;
   int64_t ppo_epochs = 1;
+  // verl 0.9.1's mini-batch order (workers/mini_batch_order.h): shuffled per epoch from data_loader_seed + the
+  // data-parallel rank when shuffle is set, else contiguous.
+  bool shuffle = false;
+  int64_t data_loader_seed = 42;
+  int64_t data_parallel_rank = 0;
   double grad_clip = 1.0;
   double cliprange_value = 0.5;
   std::string loss_agg_mode = "token-mean";

@@ -78,6 +78,24 @@ TEST(PPOConfig, TokenizerAndConfigPathsDefaultToTheModelPath) {
   EXPECT_EQ(own.reward_model.input_tokenizer, "/r");
 }
 
+// verl 0.9.1's reward.reward_model keys and the legacy ones (which win when set) are checked against verl's migration
+// in oracle.RewardKeyMigrationOracle; here, what each error names.
+TEST(PPOConfig, AnEnabledRewardModelNeedsAFolderUnderTheKeyInForce) {
+  std::string message = ppo_config_error_of({"reward.reward_model.enable=true"});
+  EXPECT_NE(message.find("'reward.reward_model.model_path' must name the reward model's folder when "
+                         "reward.reward_model.enable is true"),
+            std::string::npos)
+      << message;
+  message = ppo_config_error_of({"reward_model.enable=true"});
+  EXPECT_NE(message.find("'reward.reward_model.model_path' must name the reward model's folder when "
+                         "reward_model.enable is true"),
+            std::string::npos)
+      << message;
+  message = ppo_config_error_of({"reward_model.num_workers=0"});
+  EXPECT_NE(message.find("reward_model.num_workers"), std::string::npos) << message;
+  EXPECT_EQ(ppo_config_load({"reward.reward_model.enable=false"}).ppo.reward_model.path, "");
+}
+
 TEST(PPOConfig, EnumeratedValuesAreChecked) {
   std::string message = ppo_config_error_of({"algorithm.adv_estimator=grp"});
   EXPECT_NE(message.find("'algorithm.adv_estimator' is 'grp'; expected one of"), std::string::npos) << message;

@@ -112,8 +112,6 @@ const std::map<std::string, std::string> kOtherDefaults = {
     {"custom_reward_function.path", "${reward.custom_reward_function.path}: verl 0.9.1's new place feeds it"},
     {"custom_reward_function.name", "${reward.custom_reward_function.name}"},
     {"reward_model.reward_manager", "${reward.reward_manager.name}"},
-    {"reward_model.enable", "false (verl: null, migrated into reward.reward_model.enable)"},
-    {"reward_model.model.path", "a path string (verl: null)"},
     {"algorithm.rollout_correction.rollout_is_threshold", "the string \"2.0\": numbers and \"L_U\" both override it"},
     {"trainer.logger", "[console]: nothing leaves the machine unless asked"},
 };
@@ -184,7 +182,7 @@ TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   EXPECT_EQ(kind("critic.fsdp.param_offload"), KeyRuleKind::Honoured);
   EXPECT_EQ(kind("critic.fsdp.use_orig_params"), KeyRuleKind::NoEffect);
   EXPECT_EQ(kind("reward.reward_model.rollout.max_num_seqs"), KeyRuleKind::NoEffect);
-  EXPECT_EQ(kind("reward.reward_model.enable"), KeyRuleKind::Feature);
+  EXPECT_FALSE(verl_key_rule("reward.reward_model.enable").has_value());  // read by the typed section
   EXPECT_FALSE(verl_key_rule("trainer.total_epochs").has_value());
   EXPECT_FALSE(verl_key_rule("actor_rollout_ref.actor.optim.lrr").has_value());
 }

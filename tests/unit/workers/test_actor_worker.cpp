@@ -13,6 +13,7 @@
 #include "verl/single_controller/transport.h"
 #include "verl/single_controller/worker_group.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
+#include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
 
 namespace verl::test {
@@ -33,12 +34,14 @@ struct UpdateResult {
   nlohmann::json metrics;
 };
 
-UpdateResult one_update(config::ActorConfig cfg, const DataProto& batch, bool checkpointing = false) {
+UpdateResult one_update(config::ActorConfig cfg, const DataProto& batch, bool checkpointing = false,
+                        int64_t data_parallel_rank = 0) {
   auto module = model::load_model(shared_model());
   module->model->gradient_checkpointing = checkpointing;
   auto params = module->parameters();
   auto opt = workers::build_optimizer(params, cfg.optim);
   workers::DataParallelPPOActor actor(cfg, module, opt.get());
+  actor.data_parallel_rank = data_parallel_rank;
   UpdateResult r;
   actor.gradient_all_reduce = [&r](const std::vector<torch::Tensor>& ps) {
     for (const auto& p : ps) {
@@ -85,6 +88,49 @@ TEST(ActorWorker, DynamicBszGivesFixedMicroBatchGradientsWhenNormalisationAgrees
   // token-mean normalises per micro-batch, so differently composed micro-batches give other gradients.
   fixed.loss_agg_mode = dynamic.loss_agg_mode = "token-mean";
   EXPECT_GT(max_grad_diff(one_update(fixed, batch), one_update(dynamic, batch)), 1e-5);
+}
+
+// actor.shuffle: each epoch's mini-batches in verl 0.9.1's order (workers/mini_batch_order.h, checked against verl
+// by oracle.MiniBatchOrderOracle), drawn from data_loader_seed + the data-parallel rank: the update equals the
+// unshuffled one on the rows in that order.
+TEST(ActorWorker, ShuffleTrainsEachEpochsMiniBatchesInTheOrderOfTheSeedAndRank) {
+  auto cfg = tiny_ppo_config(shared_model(), {});
+  config::ActorConfig plain = cfg->actor_rollout_ref.actor;
+  plain.ppo_mini_batch_size = 4;  // 8 rows: two mini-batches, two optimizer steps
+  plain.ppo_micro_batch_size_per_gpu = 2;
+  config::ActorConfig shuffled = plain;
+  shuffled.shuffle = true;
+  shuffled.data_loader_seed = 7;
+  const DataProto batch = ragged_actor_batch();
+  auto in_order = [&](int64_t seed) {
+    std::vector<int64_t> rows;
+    for (const auto& mini : workers::mini_batch_rows(batch.size(), 4, 1, {true, seed})) {
+      rows.insert(rows.end(), mini.begin(), mini.end());
+    }
+    return batch.index(rows);
+  };
+  const UpdateResult rank0 = one_update(shuffled, batch);
+  EXPECT_EQ(max_grad_diff(rank0, one_update(plain, in_order(7))), 0.0);
+  EXPECT_GT(max_grad_diff(rank0, one_update(plain, batch)), 1e-6) << "the order should change the second step";
+  const UpdateResult rank1 = one_update(shuffled, batch, false, 1);
+  EXPECT_EQ(max_grad_diff(rank1, one_update(plain, in_order(8))), 0.0);
+
+  // ppo_epochs=2: a new order in the second pass (the epochs' rows, run one after the other unshuffled, agree).
+  shuffled.ppo_epochs = 2;
+  std::vector<int64_t> both;
+  for (const auto& mini : workers::mini_batch_rows(batch.size(), 4, 2, {true, 7})) {
+    both.insert(both.end(), mini.begin(), mini.end());
+  }
+  EXPECT_NE(std::vector<int64_t>(both.begin(), both.begin() + 8), std::vector<int64_t>(both.begin() + 8, both.end()));
+  const UpdateResult two_epochs = one_update(shuffled, batch);
+  const UpdateResult unrolled = one_update(plain, batch.index(both));  // 16 rows: four steps in that order
+  EXPECT_EQ(max_grad_diff(two_epochs, unrolled), 0.0);
+
+  // Rows that do not divide into whole mini-batches: verl asserts, here one line naming the sizes.
+  shuffled.ppo_epochs = 1;
+  shuffled.ppo_mini_batch_size = 6;
+  const std::string err = error_of([&] { one_update(shuffled, batch); });
+  EXPECT_NE(err.find("8 rows per rank are not a whole number of mini-batches of 6"), std::string::npos) << err;
 }
 
 TEST(ActorWorker, GradientCheckpointingGivesTheSameGradients) {

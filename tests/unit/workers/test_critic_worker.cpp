@@ -6,12 +6,13 @@
 #include <cmath>
 #include <filesystem>
 
+#include "unit/workers/critic_test_util.h"
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/single_controller/worker_group.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/critic_worker.h"
-#include "unit/workers/critic_test_util.h"
+#include "verl/workers/mini_batch_order.h"
 
 namespace verl::workers {
 namespace {
@@ -166,6 +167,33 @@ TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
   bool some_clipped = false;
   for (double c : clipfrac) some_clipped = some_clipped || c > 0;
   EXPECT_TRUE(some_clipped) << "the test batch should exercise value clipping";
+}
+
+// critic.shuffle / critic.data_loader_seed: each epoch's mini-batches in verl 0.9.1's order
+// (workers/mini_batch_order.h, checked against verl by oracle.MiniBatchOrderOracle). lr 0 keeps the module fixed, so
+// each micro-batch's vpred_mean shows which rows it held.
+TEST(CriticWorker, ShuffleRunsEachEpochsMiniBatchesInTheSeedsOrder) {
+  const std::string lm = test::make_lm_folder("critic_shuffle_lm");
+  auto worker = critic_worker_make_worker(
+      with(critic_worker_base_overrides(lm),
+           {"critic.optim.lr=0.0", "critic.ppo_epochs=2", "critic.shuffle=true", "critic.data_loader_seed=7"}));
+  const DataProto batch = test::make_ppo_batch(8, 4, 3, 9);
+  const auto vpred = numbers(worker->update_critic(batch).meta_info.at("metrics").at("critic/vpred_mean"));
+  ASSERT_EQ(vpred.size(), 8u);  // 2 epochs x 2 mini-batches of 4 x 2 micro-batches of 2
+
+  const auto order = mini_batch_rows(8, 4, 2, {true, 7});
+  EXPECT_NE(order, mini_batch_rows(8, 4, 2, {false, 7})) << "seed 7 should reorder these rows";
+  torch::NoGradGuard no_grad;
+  size_t k = 0;
+  for (const auto& rows : order) {
+    const DataProto mini = batch.index(rows);
+    for (int64_t start = 0; start < 4; start += 2, ++k) {
+      const DataProto micro = mini.slice(start, start + 2);
+      const torch::Tensor vpreds = model::response_values(
+          worker->module(), micro.tensor("input_ids"), micro.tensor("attention_mask"), micro.tensor("position_ids"), 3);
+      EXPECT_NEAR(vpred[k], algo::masked_mean(vpreds, micro.tensor("response_mask")).item<double>(), 1e-6) << k;
+    }
+  }
 }
 
 TEST(CriticWorker, LrIsTheOneUsedAndTheSchedulerStepsOncePerCall) {
