@@ -166,18 +166,8 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   VERL_CHECK(mini_size > 0, kComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);
   // Every epoch's mini-batches in the order they run: contiguous (verl's legacy actor, and verl 0.9.1's engine
   // without actor.shuffle), or with actor.shuffle a new order each epoch, drawn as verl 0.9.1's engine draws it.
-  std::vector<protocol::DataProto> mini_batches;
-  if (config_.shuffle) {
-    const MiniBatchOrderOptions order{true, config_.data_loader_seed + data_parallel_rank};
-    for (const auto& rows : mini_batch_rows(data.size(), mini_size, config_.ppo_epochs, order)) {
-      mini_batches.push_back(data.index(rows));
-    }
-  } else {
-    const std::vector<protocol::DataProto> one_epoch = data.split(mini_size);
-    for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-      mini_batches.insert(mini_batches.end(), one_epoch.begin(), one_epoch.end());
-    }
-  }
+  const std::vector<std::vector<int64_t>> mini_batches = mini_batch_rows(
+      data.size(), mini_size, config_.ppo_epochs, {config_.shuffle, config_.data_loader_seed + data_parallel_rank});
   const bool on_policy = mini_batches.size() == 1;  // one mini-batch, one epoch
   const auto& loss_fn = algo::get_policy_loss_fn(config_.policy_loss_mode);
   const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
@@ -187,7 +177,8 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   const bool task_loss = distillation == nullptr || algo::distillation_computes_task_loss(*distillation);
   double pg_loss_sum = 0.0, kl_loss_sum = 0.0, distillation_loss_sum = 0.0;
   nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& mini : mini_batches) {
+  for (const auto& mini_rows : mini_batches) {
+    const protocol::DataProto mini = take_rows(data, mini_rows);
     std::vector<protocol::DataProto> micro_batches;
     int64_t grad_accum = 1;
     if (config_.use_dynamic_bsz) {

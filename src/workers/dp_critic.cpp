@@ -131,25 +131,17 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
   protocol::DataProto selected = data.select(keys);
   // Every epoch's mini-batches in the order they run: contiguous, or with critic.shuffle a new order each epoch,
   // drawn as verl 0.9.1's engine draws it.
-  std::vector<protocol::DataProto> mini_batches;
-  if (config_.shuffle) {
-    const MiniBatchOrderOptions order{true, config_.data_loader_seed + config_.data_parallel_rank};
-    for (const auto& rows : mini_batch_rows(selected.size(), config_.ppo_mini_batch_size, config_.ppo_epochs, order)) {
-      mini_batches.push_back(selected.index(rows));
-    }
-  } else {
-    const std::vector<protocol::DataProto> one_epoch = selected.split(config_.ppo_mini_batch_size);
-    for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-      mini_batches.insert(mini_batches.end(), one_epoch.begin(), one_epoch.end());
-    }
-  }
+  const std::vector<std::vector<int64_t>> mini_batches =
+      mini_batch_rows(selected.size(), config_.ppo_mini_batch_size, config_.ppo_epochs,
+                      {config_.shuffle, config_.data_loader_seed + config_.data_parallel_rank});
 
   MetricLists metrics;
   double vf_loss_sum = 0.0;
   auto& clipfracs = metrics["critic/vf_clipfrac"];
   auto& vpred_means = metrics["critic/vpred_mean"];
   auto& grad_norms = metrics["critic/grad_norm"];
-  for (const auto& mini : mini_batches) {
+  for (const auto& mini_rows : mini_batches) {
+    const protocol::DataProto mini = take_rows(selected, mini_rows);
     optimizer_.zero_grad();
     for (auto& [micro, scale] : update_micro_batches(mini)) {
       model::RootGathered root(fully_sharded.get());

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "verl/protocol/data_proto.h"
+
 namespace verl::workers {
 
 struct MiniBatchOrderOptions {
@@ -18,9 +20,14 @@ struct MiniBatchOrderOptions {
   int64_t seed = 42;  // data_loader_seed + the data-parallel rank
 };
 
-// rows: the rank's batch size; mini_batch_size must divide it (verl asserts so). Returns, epoch after epoch,
-// each mini-batch's row indices.
+// rows: the rank's batch size. Returns, epoch after epoch, each mini-batch's row indices. With shuffle,
+// mini_batch_size must divide rows (verl's make_iterator asserts so); without, the last mini-batch of an epoch may be
+// shorter (verl's legacy data.split).
 std::vector<std::vector<int64_t>> mini_batch_rows(int64_t rows, int64_t mini_batch_size, int64_t epochs,
                                                   const MiniBatchOrderOptions& options);
+
+// The batch's rows `rows` (ascending and consecutive: a view, else a gathered copy), taken when the mini-batch runs so
+// that no more than one shuffled copy is held at a time.
+protocol::DataProto take_rows(const protocol::DataProto& data, const std::vector<int64_t>& rows);
 
 }  // namespace verl::workers
