@@ -11,21 +11,23 @@
 namespace verl::agent {
 
 namespace {
-constexpr const char* kComponent = "multi_turn";
+constexpr const char* kContinuationEngineComponent = "multi_turn";
 }
 
 ContinuationEngine::ContinuationEngine(model::CausalLM& model, const rollout::SamplingParams& params)
     : model_(model), params_(params), generator_(at::detail::createCPUGenerator(params.seed)) {
-  VERL_CHECK(!model->tp.active(), kComponent, "the multi-turn rollout under tensor parallelism "
+  VERL_CHECK(!model->tp.active(), kContinuationEngineComponent,
+             "the multi-turn rollout under tensor parallelism "
              "(actor_rollout_ref.rollout.tensor_model_parallel_size > 1) is not implemented yet");
-  VERL_CHECK(params.greedy() || params.temperature > 0, kComponent, "temperature must be >= 0, got ", params.temperature);
+  VERL_CHECK(params.greedy() || params.temperature > 0, kContinuationEngineComponent, "temperature must be >= 0, got ",
+             params.temperature);
 }
 
 ContinuationEngine::~ContinuationEngine() = default;
 
 std::vector<ContinueResult> ContinuationEngine::continue_batch(std::vector<ContinueRequest>& requests) {
   for (const auto& r : requests) {
-    VERL_CHECK(r.cache != nullptr && !r.new_tokens.empty() && r.max_new_tokens >= 1, kComponent,
+    VERL_CHECK(r.cache != nullptr && !r.new_tokens.empty() && r.max_new_tokens >= 1, kContinuationEngineComponent,
                "a continuation needs a cache, at least one new token and a budget of at least one token");
   }
   std::vector<ContinueResult> results;
@@ -65,9 +67,9 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
     const SequenceCache& saved = *requests[i]->cache;
     const int64_t len = saved.length;
     const int64_t c = static_cast<int64_t>(requests[i]->new_tokens.size());
-    VERL_CHECK(len + c + requests[i]->max_new_tokens <= model->config.max_position_embeddings, kComponent,
-               "a conversation of ", len + c + requests[i]->max_new_tokens, " tokens exceeds the model's ",
-               "max_position_embeddings (", model->config.max_position_embeddings, ")");
+    VERL_CHECK(len + c + requests[i]->max_new_tokens <= model->config.max_position_embeddings,
+               kContinuationEngineComponent, "a conversation of ", len + c + requests[i]->max_new_tokens,
+               " tokens exceeds the model's ", "max_position_embeddings (", model->config.max_position_embeddings, ")");
     for (size_t l = 0; len > 0 && l < cache.k.size(); ++l) {
       cache.k[l][i].narrow(1, past - len, len).copy_(saved.k[l]);
       cache.v[l][i].narrow(1, past - len, len).copy_(saved.v[l]);

@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr const char* kComponent = "agent";
+constexpr const char* kConversationTokensComponent = "agent";
 constexpr const char* kModeKey = "actor_rollout_ref.rollout.multi_turn.tokenization_sanity_check_mode";
 
 // verl/utils/tokenizer/continuous_token.py: the synthetic history appended messages are rendered after.
@@ -127,20 +127,22 @@ ConversationTokens::ConversationTokens(const tokenizer::Tokenizer& tokenizer, or
       model_type_(std::move(model_type)),
       template_timeout_s_(template_timeout_s) {
   if (template_kwargs_.is_null()) template_kwargs_ = ordered_json::object();
-  VERL_CHECK(template_kwargs_.is_object(), kComponent, "chat template kwargs must be a map, got ",
+  VERL_CHECK(template_kwargs_.is_object(), kConversationTokensComponent, "chat template kwargs must be a map, got ",
              template_kwargs_.dump());
-  VERL_CHECK(tools_.is_null() || tools_.is_array(), kComponent, "tools must be a list of function schemas, got ",
-             tools_.dump());
+  VERL_CHECK(tools_.is_null() || tools_.is_array(), kConversationTokensComponent,
+             "tools must be a list of function schemas, got ", tools_.dump());
   qwen_ = is_qwen_model_type(model_type_);
   if (qwen_) {
     // QwenContinuousTokenBuilder.__init__
     const std::vector<int32_t> newline = tokenizer_.encode("\n", /*add_special_tokens=*/false);
-    VERL_CHECK(newline.size() == 1, kComponent, "expected the Qwen newline to tokenize to one token, got ",
-               newline.size(), " tokens (model_type ", model_type_, ")");
+    VERL_CHECK(newline.size() == 1, kConversationTokensComponent,
+               "expected the Qwen newline to tokenize to one token, got ", newline.size(), " tokens (model_type ",
+               model_type_, ")");
     newline_id_ = newline[0];
     const std::optional<int32_t> im_end = tokenizer_.token_to_id("<|im_end|>");
-    VERL_CHECK(im_end.has_value(), kComponent, "the tokenizer does not define the token '<|im_end|>' that ",
-               "model_type ", model_type_, " (a Qwen ChatML model) ends its turns with");
+    VERL_CHECK(im_end.has_value(), kConversationTokensComponent,
+               "the tokenizer does not define the token '<|im_end|>' that ", "model_type ", model_type_,
+               " (a Qwen ChatML model) ends its turns with");
     im_end_id_ = *im_end;
   }
 }
@@ -167,7 +169,7 @@ std::vector<int64_t> ConversationTokens::render_delta(const ordered_json& prefix
   if (full_ids.size() < prefix_ids.size() || !std::equal(prefix_ids.begin(), prefix_ids.end(), full_ids.begin())) {
     std::string roles;
     for (const auto& message : appended) roles += (roles.empty() ? "" : ", ") + role_of(message);
-    VERL_FAIL(kComponent, "the chat template does not render the appended message(s) (roles: ",
+    VERL_FAIL(kConversationTokensComponent, "the chat template does not render the appended message(s) (roles: ",
               roles.empty() ? "generation_prompt" : roles,
               ") as a suffix of the conversation before them, so their tokens cannot be appended to the running ",
               "ids (verl's Continuous Token suffix diff fails the same way); ",
@@ -178,7 +180,8 @@ std::vector<int64_t> ConversationTokens::render_delta(const ordered_json& prefix
 }
 
 std::vector<int64_t> ConversationTokens::initial_tokens(const ordered_json& messages) const {
-  VERL_CHECK(messages.is_array(), kComponent, "the prompt messages must be a list, got ", messages.dump());
+  VERL_CHECK(messages.is_array(), kConversationTokensComponent, "the prompt messages must be a list, got ",
+             messages.dump());
   return render(messages, /*add_generation_prompt=*/true);
 }
 
@@ -186,12 +189,13 @@ std::vector<int64_t> ConversationTokens::initial_tokens(const ordered_json& mess
 // synthetic prefix, the generation prompt fused into the last group) then _merge_context_token_ids (boundary).
 std::vector<int64_t> ConversationTokens::context_tokens(const std::vector<int64_t>& runtime_ids,
                                                         const ordered_json& appended) const {
-  VERL_CHECK(appended.is_array(), kComponent, "the appended messages must be a list, got ", appended.dump());
+  VERL_CHECK(appended.is_array(), kConversationTokensComponent, "the appended messages must be a list, got ",
+             appended.dump());
   for (const auto& message : appended) {
     const std::string role = role_of(message);
-    VERL_CHECK(role == "tool" || role == "user" || role == "system" || role == "assistant", kComponent,
-               "only tool, user, system and assistant messages can be appended to a conversation, got ",
-               message.dump());
+    VERL_CHECK(
+        role == "tool" || role == "user" || role == "system" || role == "assistant", kConversationTokensComponent,
+        "only tool, user, system and assistant messages can be appended to a conversation, got ", message.dump());
   }
   std::vector<int64_t> appended_ids;
   const std::vector<ordered_json> groups = append_groups(appended);
@@ -204,7 +208,7 @@ std::vector<int64_t> ConversationTokens::context_tokens(const std::vector<int64_
       group_ids = render_delta(
           ordered_json::array({synthetic_system(), synthetic_user(), synthetic_assistant_for_tools(group)}), group, last);
     } else {
-      VERL_CHECK(!(role == "assistant" && last), kComponent,
+      VERL_CHECK(!(role == "assistant" && last), kConversationTokensComponent,
                  "the appended messages cannot end with an assistant message (the policy writes that turn)");
       group_ids = render_delta(ordered_json::array({synthetic_system(), synthetic_user()}), group, last);
     }
@@ -223,8 +227,8 @@ std::vector<int64_t> ConversationTokens::context_tokens(const std::vector<int64_
 // with the chat template over the final messages (add_generation_prompt=False).
 ConversationTokens::SanityCheck ConversationTokens::check(const std::string& mode, const std::vector<int64_t>& ids,
                                                           const ordered_json& messages) const {
-  VERL_CHECK(mode == "strict" || mode == "ignore_strippable" || mode == "disable", kComponent, kModeKey, " is '",
-             mode, "'; expected strict, ignore_strippable or disable");
+  VERL_CHECK(mode == "strict" || mode == "ignore_strippable" || mode == "disable", kConversationTokensComponent,
+             kModeKey, " is '", mode, "'; expected strict, ignore_strippable or disable");
   SanityCheck result;
   if (mode == "disable") return result;
   const std::vector<int64_t> expected = render(messages, /*add_generation_prompt=*/false);

@@ -16,7 +16,7 @@ namespace py = pybind11;
 
 namespace {
 
-constexpr const char* kComponent = "rollout_trace";
+constexpr const char* kRolloutTraceComponent = "rollout_trace";
 
 // Python's str() of a JSON scalar: what verl's mlflow.set_trace_tag(trace_id, key, str(value)) stores.
 std::string python_str(const nlohmann::json& v) {
@@ -78,11 +78,11 @@ class MlflowRolloutTrace:
 class MlflowTraceWriter : public RolloutTraceWriter {
  public:
   explicit MlflowTraceWriter(const std::string& project_name) {
-    python::with_gil(kComponent, [&] {
+    python::with_gil(kRolloutTraceComponent, [&] {
       try {
         py::module_::import("mlflow");
       } catch (py::error_already_set& error) {
-        VERL_FAIL(kComponent, "actor_rollout_ref.rollout.trace.backend=mlflow, but the embedded Python (",
+        VERL_FAIL(kRolloutTraceComponent, "actor_rollout_ref.rollout.trace.backend=mlflow, but the embedded Python (",
                   python::embedded_python_description(), ") cannot import the mlflow package (",
                   python::describe_python_error(error),
                   "): install it there (pip install mlflow) or name its site-packages in VERL_PYTHON_SITE_PACKAGES");
@@ -91,13 +91,14 @@ class MlflowTraceWriter : public RolloutTraceWriter {
       py::exec(kMlflowTrace, scope);
       tracer_ = scope["MlflowRolloutTrace"](project_name);
       const std::string note = py::str(tracer_->attr("note")).cast<std::string>();
-      if (!note.empty()) VERL_LOG(Warn, kComponent) << note;
-      VERL_LOG(Info, kComponent) << "rollout traces (mlflow) at " << py::str(tracer_->attr("where")).cast<std::string>()
-                                 << ", experiment '" << project_name << "'";
+      if (!note.empty()) VERL_LOG(Warn, kRolloutTraceComponent) << note;
+      VERL_LOG(Info, kRolloutTraceComponent)
+          << "rollout traces (mlflow) at " << py::str(tracer_->attr("where")).cast<std::string>() << ", experiment '"
+          << project_name << "'";
     });
   }
   ~MlflowTraceWriter() override {
-    if (tracer_) python::with_gil(kComponent, [&] { tracer_.reset(); });
+    if (tracer_) python::with_gil(kRolloutTraceComponent, [&] { tracer_.reset(); });
   }
 
   void write(const std::vector<SampleTrace>& traces) override {
@@ -109,7 +110,7 @@ class MlflowTraceWriter : public RolloutTraceWriter {
       all.push_back({{"tags", tags}, {"root", span_json(t.root)}});
     }
     const std::string text = all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    python::with_gil(kComponent, [&] { tracer_->attr("write")(py::str(text)); });
+    python::with_gil(kRolloutTraceComponent, [&] { tracer_->attr("write")(py::str(text)); });
   }
 
  private:
@@ -171,7 +172,7 @@ std::vector<bool> traced_rows(const std::vector<nlohmann::json>& index, std::opt
 
 std::unique_ptr<RolloutTraceWriter> make_rollout_trace_writer(const std::string& backend,
                                                               const std::string& project_name) {
-  VERL_CHECK(backend == "mlflow", kComponent, "actor_rollout_ref.rollout.trace.backend=", backend,
+  VERL_CHECK(backend == "mlflow", kRolloutTraceComponent, "actor_rollout_ref.rollout.trace.backend=", backend,
              ": verl.cpp writes rollout traces to mlflow only (weave: its package is not available here)");
   return std::make_unique<MlflowTraceWriter>(project_name);
 }

@@ -16,7 +16,7 @@ namespace verl::agent {
 
 namespace {
 
-constexpr const char* kComponent = "multi_turn";
+constexpr const char* kToolAgentLoopComponent = "multi_turn";
 using Json = nlohmann::json;
 using OJson = nlohmann::ordered_json;
 
@@ -113,11 +113,11 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
                                     const AgentLoopOptions& options, const AgentLoopInputs& inputs) {
   const auto& mt = options.multi_turn;
   const size_t batch = inputs.raw_prompt.size();
-  VERL_CHECK(inputs.tools_kwargs.size() == batch && inputs.interaction_kwargs.size() == batch, kComponent,
+  VERL_CHECK(inputs.tools_kwargs.size() == batch && inputs.interaction_kwargs.size() == batch, kToolAgentLoopComponent,
              "raw_prompt, tools_kwargs and interaction_kwargs must have one entry per sample");
-  VERL_CHECK(inputs.tool_selection.empty() || inputs.tool_selection.size() == batch, kComponent,
+  VERL_CHECK(inputs.tool_selection.empty() || inputs.tool_selection.size() == batch, kToolAgentLoopComponent,
              "tool_selection must be empty or have one entry per sample");
-  VERL_CHECK(options.prompt_length >= 1 && options.response_length >= 1, kComponent,
+  VERL_CHECK(options.prompt_length >= 1 && options.response_length >= 1, kToolAgentLoopComponent,
              "prompt_length and response_length must be positive");
   // One token builder per set of tools rendered: every tool, or a sample's extra_info.tool_selection.
   std::map<std::vector<std::string>, std::unique_ptr<ConversationTokens>> builders;
@@ -140,7 +140,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   int64_t truncated_prompts = 0;
   for (size_t i = 0; i < batch; ++i) {
     Conversation& c = convs[i];
-    VERL_CHECK(inputs.raw_prompt[i].is_array() && !inputs.raw_prompt[i].empty(), kComponent, "sample ", i,
+    VERL_CHECK(inputs.raw_prompt[i].is_array() && !inputs.raw_prompt[i].empty(), kToolAgentLoopComponent, "sample ", i,
                ": raw_prompt must be a non-empty list of messages (data.return_raw_chat=true), got ",
                inputs.raw_prompt[i].dump().substr(0, 120));
     c.messages = inputs.raw_prompt[i];
@@ -167,7 +167,7 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
   const bool trace = options.record_trace;
   OJson sampling_json, generate_sampling_json;
   if (trace) {
-    VERL_CHECK(inputs.trace_kwargs.empty() || inputs.trace_kwargs.size() == batch, kComponent,
+    VERL_CHECK(inputs.trace_kwargs.empty() || inputs.trace_kwargs.size() == batch, kToolAgentLoopComponent,
                "trace_kwargs must have one entry per sample");
     sampling_json = {{"temperature", options.sampling.temperature}, {"top_p", options.sampling.top_p},
                      {"top_k", options.sampling.top_k}, {"repetition_penalty", 1.0},
@@ -190,8 +190,10 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     }
   }
   if (truncated_prompts > 0) {
-    VERL_LOG(Warn, kComponent) << truncated_prompts << " prompt(s) with the tools rendered exceed rollout.prompt_length="
-                               << options.prompt_length << "; left-truncated";
+    VERL_LOG(Warn, kToolAgentLoopComponent)
+        << truncated_prompts
+        << " prompt(s) with the tools rendered exceed rollout.prompt_length=" << options.prompt_length
+        << "; left-truncated";
   }
 
   while (true) {
@@ -211,8 +213,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     const int64_t generate_start = trace ? trace_clock_ns() : 0;
     std::vector<ContinueResult> results = generate_turns(requests);
     const int64_t generate_end = trace ? trace_clock_ns() : 0;
-    VERL_CHECK(results.size() == requests.size(), kComponent, "the turn generator returned ", results.size(),
-               " turns for ", requests.size(), " conversations");
+    VERL_CHECK(results.size() == requests.size(), kToolAgentLoopComponent, "the turn generator returned ",
+               results.size(), " turns for ", requests.size(), " conversations");
 
     // 1. Each policy turn: appended, parsed; the tool calls of every conversation are gathered.
     std::vector<size_t> calling;                       // conversations with tool calls this round
@@ -445,9 +447,10 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
     out.messages.push_back(c.messages);
   }
   if (out.sanity_check_failures > 0) {
-    VERL_LOG(Warn, kComponent) << out.sanity_check_failures << " of " << batch << " conversation(s) differ from the "
-                               << "chat template applied to the whole conversation (multi_turn.tokenization_sanity_"
-                               << "check_mode=" << mt.tokenization_sanity_check_mode << "); first: " << first_mismatch;
+    VERL_LOG(Warn, kToolAgentLoopComponent)
+        << out.sanity_check_failures << " of " << batch << " conversation(s) differ from the "
+        << "chat template applied to the whole conversation (multi_turn.tokenization_sanity_"
+        << "check_mode=" << mt.tokenization_sanity_check_mode << "); first: " << first_mismatch;
   }
   out.input_ids = torch::cat({out.prompts, out.responses}, 1);
   out.attention_mask = torch::cat({prompt_attention, response_attention}, 1);

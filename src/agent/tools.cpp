@@ -35,7 +35,7 @@ namespace verl::agent {
 
 namespace {
 
-constexpr const char* kTimeoutKey = "actor_rollout_ref.rollout.multi_turn.tool_timeout";
+constexpr const char* kToolTimeoutKey = "actor_rollout_ref.rollout.multi_turn.tool_timeout";
 constexpr double kBackstopSlackSeconds = 2.0;
 
 const char* const kDriverSource = R"PY(
@@ -473,7 +473,7 @@ py::object driver() {
   python::async_calls_module();  // its helpers; installs the exit guards before any tool file runs
   py::module_ module = py::module_::import("types").attr("ModuleType")("_verl_cpp_agent");
   module.attr("__builtins__") = py::module_::import("builtins");
-  module.attr("TIMEOUT_KEY") = py::str(kTimeoutKey);
+  module.attr("TIMEOUT_KEY") = py::str(kToolTimeoutKey);
   py::exec(kDriverSource, module.attr("__dict__"));
   modules["_verl_cpp_agent"] = module;
   return std::move(module);
@@ -528,7 +528,7 @@ struct LoopRunner {
 
   // Runs the coroutine to completion under the backstop (GIL and mutex held); "" or the backstop's message.
   std::string run(py::object coroutine, double backstop_s, const std::string& what) {
-    python::UserCallLimit limit(backstop_s, what, kTimeoutKey);
+    python::UserCallLimit limit(backstop_s, what, kToolTimeoutKey);
     try {
       loop.attr("run_until_complete")(coroutine);
     } catch (py::error_already_set& error) {

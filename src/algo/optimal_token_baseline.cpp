@@ -29,8 +29,8 @@ std::vector<std::vector<int64_t>> groups_in_order(const std::vector<std::string>
   return groups;
 }
 
-void check_inputs(const Tensor& r, const Tensor& m, const std::vector<std::string>& index, const Tensor& old_lp,
-                  const Tensor& sum_pi_sq, const Tensor& is_w) {
+void check_baseline_inputs(const Tensor& r, const Tensor& m, const std::vector<std::string>& index,
+                           const Tensor& old_lp, const Tensor& sum_pi_sq, const Tensor& is_w) {
   VERL_CHECK(r.dim() == 2, "algo", "token_level_rewards must be (B, R), got shape ", r.sizes());
   for (const Tensor* t : {&m, &old_lp, &sum_pi_sq}) {
     VERL_CHECK(t->defined() && t->sizes() == r.sizes(), "algo", "optimal token baseline: every input must have the "
@@ -42,12 +42,12 @@ void check_inputs(const Tensor& r, const Tensor& m, const std::vector<std::strin
              " entries but the batch has ", r.size(0), " responses");
 }
 
-// check_inputs, then G (reward-to-go) and W (cumulative path-variance proxy), both (B, R).
+// check_baseline_inputs, then G (reward-to-go) and W (cumulative path-variance proxy), both (B, R).
 std::pair<Tensor, Tensor> checked_returns_and_path_variance(const Tensor& r, const Tensor& m,
                                                              const std::vector<std::string>& index,
                                                              const Tensor& old_lp, const Tensor& sum_pi_sq,
                                                              const Tensor& is_w) {
-  check_inputs(r, m, index, old_lp, sum_pi_sq, is_w);
+  check_baseline_inputs(r, m, index, old_lp, sum_pi_sq, is_w);
   Tensor returns = (r * m).flip({-1}).cumsum(-1).flip({-1});
   Tensor w = 1 - 2 * torch::exp(old_lp) + sum_pi_sq;
   if (is_w.defined()) w = w * is_w.pow(2);

@@ -20,7 +20,7 @@
 namespace verl::bench {
 namespace {
 
-constexpr const char* kComponent = "bench";
+constexpr const char* kGenerateBenchComponent = "bench";
 
 struct NamedModel {
   std::string name;
@@ -30,7 +30,7 @@ struct NamedModel {
 torch::ScalarType parse_dtype(const std::string& text) {
   if (text == "fp32" || text == "float32") return torch::kFloat32;
   if (text == "bf16" || text == "bfloat16") return torch::kBFloat16;
-  VERL_FAIL(kComponent, "--dtype: expected fp32 or bf16, got '", text, "'");
+  VERL_FAIL(kGenerateBenchComponent, "--dtype: expected fp32 or bf16, got '", text, "'");
 }
 
 NamedModel build_model(const std::string& preset_or_dir, bool is_dir, uint64_t seed) {
@@ -99,21 +99,22 @@ rollout::GenerationOutput generate_in_mode(model::CausalLM& model, const std::st
 }  // namespace
 
 GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
-  VERL_CHECK(!o.batches.empty(), kComponent, "--batches needs at least one batch size");
-  for (int64_t b : o.batches) VERL_CHECK(b > 0, kComponent, "batch sizes must be positive, got ", b);
-  VERL_CHECK(o.prompt_length > 0, kComponent, "--prompt-length must be positive, got ", o.prompt_length);
-  VERL_CHECK(o.response_length >= 2, kComponent, "--response-length must be at least 2 (one decode step), got ",
-             o.response_length);
-  VERL_CHECK(o.repeats >= 1, kComponent, "--repeats must be at least 1, got ", o.repeats);
-  VERL_CHECK(o.lora_rank >= 0, kComponent, "--lora-rank must be 0 (off) or positive, got ", o.lora_rank);
-  VERL_CHECK(o.lora_rank == 0 || !o.lora_modes.empty(), kComponent, "--lora-modes needs at least one mode");
+  VERL_CHECK(!o.batches.empty(), kGenerateBenchComponent, "--batches needs at least one batch size");
+  for (int64_t b : o.batches) VERL_CHECK(b > 0, kGenerateBenchComponent, "batch sizes must be positive, got ", b);
+  VERL_CHECK(o.prompt_length > 0, kGenerateBenchComponent, "--prompt-length must be positive, got ", o.prompt_length);
+  VERL_CHECK(o.response_length >= 2, kGenerateBenchComponent,
+             "--response-length must be at least 2 (one decode step), got ", o.response_length);
+  VERL_CHECK(o.repeats >= 1, kGenerateBenchComponent, "--repeats must be at least 1, got ", o.repeats);
+  VERL_CHECK(o.lora_rank >= 0, kGenerateBenchComponent, "--lora-rank must be 0 (off) or positive, got ", o.lora_rank);
+  VERL_CHECK(o.lora_rank == 0 || !o.lora_modes.empty(), kGenerateBenchComponent,
+             "--lora-modes needs at least one mode");
   for (const auto& mode : o.lora_modes) {
-    VERL_CHECK(mode == "off" || mode == "merged" || mode == "side", kComponent,
+    VERL_CHECK(mode == "off" || mode == "merged" || mode == "side", kGenerateBenchComponent,
                "--lora-modes: expected off, merged or side, got '", mode, "'");
   }
   const std::vector<std::string> modes = o.lora_rank > 0 ? o.lora_modes : std::vector<std::string>{"off"};
   const std::vector<std::string> models = o.model_dir.empty() ? o.models : std::vector<std::string>{o.model_dir};
-  VERL_CHECK(!models.empty(), kComponent, "no model to run (--models or --model-dir)");
+  VERL_CHECK(!models.empty(), kGenerateBenchComponent, "no model to run (--models or --model-dir)");
   if (o.model_dir.empty()) {
     for (const auto& name : models) model_preset(name);  // unknown names fail before any measurement
   }
@@ -131,7 +132,7 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
   result.roofline = measure_roofline(roofline_options);
 
   for (const auto& name : models) {
-    VERL_LOG(Info, kComponent) << "building " << name;
+    VERL_LOG(Info, kGenerateBenchComponent) << "building " << name;
     NamedModel m = build_model(name, !o.model_dir.empty(), o.seed);
     if (o.lora_rank > 0) add_bench_lora(m.model, o);
     m.model->to(device, dtype);
@@ -156,7 +157,7 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
         for (int r = 0; r < o.repeats; ++r) {
           auto out = generate_in_mode(m.model, mode, prompts, mask, sampling(c, o, R), &merge_seconds);
           row.responses = out.responses;
-          VERL_ASSERT(out.decode_steps == R - 1, kComponent, "expected ", R - 1, " decode steps, got ",
+          VERL_ASSERT(out.decode_steps == R - 1, kGenerateBenchComponent, "expected ", R - 1, " decode steps, got ",
                       out.decode_steps);
           row.prefill.repeat_seconds.push_back(out.prefill_seconds);
           row.decode.repeat_seconds.push_back(out.decode_seconds);
@@ -180,8 +181,9 @@ GenerateBenchResult run_generate_bench(const GenerateBenchOptions& o) {
         row.decode.tokens = static_cast<double>(B * (R - 1));
         row.decode.flops = decode_flops(c, B, P, R - 1);
         row.decode.bytes = decode_bytes(c, B, P, R - 1, dtype_bytes);
-        VERL_LOG(Info, kComponent) << name << " lora " << mode << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
-                                   << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
+        VERL_LOG(Info, kGenerateBenchComponent)
+            << name << " lora " << mode << " batch " << B << ": prefill " << format_number(row.prefill.tokens_per_s())
+            << " tok/s, decode " << format_number(row.decode.tokens_per_s()) << " tok/s";
         result.rows.push_back(row);
       }
     }

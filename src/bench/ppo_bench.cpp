@@ -31,14 +31,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using protocol::DataProto;
-constexpr const char* kComponent = "bench";
+constexpr const char* kPpoBenchComponent = "bench";
 
 // A folder under the system temp dir, removed with everything in it when this goes out of scope.
 class TempFolder {
  public:
   TempFolder() {
     std::string pattern = (fs::temp_directory_path() / "verl-bench-XXXXXX").string();
-    VERL_CHECK(mkdtemp(pattern.data()) != nullptr, kComponent, "cannot create a temporary folder under ",
+    VERL_CHECK(mkdtemp(pattern.data()) != nullptr, kPpoBenchComponent, "cannot create a temporary folder under ",
                fs::temp_directory_path().string());
     path_ = pattern;
   }
@@ -54,7 +54,7 @@ class TempFolder {
   std::string path_;
 };
 
-void union_tensors(DataProto& batch, const DataProto& output) {
+void union_output_tensors(DataProto& batch, const DataProto& output) {
   DataProto tensors = output;
   tensors.meta_info = nlohmann::json::object();
   batch.union_with(tensors);
@@ -76,7 +76,7 @@ void end_responses(DataProto& batch, const std::vector<int64_t>& lengths, int64_
 
 template <typename Fn>
 PpoPhase timed(const std::string& name, double tokens, double flops, const torch::Device& device, Fn&& fn) {
-  VERL_LOG(Info, kComponent) << "phase " << name;
+  VERL_LOG(Info, kPpoBenchComponent) << "phase " << name;
   const bool window = device.is_cpu() && runtime::reset_peak_resident();
   Stopwatch watch;
   fn();
@@ -94,16 +94,16 @@ PpoPhase timed(const std::string& name, double tokens, double flops, const torch
 }  // namespace
 
 PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
-  VERL_CHECK(o.batch_size > 0 && o.n > 0, kComponent, "--batch-size and --n must be positive");
-  VERL_CHECK(o.prompt_length > 0 && o.response_length > 1, kComponent,
+  VERL_CHECK(o.batch_size > 0 && o.n > 0, kPpoBenchComponent, "--batch-size and --n must be positive");
+  VERL_CHECK(o.prompt_length > 0 && o.response_length > 1, kPpoBenchComponent,
              "--prompt-length must be positive and --response-length at least 2");
-  VERL_CHECK(o.prompt_tokens >= 0 && o.prompt_tokens <= o.prompt_length, kComponent, "--prompt-tokens (",
+  VERL_CHECK(o.prompt_tokens >= 0 && o.prompt_tokens <= o.prompt_length, kPpoBenchComponent, "--prompt-tokens (",
              o.prompt_tokens, ") must be in [0, --prompt-length ", o.prompt_length, "]");
-  VERL_CHECK(o.response_tokens >= 0 && o.response_tokens <= o.response_length, kComponent, "--response-tokens (",
-             o.response_tokens, ") must be in [0, --response-length ", o.response_length, "]");
-  VERL_CHECK(o.micro_batch_size > 0, kComponent, "--micro-batch-size must be positive");
-  VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kComponent, "--micro-batch-size (", o.micro_batch_size,
-             ") must divide batch size x n (", o.batch_size * o.n, ")");
+  VERL_CHECK(o.response_tokens >= 0 && o.response_tokens <= o.response_length, kPpoBenchComponent,
+             "--response-tokens (", o.response_tokens, ") must be in [0, --response-length ", o.response_length, "]");
+  VERL_CHECK(o.micro_batch_size > 0, kPpoBenchComponent, "--micro-batch-size must be positive");
+  VERL_CHECK((o.batch_size * o.n) % o.micro_batch_size == 0, kPpoBenchComponent, "--micro-batch-size (",
+             o.micro_batch_size, ") must divide batch size x n (", o.batch_size * o.n, ")");
 
   const torch::Device device = runtime::parse_device(o.device, "--device");
   TempFolder tmp;
@@ -216,22 +216,22 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
     DataProto batch;
     phases.push_back(timed("gen", static_cast<double>(N * R), generation, device,
                            [&] { batch = actor.generate_sequences(prompts); }));
-    VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kComponent,
+    VERL_ASSERT(batch.tensor("response_mask").sum().item<int64_t>() == N * R, kPpoBenchComponent,
                 "responses did not all run to full length");
     if (o.response_tokens > 0) end_responses(batch, response_lengths, P, c.pad_token_id.value_or(0));
     batch.meta_info = {{"temperature", 1.0}};
     phases.push_back(timed("old_log_prob", full_tokens, forward, device, [&] {
       DataProto out = actor.compute_log_prob(batch);
       out.batch.erase("entropys");
-      union_tensors(batch, out);
+      union_output_tensors(batch, out);
     }));
     if (with_ref) {
-      phases.push_back(timed("ref", full_tokens, forward,
-                             device, [&] { union_tensors(batch, actor.compute_ref_log_prob(batch)); }));
+      phases.push_back(timed("ref", full_tokens, forward, device,
+                             [&] { union_output_tensors(batch, actor.compute_ref_log_prob(batch)); }));
     }
     if (critic) {
-      phases.push_back(timed("values", full_tokens, value_forward,
-                             device, [&] { union_tensors(batch, critic->compute_values(batch)); }));
+      phases.push_back(timed("values", full_tokens, value_forward, device,
+                             [&] { union_output_tensors(batch, critic->compute_values(batch)); }));
     }
     phases.push_back(timed("adv", 0, 0, device, [&] {
       // A seeded score on each response's last token; GAE as the controller computes it, or without a critic
@@ -257,7 +257,7 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
     }
     phases.push_back(timed("update_actor", full_tokens, 3 * forward, device, [&] { actor.update_actor(batch); }));
   };
-  VERL_CHECK(o.repeats >= 1, kComponent, "--repeats must be at least 1, got ", o.repeats);
+  VERL_CHECK(o.repeats >= 1, kPpoBenchComponent, "--repeats must be at least 1, got ", o.repeats);
   if (device.is_cuda() || o.repeats > 1) {
     std::vector<PpoPhase> warm_up;
     step(warm_up);

@@ -19,7 +19,7 @@ namespace verl::data {
 
 namespace {
 
-constexpr const char* kComponent = "data";
+constexpr const char* kRlDatasetComponent = "data";
 
 bool ends_with_ci(const std::string& text, const std::string& suffix) {
   if (text.size() < suffix.size()) return false;
@@ -59,10 +59,10 @@ nlohmann::json value_to_json(const io::Value& value) { return value_as<nlohmann:
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  VERL_CHECK(in.is_open(), kComponent, "cannot open data file '", path, "'");
+  VERL_CHECK(in.is_open(), kRlDatasetComponent, "cannot open data file '", path, "'");
   std::ostringstream text;
   text << in.rdbuf();
-  VERL_CHECK(!in.bad(), kComponent, "read error in data file '", path, "'");
+  VERL_CHECK(!in.bad(), kRlDatasetComponent, "read error in data file '", path, "'");
   return text.str();
 }
 
@@ -89,7 +89,7 @@ std::string expand_user(const std::string& path) {
 }
 
 std::vector<std::string> data_files_from_config(const std::vector<std::string>& files) {
-  VERL_CHECK(!files.empty(), kComponent, "no data files given (data.train_files / data.val_files is empty)");
+  VERL_CHECK(!files.empty(), kRlDatasetComponent, "no data files given (data.train_files / data.val_files is empty)");
   std::vector<std::string> out;
   for (const auto& file : files) out.push_back(expand_user(file));
   return out;
@@ -101,11 +101,11 @@ std::vector<std::string> data_files_from_config(const std::string& file) {
 
 std::vector<std::string> data_files_from_config(const config::Node& node_or_string) {
   if (node_or_string.kind() == config::Kind::String) return data_files_from_config(node_or_string.as_string());
-  VERL_CHECK(node_or_string.is_list(), kComponent, "data files must be a path or a list of paths, got ",
+  VERL_CHECK(node_or_string.is_list(), kRlDatasetComponent, "data files must be a path or a list of paths, got ",
              config::kind_name(node_or_string.kind()));
   std::vector<std::string> files;
   for (const auto& item : node_or_string.items()) {
-    VERL_CHECK(item.kind() == config::Kind::String, kComponent, "data files list holds ",
+    VERL_CHECK(item.kind() == config::Kind::String, kRlDatasetComponent, "data files list holds ",
                config::kind_name(item.kind()), " '", item.to_text(), "', expected paths");
     files.push_back(item.as_string());
   }
@@ -115,7 +115,7 @@ std::vector<std::string> data_files_from_config(const config::Node& node_or_stri
 std::pair<std::vector<int64_t>, std::vector<int64_t>> pad_or_truncate(const std::vector<int32_t>& ids, int64_t max_length,
                                                                      int32_t pad_id, bool left_pad,
                                                                      const std::string& truncation) {
-  VERL_CHECK(max_length > 0, kComponent, "max_length must be > 0, got ", max_length);
+  VERL_CHECK(max_length > 0, kRlDatasetComponent, "max_length must be > 0, got ", max_length);
   const auto n = static_cast<int64_t>(ids.size());
   std::vector<int64_t> out_ids, mask;
   if (n <= max_length) {
@@ -142,9 +142,9 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> pad_or_truncate(const std:
     out_ids.assign(ids.begin(), ids.begin() + left_half);
     out_ids.insert(out_ids.end(), ids.end() - right_half, ids.end());
   } else if (truncation == "error") {
-    VERL_FAIL(kComponent, "sequence length ", n, " is larger than max_length ", max_length);
+    VERL_FAIL(kRlDatasetComponent, "sequence length ", n, " is larger than max_length ", max_length);
   } else {
-    VERL_FAIL(kComponent, "unknown truncation '", truncation, "'; expected error, left, right or middle");
+    VERL_FAIL(kRlDatasetComponent, "unknown truncation '", truncation, "'; expected error, left, right or middle");
   }
   mask.assign(static_cast<size_t>(max_length), 1);
   return {out_ids, mask};
@@ -154,17 +154,18 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
                          const config::DataConfig& config, int64_t max_samples,
                          const nlohmann::ordered_json& filter_tool_schemas)
     : files_(data_files_from_config(files)), tokenizer_(std::move(tokenizer)), config_(config) {
-  VERL_CHECK(tokenizer_ != nullptr, kComponent, "RLHFDataset needs a tokenizer");
-  VERL_CHECK(config_.max_prompt_length > 0, kComponent, "data.max_prompt_length must be > 0, got ",
+  VERL_CHECK(tokenizer_ != nullptr, kRlDatasetComponent, "RLHFDataset needs a tokenizer");
+  VERL_CHECK(config_.max_prompt_length > 0, kRlDatasetComponent, "data.max_prompt_length must be > 0, got ",
              config_.max_prompt_length);
   VERL_CHECK(config_.truncation == "error" || config_.truncation == "left" || config_.truncation == "right" ||
                  config_.truncation == "middle",
-             kComponent, "data.truncation is '", config_.truncation, "'; expected error, left, right or middle");
-  VERL_CHECK(!config_.prompt_key.empty(), kComponent, "data.prompt_key is empty");
+             kRlDatasetComponent, "data.truncation is '", config_.truncation,
+             "'; expected error, left, right or middle");
+  VERL_CHECK(!config_.prompt_key.empty(), kRlDatasetComponent, "data.prompt_key is empty");
   if (config_.apply_chat_template_kwargs.is_map()) {
     chat_template_kwargs_ = config::node_to_json(config_.apply_chat_template_kwargs);
   } else {
-    VERL_CHECK(config_.apply_chat_template_kwargs.is_null(), kComponent,
+    VERL_CHECK(config_.apply_chat_template_kwargs.is_null(), kRlDatasetComponent,
                "data.apply_chat_template_kwargs must be a map");
     chat_template_kwargs_ = nlohmann::ordered_json::object();
   }
@@ -173,12 +174,12 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
   } else if (auto eos = tokenizer_->eos_token_id()) {
     pad_token_id_ = *eos;  // verl's hf_tokenizer: pad_token = eos_token when the tokenizer has none
   } else {
-    VERL_FAIL(kComponent, "the tokenizer has neither a pad token nor an eos token; left padding needs one");
+    VERL_FAIL(kRlDatasetComponent, "the tokenizer has neither a pad token nor an eos token; left padding needs one");
   }
 
   for (size_t f = 0; f < files_.size(); ++f) load_file(static_cast<int32_t>(f));
   rows_read_ = size();
-  VERL_LOG(Info, kComponent) << "dataset len: " << rows_read_ << " (" << join(files_, ", ") << ")";
+  VERL_LOG(Info, kRlDatasetComponent) << "dataset len: " << rows_read_ << " (" << join(files_, ", ") << ")";
 
   if (max_samples > 0 && max_samples < size()) {
     std::vector<int64_t> chosen;
@@ -192,7 +193,7 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
     selected.reserve(chosen.size());
     for (int64_t i : chosen) selected.push_back(std::move(rows_[static_cast<size_t>(i)]));
     rows_ = std::move(selected);
-    VERL_LOG(Info, kComponent) << "selected " << max_samples << " samples out of " << rows_read_;
+    VERL_LOG(Info, kRlDatasetComponent) << "selected " << max_samples << " samples out of " << rows_read_;
   }
 
   if (config_.filter_overlong_prompts) {
@@ -207,37 +208,38 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
     }
     rows_filtered_out_ = static_cast<int64_t>(rows_.size() - kept.size());
     rows_ = std::move(kept);
-    VERL_LOG(Info, kComponent) << "filter dataset len: " << size() << " (" << rows_filtered_out_
-                               << " prompts longer than " << config_.max_prompt_length << " tokens dropped)";
+    VERL_LOG(Info, kRlDatasetComponent) << "filter dataset len: " << size() << " (" << rows_filtered_out_
+                                        << " prompts longer than " << config_.max_prompt_length << " tokens dropped)";
   }
 }
 
 void RLHFDataset::load_file(int32_t file_index) {
   const std::string& path = files_[static_cast<size_t>(file_index)];
-  VERL_CHECK(std::filesystem::exists(path), kComponent, "data file '", path, "' does not exist");
-  VERL_CHECK(!std::filesystem::is_directory(path), kComponent, "data file '", path, "' is a directory, expected a file");
+  VERL_CHECK(std::filesystem::exists(path), kRlDatasetComponent, "data file '", path, "' does not exist");
+  VERL_CHECK(!std::filesystem::is_directory(path), kRlDatasetComponent, "data file '", path,
+             "' is a directory, expected a file");
   std::vector<io::Value> rows;
   if (ends_with_ci(path, ".parquet")) {
     io::parquet::Reader reader(path);
     const std::vector<std::string> names = reader.column_names();
     bool has_prompt = false;
     for (const auto& name : names) has_prompt = has_prompt || name == config_.prompt_key;
-    VERL_CHECK(has_prompt, kComponent, "data file '", path, "' has no column '", config_.prompt_key,
+    VERL_CHECK(has_prompt, kRlDatasetComponent, "data file '", path, "' has no column '", config_.prompt_key,
                "' (data.prompt_key); its columns are: ", join(names, ", "));
     rows = reader.read_all();
   } else if (ends_with_ci(path, ".jsonl") || ends_with_ci(path, ".json")) {
     rows = read_json_rows(path);
   } else {
-    VERL_FAIL(kComponent, "data file '", path, "': unsupported format; expected .parquet, .jsonl or .json");
+    VERL_FAIL(kRlDatasetComponent, "data file '", path, "': unsupported format; expected .parquet, .jsonl or .json");
   }
   for (size_t r = 0; r < rows.size(); ++r) {
     Row row{std::move(rows[r]), file_index, static_cast<int64_t>(r)};
-    VERL_CHECK(row.value.is_struct(), kComponent, where(row), " is ", io::kind_name(row.value.kind()),
+    VERL_CHECK(row.value.is_struct(), kRlDatasetComponent, where(row), " is ", io::kind_name(row.value.kind()),
                ", expected an object with a '", config_.prompt_key, "' field");
     const io::Value* prompt = row.value.find(config_.prompt_key);
-    VERL_CHECK(prompt != nullptr, kComponent, where(row), " has no '", config_.prompt_key,
+    VERL_CHECK(prompt != nullptr, kRlDatasetComponent, where(row), " has no '", config_.prompt_key,
                "' field (data.prompt_key)");
-    VERL_CHECK(prompt->is_list(), kComponent, where(row), ": '", config_.prompt_key,
+    VERL_CHECK(prompt->is_list(), kRlDatasetComponent, where(row), ": '", config_.prompt_key,
                "' must be a list of chat messages ({role, content}), got ", io::kind_name(prompt->kind()));
     for (const auto& [key, value] : row.value.as_struct()) {
       bool known = false;
@@ -253,7 +255,7 @@ std::string RLHFDataset::where(const Row& row) const {
 }
 
 std::string RLHFDataset::prompt_text(int64_t row, const nlohmann::ordered_json& tools) const {
-  VERL_CHECK(row >= 0 && row < size(), kComponent, "row ", row, " is outside the dataset (", size(), " rows)");
+  VERL_CHECK(row >= 0 && row < size(), kRlDatasetComponent, "row ", row, " is outside the dataset (", size(), " rows)");
   const Row& r = rows_[static_cast<size_t>(row)];
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = value_to_ordered_json(*r.value.find(config_.prompt_key));
@@ -264,7 +266,7 @@ std::string RLHFDataset::prompt_text(int64_t row, const nlohmann::ordered_json& 
   try {
     return tokenizer::apply_chat_template(*tokenizer_, inputs);
   } catch (const Error& e) {
-    VERL_FAIL(kComponent, where(r), ": chat template failed on '", config_.prompt_key, "': ", e.message());
+    VERL_FAIL(kRlDatasetComponent, where(r), ": chat template failed on '", config_.prompt_key, "': ", e.message());
   }
 }
 
@@ -277,7 +279,7 @@ std::vector<int32_t> RLHFDataset::truncate(const Row& row, std::vector<int32_t> 
   const auto n = static_cast<int64_t>(ids.size());
   if (n <= max) return ids;
   const std::string& mode = config_.truncation;
-  VERL_CHECK(mode != "error", kComponent, where(row), ": prompt ('", config_.prompt_key, "') is ", n,
+  VERL_CHECK(mode != "error", kRlDatasetComponent, where(row), ": prompt ('", config_.prompt_key, "') is ", n,
              " tokens after the chat template, longer than data.max_prompt_length=", max,
              " (data.truncation=error; set data.filter_overlong_prompts=true or data.truncation=left|right|middle)");
   if (mode == "left") return std::vector<int32_t>(ids.end() - max, ids.end());
@@ -315,8 +317,8 @@ protocol::DataProto RLHFDataset::collate(const std::vector<int64_t>& rows) const
 
   for (int64_t b = 0; b < n; ++b) {
     const int64_t row_index = rows[static_cast<size_t>(b)];
-    VERL_CHECK(row_index >= 0 && row_index < size(), kComponent, "row ", row_index, " is outside the dataset (",
-               size(), " rows)");
+    VERL_CHECK(row_index >= 0 && row_index < size(), kRlDatasetComponent, "row ", row_index,
+               " is outside the dataset (", size(), " rows)");
     const Row& row = rows_[static_cast<size_t>(row_index)];
     const std::string text = prompt_text(row_index);
     const std::vector<int32_t> ids = truncate(row, tokenizer_->encode(text, /*add_special_tokens=*/false));

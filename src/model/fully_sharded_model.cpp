@@ -14,7 +14,7 @@
 namespace verl::model {
 namespace {
 
-constexpr const char* kComponent = "zero3";
+constexpr const char* kFullyShardedModelComponent = "zero3";
 constexpr const char* kFormat = "verl.cpp zero3 shard";
 const std::string kLayerPrefix = "model.layers.";
 
@@ -132,15 +132,17 @@ FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::
                                      std::shared_ptr<parallel::Comm> replicas, torch::ScalarType reduce_dtype)
     : module_(std::move(module)), group_(std::move(shard_group)), replicas_(std::move(replicas)),
       reduce_dtype_(reduce_dtype) {
-  VERL_ASSERT(group_ != nullptr && group_->size() > 1, kComponent, "ZeRO-3 needs a shard group of two or more ranks");
-  VERL_CHECK(!module_->tp.active(), kComponent,
+  VERL_ASSERT(group_ != nullptr && group_->size() > 1, kFullyShardedModelComponent,
+              "ZeRO-3 needs a shard group of two or more ranks");
+  VERL_CHECK(!module_->tp.active(), kFullyShardedModelComponent,
              "parameter sharding (fsdp_config.reshard_after_forward) cannot be combined with tensor parallelism");
   torch::NoGradGuard no_grad;
   const bool lora = lora_state(module_) != nullptr;
   units_.resize(module_->model->layer_list.size() + 1);
   for (const auto& item : module_->named_parameters()) {
     const size_t u = unit_of(item.key());
-    VERL_ASSERT(u < units_.size(), kComponent, "parameter '", item.key(), "' names a layer the model does not have");
+    VERL_ASSERT(u < units_.size(), kFullyShardedModelComponent, "parameter '", item.key(),
+                "' names a layer the model does not have");
     Unit& unit = units_[u];
     // Under LoRA, what trains (the adapters, and a value model's head: PEFT's modules_to_save) is small: whole and
     // replicated, its gradients averaged by the caller; the shards hold the frozen base.
@@ -157,14 +159,14 @@ FullyShardedModel::FullyShardedModel(CausalLM module, std::shared_ptr<parallel::
   }
   const int64_t n = group_->size(), r = group_->rank();
   for (auto& unit : units_) {
-    VERL_ASSERT(!unit.params.empty(), kComponent, "a unit without parameters");
+    VERL_ASSERT(!unit.params.empty(), kFullyShardedModelComponent, "a unit without parameters");
     unit.padded = (unit.numel + n - 1) / n * n;
     model_numel_ += unit.numel;
     const auto dtype = unit.params[0].scalar_type();
     const bool trains = unit.params[0].requires_grad();
     std::vector<torch::Tensor> flat;
     for (const auto& p : unit.params) {
-      VERL_CHECK(p.scalar_type() == dtype && p.requires_grad() == trains, kComponent, "parameter '",
+      VERL_CHECK(p.scalar_type() == dtype && p.requires_grad() == trains, kFullyShardedModelComponent, "parameter '",
                  unit.names[flat.size()], "' differs in dtype or trainability from the rest of its unit");
       flat.push_back(p.detach().reshape({-1}));
     }
@@ -202,7 +204,7 @@ void FullyShardedModel::gather(size_t u) {
 
 void FullyShardedModel::release(size_t u) {
   Unit& unit = units_[u];
-  VERL_ASSERT(unit.gathered > 0, kComponent, "release of a unit that is not gathered");
+  VERL_ASSERT(unit.gathered > 0, kFullyShardedModelComponent, "release of a unit that is not gathered");
   if (--unit.gathered > 0) return;
   torch::NoGradGuard no_grad;
   for (auto& p : unit.params) {
@@ -300,10 +302,11 @@ void FullyShardedModel::load_shard_state(const std::string& path) {
   io::SafetensorsFile file(path);
   const auto& meta = file.metadata();
   auto field = [&](const char* key) { return meta.count(key) ? meta.at(key) : std::string(); };
-  VERL_CHECK(field("format") == kFormat, kComponent, "model state file '", path,
+  VERL_CHECK(field("format") == kFormat, kFullyShardedModelComponent, "model state file '", path,
              "' holds whole parameters, not ZeRO-3 shards (it was saved with fsdp_config.reshard_after_forward=false)");
-  VERL_CHECK(field("shard_group_size") == std::to_string(group_->size()), kComponent, "model state file '", path,
-             "' holds shards over ", field("shard_group_size"), " ranks; this run shards over ", group_->size());
+  VERL_CHECK(field("shard_group_size") == std::to_string(group_->size()), kFullyShardedModelComponent,
+             "model state file '", path, "' holds shards over ", field("shard_group_size"),
+             " ranks; this run shards over ", group_->size());
   const int64_t r = group_->rank();
   std::set<std::string> expected;
   torch::NoGradGuard no_grad;
@@ -313,16 +316,17 @@ void FullyShardedModel::load_shard_state(const std::string& path) {
     for (const Run& run : runs_in_range(unit.offsets, unit.numels, r * s, (r + 1) * s)) {
       const std::string& name = unit.names[run.param];
       expected.insert(name);
-      VERL_CHECK(file.contains(name), kComponent, "model state file '", path, "' lacks tensor '", name, "'");
+      VERL_CHECK(file.contains(name), kFullyShardedModelComponent, "model state file '", path, "' lacks tensor '", name,
+                 "'");
       torch::Tensor saved = tensor_from_view(file.get(name));
-      VERL_CHECK(saved.dim() == 1 && saved.numel() == run.length, kComponent, "tensor '", name, "' in '", path,
-                 "' has shape ", saved.sizes(), ", this rank's shard expects [", run.length, "]");
+      VERL_CHECK(saved.dim() == 1 && saved.numel() == run.length, kFullyShardedModelComponent, "tensor '", name,
+                 "' in '", path, "' has shape ", saved.sizes(), ", this rank's shard expects [", run.length, "]");
       shards_[u].detach().narrow(0, run.at, run.length).copy_(saved.to(shards_[u].scalar_type()));
     }
   }
   for (const auto& name : file.names()) {
-    VERL_CHECK(expected.count(name) > 0, kComponent, "model state file '", path, "' has tensor '", name,
-               "' that this rank's shard does not hold");
+    VERL_CHECK(expected.count(name) > 0, kFullyShardedModelComponent, "model state file '", path, "' has tensor '",
+               name, "' that this rank's shard does not hold");
   }
 }
 
@@ -344,13 +348,14 @@ void load_merged_shard_files(CausalLM& module, const std::vector<std::string>& r
     for (size_t r = 0; r < files.size() && have < numel; ++r) {
       if (!files[r]->contains(name)) continue;
       torch::Tensor run = tensor_from_view(files[r]->get(name));
-      VERL_CHECK(run.dim() == 1 && have + run.numel() <= numel, kComponent, "tensor '", name, "' in '", rank_files[r],
-                 "' has shape ", run.sizes(), ", which does not continue a ZeRO-3 shard of ", numel, " elements");
+      VERL_CHECK(run.dim() == 1 && have + run.numel() <= numel, kFullyShardedModelComponent, "tensor '", name, "' in '",
+                 rank_files[r], "' has shape ", run.sizes(), ", which does not continue a ZeRO-3 shard of ", numel,
+                 " elements");
       have += run.numel();
       runs.push_back(run);
     }
-    VERL_CHECK(have == numel, kComponent, "tensor '", name, "': the ", files.size(), " rank files hold ", have, " of its ",
-               numel, " elements");
+    VERL_CHECK(have == numel, kFullyShardedModelComponent, "tensor '", name, "': the ", files.size(),
+               " rank files hold ", have, " of its ", numel, " elements");
     item.value().copy_(torch::cat(runs).view(item.value().sizes()).to(item.value().scalar_type()));
   }
 }

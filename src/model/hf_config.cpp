@@ -13,33 +13,37 @@
 namespace verl::model {
 namespace {
 
-constexpr const char* kComponent = "hf_config";
+constexpr const char* kHfConfigComponent = "hf_config";
 using json = nlohmann::json;
 
 int64_t get_int(const json& j, const std::string& key, const std::string& src, std::optional<int64_t> fallback) {
   if (!j.contains(key) || j[key].is_null()) {
-    VERL_CHECK(fallback.has_value(), kComponent, src, ": missing required integer \"", key, "\"");
+    VERL_CHECK(fallback.has_value(), kHfConfigComponent, src, ": missing required integer \"", key, "\"");
     return *fallback;
   }
-  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", json_excerpt(j[key]));
+  VERL_CHECK(j[key].is_number_integer(), kHfConfigComponent, src, ": \"", key, "\" must be an integer, got ",
+             json_excerpt(j[key]));
   return j[key].get<int64_t>();
 }
 
 double get_double(const json& j, const std::string& key, const std::string& src, double fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  VERL_CHECK(j[key].is_number(), kComponent, src, ": \"", key, "\" must be a number, got ", json_excerpt(j[key]));
+  VERL_CHECK(j[key].is_number(), kHfConfigComponent, src, ": \"", key, "\" must be a number, got ",
+             json_excerpt(j[key]));
   return j[key].get<double>();
 }
 
 bool get_bool(const json& j, const std::string& key, const std::string& src, bool fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  VERL_CHECK(j[key].is_boolean(), kComponent, src, ": \"", key, "\" must be true or false, got ", json_excerpt(j[key]));
+  VERL_CHECK(j[key].is_boolean(), kHfConfigComponent, src, ": \"", key, "\" must be true or false, got ",
+             json_excerpt(j[key]));
   return j[key].get<bool>();
 }
 
 std::optional<int64_t> get_opt_int(const json& j, const std::string& key, const std::string& src) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  VERL_CHECK(j[key].is_number_integer(), kComponent, src, ": \"", key, "\" must be an integer, got ", json_excerpt(j[key]));
+  VERL_CHECK(j[key].is_number_integer(), kHfConfigComponent, src, ": \"", key, "\" must be an integer, got ",
+             json_excerpt(j[key]));
   return j[key].get<int64_t>();
 }
 
@@ -67,7 +71,7 @@ Arch parse_arch_short(const std::string& name) {
   if (name == "llama") return Arch::Llama;
   if (name == "qwen2") return Arch::Qwen2;
   if (name == "qwen3") return Arch::Qwen3;
-  VERL_FAIL(kComponent, "unknown architecture '", name, "'; supported: llama, qwen2, qwen3");
+  VERL_FAIL(kHfConfigComponent, "unknown architecture '", name, "'; supported: llama, qwen2, qwen3");
 }
 
 // Upper bounds, each several times the largest released model's (Llama 3.1 405B: hidden 16384, intermediate
@@ -87,21 +91,22 @@ void HFConfig::validate() const {
                 {"head_dim", head_dim, 4096},
                 {"max_position_embeddings", max_position_embeddings, int64_t{1} << 25}};
   for (const auto& b : bounds) {
-    VERL_CHECK(b.value <= b.limit, kComponent, b.field, "=", b.value, " is beyond any real model (limit ", b.limit,
-               ")");
+    VERL_CHECK(b.value <= b.limit, kHfConfigComponent, b.field, "=", b.value, " is beyond any real model (limit ",
+               b.limit, ")");
   }
   VERL_CHECK(vocab_size > 0 && hidden_size > 0 && intermediate_size > 0 && num_hidden_layers > 0 &&
                  num_attention_heads > 0 && num_key_value_heads > 0 && head_dim > 0,
-             kComponent, "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
+             kHfConfigComponent,
+             "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
              "num_key_value_heads and head_dim must all be positive");
-  VERL_CHECK(num_attention_heads % num_key_value_heads == 0, kComponent, "num_attention_heads (",
+  VERL_CHECK(num_attention_heads % num_key_value_heads == 0, kHfConfigComponent, "num_attention_heads (",
              num_attention_heads, ") must be a multiple of num_key_value_heads (", num_key_value_heads, ")");
-  VERL_CHECK(head_dim % 2 == 0, kComponent, "head_dim (", head_dim, ") must be even for rotary embeddings");
-  VERL_CHECK(rms_norm_eps > 0, kComponent, "rms_norm_eps must be positive");
-  VERL_CHECK(rope_theta > 0, kComponent, "rope_theta must be positive");
-  VERL_CHECK(rope_scaling.factor > 0, kComponent, "rope_scaling.factor must be positive");
+  VERL_CHECK(head_dim % 2 == 0, kHfConfigComponent, "head_dim (", head_dim, ") must be even for rotary embeddings");
+  VERL_CHECK(rms_norm_eps > 0, kHfConfigComponent, "rms_norm_eps must be positive");
+  VERL_CHECK(rope_theta > 0, kHfConfigComponent, "rope_theta must be positive");
+  VERL_CHECK(rope_scaling.factor > 0, kHfConfigComponent, "rope_scaling.factor must be positive");
   if (rope_scaling.type == RopeScaling::Type::Llama3)
-    VERL_CHECK(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor, kComponent,
+    VERL_CHECK(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor, kHfConfigComponent,
                "rope_scaling: high_freq_factor must exceed low_freq_factor");
 }
 
@@ -111,9 +116,9 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   try {
     j = json::parse(json_text);
   } catch (const json::exception& e) {
-    VERL_FAIL(kComponent, src, " is not valid JSON (", e.what(), ")");
+    VERL_FAIL(kHfConfigComponent, src, " is not valid JSON (", e.what(), ")");
   }
-  VERL_CHECK(j.is_object(), kComponent, src, " must be a JSON object");
+  VERL_CHECK(j.is_object(), kHfConfigComponent, src, " must be a JSON object");
   const std::string supported = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
   std::string arch_name;
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
@@ -132,10 +137,11 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   if (family("LlamaFor")) c.arch = Arch::Llama;
   else if (family("Qwen2For")) c.arch = Arch::Qwen2;
   else if (family("Qwen3For")) c.arch = Arch::Qwen3;
-  else VERL_FAIL(kComponent, src, ": unsupported architecture '", arch_name.empty() ? "(none given)" : arch_name,
-                 "'; supported: ", supported);
+  else
+    VERL_FAIL(kHfConfigComponent, src, ": unsupported architecture '", arch_name.empty() ? "(none given)" : arch_name,
+              "'; supported: ", supported);
   if (j.contains("hidden_act") && !j["hidden_act"].is_null())
-    VERL_CHECK(j["hidden_act"] == "silu", kComponent, src, ": hidden_act ", json_excerpt(j["hidden_act"]),
+    VERL_CHECK(j["hidden_act"] == "silu", kHfConfigComponent, src, ": hidden_act ", json_excerpt(j["hidden_act"]),
                " is not supported (only \"silu\")");
   c.vocab_size = get_int(j, "vocab_size", src, std::nullopt);
   c.hidden_size = get_int(j, "hidden_size", src, std::nullopt);
@@ -143,21 +149,21 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   c.num_hidden_layers = get_int(j, "num_hidden_layers", src, std::nullopt);
   c.num_attention_heads = get_int(j, "num_attention_heads", src, std::nullopt);
   c.num_key_value_heads = get_int(j, "num_key_value_heads", src, c.num_attention_heads);
-  VERL_CHECK(c.num_attention_heads > 0, kComponent, src, ": num_attention_heads must be positive");
+  VERL_CHECK(c.num_attention_heads > 0, kHfConfigComponent, src, ": num_attention_heads must be positive");
   c.head_dim = get_int(j, "head_dim", src, c.hidden_size / c.num_attention_heads);
   if (!j.contains("head_dim") || j["head_dim"].is_null())
-    VERL_CHECK(c.hidden_size % c.num_attention_heads == 0, kComponent, src, ": hidden_size (", c.hidden_size,
+    VERL_CHECK(c.hidden_size % c.num_attention_heads == 0, kHfConfigComponent, src, ": hidden_size (", c.hidden_size,
                ") must be a multiple of num_attention_heads (", c.num_attention_heads, ") when head_dim is not given");
   c.max_position_embeddings = get_int(j, "max_position_embeddings", src, 2048);
   c.rms_norm_eps = get_double(j, "rms_norm_eps", src, 1e-6);
   c.rope_theta = get_double(j, "rope_theta", src, 10000.0);
   c.attention_bias = get_bool(j, "attention_bias", src, false);
   c.mlp_bias = get_bool(j, "mlp_bias", src, false);
-  VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kComponent, src, ": mlp_bias is only supported for Llama");
+  VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kHfConfigComponent, src, ": mlp_bias is only supported for Llama");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, c.arch == Arch::Llama ? false : false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
   if (c.arch != Arch::Llama && get_bool(j, "use_sliding_window", src, false))
-    VERL_FAIL(kComponent, src, ": use_sliding_window=true is not supported");
+    VERL_FAIL(kHfConfigComponent, src, ": use_sliding_window=true is not supported");
   // transformers >= 5 writes rope_theta and the scaling into "rope_parameters"; older versions wrote top-level
   // "rope_theta" and "rope_scaling". As in transformers, a legacy rope_scaling wins over rope_parameters, and a
   // rope_theta inside the object over the top-level one.
@@ -165,11 +171,11 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   const std::string rope_key = legacy ? "rope_scaling" : "rope_parameters";
   if (j.contains(rope_key) && !j[rope_key].is_null()) {
     const json& rs = j[rope_key];
-    VERL_CHECK(rs.is_object(), kComponent, src, ": ", rope_key, " must be an object or null");
+    VERL_CHECK(rs.is_object(), kHfConfigComponent, src, ": ", rope_key, " must be an object or null");
     const std::string rsrc = src + " " + rope_key;
     for (const auto& item : rs.items())
-      VERL_CHECK(!item.value().is_object(), kComponent, rsrc, ": per-layer-type rope parameters (\"", item.key(),
-                 "\") are not supported");
+      VERL_CHECK(!item.value().is_object(), kHfConfigComponent, rsrc, ": per-layer-type rope parameters (\"",
+                 item.key(), "\") are not supported");
     c.rope_theta = get_double(rs, "rope_theta", rsrc, c.rope_theta);
     std::string type;
     if (rs.contains("rope_type") && rs["rope_type"].is_string()) type = rs["rope_type"].get<std::string>();
@@ -181,14 +187,14 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
       c.rope_scaling.factor = get_double(rs, "factor", rsrc, 1.0);
     } else if (type == "llama3") {
       c.rope_scaling.type = RopeScaling::Type::Llama3;
-      VERL_CHECK(rs.contains("factor"), kComponent, rsrc, ": llama3 needs \"factor\"");
+      VERL_CHECK(rs.contains("factor"), kHfConfigComponent, rsrc, ": llama3 needs \"factor\"");
       c.rope_scaling.factor = get_double(rs, "factor", rsrc, 8.0);
       c.rope_scaling.low_freq_factor = get_double(rs, "low_freq_factor", rsrc, 1.0);
       c.rope_scaling.high_freq_factor = get_double(rs, "high_freq_factor", rsrc, 4.0);
       c.rope_scaling.original_max_position_embeddings =
           get_int(rs, "original_max_position_embeddings", rsrc, c.max_position_embeddings);  // transformers' default
     } else {
-      VERL_FAIL(kComponent, rsrc, ": type '", type, "' is not supported (supported: linear, llama3, default)");
+      VERL_FAIL(kHfConfigComponent, rsrc, ": type '", type, "' is not supported (supported: linear, llama3, default)");
     }
   }
   c.bos_token_id = get_opt_int(j, "bos_token_id", src);
@@ -196,11 +202,11 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
     const json& e = j["eos_token_id"];
     if (e.is_array()) {
       for (const auto& id : e) {
-        VERL_CHECK(id.is_number_integer(), kComponent, src, ": eos_token_id entries must be integers");
+        VERL_CHECK(id.is_number_integer(), kHfConfigComponent, src, ": eos_token_id entries must be integers");
         c.eos_token_ids.push_back(id.get<int64_t>());
       }
     } else {
-      VERL_CHECK(e.is_number_integer(), kComponent, src, ": eos_token_id must be an integer or a list");
+      VERL_CHECK(e.is_number_integer(), kHfConfigComponent, src, ": eos_token_id must be an integer or a list");
       c.eos_token_ids.push_back(e.get<int64_t>());
     }
   }
@@ -209,7 +215,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   try {
     c.validate();
   } catch (const Error& e) {
-    VERL_FAIL(kComponent, src, ": ", e.message());
+    VERL_FAIL(kHfConfigComponent, src, ": ", e.message());
   }
   return c;
 }
@@ -218,7 +224,7 @@ HFConfig load_hf_config(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string file = fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
   std::ifstream in(file);
-  VERL_CHECK(in.good(), kComponent, "cannot read '", file, "'");
+  VERL_CHECK(in.good(), kHfConfigComponent, "cannot read '", file, "'");
   std::stringstream text;
   text << in.rdbuf();
   return parse_hf_config_text(text.str(), file);
@@ -255,12 +261,13 @@ json override_object(const HFConfigOverrides& o) {
   try {
     j = json::parse(o.json.empty() ? std::string("{}") : o.json);
   } catch (const json::exception& e) {
-    VERL_FAIL(kComponent, o.key, " is not valid JSON (", e.what(), ")");
+    VERL_FAIL(kHfConfigComponent, o.key, " is not valid JSON (", e.what(), ")");
   }
-  VERL_CHECK(j.is_object() || j.is_null(), kComponent, "config key '", o.key, "' must be a map, got ", json_excerpt(j));
+  VERL_CHECK(j.is_object() || j.is_null(), kHfConfigComponent, "config key '", o.key, "' must be a map, got ",
+             json_excerpt(j));
   if (j.is_null()) return json::object();
   if (j.contains("model_config")) {
-    VERL_CHECK(j.size() == 1 && j["model_config"].is_object(), kComponent, "config key '", o.key,
+    VERL_CHECK(j.size() == 1 && j["model_config"].is_object(), kHfConfigComponent, "config key '", o.key,
                ".model_config' must be a map and the only field (verl reads the override from it)");
     return j["model_config"];
   }
@@ -277,26 +284,31 @@ void check_hf_config_override_fields(const HFConfigOverrides& o) {
   const json overrides = override_object(o);
   for (const auto& [field, value] : overrides.items()) {
     const auto rule = override_rule(field);
-    VERL_CHECK(rule.has_value(), kComponent, "config key '", field_key(o, field), "': verl.cpp's models (Llama, "
-               "Qwen2, Qwen3) do not use the HF config field '", field, "'; override_config takes "
+    VERL_CHECK(rule.has_value(), kHfConfigComponent, "config key '", field_key(o, field),
+               "': verl.cpp's models (Llama, "
+               "Qwen2, Qwen3) do not use the HF config field '",
+               field,
+               "'; override_config takes "
                "max_position_embeddings, rope_theta, rope_scaling, rms_norm_eps, token ids, attn_implementation "
                "(docs/config.md)");
     if (field == "attn_implementation") {
       static const std::vector<std::string> kinds = {"eager", "sdpa", "flash_attention_2", "flash_attention_3",
                                                      "flex_attention"};
       VERL_CHECK(value.is_string() && std::find(kinds.begin(), kinds.end(), value.get<std::string>()) != kinds.end(),
-                 kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+                 kHfConfigComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
                  "; expected one of eager, sdpa, flash_attention_2, flash_attention_3, flex_attention");
     } else if (field == "attention_dropout") {
-      VERL_CHECK(value.is_number() && value.get<double>() == 0.0, kComponent, "config key '", field_key(o, field),
-                 "' is ", json_excerpt(value), ": attention dropout is not implemented in verl.cpp (only 0)");
+      VERL_CHECK(value.is_number() && value.get<double>() == 0.0, kHfConfigComponent, "config key '",
+                 field_key(o, field), "' is ", json_excerpt(value),
+                 ": attention dropout is not implemented in verl.cpp (only 0)");
     } else if (field == "use_cache") {
-      VERL_CHECK(value.is_boolean(), kComponent, "config key '", field_key(o, field), "' must be true or false");
+      VERL_CHECK(value.is_boolean(), kHfConfigComponent, "config key '", field_key(o, field),
+                 "' must be true or false");
     } else if (field == "use_sliding_window") {
-      VERL_CHECK(value == false, kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+      VERL_CHECK(value == false, kHfConfigComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
                  ": sliding-window attention is not implemented in verl.cpp (only false)");
     } else if (field == "hidden_act") {
-      VERL_CHECK(value == "silu", kComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
+      VERL_CHECK(value == "silu", kHfConfigComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
                  ": verl.cpp's MLP is SwiGLU (only silu)");
     }
   }
@@ -309,8 +321,9 @@ std::string apply_hf_config_overrides(const std::string& text, const HFConfigOve
   json j = json::parse(text);
   for (const auto& [field, value] : overrides.items()) {
     if (field == "rope_parameters") {
-      VERL_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), kComponent, "config key '",
-                 field_key(o, field), "': ", src, " gives rope_scaling, which wins over rope_parameters (as in "
+      VERL_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), kHfConfigComponent, "config key '",
+                 field_key(o, field), "': ", src,
+                 " gives rope_scaling, which wins over rope_parameters (as in "
                  "transformers); override rope_scaling instead");
     }
     // verl sets attributes one level down into nested configs; the rope dicts are merged key by key likewise.
@@ -352,8 +365,8 @@ std::string apply_hf_config_overrides(const std::string& text, const HFConfigOve
     for (const auto& [field, value] : overrides.items()) {
       if (override_rule(field) == OverrideRule::Shape) named += (named.empty() ? "" : ", ") + field_key(o, field) + "=" + value.dump();
     }
-    VERL_FAIL(kComponent, "config key ", named.empty() ? std::string("'") + o.key + "'" : named, " changes ", s.field,
-              " from ", s.was, " (", src, ", the checkpoint's shapes) to ", s.now,
+    VERL_FAIL(kHfConfigComponent, "config key ", named.empty() ? std::string("'") + o.key + "'" : named, " changes ",
+              s.field, " from ", s.was, " (", src, ", the checkpoint's shapes) to ", s.now,
               ": override_config may change no field that shapes the weights");
   }
   return merged;
@@ -364,7 +377,7 @@ HFConfig load_hf_config(const std::string& path, const HFConfigOverrides& overri
   namespace fs = std::filesystem;
   const std::string file = fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
   std::ifstream in(file);
-  VERL_CHECK(in.good(), kComponent, "cannot read '", file, "'");
+  VERL_CHECK(in.good(), kHfConfigComponent, "cannot read '", file, "'");
   std::stringstream text;
   text << in.rdbuf();
   return parse_hf_config_text(apply_hf_config_overrides(text.str(), overrides, file), file + " with " + overrides.key);
@@ -425,7 +438,7 @@ void write_text_atomic(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp);
     out << text;
-    VERL_CHECK(out.good(), kComponent, "cannot write '", tmp, "'");
+    VERL_CHECK(out.good(), kHfConfigComponent, "cannot write '", tmp, "'");
   }
   std::filesystem::rename(tmp, path);
 }

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-constexpr const char* kComponent = "lora";
+constexpr const char* kLoraComponent = "lora";
 constexpr const char* kPeftPrefix = "base_model.model.";
 constexpr const char* kAdapterWeights = "adapter_model.safetensors";
 constexpr const char* kAdapterConfig = "adapter_config.json";
@@ -88,11 +88,11 @@ void for_each_module_state(const CausalLM& model, const std::shared_ptr<LoraStat
 
 Json read_json_file(const std::string& path) {
   std::ifstream in(path);
-  VERL_CHECK(in.good(), kComponent, "cannot read '", path, "'");
+  VERL_CHECK(in.good(), kLoraComponent, "cannot read '", path, "'");
   try {
     return Json::parse(in);
   } catch (const Json::exception& e) {
-    VERL_FAIL(kComponent, "'", path, "' is not valid JSON: ", e.what());
+    VERL_FAIL(kLoraComponent, "'", path, "' is not valid JSON: ", e.what());
   }
 }
 
@@ -105,9 +105,9 @@ bool read_modules(const Json& config, const char* key, const std::string& file, 
     out.push_back(v.get<std::string>());
     return out[0] != "all-linear";
   }
-  VERL_CHECK(v.is_array(), kComponent, "'", file, "': ", key, " must be a string or a list of module names");
+  VERL_CHECK(v.is_array(), kLoraComponent, "'", file, "': ", key, " must be a string or a list of module names");
   for (const auto& item : v) {
-    VERL_CHECK(item.is_string(), kComponent, "'", file, "': ", key, " must be a string or a list of module names");
+    VERL_CHECK(item.is_string(), kLoraComponent, "'", file, "': ", key, " must be a string or a list of module names");
     out.push_back(item.get<std::string>());
   }
   return false;
@@ -116,7 +116,7 @@ bool read_modules(const Json& config, const char* key, const std::string& file, 
 }  // namespace
 
 double LoraSpec::scale() const {
-  VERL_CHECK(rank > 0, kComponent, "LoRA rank must be positive, got ", rank);
+  VERL_CHECK(rank > 0, kLoraComponent, "LoRA rank must be positive, got ", rank);
   return use_rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
 }
 
@@ -187,7 +187,8 @@ std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec
     for (const auto& t : spec.target_modules) {
       bool found = false;
       for (const auto& p : all) found = found || matches(p.name, {t}, false);
-      VERL_CHECK(found, kComponent, "target_modules entry '", t, "' matches no projection of the decoder layers; "
+      VERL_CHECK(found, kLoraComponent, "target_modules entry '", t,
+                 "' matches no projection of the decoder layers; "
                  "expected all-linear or names among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
     }
   }
@@ -197,13 +198,14 @@ std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec
     if (!spec.exclude_modules.empty() && matches(p.name, spec.exclude_modules, spec.exclude_regex)) continue;
     out.push_back(p.name);
   }
-  VERL_CHECK(!out.empty(), kComponent, "target_modules / exclude_modules select no projection of the decoder layers");
+  VERL_CHECK(!out.empty(), kLoraComponent,
+             "target_modules / exclude_modules select no projection of the decoder layers");
   return out;
 }
 
 std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed) {
-  VERL_CHECK(spec.rank >= 1, kComponent, "lora_rank must be >= 1 to add adapters, got ", spec.rank);
-  VERL_CHECK(!lora_state(model), kComponent, "the model already has LoRA adapters");
+  VERL_CHECK(spec.rank >= 1, kLoraComponent, "lora_rank must be >= 1 to add adapters, got ", spec.rank);
+  VERL_CHECK(!lora_state(model), kLoraComponent, "the model already has LoRA adapters");
   const auto names = lora_target_names(model, spec);
   const std::set<std::string> targets(names.begin(), names.end());
   for (auto& p : model->parameters()) p.set_requires_grad(false);
@@ -305,8 +307,8 @@ MergedAdapter::~MergedAdapter() {
 
 void merge_and_unload(CausalLM& model) {
   auto state = lora_state(model);
-  VERL_CHECK(state, kComponent, "merge_and_unload on a model without LoRA adapters");
-  VERL_CHECK(!state->merged, kComponent, "merge_and_unload inside a MergedAdapter scope");
+  VERL_CHECK(state, kLoraComponent, "merge_and_unload on a model without LoRA adapters");
+  VERL_CHECK(!state->merged, kLoraComponent, "merge_and_unload inside a MergedAdapter scope");
   torch::NoGradGuard no_grad;
   const double scale = state->spec.scale();
   for (auto& p : projections(model)) {
@@ -322,15 +324,16 @@ void merge_and_unload(CausalLM& model) {
 
 void save_peft_adapter(const CausalLM& model, const std::string& dir, const std::string& base_model_name_or_path) {
   auto state = lora_state(model);
-  VERL_CHECK(state, kComponent, "save_peft_adapter on a model without LoRA adapters");
-  VERL_CHECK(!model->tp.active(), kComponent, "save_peft_adapter on tensor-parallel slices: gather lora_full_state on "
+  VERL_CHECK(state, kLoraComponent, "save_peft_adapter on a model without LoRA adapters");
+  VERL_CHECK(!model->tp.active(), kLoraComponent,
+             "save_peft_adapter on tensor-parallel slices: gather lora_full_state on "
              "every rank and save that");
   save_peft_adapter(lora_full_state(model), state->spec, dir, base_model_name_or_path);
 }
 
 void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec, const std::string& dir,
                        const std::string& base_model_name_or_path) {
-  VERL_CHECK(!whole_adapters.empty(), kComponent, "save_peft_adapter with no adapter tensors");
+  VERL_CHECK(!whole_adapters.empty(), kLoraComponent, "save_peft_adapter with no adapter tensors");
   fs::create_directories(dir);
   NamedTensors tensors;
   std::set<std::string> leaves;
@@ -372,18 +375,20 @@ void save_peft_adapter(const NamedTensors& whole_adapters, const LoraSpec& spec,
 
 LoraSpec read_peft_adapter_config(const std::string& dir, PeftTask task) {
   const std::string file = (fs::path(dir) / kAdapterConfig).string();
-  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterConfig,
+  VERL_CHECK(fs::exists(file), kLoraComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterConfig,
              " (expected PEFT's adapter_config.json + adapter_model.safetensors)");
   const Json c = read_json_file(file);
-  VERL_CHECK(c.is_object(), kComponent, "'", file, "' must hold a JSON object");
-  VERL_CHECK(c.value("peft_type", std::string()) == "LORA", kComponent, "'", file, "': peft_type must be LORA, got ",
+  VERL_CHECK(c.is_object(), kLoraComponent, "'", file, "' must hold a JSON object");
+  VERL_CHECK(c.value("peft_type", std::string()) == "LORA", kLoraComponent, "'", file,
+             "': peft_type must be LORA, got ",
              c.contains("peft_type") ? c["peft_type"].dump() : std::string("nothing"));
   const bool token_cls = task == PeftTask::TokenClassification;
   const std::string want_task = token_cls ? "TOKEN_CLS" : "CAUSAL_LM";
   if (c.contains("task_type") && !c["task_type"].is_null()) {
     const auto found = c["task_type"].get<std::string>();
-    VERL_CHECK(found == want_task, kComponent, "'", file, "': task_type ", found, " is not implemented here; expected ",
-               want_task, token_cls ? " (a critic's adapter: PEFT's token classification, as verl's critic)" : "");
+    VERL_CHECK(found == want_task, kLoraComponent, "'", file, "': task_type ", found,
+               " is not implemented here; expected ", want_task,
+               token_cls ? " (a critic's adapter: PEFT's token classification, as verl's critic)" : "");
   }
   if (token_cls) {
     // PEFT's TOKEN_CLS adds [classifier, score] to modules_to_save; this model's value head is `score`.
@@ -393,23 +398,24 @@ LoraSpec read_peft_adapter_config(const std::string& dir, PeftTask task) {
       has_score = has_score || item == "score";
       only_heads = only_heads && (item == "score" || item == "classifier");
     }
-    VERL_CHECK(has_score && only_heads, kComponent, "'", file, "': modules_to_save=", m.dump(),
+    VERL_CHECK(has_score && only_heads, kLoraComponent, "'", file, "': modules_to_save=", m.dump(),
                " is not implemented; expected [\"classifier\", \"score\"] (PEFT's TOKEN_CLS value head)");
   }
-  VERL_CHECK(c.contains("r") && c["r"].is_number_integer() && c["r"].get<int64_t>() >= 1, kComponent, "'", file,
+  VERL_CHECK(c.contains("r") && c["r"].is_number_integer() && c["r"].get<int64_t>() >= 1, kLoraComponent, "'", file,
              "': r must be an integer >= 1");
-  VERL_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number(), kComponent, "'", file,
+  VERL_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number(), kLoraComponent, "'", file,
              "': lora_alpha must be a number");
   LoraSpec spec;
   spec.rank = c["r"].get<int64_t>();
   spec.alpha = c["lora_alpha"].get<double>();
   spec.target_regex = read_modules(c, "target_modules", file, spec.target_modules);
-  VERL_CHECK(!spec.target_modules.empty(), kComponent, "'", file, "': target_modules is missing");
+  VERL_CHECK(!spec.target_modules.empty(), kLoraComponent, "'", file, "': target_modules is missing");
   spec.exclude_regex = read_modules(c, "exclude_modules", file, spec.exclude_modules);
   spec.use_rslora = c.value("use_rslora", false);
   // What verl.cpp does not implement: an error naming the key rather than a silently different model.
   auto require = [&](const char* key, bool ok, const char* expected) {
-    VERL_CHECK(ok, kComponent, "'", file, "': ", key, "=", c[key].dump(), " is not implemented; expected ", expected);
+    VERL_CHECK(ok, kLoraComponent, "'", file, "': ", key, "=", c[key].dump(), " is not implemented; expected ",
+               expected);
   };
   auto is_empty = [&](const char* key) {
     return !c.contains(key) || c[key].is_null() || (c[key].is_object() && c[key].empty()) ||
@@ -429,8 +435,8 @@ LoraSpec read_peft_adapter_config(const std::string& dir, PeftTask task) {
     if (c.contains(key)) require(key, is_empty(key), "null or empty");
   }
   if (c.value("lora_dropout", 0.0) != 0.0) {
-    VERL_LOG(Warn, kComponent) << "'" << file << "': lora_dropout " << c["lora_dropout"].get<double>()
-                              << " is not applied (verl.cpp's LoRA has no dropout)";
+    VERL_LOG(Warn, kLoraComponent) << "'" << file << "': lora_dropout " << c["lora_dropout"].get<double>()
+                                   << " is not applied (verl.cpp's LoRA has no dropout)";
   }
   return spec;
 }
@@ -443,11 +449,11 @@ std::string peft_base_model(const std::string& dir) {
 
 void load_peft_adapter_weights(CausalLM& model, const std::string& dir) {
   const std::string file = (fs::path(dir) / kAdapterWeights).string();
-  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterWeights);
+  VERL_CHECK(fs::exists(file), kLoraComponent, "LoRA adapter folder '", dir, "' has no ", kAdapterWeights);
   std::map<std::string, torch::Tensor> saved;
   const std::string prefix = kPeftPrefix;
   for (auto& [name, t] : load_tensors(file)) {
-    VERL_CHECK(name.rfind(prefix, 0) == 0, kComponent, "'", file, "' has tensor '", name,
+    VERL_CHECK(name.rfind(prefix, 0) == 0, kLoraComponent, "'", file, "' has tensor '", name,
                "'; expected names like base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
     saved.emplace(name.substr(prefix.size()), t);
   }
@@ -457,17 +463,17 @@ void load_peft_adapter_weights(CausalLM& model, const std::string& dir) {
   for (const auto& [name, p] : params) {
     expected.insert(name);
     auto it = saved.find(name);
-    VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name,
+    VERL_CHECK(it != saved.end(), kLoraComponent, "'", file, "' lacks tensor '", prefix, name,
                "' (adapter_config.json's target_modules select it on this model)");
     const auto part = tensor_parallel_part(model, name, it->second);
     const auto expected_shape = whole_parameter_shape(model, name, p);
-    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+    VERL_CHECK(part.sizes() == p.sizes(), kLoraComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
                it->second.sizes(), ", this model expects ", c10::IntArrayRef(expected_shape),
                " (r x in for lora_A, out x r for lora_B): an adapter for another base model or rank?");
     p.copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
-    VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name,
+    VERL_CHECK(expected.count(name) > 0, kLoraComponent, "'", file, "' has tensor '", prefix, name,
                "' that this model has no adapter for (another base model, or more layers?)");
   }
 }
@@ -476,9 +482,10 @@ std::shared_ptr<LoraState> load_peft_adapter(CausalLM& model, const std::string&
   LoraSpec spec = read_peft_adapter_config(dir);
   if (expected != nullptr && expected->rank > 0) {
     const std::string file = (fs::path(dir) / kAdapterConfig).string();
-    VERL_CHECK(spec.rank == expected->rank, kComponent, "'", file, "' has r=", spec.rank, ", the run's lora_rank is ",
-               expected->rank, "; set lora_rank=", spec.rank, " to start from this adapter");
-    VERL_CHECK(spec.alpha == expected->alpha, kComponent, "'", file, "' has lora_alpha=", spec.alpha,
+    VERL_CHECK(spec.rank == expected->rank, kLoraComponent, "'", file, "' has r=", spec.rank,
+               ", the run's lora_rank is ", expected->rank, "; set lora_rank=", spec.rank,
+               " to start from this adapter");
+    VERL_CHECK(spec.alpha == expected->alpha, kLoraComponent, "'", file, "' has lora_alpha=", spec.alpha,
                ", the run's lora_alpha is ", expected->alpha, "; set lora_alpha=", spec.alpha);
   }
   auto state = add_lora(model, spec, /*seed=*/0);
@@ -487,19 +494,20 @@ std::shared_ptr<LoraState> load_peft_adapter(CausalLM& model, const std::string&
 }
 
 void save_lora_state(const CausalLM& model, const std::string& path) {
-  VERL_CHECK(!model->tp.active(), kComponent, "save_lora_state on tensor-parallel slices: gather lora_full_state on "
+  VERL_CHECK(!model->tp.active(), kLoraComponent,
+             "save_lora_state on tensor-parallel slices: gather lora_full_state on "
              "every rank and save that");
-  VERL_CHECK(lora_state(model), kComponent, "save_lora_state on a model without LoRA adapters");
+  VERL_CHECK(lora_state(model), kLoraComponent, "save_lora_state on a model without LoRA adapters");
   save_lora_state(lora_full_state(model), path);
 }
 
 void save_lora_state(const NamedTensors& whole_adapters, const std::string& path) {
-  VERL_CHECK(!whole_adapters.empty(), kComponent, "save_lora_state with no adapter tensors");
+  VERL_CHECK(!whole_adapters.empty(), kLoraComponent, "save_lora_state with no adapter tensors");
   save_tensors(path, whole_adapters);
 }
 
 void load_lora_state(CausalLM& model, const std::string& path) {
-  VERL_CHECK(fs::exists(path), kComponent, "adapter state file '", path, "' does not exist");
+  VERL_CHECK(fs::exists(path), kLoraComponent, "adapter state file '", path, "' does not exist");
   std::map<std::string, torch::Tensor> saved;
   for (auto& [name, t] : load_tensors(path)) saved.emplace(name, t);
   torch::NoGradGuard no_grad;
@@ -507,16 +515,16 @@ void load_lora_state(CausalLM& model, const std::string& path) {
   for (auto& [name, p] : lora_named_parameters(model)) {
     expected.insert(name);
     auto it = saved.find(name);
-    VERL_CHECK(it != saved.end(), kComponent, "adapter state file '", path, "' lacks tensor '", name,
+    VERL_CHECK(it != saved.end(), kLoraComponent, "adapter state file '", path, "' lacks tensor '", name,
                "' (saved without LoRA, or with other target_modules?)");
     const auto part = tensor_parallel_part(model, name, it->second);
     const auto expected_shape = whole_parameter_shape(model, name, p);
-    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
+    VERL_CHECK(part.sizes() == p.sizes(), kLoraComponent, "tensor '", name, "' in '", path, "' has shape ",
                it->second.sizes(), ", the model expects ", c10::IntArrayRef(expected_shape), " (another lora_rank?)");
     p.copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
-    VERL_CHECK(expected.count(name) > 0, kComponent, "adapter state file '", path, "' has tensor '", name,
+    VERL_CHECK(expected.count(name) > 0, kLoraComponent, "adapter state file '", path, "' has tensor '", name,
                "' that the model has no adapter for (saved with other target_modules, or a full model state)");
   }
 }

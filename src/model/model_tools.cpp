@@ -11,7 +11,7 @@
 
 namespace verl::model {
 namespace {
-constexpr const char* kComponent = "model";
+constexpr const char* kModelToolsComponent = "model";
 }
 
 HFConfig init_model_folder(const InitOptions& o) {
@@ -23,17 +23,17 @@ HFConfig init_model_folder(const InitOptions& o) {
   c.num_hidden_layers = o.num_layers;
   c.num_attention_heads = o.num_heads;
   c.num_key_value_heads = o.num_kv_heads;
-  VERL_CHECK(o.num_heads > 0, kComponent, "--num-heads must be positive");
+  VERL_CHECK(o.num_heads > 0, kModelToolsComponent, "--num-heads must be positive");
   c.head_dim = o.head_dim ? *o.head_dim : o.hidden_size / o.num_heads;
-  VERL_CHECK(o.head_dim || o.hidden_size % o.num_heads == 0, kComponent, "--hidden-size (", o.hidden_size,
+  VERL_CHECK(o.head_dim || o.hidden_size % o.num_heads == 0, kModelToolsComponent, "--hidden-size (", o.hidden_size,
              ") must be a multiple of --num-heads (", o.num_heads, ") unless --head-dim is given");
   c.rope_theta = o.rope_theta;
-  VERL_CHECK(o.initializer_range > 0, kComponent, "--initializer-range must be positive");
+  VERL_CHECK(o.initializer_range > 0, kModelToolsComponent, "--initializer-range must be positive");
   c.initializer_range = o.initializer_range;
   c.tie_word_embeddings = o.tie_word_embeddings;
-  VERL_CHECK(!(o.attention_bias && o.arch == Arch::Qwen2), kComponent,
+  VERL_CHECK(!(o.attention_bias && o.arch == Arch::Qwen2), kModelToolsComponent,
              "--attention-bias is for llama / qwen3 (qwen2 always has q/k/v biases)");
-  VERL_CHECK(!(o.mlp_bias && o.arch != Arch::Llama), kComponent, "--mlp-bias is for llama only");
+  VERL_CHECK(!(o.mlp_bias && o.arch != Arch::Llama), kModelToolsComponent, "--mlp-bias is for llama only");
   c.attention_bias = o.attention_bias;
   c.mlp_bias = o.mlp_bias;
   c.rms_norm_eps = o.arch == Arch::Llama ? 1e-5 : 1e-6;
@@ -51,19 +51,20 @@ HFConfig init_model_folder(const InitOptions& o) {
         c.rope_scaling.high_freq_factor = std::stod(parts[3]);
         c.rope_scaling.original_max_position_embeddings = std::stoll(parts[4]);
       } else {
-        VERL_FAIL(kComponent, "--rope-scaling '", *o.rope_scaling, "': expected linear:FACTOR or llama3:FACTOR:LOW:HIGH:ORIG_LEN");
+        VERL_FAIL(kModelToolsComponent, "--rope-scaling '", *o.rope_scaling,
+                  "': expected linear:FACTOR or llama3:FACTOR:LOW:HIGH:ORIG_LEN");
       }
     } catch (const std::logic_error&) {
-      VERL_FAIL(kComponent, "--rope-scaling '", *o.rope_scaling, "': numbers expected");
+      VERL_FAIL(kModelToolsComponent, "--rope-scaling '", *o.rope_scaling, "': numbers expected");
     }
   }
   // Special ids at the top of the vocabulary: bos = V-3, eos = V-2, pad = V-1.
-  VERL_CHECK(o.vocab_size >= 4, kComponent, "--vocab-size must be at least 4");
+  VERL_CHECK(o.vocab_size >= 4, kModelToolsComponent, "--vocab-size must be at least 4");
   c.bos_token_id = o.vocab_size - 3;
   c.eos_token_ids = {o.vocab_size - 2};
   c.pad_token_id = o.vocab_size - 1;
-  VERL_CHECK(o.dtype == "float32" || o.dtype == "bfloat16", kComponent, "--dtype must be float32 or bfloat16, got '",
-             o.dtype, "'");
+  VERL_CHECK(o.dtype == "float32" || o.dtype == "bfloat16", kModelToolsComponent,
+             "--dtype must be float32 or bfloat16, got '", o.dtype, "'");
   c.validate();
   CausalLM model(c, HeadKind::LM);
   init_weights(model, o.seed, o.perturb_norms_and_biases);
@@ -76,7 +77,7 @@ HFConfig init_model_folder(const InitOptions& o) {
 
 void forward_to_file(const std::string& model_dir, const std::string& input_json, const std::string& output_path) {
   std::ifstream in(input_json);
-  VERL_CHECK(in.good(), kComponent, "cannot read '", input_json, "'");
+  VERL_CHECK(in.good(), kModelToolsComponent, "cannot read '", input_json, "'");
   std::stringstream text;
   text << in.rdbuf();
   check_json_limits(text.str(), input_json);
@@ -84,21 +85,21 @@ void forward_to_file(const std::string& model_dir, const std::string& input_json
   try {
     j = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
-    VERL_FAIL(kComponent, "'", input_json, "' is not valid JSON (", e.what(), ")");
+    VERL_FAIL(kModelToolsComponent, "'", input_json, "' is not valid JSON (", e.what(), ")");
   }
   VERL_CHECK(j.is_object() && j.contains("input_ids") && j["input_ids"].is_array() && !j["input_ids"].empty(),
-             kComponent, "'", input_json, "' must be {\"input_ids\": [[ids...], ...]} with at least one row");
+             kModelToolsComponent, "'", input_json, "' must be {\"input_ids\": [[ids...], ...]} with at least one row");
   CausalLM model = load_model(model_dir);
   const int64_t V = model->config.vocab_size;
   std::vector<std::vector<int64_t>> rows;
   int64_t max_len = 0;
   for (size_t r = 0; r < j["input_ids"].size(); ++r) {
     const auto& row = j["input_ids"][r];
-    VERL_CHECK(row.is_array() && !row.empty(), kComponent, "'", input_json, "': input_ids[", r,
+    VERL_CHECK(row.is_array() && !row.empty(), kModelToolsComponent, "'", input_json, "': input_ids[", r,
                "] must be a non-empty list of token ids");
     std::vector<int64_t> ids;
     for (const auto& id : row) {
-      VERL_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < V, kComponent, "'",
+      VERL_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < V, kModelToolsComponent, "'",
                  input_json, "': input_ids[", r, "] holds ", id.dump(), ", expected a token id in [0, ", V, ")");
       ids.push_back(id.get<int64_t>());
     }

@@ -7,7 +7,7 @@
 namespace verl::model {
 namespace {
 
-constexpr const char* kComponent = "model";
+constexpr const char* kPackedTokensComponent = "model";
 
 torch::Tensor index_tensor(const std::vector<int64_t>& values, const torch::Device& device) {
   return torch::tensor(values, torch::kInt64).to(device);
@@ -15,7 +15,7 @@ torch::Tensor index_tensor(const std::vector<int64_t>& values, const torch::Devi
 
 // The mask on the CPU as bytes, so the index is built in one host pass.
 torch::Tensor host_mask(const torch::Tensor& attention_mask) {
-  VERL_CHECK(attention_mask.dim() == 2, kComponent, "attention_mask must be [batch, seq], got ",
+  VERL_CHECK(attention_mask.dim() == 2, kPackedTokensComponent, "attention_mask must be [batch, seq], got ",
              attention_mask.sizes());
   return (attention_mask != 0).to(torch::kCPU).contiguous();
 }
@@ -23,8 +23,8 @@ torch::Tensor host_mask(const torch::Tensor& attention_mask) {
 }  // namespace
 
 torch::Tensor PackedTokens::pack(const torch::Tensor& padded) const {
-  VERL_ASSERT(padded.size(0) == rows && padded.size(1) == width, kComponent, "pack: expected [", rows, ", ", width,
-              ", ...], got ", padded.sizes());
+  VERL_ASSERT(padded.size(0) == rows && padded.size(1) == width, kPackedTokensComponent, "pack: expected [", rows, ", ",
+              width, ", ...], got ", padded.sizes());
   auto flat_shape = padded.sizes().vec();
   flat_shape.erase(flat_shape.begin());
   flat_shape[0] = rows * width;
@@ -32,7 +32,8 @@ torch::Tensor PackedTokens::pack(const torch::Tensor& padded) const {
 }
 
 torch::Tensor PackedTokens::unpack(const torch::Tensor& packed) const {
-  VERL_ASSERT(packed.size(0) == count(), kComponent, "unpack: expected ", count(), " tokens, got ", packed.size(0));
+  VERL_ASSERT(packed.size(0) == count(), kPackedTokensComponent, "unpack: expected ", count(), " tokens, got ",
+              packed.size(0));
   auto shape = packed.sizes().vec();
   shape[0] = rows * width;
   auto padded = torch::zeros(shape, packed.options()).index_copy(0, positions, packed);
@@ -45,7 +46,7 @@ torch::Tensor PackedTokens::index_of(const torch::Tensor& flat) const {
   const auto opts = positions.options();
   auto inverse = torch::full({rows * width}, -1, opts).index_put_({positions}, torch::arange(count(), opts));
   auto index = inverse.index_select(0, flat.to(positions.device()));
-  VERL_ASSERT(index.numel() == 0 || index.min().item<int64_t>() >= 0, kComponent,
+  VERL_ASSERT(index.numel() == 0 || index.min().item<int64_t>() >= 0, kPackedTokensComponent,
               "a position asked of the packed tokens is padding");
   return index;
 }
@@ -65,8 +66,8 @@ PackedTokens pack_tokens(const torch::Tensor& attention_mask, const torch::Devic
 }
 
 torch::Tensor PackedResponses::to_window(const torch::Tensor& values) const {
-  VERL_ASSERT(values.size(0) == window.size(0), kComponent, "to_window: expected ", window.size(0), " values, got ",
-              values.size(0));
+  VERL_ASSERT(values.size(0) == window.size(0), kPackedTokensComponent, "to_window: expected ", window.size(0),
+              " values, got ", values.size(0));
   auto shape = values.sizes().vec();
   shape[0] = tokens.rows * response_length;
   auto out = torch::zeros(shape, values.options()).index_copy(0, window.to(values.device()), values);
@@ -79,7 +80,7 @@ std::optional<PackedResponses> pack_responses(const torch::Tensor& attention_mas
                                               const torch::Device& device) {
   const auto mask = host_mask(attention_mask);
   const int64_t B = mask.size(0), L = mask.size(1), R = response_length, P = L - R;
-  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  VERL_CHECK(R >= 1 && R < L, kPackedTokensComponent, "response length ", R, " must be in [1, ", L, ")");
   const bool* m = mask.data_ptr<bool>();
   std::vector<int64_t> positions, predictors, window;
   for (int64_t b = 0; b < B; ++b) {

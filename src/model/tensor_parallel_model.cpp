@@ -8,7 +8,7 @@
 namespace verl::model {
 namespace {
 
-constexpr const char* kComponent = "model";
+constexpr const char* kTensorParallelModelComponent = "model";
 
 }  // namespace
 
@@ -42,7 +42,7 @@ torch::Tensor shard_parameter(const std::string& name, const torch::Tensor& whol
 }
 
 CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp) {
-  VERL_CHECK(!whole->tp.active(), kComponent, "shard_model needs a whole model");
+  VERL_CHECK(!whole->tp.active(), kTensorParallelModelComponent, "shard_model needs a whole model");
   const auto first = whole->parameters().front();
   CausalLM sharded(whole->config, whole->head, tp);
   sharded->to(first.device(), first.scalar_type());
@@ -99,9 +99,10 @@ void check_same_tokens_on_tensor_parallel_ranks(const torch::Tensor& tokens, par
   tp.all_reduce(high, parallel::ReduceOp::Max);
   auto negated_low = -sums;
   tp.all_reduce(negated_low, parallel::ReduceOp::Max);
-  VERL_CHECK(torch::equal(high, -negated_low), kComponent, "the ", tp.size(), " tensor-parallel ranks of one model copy "
-             "chose different tokens at generation step ", step, " (this is rank ", tp.rank(),
-             "); they must sample the same way from the same seed");
+  VERL_CHECK(torch::equal(high, -negated_low), kTensorParallelModelComponent, "the ", tp.size(),
+             " tensor-parallel ranks of one model copy "
+             "chose different tokens at generation step ",
+             step, " (this is rank ", tp.rank(), "); they must sample the same way from the same seed");
 }
 
 }  // namespace verl::model

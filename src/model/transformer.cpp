@@ -21,7 +21,7 @@
 namespace verl::model {
 namespace {
 
-constexpr const char* kComponent = "model";
+constexpr const char* kTransformerComponent = "model";
 
 torch::Tensor rotate_half(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
@@ -85,7 +85,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
                                      const torch::Tensor& packed) {
   if (packed.defined()) {
-    VERL_ASSERT(cache == nullptr && !sequence_parallel.active(), kComponent,
+    VERL_ASSERT(cache == nullptr && !sequence_parallel.active(), kTransformerComponent,
                 "a packed attention runs without a cache and without Ulysses");
     return forward_packed(x, cos, sin, mask_bias, packed);
   }
@@ -139,7 +139,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     vals = cache->v[layer];
   } else if (cache != nullptr) {
     const int64_t start = cache->length;
-    VERL_ASSERT(start + T <= cache->capacity, kComponent, "KV cache overflow");
+    VERL_ASSERT(start + T <= cache->capacity, kTransformerComponent, "KV cache overflow");
     cache->k[layer].narrow(2, start, T).copy_(k);
     cache->v[layer].narrow(2, start, T).copy_(v);
     keys = cache->k[layer].narrow(2, 0, start + T);
@@ -180,7 +180,7 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                             const torch::Tensor& mask_bias, const torch::Tensor& packed) {
   const int64_t N = x.size(1), B = mask_bias.size(0), T = mask_bias.size(3);
-  VERL_ASSERT(x.size(0) == 1 && packed.size(0) == N, kComponent, "packed attention: x ", x.sizes(), " for ",
+  VERL_ASSERT(x.size(0) == 1 && packed.size(0) == N, kTransformerComponent, "packed attention: x ", x.sizes(), " for ",
               packed.size(0), " packed positions");
   const auto xin = column_input(x, tp);
   auto q = lora_linear(q_proj, xin, lora.get(), tp).view({N, num_heads, head_dim});
@@ -260,7 +260,7 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
     q = rms_norm_rows(q.view({B * Hq, D}), attn.q_norm->weight, attn.q_norm->eps).view({B, Hq * D});
     k = rms_norm_rows(k.view({B * Hkv, D}), attn.k_norm->weight, attn.k_norm->eps).view({B, Hkv * D});
   }
-  VERL_ASSERT(cache.length + 1 <= cache.capacity, kComponent, "KV cache overflow");
+  VERL_ASSERT(cache.length + 1 <= cache.capacity, kTransformerComponent, "KV cache overflow");
   const auto attended = decode_attention_step(q, k, qkv[2], cos, sin, cache.k[index], cache.v[index], cache.length,
                                               mask_bias, attn.scaling);  // [B, Hq*D]
   const auto h = skinny_linear(attended, projection(attn.o_proj), x2);
@@ -301,7 +301,8 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
     return fused_decode_layer(*this, x, cos, sin, mask_bias, *cache, layer);
   }
   for (const auto& w : projection_weights(*this)) {
-    VERL_ASSERT(!packed_for_decode(w), kComponent, "layer ", layer, ": the general forward would read weights packed "
+    VERL_ASSERT(!packed_for_decode(w), kTransformerComponent, "layer ", layer,
+                ": the general forward would read weights packed "
                 "for the decode step (a prefill or unfused step inside a DecodeWeightPacking scope)");
   }
   auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer, packed);
@@ -371,15 +372,16 @@ DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_) : config(c)
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                    const torch::Tensor& position_ids, KVCache* cache) {
-  VERL_CHECK(input_ids.dim() == 2, kComponent, "input_ids must be [batch, seq], got ", input_ids.sizes());
+  VERL_CHECK(input_ids.dim() == 2, kTransformerComponent, "input_ids must be [batch, seq], got ", input_ids.sizes());
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   const int64_t past = cache ? cache->length : 0;
   const int64_t S = past + T;
-  VERL_CHECK(attention_mask.dim() == 2 && attention_mask.size(0) == B && attention_mask.size(1) == S, kComponent,
-             "attention_mask must be [", B, ", ", S, "], got ", attention_mask.sizes());
-  VERL_CHECK(position_ids.sizes() == input_ids.sizes(), kComponent, "position_ids must match input_ids ",
+  VERL_CHECK(attention_mask.dim() == 2 && attention_mask.size(0) == B && attention_mask.size(1) == S,
+             kTransformerComponent, "attention_mask must be [", B, ", ", S, "], got ", attention_mask.sizes());
+  VERL_CHECK(position_ids.sizes() == input_ids.sizes(), kTransformerComponent, "position_ids must match input_ids ",
              input_ids.sizes(), ", got ", position_ids.sizes());
-  if (cache) VERL_CHECK(cache->batch() == B, kComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
+  if (cache)
+    VERL_CHECK(cache->batch() == B, kTransformerComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
   auto device = embed_tokens->weight.device();
   auto dtype = embed_tokens->weight.scalar_type();
   // Ulysses: this rank embeds its part of the sequence with the global positions; the mask below stays whole.
@@ -398,11 +400,12 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
                                           const torch::Tensor& position_ids, const PackedTokens& packing) {
   VERL_CHECK(
       input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes() && position_ids.sizes() == input_ids.sizes(),
-      kComponent, "input_ids, attention_mask and position_ids must be the same [batch, seq], got ", input_ids.sizes(),
-      ", ", attention_mask.sizes(), ", ", position_ids.sizes());
-  VERL_ASSERT(packing.rows == input_ids.size(0) && packing.width == input_ids.size(1), kComponent,
+      kTransformerComponent, "input_ids, attention_mask and position_ids must be the same [batch, seq], got ",
+      input_ids.sizes(), ", ", attention_mask.sizes(), ", ", position_ids.sizes());
+  VERL_ASSERT(packing.rows == input_ids.size(0) && packing.width == input_ids.size(1), kTransformerComponent,
               "the packing is of a [", packing.rows, ", ", packing.width, "] batch, input_ids is ", input_ids.sizes());
-  VERL_ASSERT(!sequence_parallel.active(), kComponent, "a packed forward does not split the sequence (Ulysses)");
+  VERL_ASSERT(!sequence_parallel.active(), kTransformerComponent,
+              "a packed forward does not split the sequence (Ulysses)");
   const auto device = embed_tokens->weight.device();
   const auto dtype = embed_tokens->weight.scalar_type();
   const auto ids = packing.pack(input_ids.to(device)).unsqueeze(0);  // [1,N]
@@ -440,8 +443,8 @@ CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGrou
                            {"num_key_value_heads", c.num_key_value_heads},
                            {"intermediate_size", c.intermediate_size},
                            {"vocab_size", c.vocab_size}}) {
-      VERL_CHECK(n % tp.size() == 0, kComponent, "tensor_model_parallel_size ", tp.size(), " must divide config.json's ",
-                 what, " (", n, ")");
+      VERL_CHECK(n % tp.size() == 0, kTransformerComponent, "tensor_model_parallel_size ", tp.size(),
+                 " must divide config.json's ", what, " (", n, ")");
     }
   }
   model = register_module("model", Decoder(c, tp));
@@ -453,9 +456,10 @@ CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGrou
 }
 
 torch::Tensor CausalLMImpl::logits_shard(const torch::Tensor& hidden) {
-  VERL_CHECK(head == HeadKind::LM, kComponent, "this model has a value head, not an LM head");
+  VERL_CHECK(head == HeadKind::LM, kTransformerComponent, "this model has a value head, not an LM head");
   const auto& weight = lm_head ? lm_head->weight : model->embed_tokens->weight;
-  VERL_ASSERT(!packed_for_decode(weight), kComponent, "the LM head's weight is packed for the decode step; "
+  VERL_ASSERT(!packed_for_decode(weight), kTransformerComponent,
+              "the LM head's weight is packed for the decode step; "
               "the decode step's logits come from rollout::decode_step_logits");
   return torch::nn::functional::linear(column_input(hidden, tp), weight);
 }
@@ -466,7 +470,7 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
 }
 
 torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
-  VERL_CHECK(head == HeadKind::Value, kComponent, "this model has an LM head, not a value head");
+  VERL_CHECK(head == HeadKind::Value, kTransformerComponent, "this model has an LM head, not a value head");
   return score->forward(hidden).squeeze(-1);
 }
 
@@ -500,10 +504,12 @@ void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> grou
   if (sp.active()) {
     const auto& c = model->config;
     const int64_t n = sp.size();
-    VERL_CHECK(!model->tp.active(), kComponent, key, "=", n, " with tensor parallelism is not implemented");
-    VERL_CHECK(c.num_attention_heads % n == 0, kComponent, key, "=", n, " must divide config.json's "
-               "num_attention_heads (", c.num_attention_heads, "): each rank attends with 1/", n, " of the heads");
-    VERL_CHECK(c.num_key_value_heads % n == 0 || n % c.num_key_value_heads == 0, kComponent, key, "=", n,
+    VERL_CHECK(!model->tp.active(), kTransformerComponent, key, "=", n, " with tensor parallelism is not implemented");
+    VERL_CHECK(c.num_attention_heads % n == 0, kTransformerComponent, key, "=", n,
+               " must divide config.json's "
+               "num_attention_heads (",
+               c.num_attention_heads, "): each rank attends with 1/", n, " of the heads");
+    VERL_CHECK(c.num_key_value_heads % n == 0 || n % c.num_key_value_heads == 0, kTransformerComponent, key, "=", n,
                " and config.json's num_key_value_heads (", c.num_key_value_heads, ") must divide one another");
   }
   model->model->sequence_parallel = sp;
@@ -519,7 +525,7 @@ torch::Tensor position_ids_from_mask(const torch::Tensor& attention_mask) {
 }
 
 torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, double temperature) {
-  VERL_CHECK(temperature > 0, kComponent, "temperature must be positive, got ", temperature);
+  VERL_CHECK(temperature > 0, kTransformerComponent, "temperature must be positive, got ", temperature);
   auto lp = torch::log_softmax(logits.to(torch::kFloat32) / temperature, -1);
   return lp.gather(-1, tokens.to(lp.device()).to(torch::kInt64).unsqueeze(-1)).squeeze(-1);
 }
@@ -535,7 +541,7 @@ namespace {
 torch::Tensor response_hidden(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, int64_t R) {
   const int64_t L = input_ids.size(1);
-  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  VERL_CHECK(R >= 1 && R < L, kTransformerComponent, "response length ", R, " must be in [1, ", L, ")");
   auto hidden = model->hidden_states(input_ids, attention_mask, position_ids);
   return hidden.narrow(1, L - R - 1, R);
 }
@@ -549,7 +555,8 @@ ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, cons
                               double temperature, bool with_entropy, bool with_sum_pi_squared, const TopKQuery& query) {
   ResponseLogProbs out;
   if (model->tp.active()) {
-    VERL_CHECK(!with_sum_pi_squared, kComponent, "actor.calculate_sum_pi_squared is not implemented with tensor "
+    VERL_CHECK(!with_sum_pi_squared, kTransformerComponent,
+               "actor.calculate_sum_pi_squared is not implemented with tensor "
                "parallelism (megatron.tensor_model_parallel_size > 1); use tensor_model_parallel_size=1");
     // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
     const auto raw_shard = model->logits_shard(hidden);
@@ -608,7 +615,7 @@ torch::Tensor response_window(const torch::Tensor& local, const CausalLM& model,
 // the forward and its collectives.
 ColumnRange kept_columns(const torch::Tensor& attention_mask, int64_t R) {
   const int64_t L = attention_mask.size(1), P = L - R;
-  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  VERL_CHECK(R >= 1 && R < L, kTransformerComponent, "response length ", R, " must be in [1, ", L, ")");
   const ColumnRange used = used_columns(attention_mask);
   return {std::min(used.begin, P - 1), std::max(used.end, P + 1)};
 }
@@ -652,7 +659,7 @@ ResponseLogProbs dense_response_log_probs(CausalLM& model, const torch::Tensor& 
   // Ulysses: log-probs at every position of this rank's part (labels: the next tokens), gathered along the
   // sequence; the response window's labels are the responses.
   const int64_t L = input_ids.size(1), R = responses.size(1);
-  VERL_CHECK(R >= 1 && R < L, kComponent, "response length ", R, " must be in [1, ", L, ")");
+  VERL_CHECK(R >= 1 && R < L, kTransformerComponent, "response length ", R, " must be in [1, ", L, ")");
   const auto shard = sequence_shard(model, input_ids, attention_mask, position_ids);
   TopKQuery local_query = query;
   if (query.gather_ids.defined()) {
@@ -679,7 +686,7 @@ torch::Tensor dense_response_values(CausalLM& model, const torch::Tensor& input_
                                     int64_t response_length) {
   if (model->model->sequence_parallel.active()) {
     const int64_t L = input_ids.size(1);
-    VERL_CHECK(response_length >= 1 && response_length < L, kComponent, "response length ", response_length,
+    VERL_CHECK(response_length >= 1 && response_length < L, kTransformerComponent, "response length ", response_length,
                " must be in [1, ", L, ")");
     const auto shard = sequence_shard(model, input_ids, attention_mask, position_ids);
     return response_window(model->values(shard.hidden).to(torch::kFloat32), model, L, response_length);
@@ -731,8 +738,9 @@ ResponseLogProbs response_log_probs(CausalLM& model, const torch::Tensor& input_
   VERL_CHECK(
       !query.gather_ids.defined() || (query.gather_ids.dim() == 3 && query.gather_ids.size(0) == responses.size(0) &&
                                       query.gather_ids.size(1) == responses.size(1)),
-      kComponent, "top-k token ids ", query.gather_ids.defined() ? query.gather_ids.sizes() : at::IntArrayRef{},
-      " do not match the responses ", responses.sizes(), " ([B, R, K] against [B, R])");
+      kTransformerComponent, "top-k token ids ",
+      query.gather_ids.defined() ? query.gather_ids.sizes() : at::IntArrayRef{}, " do not match the responses ",
+      responses.sizes(), " ([B, R, K] against [B, R])");
   if (!model->remove_padding) {
     return dense_response_log_probs(model, input_ids, attention_mask, position_ids, responses, temperature,
                                     with_entropy, with_sum_pi_squared, query);
@@ -815,7 +823,7 @@ void init_weights(CausalLM& model, uint64_t seed, bool perturb) {
 }
 
 void init_value_head(CausalLM& model, uint64_t seed) {
-  VERL_CHECK(model->score, kComponent, "init_value_head on a model without a value head");
+  VERL_CHECK(model->score, kTransformerComponent, "init_value_head on a model without a value head");
   auto gen = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard no_grad;
   auto w = torch::empty(model->score->weight.sizes(), torch::kFloat32).normal_(0.0, model->config.initializer_range, gen);

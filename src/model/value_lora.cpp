@@ -11,7 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kComponent = "lora";
+constexpr const char* kValueLoraComponent = "lora";
 
 // Copies the tensors of `file` (names after `prefix`; whole tensors, this rank's part of each taken under tensor
 // parallelism) into exactly the parameters `want` names: a missing or extra tensor, or another shape, is an error
@@ -20,8 +20,8 @@ void copy_exactly(const CausalLM& model, const NamedTensors& want, const std::st
                   const char* what) {
   std::map<std::string, torch::Tensor> saved;
   for (auto& [name, t] : load_tensors(file)) {
-    VERL_CHECK(name.rfind(prefix, 0) == 0, kComponent, "'", file, "' has tensor '", name, "'; expected names under '",
-               prefix, "' (", what, ")");
+    VERL_CHECK(name.rfind(prefix, 0) == 0, kValueLoraComponent, "'", file, "' has tensor '", name,
+               "'; expected names under '", prefix, "' (", what, ")");
     saved.emplace(name.substr(prefix.size()), t);
   }
   torch::NoGradGuard no_grad;
@@ -29,23 +29,23 @@ void copy_exactly(const CausalLM& model, const NamedTensors& want, const std::st
   for (const auto& [name, p] : want) {
     expected.insert(name);
     auto it = saved.find(name);
-    VERL_CHECK(it != saved.end(), kComponent, "'", file, "' lacks tensor '", prefix, name, "' (", what, ")");
+    VERL_CHECK(it != saved.end(), kValueLoraComponent, "'", file, "' lacks tensor '", prefix, name, "' (", what, ")");
     const torch::Tensor part = tensor_parallel_part(model, name, it->second);
-    VERL_CHECK(part.sizes() == p.sizes(), kComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
+    VERL_CHECK(part.sizes() == p.sizes(), kValueLoraComponent, "tensor '", prefix, name, "' in '", file, "' has shape ",
                it->second.sizes(), ", this model expects ", c10::IntArrayRef(whole_parameter_shape(model, name, p)),
                " (another base model or lora_rank?)");
     torch::Tensor(p).copy_(part.to(p.scalar_type()));
   }
   for (const auto& [name, t] : saved) {
-    VERL_CHECK(expected.count(name) > 0, kComponent, "'", file, "' has tensor '", prefix, name, "' that is not part of ",
-               what, " (saved with other target_modules, or a full model state?)");
+    VERL_CHECK(expected.count(name) > 0, kValueLoraComponent, "'", file, "' has tensor '", prefix, name,
+               "' that is not part of ", what, " (saved with other target_modules, or a full model state?)");
   }
 }
 
 }  // namespace
 
 std::shared_ptr<LoraState> add_value_lora(CausalLM& model, const LoraSpec& spec, uint64_t seed) {
-  VERL_CHECK(model->score, kComponent, "LoRA on a value model needs its value head `score` (HeadKind::Value)");
+  VERL_CHECK(model->score, kValueLoraComponent, "LoRA on a value model needs its value head `score` (HeadKind::Value)");
   auto state = add_lora(model, spec, seed);
   // PEFT's modules_to_save: the head is trained whole, not adapted.
   for (auto& p : model->score->parameters()) p.set_requires_grad(true);
@@ -54,7 +54,7 @@ std::shared_ptr<LoraState> add_value_lora(CausalLM& model, const LoraSpec& spec,
 
 NamedTensors value_lora_named_parameters(const CausalLM& model) {
   NamedTensors out = lora_named_parameters(model);
-  VERL_CHECK(!out.empty() && model->score, kComponent, "a value model with LoRA adapters was expected");
+  VERL_CHECK(!out.empty() && model->score, kValueLoraComponent, "a value model with LoRA adapters was expected");
   out.emplace_back("score.weight", model->score->weight);
   if (model->score->bias.defined()) out.emplace_back("score.bias", model->score->bias);
   return out;
@@ -70,14 +70,15 @@ std::shared_ptr<LoraState> load_peft_value_adapter(CausalLM& model, const std::s
   const LoraSpec spec = read_peft_adapter_config(dir, PeftTask::TokenClassification);
   const std::string config_file = (fs::path(dir) / "adapter_config.json").string();
   if (expected != nullptr && expected->rank > 0) {
-    VERL_CHECK(spec.rank == expected->rank, kComponent, "'", config_file, "' has r=", spec.rank,
+    VERL_CHECK(spec.rank == expected->rank, kValueLoraComponent, "'", config_file, "' has r=", spec.rank,
                ", the run's critic.model.lora_rank is ", expected->rank, "; set critic.model.lora_rank=", spec.rank);
-    VERL_CHECK(spec.alpha == expected->alpha, kComponent, "'", config_file, "' has lora_alpha=", spec.alpha,
-               ", the run's critic.model.lora_alpha is ", expected->alpha, "; set critic.model.lora_alpha=", spec.alpha);
+    VERL_CHECK(spec.alpha == expected->alpha, kValueLoraComponent, "'", config_file, "' has lora_alpha=", spec.alpha,
+               ", the run's critic.model.lora_alpha is ", expected->alpha,
+               "; set critic.model.lora_alpha=", spec.alpha);
   }
   auto state = add_value_lora(model, spec, /*seed=*/0);
   const std::string file = (fs::path(dir) / "adapter_model.safetensors").string();
-  VERL_CHECK(fs::exists(file), kComponent, "LoRA adapter folder '", dir, "' has no adapter_model.safetensors");
+  VERL_CHECK(fs::exists(file), kValueLoraComponent, "LoRA adapter folder '", dir, "' has no adapter_model.safetensors");
   copy_exactly(model, value_lora_named_parameters(model), file, "base_model.model.",
                "a PEFT TOKEN_CLS adapter: adapter_config.json's target_modules on this model, plus the value head "
                "score.weight / score.bias");
@@ -94,19 +95,20 @@ NamedTensors value_lora_full_state(const CausalLM& model) {
 }
 
 void save_value_lora_state(const CausalLM& model, const std::string& path, const std::string& base_model_name_or_path) {
-  VERL_CHECK(!model->tp.active(), kComponent, "save_value_lora_state on tensor-parallel slices: gather "
+  VERL_CHECK(!model->tp.active(), kValueLoraComponent,
+             "save_value_lora_state on tensor-parallel slices: gather "
              "value_lora_full_state on every rank and save that");
   save_value_lora_state(value_lora_full_state(model), path, base_model_name_or_path);
 }
 
 void save_value_lora_state(const NamedTensors& whole_state, const std::string& path,
                            const std::string& base_model_name_or_path) {
-  VERL_CHECK(!whole_state.empty(), kComponent, "save_value_lora_state with no tensors");
+  VERL_CHECK(!whole_state.empty(), kValueLoraComponent, "save_value_lora_state with no tensors");
   save_tensors(path, whole_state, {{"format", "pt"}, {"base_model_name_or_path", base_model_name_or_path}});
 }
 
 void load_value_lora_state(CausalLM& model, const std::string& path) {
-  VERL_CHECK(fs::exists(path), kComponent, "critic adapter state file '", path, "' does not exist");
+  VERL_CHECK(fs::exists(path), kValueLoraComponent, "critic adapter state file '", path, "' does not exist");
   copy_exactly(model, value_lora_named_parameters(model), path, "",
                "a critic LoRA checkpoint: the adapters and the value head");
 }

@@ -10,7 +10,7 @@
 
 namespace verl::model {
 namespace {
-constexpr const char* kComponent = "weights";
+constexpr const char* kWeightsComponent = "weights";
 
 std::string sizes_text(c10::IntArrayRef s) {
   std::string out = "[";
@@ -41,7 +41,7 @@ torch::ScalarType to_torch_dtype(io::DType dtype) {
     case io::DType::U8: return torch::kUInt8;
     case io::DType::BOOL: return torch::kBool;
   }
-  VERL_ASSERT(false, kComponent, "unknown dtype");
+  VERL_ASSERT(false, kWeightsComponent, "unknown dtype");
 }
 
 io::DType to_safetensors_dtype(torch::ScalarType dtype) {
@@ -57,12 +57,12 @@ io::DType to_safetensors_dtype(torch::ScalarType dtype) {
     case torch::kBool: return io::DType::BOOL;
     default: break;
   }
-  VERL_FAIL(kComponent, "tensor dtype ", c10::toString(dtype), " cannot be stored in safetensors");
+  VERL_FAIL(kWeightsComponent, "tensor dtype ", c10::toString(dtype), " cannot be stored in safetensors");
 }
 
 torch::Tensor tensor_from_view(const io::TensorView& view) {
   auto out = torch::empty(view.shape, torch::TensorOptions().dtype(to_torch_dtype(view.dtype)));
-  VERL_ASSERT(static_cast<size_t>(out.nbytes()) == view.nbytes, kComponent, "byte size mismatch");
+  VERL_ASSERT(static_cast<size_t>(out.nbytes()) == view.nbytes, kWeightsComponent, "byte size mismatch");
   if (view.nbytes > 0) std::memcpy(out.data_ptr(), view.data, view.nbytes);
   return out;
 }
@@ -131,22 +131,23 @@ void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const Lo
     if (expected.count(name)) continue;
     if (name == "lm_head.weight" && (value_head || model->config.tie_word_embeddings)) continue;  // not used
     if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old HF checkpoints persist it
-    VERL_FAIL(kComponent, "unexpected tensor '", name, "' in the checkpoint: the model built from config.json (",
+    VERL_FAIL(kWeightsComponent, "unexpected tensor '", name, "' in the checkpoint: the model built from config.json (",
               arch_class_name(model->config.arch), ") has no such parameter");
   }
   for (auto& item : params) {
     const std::string& name = item.key();
     if (fresh_score && (name == "score.weight" || name == "score.bias")) continue;
-    VERL_CHECK(ckpt.contains(name), kComponent, "missing tensor '", name, "' in the checkpoint (config.json says ",
-               arch_class_name(model->config.arch), " with ", model->config.num_hidden_layers, " layers)");
+    VERL_CHECK(ckpt.contains(name), kWeightsComponent, "missing tensor '", name,
+               "' in the checkpoint (config.json says ", arch_class_name(model->config.arch), " with ",
+               model->config.num_hidden_layers, " layers)");
     const auto& view = ckpt.get(name);
     auto& p = item.value();
-    VERL_CHECK(view.shape == std::vector<int64_t>(p.sizes().begin(), p.sizes().end()), kComponent, "tensor '", name,
-               "' has shape ", sizes_text(view.shape), " in the checkpoint but config.json implies ",
+    VERL_CHECK(view.shape == std::vector<int64_t>(p.sizes().begin(), p.sizes().end()), kWeightsComponent, "tensor '",
+               name, "' has shape ", sizes_text(view.shape), " in the checkpoint but config.json implies ",
                sizes_text(p.sizes()));
     VERL_CHECK(view.dtype != io::DType::BOOL && view.dtype != io::DType::I64 && view.dtype != io::DType::I32 &&
                    view.dtype != io::DType::I8 && view.dtype != io::DType::U8,
-               kComponent, "tensor '", name, "' has integer dtype ", io::dtype_name(view.dtype),
+               kWeightsComponent, "tensor '", name, "' has integer dtype ", io::dtype_name(view.dtype),
                "; weights must be floating point");
     copy_releasing(ckpt, view, p);
   }
@@ -164,7 +165,7 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
   auto expect = [&](const std::string& name, std::vector<int64_t> shape, const std::string& fields) {
     if (!ckpt.contains(name)) return;  // load_state names missing tensors
     const auto& got = ckpt.get(name).shape;
-    VERL_CHECK(got == shape, kComponent, src, ": ", fields, " imply ", sizes_text(shape), " for '", name,
+    VERL_CHECK(got == shape, kWeightsComponent, src, ": ", fields, " imply ", sizes_text(shape), " for '", name,
                "' but the checkpoint has ", sizes_text(got));
   };
   const int64_t H = c.hidden_size, I = c.intermediate_size;
@@ -186,7 +187,7 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
     while (layers < c.num_hidden_layers &&
            ckpt.contains("model.layers." + std::to_string(layers) + ".self_attn.q_proj.weight"))
       ++layers;
-    VERL_CHECK(ckpt.contains(last), kComponent, src, ": num_hidden_layers=", c.num_hidden_layers,
+    VERL_CHECK(ckpt.contains(last), kWeightsComponent, src, ": num_hidden_layers=", c.num_hidden_layers,
                " but the checkpoint has ", layers, " layers ('", last, "' is missing)");
   }
 }
@@ -208,13 +209,15 @@ CausalLM load_model(const std::string& dir, const LoadOptions& options) {
 
 void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options) {
   namespace fs = std::filesystem;
-  VERL_CHECK(!model->tp.active(), kComponent, "save_model got one rank's tensor-parallel slices; gather the model "
+  VERL_CHECK(!model->tp.active(), kWeightsComponent,
+             "save_model got one rank's tensor-parallel slices; gather the model "
              "whole first (gather_full_model)");
   fs::create_directories(dir);
   NamedTensors tensors;
   torch::ScalarType dtype = torch::kFloat32;
   const auto lora = lora_state(model);
-  VERL_CHECK(!lora || lora->merged, kComponent, "save_model on a model with LoRA adapters: save the adapter "
+  VERL_CHECK(!lora || lora->merged, kWeightsComponent,
+             "save_model on a model with LoRA adapters: save the adapter "
              "(save_peft_adapter), or merge it first (MergedAdapter, merge_and_unload)");
   for (const auto& item : model->named_parameters()) {
     if (lora && is_lora_parameter_name(item.key())) continue;  // merged into the base weights
@@ -233,7 +236,7 @@ void save_model(CausalLM& model, const std::string& dir, const SaveOptions& opti
   save_generation_config(config, dir);
   if (options.tokenizer_dir) {
     const fs::path src(*options.tokenizer_dir);
-    VERL_CHECK(fs::is_directory(src), kComponent, "tokenizer folder '", src.string(), "' does not exist");
+    VERL_CHECK(fs::is_directory(src), kWeightsComponent, "tokenizer folder '", src.string(), "' does not exist");
     int copied = 0;
     for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                              "merges.txt", "tokenizer.model", "added_tokens.json"}) {
@@ -242,7 +245,7 @@ void save_model(CausalLM& model, const std::string& dir, const SaveOptions& opti
         ++copied;
       }
     }
-    VERL_CHECK(copied > 0, kComponent, "tokenizer folder '", src.string(),
+    VERL_CHECK(copied > 0, kWeightsComponent, "tokenizer folder '", src.string(),
                "' has no tokenizer files (tokenizer.json, tokenizer_config.json, ...)");
   }
 }

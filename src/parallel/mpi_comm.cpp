@@ -14,7 +14,7 @@ namespace verl::parallel {
 
 namespace {
 
-constexpr const char* kComponent = "mpi";
+constexpr const char* kMpiCommComponent = "mpi";
 
 // Every MPI call goes through this: a failure names the call and MPI's own message.
 void check_mpi(int code, const char* call) {
@@ -22,13 +22,13 @@ void check_mpi(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  VERL_FAIL(kComponent, call, " failed: ", std::string(text, static_cast<size_t>(length)));
+  VERL_FAIL(kMpiCommComponent, call, " failed: ", std::string(text, static_cast<size_t>(length)));
 }
 #define VERL_MPI(call) check_mpi((call), #call)
 
 // Element count as MPI's int; a tensor beyond it is an error, not a silent truncation.
 int mpi_count(int64_t count, const char* what) {
-  VERL_CHECK(count >= 0 && count <= INT_MAX, kComponent, what, ": ", count,
+  VERL_CHECK(count >= 0 && count <= INT_MAX, kMpiCommComponent, what, ": ", count,
              " elements exceed what one MPI call can carry (", INT_MAX, ")");
   return static_cast<int>(count);
 }
@@ -82,14 +82,14 @@ bool launched_by_mpi() {
 MpiSession::MpiSession() {
   int initialized = 0;
   VERL_MPI(MPI_Initialized(&initialized));
-  VERL_CHECK(!initialized, kComponent, "MPI is already initialized: only one MpiSession may exist per process");
+  VERL_CHECK(!initialized, kMpiCommComponent, "MPI is already initialized: only one MpiSession may exist per process");
   int provided = 0;
   VERL_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
   // Errors come back as codes that check_mpi turns into verl::Error, instead of MPI aborting silently.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (provided < MPI_THREAD_MULTIPLE) {
     MPI_Finalize();
-    VERL_FAIL(kComponent, "the MPI library gives thread level ", provided, ", verl needs MPI_THREAD_MULTIPLE (",
+    VERL_FAIL(kMpiCommComponent, "the MPI library gives thread level ", provided, ", verl needs MPI_THREAD_MULTIPLE (",
               MPI_THREAD_MULTIPLE, "); use an Open MPI built with thread support");
   }
   VERL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
@@ -127,7 +127,7 @@ void MpiSession::fail(const std::string& where, const std::exception& e) const {
 
 MpiComm::MpiComm(std::shared_ptr<MpiSession> session, MPI_Comm comm, bool owned)
     : session_(std::move(session)), comm_(comm), owned_(owned) {
-  VERL_ASSERT(session_ != nullptr, kComponent, "an MpiComm needs its session");
+  VERL_ASSERT(session_ != nullptr, kMpiCommComponent, "an MpiComm needs its session");
   VERL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   VERL_MPI(MPI_Comm_rank(comm_, &rank_));
   VERL_MPI(MPI_Comm_size(comm_, &size_));
@@ -170,7 +170,7 @@ torch::Tensor MpiComm::all_gather(const torch::Tensor& tensor) {
 
 torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) {
   InCollective collective("reduce_scatter", size_);
-  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "reduce_scatter needs dim 0 (",
+  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kMpiCommComponent, "reduce_scatter needs dim 0 (",
              tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
   torch::Tensor send = host_contiguous(tensor);
   std::vector<int64_t> chunk_shape = send.sizes().vec();
@@ -187,7 +187,7 @@ torch::Tensor MpiComm::reduce_scatter(const torch::Tensor& tensor, ReduceOp op) 
 
 torch::Tensor MpiComm::all_to_all(const torch::Tensor& tensor) {
   InCollective collective("all_to_all", size_);
-  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kComponent, "all_to_all needs dim 0 (",
+  VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size_ == 0, kMpiCommComponent, "all_to_all needs dim 0 (",
              tensor.dim() >= 1 ? tensor.size(0) : 0, ") divisible by the communicator size ", size_);
   torch::Tensor send = host_contiguous(tensor);
   torch::Tensor received = torch::empty(send.sizes(), send.options());
@@ -199,7 +199,8 @@ torch::Tensor MpiComm::all_to_all(const torch::Tensor& tensor) {
 
 void MpiComm::broadcast(torch::Tensor& tensor, int root) {
   InCollective collective("broadcast", size_);
-  VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
+  VERL_CHECK(root >= 0 && root < size_, kMpiCommComponent, "broadcast root ", root, " is not a rank (size ", size_,
+             ")");
   torch::Tensor buffer = host_contiguous(tensor);
   ElementType type(buffer.element_size());
   VERL_MPI(MPI_Bcast(buffer.data_ptr(), mpi_count(buffer.numel(), "broadcast"), type.get(), root, comm_));
@@ -247,7 +248,8 @@ bool MpiComm::message_waiting(int source, int tag) {
 
 void MpiComm::broadcast_bytes(std::string& bytes, int root) {
   InCollective collective("broadcast", size_);
-  VERL_CHECK(root >= 0 && root < size_, kComponent, "broadcast root ", root, " is not a rank (size ", size_, ")");
+  VERL_CHECK(root >= 0 && root < size_, kMpiCommComponent, "broadcast root ", root, " is not a rank (size ", size_,
+             ")");
   int64_t length = static_cast<int64_t>(bytes.size());
   VERL_MPI(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm_));
   bytes.resize(static_cast<size_t>(length));

@@ -9,7 +9,7 @@ namespace verl::parallel {
 
 namespace {
 
-constexpr const char* kComponent = "tensor_parallel";
+constexpr const char* kTensorParallelComponent = "tensor_parallel";
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -53,35 +53,36 @@ struct GatherFromRegion : public torch::autograd::Function<GatherFromRegion> {
   }
 };
 
-Comm& checked(const std::shared_ptr<Comm>& comm) {
-  VERL_CHECK(comm != nullptr, kComponent, "tensor parallelism needs the tensor-parallel group's communicator");
+Comm& checked_tp_comm(const std::shared_ptr<Comm>& comm) {
+  VERL_CHECK(comm != nullptr, kTensorParallelComponent,
+             "tensor parallelism needs the tensor-parallel group's communicator");
   return *comm;
 }
 
 }  // namespace
 
 torch::Tensor copy_to_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_tp_comm(comm);
   if (c.size() == 1) return x;
   return CopyToRegion::apply(x, &c);
 }
 
 torch::Tensor reduce_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_tp_comm(comm);
   if (c.size() == 1) return x;
   return ReduceFromRegion::apply(x, &c);
 }
 
 torch::Tensor gather_from_tp_region(const torch::Tensor& x, const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_tp_comm(comm);
   if (c.size() == 1) return x;
   return GatherFromRegion::apply(x, &c);
 }
 
 torch::Tensor tp_shard(const torch::Tensor& full, int64_t dim, const Comm& comm) {
   const int64_t d = dim < 0 ? dim + full.dim() : dim;
-  VERL_CHECK(d >= 0 && d < full.dim() && full.size(d) % comm.size() == 0, kComponent, "a tensor of shape ",
-             full.sizes(), " does not split into ", comm.size(), " equal parts along dim ", dim);
+  VERL_CHECK(d >= 0 && d < full.dim() && full.size(d) % comm.size() == 0, kTensorParallelComponent,
+             "a tensor of shape ", full.sizes(), " does not split into ", comm.size(), " equal parts along dim ", dim);
   const int64_t width = full.size(d) / comm.size();
   return full.narrow(d, comm.rank() * width, width).contiguous();
 }
@@ -101,7 +102,7 @@ torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Ten
 
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_tp_comm(comm);
   const int64_t rows = weight_shard.size(0);
   torch::Tensor local = ids - c.rank() * rows;
   torch::Tensor mine = ((local >= 0) & (local < rows)).unsqueeze(-1);
@@ -110,8 +111,8 @@ torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Te
 }
 
 TensorParallelMesh tensor_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size) {
-  Comm& c = checked(group);
-  VERL_CHECK(tp_size >= 1 && c.size() % tp_size == 0, kComponent, "tensor_model_parallel_size ", tp_size,
+  Comm& c = checked_tp_comm(group);
+  VERL_CHECK(tp_size >= 1 && c.size() % tp_size == 0, kTensorParallelComponent, "tensor_model_parallel_size ", tp_size,
              " must divide the worker group's ", c.size(), " ranks");
   TensorParallelMesh mesh;
   mesh.tp_rank = c.rank() % tp_size;
@@ -123,9 +124,10 @@ TensorParallelMesh tensor_parallel_mesh(const std::shared_ptr<Comm>& group, int 
 
 VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
                                                const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_tp_comm(comm);
   VERL_CHECK(logits_shard.dim() == labels.dim() + 1 && logits_shard.sizes().slice(0, labels.dim()) == labels.sizes(),
-             kComponent, "logits ", logits_shard.sizes(), " and labels ", labels.sizes(), " do not match");
+             kTensorParallelComponent, "logits ", logits_shard.sizes(), " and labels ", labels.sizes(),
+             " do not match");
   torch::Tensor logits = logits_shard.to(torch::kFloat32);
   const int64_t width = logits.size(-1);
   const int64_t vocab_start = c.rank() * width;

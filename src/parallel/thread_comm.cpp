@@ -17,7 +17,7 @@ namespace verl::parallel {
 
 namespace {
 
-constexpr const char* kComponent = "comm";
+constexpr const char* kThreadCommComponent = "comm";
 
 // What the ranks of one thread group share.
 struct ThreadGroup {
@@ -39,7 +39,7 @@ struct ThreadGroup {
                                        [&] { return generation_ != generation; });
     if (!met) {
       --arrived_;
-      VERL_FAIL(kComponent, "thread communicator rank ", rank, " waited ", timeout, " s for its ", size - 1,
+      VERL_FAIL(kThreadCommComponent, "thread communicator rank ", rank, " waited ", timeout, " s for its ", size - 1,
                 " peers in a collective; a peer failed or never called it");
     }
   }
@@ -82,7 +82,7 @@ class ThreadComm : public Comm {
   }
 
   torch::Tensor reduce_scatter(const torch::Tensor& tensor, ReduceOp op) override {
-    VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size() == 0, kComponent, "reduce_scatter: dim 0 (",
+    VERL_CHECK(tensor.dim() >= 1 && tensor.size(0) % size() == 0, kThreadCommComponent, "reduce_scatter: dim 0 (",
                tensor.dim() >= 1 ? tensor.size(0) : 0, ") must be divisible by the ", size(), " ranks");
     return exchange(tensor, [&](const std::vector<torch::Tensor>& parts) {
       check_same_shapes(parts, "reduce_scatter");
@@ -97,7 +97,7 @@ class ThreadComm : public Comm {
     check_root(root, "broadcast");
     torch::Tensor result = exchange(tensor, [&](const std::vector<torch::Tensor>& parts) {
       VERL_CHECK(parts[root].sizes() == tensor.sizes() && parts[root].scalar_type() == tensor.scalar_type(),
-                 kComponent, "broadcast: rank ", rank_, " has a ", tensor.scalar_type(), " tensor of shape ",
+                 kThreadCommComponent, "broadcast: rank ", rank_, " has a ", tensor.scalar_type(), " tensor of shape ",
                  tensor.sizes(), " but root ", root, " sends ", parts[root].scalar_type(), " ", parts[root].sizes());
       return parts[root].clone();
     });
@@ -183,14 +183,14 @@ class ThreadComm : public Comm {
   void check_same_shapes(const std::vector<torch::Tensor>& parts, const char* what) const {
     for (int r = 0; r < size(); ++r) {
       const torch::Tensor& part = parts[static_cast<size_t>(r)];
-      VERL_CHECK(part.sizes() == parts[0].sizes() && part.scalar_type() == parts[0].scalar_type(), kComponent, what,
-                 ": rank ", r, " has a ", part.scalar_type(), " tensor of shape ", part.sizes(), " but rank 0 has ",
-                 parts[0].scalar_type(), " ", parts[0].sizes());
+      VERL_CHECK(part.sizes() == parts[0].sizes() && part.scalar_type() == parts[0].scalar_type(), kThreadCommComponent,
+                 what, ": rank ", r, " has a ", part.scalar_type(), " tensor of shape ", part.sizes(),
+                 " but rank 0 has ", parts[0].scalar_type(), " ", parts[0].sizes());
     }
   }
 
   void check_root(int root, const char* what) const {
-    VERL_CHECK(root >= 0 && root < size(), kComponent, what, " root ", root, " is not a rank of a ", size(),
+    VERL_CHECK(root >= 0 && root < size(), kThreadCommComponent, what, " root ", root, " is not a rank of a ", size(),
                "-rank communicator");
   }
 
@@ -201,8 +201,8 @@ class ThreadComm : public Comm {
 }  // namespace
 
 std::vector<std::shared_ptr<Comm>> thread_comms(int size, double timeout_seconds) {
-  VERL_CHECK(size >= 1, kComponent, "a thread communicator needs at least 1 rank, got ", size);
-  VERL_CHECK(timeout_seconds > 0, kComponent, "the collective timeout must be > 0 s, got ", timeout_seconds);
+  VERL_CHECK(size >= 1, kThreadCommComponent, "a thread communicator needs at least 1 rank, got ", size);
+  VERL_CHECK(timeout_seconds > 0, kThreadCommComponent, "the collective timeout must be > 0 s, got ", timeout_seconds);
   auto group = std::make_shared<ThreadGroup>(size, timeout_seconds);
   std::vector<std::shared_ptr<Comm>> comms;
   for (int r = 0; r < size; ++r) comms.push_back(std::make_shared<ThreadComm>(group, r));

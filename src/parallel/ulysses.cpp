@@ -10,7 +10,7 @@ namespace verl::parallel {
 
 namespace {
 
-constexpr const char* kComponent = "ulysses";
+constexpr const char* kUlyssesComponent = "ulysses";
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -24,7 +24,7 @@ int64_t normalised_dim(int64_t dim, const torch::Tensor& x) { return dim < 0 ? d
 // concatenated along gather_dim.
 torch::Tensor exchange(const torch::Tensor& x, int64_t scatter_dim, int64_t gather_dim, Comm& comm) {
   const int64_t size = comm.size();
-  VERL_CHECK(x.size(scatter_dim) % size == 0, kComponent, "a tensor of shape ", x.sizes(),
+  VERL_CHECK(x.size(scatter_dim) % size == 0, kUlyssesComponent, "a tensor of shape ", x.sizes(),
              " does not split into ", size, " equal parts along dim ", scatter_dim);
   torch::Tensor front = x.movedim(scatter_dim, 0).contiguous();
   std::vector<int64_t> chunk = front.sizes().vec();
@@ -67,8 +67,9 @@ struct GatherSequence : public torch::autograd::Function<GatherSequence> {
   }
 };
 
-Comm& checked(const std::shared_ptr<Comm>& comm) {
-  VERL_CHECK(comm != nullptr, kComponent, "sequence parallelism needs the sequence-parallel group's communicator");
+Comm& checked_sp_comm(const std::shared_ptr<Comm>& comm) {
+  VERL_CHECK(comm != nullptr, kUlyssesComponent,
+             "sequence parallelism needs the sequence-parallel group's communicator");
   return *comm;
 }
 
@@ -76,34 +77,34 @@ Comm& checked(const std::shared_ptr<Comm>& comm) {
 
 torch::Tensor gather_seq_scatter_heads(const torch::Tensor& x, int64_t seq_dim, int64_t head_dim,
                                        const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_sp_comm(comm);
   if (c.size() == 1) return x;
   return SeqAllToAll::apply(x, normalised_dim(head_dim, x), normalised_dim(seq_dim, x), &c);
 }
 
 torch::Tensor gather_heads_scatter_seq(const torch::Tensor& x, int64_t head_dim, int64_t seq_dim,
                                        const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_sp_comm(comm);
   if (c.size() == 1) return x;
   return SeqAllToAll::apply(x, normalised_dim(seq_dim, x), normalised_dim(head_dim, x), &c);
 }
 
 torch::Tensor gather_sequence(const torch::Tensor& x, int64_t dim, const std::shared_ptr<Comm>& comm) {
-  Comm& c = checked(comm);
+  Comm& c = checked_sp_comm(comm);
   if (c.size() == 1) return x;
   return GatherSequence::apply(x, normalised_dim(dim, x), &c);
 }
 
 torch::Tensor slice_sequence(const torch::Tensor& x, int64_t dim, const Comm& comm) {
   const int64_t d = normalised_dim(dim, x);
-  VERL_CHECK(x.size(d) % comm.size() == 0, kComponent, "a sequence of length ", x.size(d), " does not split into ",
-             comm.size(), " equal parts (pad it to a multiple first)");
+  VERL_CHECK(x.size(d) % comm.size() == 0, kUlyssesComponent, "a sequence of length ", x.size(d),
+             " does not split into ", comm.size(), " equal parts (pad it to a multiple first)");
   const int64_t width = x.size(d) / comm.size();
   return x.narrow(d, comm.rank() * width, width).contiguous();
 }
 
 UlyssesMesh ulysses_mesh(const std::shared_ptr<Comm>& group, int64_t sp_size, const std::string& key) {
-  Comm& c = checked(group);
+  Comm& c = checked_sp_comm(group);
   VERL_CHECK(sp_size >= 1 && c.size() % sp_size == 0, "config", key, "=", sp_size, " must divide the worker group's ",
              c.size(), " ranks");
   UlyssesMesh mesh;

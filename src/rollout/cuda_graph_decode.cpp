@@ -14,8 +14,7 @@
 namespace verl::rollout {
 namespace {
 
-constexpr const char* kComponent = "rollout";
-
+constexpr const char* kCudaGraphDecodeComponent = "rollout";
 
 }  // namespace
 
@@ -50,7 +49,7 @@ CudaGraphDecode::CudaGraphDecode(model::CausalLM& model, model::KVCache& cache, 
   const auto device = cache.k.at(0).device();
   const auto dtype = cache.k.at(0).scalar_type();
   const int64_t N = prompt_mask.size(0), P = prompt_mask.size(1), capacity = cache.capacity;
-  VERL_ASSERT(cache.batch() == N && cache.length == P && positions.size(0) == N, kComponent,
+  VERL_ASSERT(cache.batch() == N && cache.length == P && positions.size(0) == N, kCudaGraphDecodeComponent,
               "graph decode needs the prefilled cache of the batch's rows");
   s.cache = &cache;
   s.prompt_length = P;
@@ -72,7 +71,7 @@ CudaGraphDecode::~CudaGraphDecode() {
 torch::Tensor CudaGraphDecode::step(const torch::Tensor& active, const torch::Tensor& tokens, int64_t t) {
   State& s = *state_;
   const int64_t position = s.prompt_length + t;
-  VERL_ASSERT(position < s.cache->capacity, kComponent, "KV cache overflow");
+  VERL_ASSERT(position < s.cache->capacity, kCudaGraphDecodeComponent, "KV cache overflow");
   // Inputs in place (the graph reads these addresses): tokens of the active rows, the newly opened column, the
   // write position. Positions advance by one per step inside the step's own arithmetic below.
   s.tokens.index_copy_(0, active, tokens.reshape({-1, 1}));

@@ -9,11 +9,11 @@
 namespace verl::runtime {
 namespace {
 
-constexpr const char* kComponent = "cuda";
+constexpr const char* kCudaDeviceComponent = "cuda";
 
-void check_index(int index) {
+void check_device_index(int index) {
   const int count = cuda_device_count();
-  VERL_CHECK(index >= 0 && index < count, kComponent, "CUDA device ", index, " is not visible (", count,
+  VERL_CHECK(index >= 0 && index < count, kCudaDeviceComponent, "CUDA device ", index, " is not visible (", count,
              " visible; CUDA_VISIBLE_DEVICES selects them)");
 }
 
@@ -22,7 +22,7 @@ void check_index(int index) {
 int cuda_device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
 
 CudaDeviceInfo cuda_device_info(int index) {
-  check_index(index);
+  check_device_index(index);
   const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
   CudaDeviceInfo info;
   info.index = index;
@@ -35,7 +35,7 @@ CudaDeviceInfo cuda_device_info(int index) {
 }
 
 CudaMemoryPeak cuda_memory_peak(int index) {
-  check_index(index);
+  check_device_index(index);
   using c10::CachingDeviceAllocator::StatType;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
   const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
@@ -43,14 +43,14 @@ CudaMemoryPeak cuda_memory_peak(int index) {
 }
 
 int64_t cuda_memory_in_use(int index) {
-  check_index(index);
+  check_device_index(index);
   using c10::CachingDeviceAllocator::StatType;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
   return stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current;
 }
 
 void cuda_reset_memory_peak(int index) {
-  check_index(index);
+  check_device_index(index);
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
 }
 
@@ -60,20 +60,20 @@ void synchronize(const torch::Device& device) {
 
 torch::Device parse_device(const std::string& text, const std::string& what) {
   if (text == "cpu") return torch::Device(torch::kCPU);
-  VERL_CHECK(text == "cuda" || text.rfind("cuda:", 0) == 0, kComponent, what, ": expected cpu, cuda or cuda:N, got '",
-             text, "'");
+  VERL_CHECK(text == "cuda" || text.rfind("cuda:", 0) == 0, kCudaDeviceComponent, what,
+             ": expected cpu, cuda or cuda:N, got '", text, "'");
   int index = 0;
   if (text.size() > 5) {
     const std::string digits = text.substr(5);
-    VERL_CHECK(!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos, kComponent, what,
-               ": expected cuda:N with N a device index, got '", text, "'");
+    VERL_CHECK(!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos, kCudaDeviceComponent,
+               what, ": expected cuda:N with N a device index, got '", text, "'");
     index = std::stoi(digits);
   }
   const int count = cuda_device_count();
-  VERL_CHECK(count > 0, kComponent, what, "=", text,
+  VERL_CHECK(count > 0, kCudaDeviceComponent, what, "=", text,
              ": no CUDA device is visible on this machine (LibTorch sees none; check the driver and "
              "CUDA_VISIBLE_DEVICES), or use cpu");
-  VERL_CHECK(index < count, kComponent, what, "=", text, ": only ", count, " CUDA device(s) visible");
+  VERL_CHECK(index < count, kCudaDeviceComponent, what, "=", text, ": only ", count, " CUDA device(s) visible");
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 using protocol::Json;
 
-constexpr const char* kComponent = "mpi_transport";
+constexpr const char* kMpiTransportComponent = "mpi_transport";
 constexpr int kCommandTag = 7101;
 constexpr int kReplyTag = 7102;
 constexpr int kStatusTag = 7103;       // controller -> worker: "what are you doing?" (empty message)
@@ -52,12 +52,13 @@ struct Command {
 };
 
 Command decode_command(const std::string& bytes) {
-  VERL_CHECK(bytes.size() >= 6, kComponent, "truncated command (", bytes.size(), " bytes)");
+  VERL_CHECK(bytes.size() >= 6, kMpiTransportComponent, "truncated command (", bytes.size(), " bytes)");
   Command command;
   command.kind = static_cast<CommandKind>(static_cast<uint8_t>(bytes[0]));
   uint32_t length = 0;
   std::memcpy(&length, bytes.data() + 1, sizeof length);
-  VERL_CHECK(5 + static_cast<size_t>(length) + 1 <= bytes.size(), kComponent, "truncated command method name");
+  VERL_CHECK(5 + static_cast<size_t>(length) + 1 <= bytes.size(), kMpiTransportComponent,
+             "truncated command method name");
   command.method = bytes.substr(5, length);
   const size_t at = 5 + length;
   if (bytes[at] != 0) command.input = DataProto::deserialize(bytes.substr(at + 1));
@@ -145,9 +146,9 @@ MpiTransport::MpiTransport(std::string group_name, std::vector<int> world_ranks,
       world_ranks_(std::move(world_ranks)),
       control_(std::move(control)),
       call_timeout_s_(call_timeout_s) {
-  VERL_CHECK(!world_ranks_.empty(), kComponent, "worker group '", group_name_, "' needs at least one rank");
+  VERL_CHECK(!world_ranks_.empty(), kMpiTransportComponent, "worker group '", group_name_, "' needs at least one rank");
   for (int rank : world_ranks_) {
-    VERL_CHECK(rank > kController && rank < control_->size(), kComponent, "worker group '", group_name_,
+    VERL_CHECK(rank > kController && rank < control_->size(), kMpiTransportComponent, "worker group '", group_name_,
                "' is placed on world rank ", rank, ", which is not a worker rank of this ", control_->size(),
                "-process job");
   }
@@ -182,7 +183,7 @@ std::vector<MeshRankInfo> MpiTransport::mesh_info(const std::string& mesh) const
 }
 
 std::future<RankOutputs> MpiTransport::execute(const std::string& method, std::vector<std::optional<DataProto>> inputs) {
-  VERL_ASSERT(inputs.size() == world_ranks_.size(), kComponent, "one input slot per rank");
+  VERL_ASSERT(inputs.size() == world_ranks_.size(), kMpiTransportComponent, "one input slot per rank");
   probe_->method_spec(method);  // unknown method: error now, in the caller's thread
   auto promise = std::make_shared<std::promise<RankOutputs>>();
   std::future<RankOutputs> future = promise->get_future();
@@ -233,7 +234,7 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
       }
       got_one = true;
       const std::string reply = comm.receive_bytes(world_ranks_[rank], kReplyTag);
-      VERL_CHECK(!reply.empty(), kComponent, "empty reply from world rank ", world_ranks_[rank]);
+      VERL_CHECK(!reply.empty(), kMpiTransportComponent, "empty reply from world rank ", world_ranks_[rank]);
       const auto status = static_cast<ReplyStatus>(static_cast<uint8_t>(reply[0]));
       if (status == ReplyStatus::Failed) {
         VERL_FAIL("worker", "worker group '", group_name_, "' rank ", rank, " (world rank ", world_ranks_[rank],
@@ -281,7 +282,7 @@ void serve_worker(parallel::MpiComm& control, const std::function<std::unique_pt
     try {
       ActivityScope activity(command.kind == CommandKind::MeshInfo ? "giving its place in mesh '" + command.method + "'"
                                                                    : "in '" + command.method + "'");
-      VERL_LOG(Debug, kComponent) << "'" << command.method << "' started";
+      VERL_LOG(Debug, kMpiTransportComponent) << "'" << command.method << "' started";
       if (!worker) worker = make_worker();
       if (command.kind == CommandKind::MeshInfo) {
         const MeshRankInfo info = worker->mesh_info(command.method);
@@ -293,7 +294,7 @@ void serve_worker(parallel::MpiComm& control, const std::function<std::unique_pt
       }
     } catch (const std::exception& e) {
       // The controller reports it (one line naming rank and method) and ends the job.
-      VERL_LOG(Error, kComponent) << "'" << command.method << "' failed: " << e.what();
+      VERL_LOG(Error, kMpiTransportComponent) << "'" << command.method << "' failed: " << e.what();
       reply = encode_reply(ReplyStatus::Failed, e.what());
     }
     comm.send_bytes(kController, kReplyTag, reply);

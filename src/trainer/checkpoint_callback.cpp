@@ -16,9 +16,9 @@ namespace py = pybind11;
 
 namespace {
 
-constexpr const char* kComponent = "checkpoint";
+constexpr const char* kCheckpointCallbackComponent = "checkpoint";
 constexpr const char* kKey = "trainer.checkpoint_callback_class";
-constexpr const char* kTimeoutKey = "trainer.checkpoint_callback_timeout";
+constexpr const char* kCallbackTimeoutKey = "trainer.checkpoint_callback_timeout";
 
 // Loading and the config object. The calls of user code (import, constructor, on_save) run under
 // python::UserCallLimit, the time limit and exit guards of every user call.
@@ -130,7 +130,7 @@ CheckpointCallback::CheckpointCallback(const std::string& class_name, const nloh
     : class_name_(class_name), timeout_s_(timeout_s) {
   const std::string config_json = config.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::unique_ptr<PythonObjects> objects;
-  python::with_gil(kComponent, [&] {
+  python::with_gil(kCheckpointCallbackComponent, [&] {
     objects = std::make_unique<PythonObjects>();
     objects->scope = py::dict();
     agent::install_verl_python_shim();  // verl.trainer.ppo.checkpoint_callback when no verl is installed
@@ -138,7 +138,7 @@ CheckpointCallback::CheckpointCallback(const std::string& class_name, const nloh
     objects->scope["__name__"] = py::str("verl_cpp_checkpoint_callback");
     py::exec(kLoader, objects->scope);
     const std::string what = str_cat(kKey, " '", class_name, "' (import and construction)");
-    python::UserCallLimit limit(timeout_s_, what, kTimeoutKey);
+    python::UserCallLimit limit(timeout_s_, what, kCallbackTimeoutKey);
     std::string why;
     try {
       const py::tuple loaded = objects->scope["load"](class_name, config_json);
@@ -154,17 +154,17 @@ CheckpointCallback::CheckpointCallback(const std::string& class_name, const nloh
     }
   });
   python_ = std::make_unique<Python>(Python{std::move(objects)});
-  VERL_LOG(Info, kComponent) << "checkpoint callback " << class_name_;
+  VERL_LOG(Info, kCheckpointCallbackComponent) << "checkpoint callback " << class_name_;
 }
 
 CheckpointCallback::~CheckpointCallback() = default;
 
 void CheckpointCallback::on_save(int64_t global_step, const std::string& checkpoint_dir) const {
-  python::with_gil(kComponent, [&] {
+  python::with_gil(kCheckpointCallbackComponent, [&] {
     const PythonObjects& o = *python_->objects;
     o.trainer.attr("global_steps") = global_step;
     const std::string what = str_cat(kKey, " '", class_name_, "': on_save at global step ", global_step);
-    python::UserCallLimit limit(timeout_s_, what, kTimeoutKey);
+    python::UserCallLimit limit(timeout_s_, what, kCallbackTimeoutKey);
     std::string why;
     try {
       o.callback.attr("on_save")(py::arg("trainer") = o.trainer, py::arg("global_step") = global_step,
@@ -174,10 +174,11 @@ void CheckpointCallback::on_save(int64_t global_step, const std::string& checkpo
     }
     // A callback that caught the TimeoutError and returned anyway still ran past the limit.
     if (limit.expired())
-      VERL_FAIL(kComponent, limit.timeout_message(), " (the checkpoint ", checkpoint_dir, " is complete)");
+      VERL_FAIL(kCheckpointCallbackComponent, limit.timeout_message(), " (the checkpoint ", checkpoint_dir,
+                " is complete)");
     if (!why.empty()) {
-      VERL_FAIL(kComponent, kKey, " '", class_name_, "': on_save failed at global step ", global_step, ": ", why,
-                " (the checkpoint ", checkpoint_dir, " is complete)");
+      VERL_FAIL(kCheckpointCallbackComponent, kKey, " '", class_name_, "': on_save failed at global step ", global_step,
+                ": ", why, " (the checkpoint ", checkpoint_dir, " is complete)");
     }
   });
 }

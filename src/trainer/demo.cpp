@@ -36,7 +36,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void set_key(config::Node& root, const std::string& path, config::Node value) {
+void set_sft_key(config::Node& root, const std::string& path, config::Node value) {
   config::set_existing_path(root, path, std::move(value), "the SFT defaults");
 }
 
@@ -167,36 +167,36 @@ DemoPrepareResult prepare_demo(const DemoPrepareOptions& options) {
 
   // 4. SFT warm start through verl's SFT trainer with the built-in defaults plus these keys.
   config::Node root = config::default_sft_config_tree();
-  set_key(root, "data.train_files", config::Node::string(result.data_dir + "/sft_train.parquet"));
-  set_key(root, "data.val_files", config::Node::string(result.data_dir + "/sft_val.parquet"));
-  set_key(root, "data.prompt_key", config::Node::string("prompt"));
-  set_key(root, "data.response_key", config::Node::string("response"));
-  set_key(root, "data.max_length", config::Node::integer(sft_max_length));
-  set_key(root, "data.train_batch_size", config::Node::integer(options.sft_batch_size));
-  set_key(root, "data.micro_batch_size_per_gpu", config::Node::integer(options.sft_batch_size));
-  set_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
+  set_sft_key(root, "data.train_files", config::Node::string(result.data_dir + "/sft_train.parquet"));
+  set_sft_key(root, "data.val_files", config::Node::string(result.data_dir + "/sft_val.parquet"));
+  set_sft_key(root, "data.prompt_key", config::Node::string("prompt"));
+  set_sft_key(root, "data.response_key", config::Node::string("response"));
+  set_sft_key(root, "data.max_length", config::Node::integer(sft_max_length));
+  set_sft_key(root, "data.train_batch_size", config::Node::integer(options.sft_batch_size));
+  set_sft_key(root, "data.micro_batch_size_per_gpu", config::Node::integer(options.sft_batch_size));
+  set_sft_key(root, "model.partial_pretrain", config::Node::string(result.init_model_dir));
   // A model of a few MB: recomputing layers in backward would only cost time.
-  set_key(root, "model.enable_gradient_checkpointing", config::Node::boolean(false));
-  set_key(root, "optim.lr", config::Node::floating(options.sft_lr));
-  set_key(root, "optim.betas", config::Node::list({config::Node::floating(0.9), config::Node::floating(0.999)}));
+  set_sft_key(root, "model.enable_gradient_checkpointing", config::Node::boolean(false));
+  set_sft_key(root, "optim.lr", config::Node::floating(options.sft_lr));
+  set_sft_key(root, "optim.betas", config::Node::list({config::Node::floating(0.9), config::Node::floating(0.999)}));
   // 40 warm-up steps whatever the step limit, so that the limit does not change the trajectory (the schedule is
   // constant afterwards): a run stopped by the accuracy target is the same run under any larger limit. The
   // optimizer truncates ratio x steps, hence 40.5.
-  set_key(root, "optim.warmup_steps_ratio",
-          config::Node::floating(std::min(1.0, 40.5 / static_cast<double>(options.max_sft_steps))));
-  set_key(root, "optim.lr_scheduler", config::Node::string("constant"));
-  set_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
-  set_key(root, "trainer.project_name",
-          config::Node::string(options.tools ? "arithmetic-tool-demo" : "arithmetic-demo"));
-  set_key(root, "trainer.experiment_name", config::Node::string("sft"));
-  set_key(root, "trainer.total_epochs", config::Node::integer(1000));
-  set_key(root, "trainer.total_training_steps", config::Node::integer(options.max_sft_steps));
-  set_key(root, "trainer.logger", string_list({"jsonl"}));
-  set_key(root, "trainer.seed", config::Node::integer(static_cast<int64_t>(options.seed)));
-  set_key(root, "trainer.max_ckpt_to_keep", config::Node::integer(1));
+  set_sft_key(root, "optim.warmup_steps_ratio",
+              config::Node::floating(std::min(1.0, 40.5 / static_cast<double>(options.max_sft_steps))));
+  set_sft_key(root, "optim.lr_scheduler", config::Node::string("constant"));
+  set_sft_key(root, "trainer.default_local_dir", config::Node::string(result.sft_dir));
+  set_sft_key(root, "trainer.project_name",
+              config::Node::string(options.tools ? "arithmetic-tool-demo" : "arithmetic-demo"));
+  set_sft_key(root, "trainer.experiment_name", config::Node::string("sft"));
+  set_sft_key(root, "trainer.total_epochs", config::Node::integer(1000));
+  set_sft_key(root, "trainer.total_training_steps", config::Node::integer(options.max_sft_steps));
+  set_sft_key(root, "trainer.logger", string_list({"jsonl"}));
+  set_sft_key(root, "trainer.seed", config::Node::integer(static_cast<int64_t>(options.seed)));
+  set_sft_key(root, "trainer.max_ckpt_to_keep", config::Node::integer(1));
   // Each demo prepares its SFT model afresh: an SFT folder of an earlier demo run is not continued.
-  set_key(root, "trainer.resume_mode", config::Node::string("disable"));
-  set_key(root, "trainer.num_cpu_threads", config::Node::integer(options.num_threads.value_or(1)));
+  set_sft_key(root, "trainer.resume_mode", config::Node::string("disable"));
+  set_sft_key(root, "trainer.num_cpu_threads", config::Node::integer(options.num_threads.value_or(1)));
   config::Node resolved = config::resolve_interpolations(root);
   config::SFTConfig sft_config = config::parse_sft_config(resolved);
 

@@ -27,11 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_from(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-void set_key(config::Node& root, const std::string& path, config::Node value) {
+void set_ppo_key(config::Node& root, const std::string& path, config::Node value) {
   config::set_existing_path(root, path, std::move(value), "the PPO defaults");
 }
 
@@ -113,18 +111,18 @@ DemoResult run_demo(const DemoOptions& options) {
     }
   }
   const auto seed = static_cast<int64_t>(options.prepare.seed);
-  set_key(root, "data.train_files", path_list(data_dir + "/train.parquet"));
-  set_key(root, "data.val_files", path_list(data_dir + "/test.parquet"));
-  set_key(root, "data.seed", config::Node::integer(seed));
-  set_key(root, "actor_rollout_ref.model.path", config::Node::string(model_dir));
-  set_key(root, "actor_rollout_ref.rollout.seed", config::Node::integer(seed));
-  set_key(root, "critic.model.path", config::Node::string(model_dir));
-  set_key(root, "trainer.default_local_dir", config::Node::string(default_run_dir));
+  set_ppo_key(root, "data.train_files", path_list(data_dir + "/train.parquet"));
+  set_ppo_key(root, "data.val_files", path_list(data_dir + "/test.parquet"));
+  set_ppo_key(root, "data.seed", config::Node::integer(seed));
+  set_ppo_key(root, "actor_rollout_ref.model.path", config::Node::string(model_dir));
+  set_ppo_key(root, "actor_rollout_ref.rollout.seed", config::Node::integer(seed));
+  set_ppo_key(root, "critic.model.path", config::Node::string(model_dir));
+  set_ppo_key(root, "trainer.default_local_dir", config::Node::string(default_run_dir));
   // The demo prints its own short line per step; console / jsonl / html can be chosen with trainer.logger=...
-  set_key(root, "trainer.logger",
-          config::Node::list({config::Node::string("jsonl"), config::Node::string("html")}));
+  set_ppo_key(root, "trainer.logger",
+              config::Node::list({config::Node::string("jsonl"), config::Node::string("html")}));
   if (options.prepare.num_threads) {
-    set_key(root, "trainer.num_cpu_threads", config::Node::integer(*options.prepare.num_threads));
+    set_ppo_key(root, "trainer.num_cpu_threads", config::Node::integer(*options.prepare.num_threads));
   }
   for (const auto& text : options.overrides) config::apply_override(root, config::parse_override(text));
   config::Node resolved = config::resolve_interpolations(root);
@@ -159,7 +157,7 @@ DemoResult run_demo(const DemoOptions& options) {
     if (step == 0) {
       if (accuracy) before = accuracy;
       std::cerr << "demo: validation before RL: accuracy " << (accuracy ? fixed(*accuracy, 3) : "n/a") << " ("
-                << fixed(seconds_since(rl_start), 1) << " s)\n";
+                << fixed(seconds_from(rl_start), 1) << " s)\n";
       return;
     }
     last_step = step;
@@ -178,18 +176,18 @@ DemoResult run_demo(const DemoOptions& options) {
       if (auto turns = find_prefixed(metrics, "num_turns/mean")) line << "  turns " << fixed(*turns, 2);
     }
     if (accuracy) line << "  val accuracy " << fixed(*accuracy, 3);
-    line << "  (" << fixed(seconds_since(rl_start), 1) << " s)";
+    line << "  (" << fixed(seconds_from(rl_start), 1) << " s)";
     std::cerr << line.str() << "\n";
   };
   PPORunResult run = run_ppo(ppo, config::to_yaml(resolved), hooks);
-  result.rl_seconds = seconds_since(rl_start);
+  result.rl_seconds = seconds_from(rl_start);
   result.run_dir = fs::absolute(run.run_dir).lexically_normal().string();
   result.rl_steps = last_step;
   VERL_CHECK(before.has_value() && after.has_value(), "demo", "the run logged no '", demo_accuracy_metric(),
              "N' before and after RL (is data_source 'arithmetic' in data.val_files?)");
   result.val_accuracy_before = *before;
   result.val_accuracy_after = *after;
-  result.total_seconds = seconds_since(start);
+  result.total_seconds = seconds_from(start);
   return result;
 }
 

@@ -161,25 +161,25 @@ std::string answer_tool_call(const std::string& turn) {
   return value ? std::to_string(*value) : "Error: cannot evaluate the expression";
 }
 
-struct Conversation {
+struct ToolConversation {
   bool called = false;
   bool correct = false;
   std::string first_turn, tool_text, second_turn;
 };
 
 // Turn 1 greedy from prompt + `forced` (text the first turn is made to start with); tool turns answered; turn 2.
-std::vector<Conversation> play(model::CausalLM& model, const tokenizer::Tokenizer& tok,
-                               const std::vector<std::string>& prompts, const std::vector<std::string>& truths,
-                               const std::string& forced, int64_t max_turn_tokens) {
+std::vector<ToolConversation> play(model::CausalLM& model, const tokenizer::Tokenizer& tok,
+                                   const std::vector<std::string>& prompts, const std::vector<std::string>& truths,
+                                   const std::string& forced, int64_t max_turn_tokens) {
   std::vector<std::vector<int32_t>> first;
   for (const auto& p : prompts) first.push_back(tok.encode(p + forced, false));
   GreedyEvalResult turn1 = greedy_accuracy(model, tok, first, truths, "arithmetic", max_turn_tokens);
-  std::vector<Conversation> out(prompts.size());
+  std::vector<ToolConversation> out(prompts.size());
   std::vector<std::vector<int32_t>> second;
   std::vector<std::string> second_truths;
   std::vector<size_t> second_of;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    Conversation& c = out[i];
+    ToolConversation& c = out[i];
     c.first_turn = forced + turn1.responses[i];
     c.called = c.first_turn.find("<tool_call>") != std::string::npos;
     if (!c.called) {
@@ -262,14 +262,14 @@ ToolEvalResult tool_greedy_eval(model::CausalLM& model, const tokenizer::Tokeniz
   ToolEvalResult result;
   result.total = static_cast<int64_t>(prompt_texts.size());
   const double n = static_cast<double>(result.total);
-  for (const Conversation& c : play(model, tokenizer, prompt_texts, ground_truths, "", max_turn_tokens)) {
+  for (const ToolConversation& c : play(model, tokenizer, prompt_texts, ground_truths, "", max_turn_tokens)) {
     result.accuracy += c.correct / n;
     result.tool_call_rate += c.called / n;
     result.first_turns.push_back(c.first_turn);
   }
-  const std::vector<Conversation> forced =
+  const std::vector<ToolConversation> forced =
       play(model, tokenizer, prompt_texts, ground_truths, "<tool_call>", max_turn_tokens);
-  for (const Conversation& c : forced) result.tool_path_accuracy += c.correct / n;
+  for (const ToolConversation& c : forced) result.tool_path_accuracy += c.correct / n;
   result.tool_path_sample = forced[0].first_turn + " -> " + forced[0].tool_text + " -> " + forced[0].second_turn;
   return result;
 }

@@ -25,7 +25,7 @@ namespace verl::trainer {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kComponent = "generate";
+constexpr const char* kMainGenerationComponent = "generate";
 const std::string kChatKwargs = "data.apply_chat_template_kwargs";
 
 // "key=value", "+key=value", "++key=value", "~key" -> key.
@@ -44,8 +44,9 @@ void check_override_keys(const std::vector<std::string>& overrides) {
     const std::string key = override_key(o);
     const bool chat_kwarg = key == kChatKwargs || key.rfind(kChatKwargs + ".", 0) == 0;
     const bool multi_turn = key.rfind(kMultiTurn, 0) == 0;  // every multi_turn.* key (docs/multi_turn.md)
-    VERL_CHECK(chat_kwarg || multi_turn || std::find(keys.begin(), keys.end(), key) != keys.end(), kComponent, "'", o,
-               "': verl generate does not use '", key, "'; it reads ", join(keys, ", "));
+    VERL_CHECK(chat_kwarg || multi_turn || std::find(keys.begin(), keys.end(), key) != keys.end(),
+               kMainGenerationComponent, "'", o, "': verl generate does not use '", key, "'; it reads ",
+               join(keys, ", "));
   }
 }
 
@@ -82,9 +83,9 @@ const std::vector<std::string>& generation_override_keys() {
 }
 
 GenerationSummary run_generation(const GenerationOptions& o) {
-  VERL_CHECK(!o.model_dir.empty() && !o.data_files.empty() && !o.output_path.empty(), kComponent,
+  VERL_CHECK(!o.model_dir.empty() && !o.data_files.empty() && !o.output_path.empty(), kMainGenerationComponent,
              "needs --model, --data and --output");
-  VERL_CHECK(o.batch_size >= 1, kComponent, "--batch-size must be at least 1, got ", o.batch_size);
+  VERL_CHECK(o.batch_size >= 1, kMainGenerationComponent, "--batch-size must be at least 1, got ", o.batch_size);
   // Settings first (no weights loaded yet): unknown keys fail with a suggestion, unused keys name what is read.
   config::ConfigArgs args;
   args.overrides = o.overrides;
@@ -92,24 +93,26 @@ GenerationSummary run_generation(const GenerationOptions& o) {
   const config::PPOConfig cfg = config::load_config(args).ppo;
   check_override_keys(o.overrides);
   const auto& rollout = cfg.actor_rollout_ref.rollout;
-  VERL_CHECK(rollout.response_length >= 1, kComponent, "actor_rollout_ref.rollout.response_length must be >= 1, got ",
-             rollout.response_length);
+  VERL_CHECK(rollout.response_length >= 1, kMainGenerationComponent,
+             "actor_rollout_ref.rollout.response_length must be >= 1, got ", rollout.response_length);
 
   const std::string model_dir = data::expand_user(o.model_dir);
-  VERL_CHECK(fs::exists(fs::path(model_dir) / "config.json"), kComponent, "--model '", o.model_dir,
+  VERL_CHECK(fs::exists(fs::path(model_dir) / "config.json"), kMainGenerationComponent, "--model '", o.model_dir,
              "' is not a Hugging Face model folder (no config.json)");
-  VERL_CHECK(fs::exists(fs::path(model_dir) / "tokenizer.json"), kComponent, "--model '", o.model_dir,
+  VERL_CHECK(fs::exists(fs::path(model_dir) / "tokenizer.json"), kMainGenerationComponent, "--model '", o.model_dir,
              "' has no tokenizer.json (verl model init --tokenizer DIR copies one in)");
   const fs::path out_path(o.output_path);
-  VERL_CHECK(!fs::is_directory(out_path), kComponent, "--output '", o.output_path, "' is a folder, expected a file");
-  VERL_CHECK(out_path.parent_path().empty() || fs::is_directory(out_path.parent_path()), kComponent,
+  VERL_CHECK(!fs::is_directory(out_path), kMainGenerationComponent, "--output '", o.output_path,
+             "' is a folder, expected a file");
+  VERL_CHECK(out_path.parent_path().empty() || fs::is_directory(out_path.parent_path()), kMainGenerationComponent,
              "--output '", o.output_path, "': folder '", out_path.parent_path().string(), "' does not exist");
   auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_dir));
   const model::HFConfig hf = model::load_hf_config(model_dir);
-  VERL_CHECK(static_cast<int64_t>(tokenizer->vocab_size()) <= hf.vocab_size, kComponent, "the tokenizer of '",
-             o.model_dir, "' has ", tokenizer->vocab_size(), " tokens but the model's vocab_size is ", hf.vocab_size);
+  VERL_CHECK(static_cast<int64_t>(tokenizer->vocab_size()) <= hf.vocab_size, kMainGenerationComponent,
+             "the tokenizer of '", o.model_dir, "' has ", tokenizer->vocab_size(),
+             " tokens but the model's vocab_size is ", hf.vocab_size);
   data::RLHFDataset dataset(o.data_files, tokenizer, cfg.data, -1, workers::dataset_filter_tool_schemas(cfg));
-  VERL_CHECK(dataset.size() > 0, kComponent, "no prompts in ", join(dataset.files(), ", "),
+  VERL_CHECK(dataset.size() > 0, kMainGenerationComponent, "no prompts in ", join(dataset.files(), ", "),
              dataset.rows_filtered_out() > 0 ? " after data.filter_overlong_prompts" : "");
 
   std::vector<int32_t> eos32 = tokenizer->eos_token_ids();

@@ -29,7 +29,7 @@ namespace verl::trainer {
 
 namespace {
 
-constexpr const char* kComponent = "distributed";
+constexpr const char* kMainPpoMpiComponent = "distributed";
 
 std::vector<int> pool_world_ranks(const single_controller::ResourcePool& pool) {
   std::vector<int> ranks;
@@ -39,7 +39,7 @@ std::vector<int> pool_world_ranks(const single_controller::ResourcePool& pool) {
 
 std::shared_ptr<parallel::MpiComm> as_mpi(std::shared_ptr<parallel::Comm> comm) {
   auto mpi = std::dynamic_pointer_cast<parallel::MpiComm>(comm);
-  VERL_ASSERT(mpi != nullptr, kComponent, "an MPI split gave a non-MPI communicator");
+  VERL_ASSERT(mpi != nullptr, kMainPpoMpiComponent, "an MPI split gave a non-MPI communicator");
   return mpi;
 }
 
@@ -73,7 +73,8 @@ std::shared_ptr<parallel::Comm> weight_sync_comm(parallel::Comm& world, const si
   if (!pools.has_role(single_controller::Role::Rollout)) return nullptr;
   const auto& actor = pools.pool_for(single_controller::Role::Actor);
   const auto& rollout = pools.pool_for(single_controller::Role::Rollout);
-  VERL_ASSERT(actor.first_slot < rollout.first_slot, kComponent, "the rollout pool must come after the actor's");
+  VERL_ASSERT(actor.first_slot < rollout.first_slot, kMainPpoMpiComponent,
+              "the rollout pool must come after the actor's");
   const bool member = rank == 1 + actor.first_slot ||
                       (rank >= 1 + rollout.first_slot && rank < 1 + rollout.first_slot + rollout.world_size());
   auto part = world.split(member ? 1 : 0, rank);
@@ -88,7 +89,7 @@ int serve_slot(const std::shared_ptr<const config::PPOConfig>& config, const Rol
   const single_controller::ResourcePool& mine = pools.pools()[pools.pool_index_of_slot(slot)];
   const PoolRoles pool_roles = colocated_roles(roles.role_worker_mapping, pools);
   auto it = pool_roles.find(mine.name);
-  VERL_CHECK(it != pool_roles.end(), kComponent, "resource pool '", mine.name, "' hosts no role");
+  VERL_CHECK(it != pool_roles.end(), kMainPpoMpiComponent, "resource pool '", mine.name, "' hosts no role");
   single_controller::WorkerContext context{slot - mine.first_slot, mine.world_size(), mine.name,
                                            std::move(group_comm), std::move(weight_sync)};
   const single_controller::WorkerFactory factory = single_controller::colocated_factory(it->second);
@@ -129,7 +130,7 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
             ? std::string()
             : " + rollout.nnodes=" + std::to_string(config->rollout.nnodes) + " x rollout.n_gpus_per_node=" +
                   std::to_string(config->rollout.n_gpus_per_node);
-    VERL_FAIL(kComponent, "mpirun started ", session->world_size(), " processes but this config needs 1 + ",
+    VERL_FAIL(kMainPpoMpiComponent, "mpirun started ", session->world_size(), " processes but this config needs 1 + ",
               pools.total_slots(), " (the controller + trainer.nnodes=", config->trainer.nnodes,
               " x trainer.n_gpus_per_node=", config->trainer.n_gpus_per_node, rollout,
               " device slots): run mpirun -np ", 1 + pools.total_slots());
@@ -161,12 +162,12 @@ int run_ppo_distributed(const config::PPOConfig& parsed, const std::string& reso
                                                                      const single_controller::WorkerFactory& factory) {
       for (const auto& pool : pools.pools()) {
         if (pool.name != name) continue;
-        VERL_ASSERT(pool.world_size() == world_size, kComponent, "pool '", name, "' size mismatch");
+        VERL_ASSERT(pool.world_size() == world_size, kMainPpoMpiComponent, "pool '", name, "' size mismatch");
         return std::shared_ptr<single_controller::Transport>(
             std::make_shared<single_controller::MpiTransport>(name, pool_world_ranks(pool), control, factory,
                                                              call_timeout));
       }
-      VERL_FAIL(kComponent, "no resource pool named '", name, "'");
+      VERL_FAIL(kMainPpoMpiComponent, "no resource pool named '", name, "'");
     };
     run_ppo_with_transport(parsed, resolved_yaml, hooks, mpi_transport);
   } catch (const std::exception& e) {

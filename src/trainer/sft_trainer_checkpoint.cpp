@@ -40,7 +40,7 @@ namespace {
 
 constexpr int kSFTStateVersion = 1;
 
-nlohmann::json read_json_file(const fs::path& path) {
+nlohmann::json read_checkpoint_json(const fs::path& path) {
   std::ifstream in(path);
   VERL_CHECK(in.good(), "sft", "cannot read '", path.string(), "'");
   std::stringstream text;
@@ -132,13 +132,13 @@ int64_t SFTTrainer::load_checkpoint(Tracking* tracking) {
   workers::check_checkpoint_rank_file(dir.string(), optim_name, impl_->shard_ranks());
   workers::load_optimizer_state(*impl_->optimizer, (dir / optim_name).string());
   const fs::path extra_path = dir / workers::extra_state_file_name(1, 0);
-  const nlohmann::json extra = read_json_file(extra_path);
+  const nlohmann::json extra = read_checkpoint_json(extra_path);
   VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), "sft", "'", extra_path.string(),
              "' lacks lr_scheduler");
   impl_->lr_scheduler->load_state_dict(extra["lr_scheduler"]);
 
   const fs::path state_path = dir / "data.json";
-  const nlohmann::json state = read_json_file(state_path);
+  const nlohmann::json state = read_checkpoint_json(state_path);
   VERL_CHECK(state.is_object() && state.contains("version") && state["version"].is_number_integer() &&
                  state["version"].get<int64_t>() == kSFTStateVersion,
              "sft", "'", state_path.string(), "' is not a version ", kSFTStateVersion, " SFT trainer state");

@@ -36,12 +36,12 @@ using protocol::DataProto;
 using single_controller::Dispatch;
 using Json = nlohmann::json;
 
-constexpr const char* kComponent = "actor_rollout_ref";
+constexpr const char* kActorRolloutRefWorkerComponent = "actor_rollout_ref";
 
 std::string expand_home(const std::string& path) {
   if (path.empty() || path[0] != '~') return path;
   const char* home = std::getenv("HOME");
-  VERL_CHECK(home != nullptr, kComponent, "cannot expand '", path, "': HOME is not set");
+  VERL_CHECK(home != nullptr, kActorRolloutRefWorkerComponent, "cannot expand '", path, "': HOME is not set");
   return std::string(home) + path.substr(1);
 }
 
@@ -59,13 +59,13 @@ std::string to_hex(const torch::Tensor& bytes_in) {
 }
 
 torch::Tensor from_hex(const std::string& hex, const std::string& what) {
-  VERL_CHECK(hex.size() % 2 == 0, kComponent, what, ": malformed RNG state");
+  VERL_CHECK(hex.size() % 2 == 0, kActorRolloutRefWorkerComponent, what, ": malformed RNG state");
   auto t = torch::empty({static_cast<int64_t>(hex.size() / 2)}, torch::kUInt8);
   auto* p = t.data_ptr<uint8_t>();
   auto nibble = [&](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    VERL_FAIL(kComponent, what, ": malformed RNG state");
+    VERL_FAIL(kActorRolloutRefWorkerComponent, what, ": malformed RNG state");
   };
   for (size_t i = 0; i < hex.size() / 2; ++i) p[i] = static_cast<uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
   return t;
@@ -87,16 +87,19 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 }
 
 std::vector<int64_t> eos_ids_from_meta(const Json& meta) {
-  VERL_CHECK(meta.contains("eos_token_id"), kComponent, "generate_sequences needs meta_info['eos_token_id']");
+  VERL_CHECK(meta.contains("eos_token_id"), kActorRolloutRefWorkerComponent,
+             "generate_sequences needs meta_info['eos_token_id']");
   const Json& e = meta["eos_token_id"];
   std::vector<int64_t> ids;
   if (e.is_array()) {
     for (const auto& v : e) {
-      VERL_CHECK(v.is_number_integer(), kComponent, "meta_info['eos_token_id'] must be an int or a list of ints");
+      VERL_CHECK(v.is_number_integer(), kActorRolloutRefWorkerComponent,
+                 "meta_info['eos_token_id'] must be an int or a list of ints");
       ids.push_back(v.get<int64_t>());
     }
   } else {
-    VERL_CHECK(e.is_number_integer(), kComponent, "meta_info['eos_token_id'] must be an int or a list of ints");
+    VERL_CHECK(e.is_number_integer(), kActorRolloutRefWorkerComponent,
+               "meta_info['eos_token_id'] must be an int or a list of ints");
     ids.push_back(e.get<int64_t>());
   }
   return ids;
@@ -145,9 +148,9 @@ constexpr const char* kLoraAdapterDir = "lora_adapter";
 ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerContext& context,
                                              std::shared_ptr<const config::PPOConfig> config, std::string role)
     : Worker(context), config_(std::move(config)), role_(std::move(role)) {
-  VERL_CHECK(config_ != nullptr, kComponent, "no config");
+  VERL_CHECK(config_ != nullptr, kActorRolloutRefWorkerComponent, "no config");
   static const std::vector<std::string> roles = {"actor", "rollout", "actor_rollout", "actor_rollout_ref", "ref"};
-  VERL_CHECK(contains(roles, role_), kComponent, "unknown role '", role_,
+  VERL_CHECK(contains(roles, role_), kActorRolloutRefWorkerComponent, "unknown role '", role_,
              "'; expected actor, rollout, actor_rollout, actor_rollout_ref or ref");
   is_actor_ = role_ == "actor" || role_ == "actor_rollout" || role_ == "actor_rollout_ref";
   is_rollout_ = role_ == "rollout" || role_ == "actor_rollout" || role_ == "actor_rollout_ref";
@@ -167,37 +170,38 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   const std::string a = "actor_rollout_ref.actor.";
   if (is_actor_) {
     const int64_t train_bs = config_->data.train_batch_size;
-    VERL_CHECK(train_bs >= arr.actor.ppo_mini_batch_size, kComponent, "data.train_batch_size (", train_bs,
-               ") must be >= ", a, "ppo_mini_batch_size (", arr.actor.ppo_mini_batch_size, ")");
+    VERL_CHECK(train_bs >= arr.actor.ppo_mini_batch_size, kActorRolloutRefWorkerComponent, "data.train_batch_size (",
+               train_bs, ") must be >= ", a, "ppo_mini_batch_size (", arr.actor.ppo_mini_batch_size, ")");
     if (!arr.actor.use_dynamic_bsz) {
-      VERL_CHECK((train_bs * n) % W == 0, kComponent, "data.train_batch_size * rollout.n (", train_bs * n,
-                 ") must be divisible by the data-parallel size (", W, ")");
+      VERL_CHECK((train_bs * n) % W == 0, kActorRolloutRefWorkerComponent, "data.train_batch_size * rollout.n (",
+                 train_bs * n, ") must be divisible by the data-parallel size (", W, ")");
     }
     actor_cfg_.ppo_mini_batch_size = arr.actor.ppo_mini_batch_size * n / W;
-    VERL_CHECK(actor_cfg_.ppo_mini_batch_size > 0, kComponent, a, "ppo_mini_batch_size * rollout.n (",
-               arr.actor.ppo_mini_batch_size * n, ") must be at least the data-parallel size (", W, ")");
+    VERL_CHECK(actor_cfg_.ppo_mini_batch_size > 0, kActorRolloutRefWorkerComponent, a,
+               "ppo_mini_batch_size * rollout.n (", arr.actor.ppo_mini_batch_size * n,
+               ") must be at least the data-parallel size (", W, ")");
     if (arr.actor.use_dynamic_bsz) {
       VERL_CHECK(arr.actor.ppo_max_token_len_per_gpu >= arr.rollout.prompt_length + arr.rollout.response_length,
-                 kComponent, a, "ppo_max_token_len_per_gpu (", arr.actor.ppo_max_token_len_per_gpu,
+                 kActorRolloutRefWorkerComponent, a, "ppo_max_token_len_per_gpu (", arr.actor.ppo_max_token_len_per_gpu,
                  ") must be at least prompt_length + response_length (",
                  arr.rollout.prompt_length + arr.rollout.response_length, ")");
     } else {
-      VERL_CHECK(arr.actor.ppo_micro_batch_size_per_gpu.has_value(), kComponent, a,
+      VERL_CHECK(arr.actor.ppo_micro_batch_size_per_gpu.has_value(), kActorRolloutRefWorkerComponent, a,
                  "ppo_micro_batch_size_per_gpu must be set when ", a, "use_dynamic_bsz is false");
       const int64_t micro = *arr.actor.ppo_micro_batch_size_per_gpu;
-      VERL_CHECK(actor_cfg_.ppo_mini_batch_size % micro == 0, kComponent, a, "ppo_mini_batch_size per rank (",
-                 arr.actor.ppo_mini_batch_size, " prompts * n ", n, " / data-parallel size ", W, " = ",
-                 actor_cfg_.ppo_mini_batch_size, " responses) must be divisible by ", a,
-                 "ppo_micro_batch_size_per_gpu (", micro, ")");
+      VERL_CHECK(actor_cfg_.ppo_mini_batch_size % micro == 0, kActorRolloutRefWorkerComponent, a,
+                 "ppo_mini_batch_size per rank (", arr.actor.ppo_mini_batch_size, " prompts * n ", n,
+                 " / data-parallel size ", W, " = ", actor_cfg_.ppo_mini_batch_size,
+                 " responses) must be divisible by ", a, "ppo_micro_batch_size_per_gpu (", micro, ")");
     }
     if (!arr.rollout.log_prob_use_dynamic_bsz) {
-      VERL_CHECK(arr.rollout.log_prob_micro_batch_size_per_gpu.has_value(), kComponent,
+      VERL_CHECK(arr.rollout.log_prob_micro_batch_size_per_gpu.has_value(), kActorRolloutRefWorkerComponent,
                  "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu must be set when "
                  "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz is false");
     }
   }
   if (is_ref_ && !arr.ref.log_prob_use_dynamic_bsz) {
-    VERL_CHECK(arr.ref.log_prob_micro_batch_size_per_gpu.has_value(), kComponent,
+    VERL_CHECK(arr.ref.log_prob_micro_batch_size_per_gpu.has_value(), kActorRolloutRefWorkerComponent,
                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu must be set when "
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
@@ -232,27 +236,28 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
 }
 
 void ActorRolloutRefWorker::require_initialised(const char* method) const {
-  VERL_CHECK(initialised_, kComponent, method, " called before init_model");
+  VERL_CHECK(initialised_, kActorRolloutRefWorkerComponent, method, " called before init_model");
 }
 
 model::CausalLM& ActorRolloutRefWorker::actor_module() {
   require_initialised("actor_module");
-  VERL_CHECK(!actor_module_.is_empty(), kComponent, "role '", role_, "' has no actor/rollout model");
+  VERL_CHECK(!actor_module_.is_empty(), kActorRolloutRefWorkerComponent, "role '", role_,
+             "' has no actor/rollout model");
   return actor_module_;
 }
 model::CausalLM& ActorRolloutRefWorker::ref_module() {
   require_initialised("ref_module");
-  VERL_CHECK(!ref_module_.is_empty(), kComponent, "role '", role_, "' has no reference model");
+  VERL_CHECK(!ref_module_.is_empty(), kActorRolloutRefWorkerComponent, "role '", role_, "' has no reference model");
   return ref_module_;
 }
 DataParallelPPOActor& ActorRolloutRefWorker::actor() {
   require_initialised("actor");
-  VERL_CHECK(actor_ != nullptr, kComponent, "role '", role_, "' has no actor");
+  VERL_CHECK(actor_ != nullptr, kActorRolloutRefWorkerComponent, "role '", role_, "' has no actor");
   return *actor_;
 }
 LRScheduler& ActorRolloutRefWorker::lr_scheduler() {
   require_initialised("lr_scheduler");
-  VERL_CHECK(lr_scheduler_ != nullptr, kComponent, "role '", role_, "' has no LR scheduler");
+  VERL_CHECK(lr_scheduler_ != nullptr, kActorRolloutRefWorkerComponent, "role '", role_, "' has no LR scheduler");
   return *lr_scheduler_;
 }
 
@@ -268,7 +273,7 @@ std::vector<torch::Tensor> ActorRolloutRefWorker::ref_state() const {
 DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   const auto& arr = config_->actor_rollout_ref;
   const std::string path = expand_home(arr.model.path);
-  VERL_CHECK(fs::is_directory(path), kComponent, "actor_rollout_ref.model.path '", path,
+  VERL_CHECK(fs::is_directory(path), kActorRolloutRefWorkerComponent, "actor_rollout_ref.model.path '", path,
              "' is not a folder (an HF model folder with config.json and safetensors weights)");
   device_ = worker_device(config_->trainer, rank());
   // The global CPU generator is checkpointed with the actor (rng.cpu): seeded here, a run started from scratch
@@ -289,8 +294,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
   // Ulysses groups (collective splits of the whole group; the same on every rank: one config).
   auto ulysses_group = [&](int64_t sp, const std::string& key) -> std::shared_ptr<parallel::Comm> {
     if (sp == 1) return nullptr;
-    VERL_CHECK(context().comm != nullptr, kComponent, key, "=", sp, " needs a communicator between the worker group's ",
-               world_size(), " ranks, which the in-process transport does not provide; launch with mpirun "
+    VERL_CHECK(context().comm != nullptr, kActorRolloutRefWorkerComponent, key, "=", sp,
+               " needs a communicator between the worker group's ", world_size(),
+               " ranks, which the in-process transport does not provide; launch with mpirun "
                "(docs/distributed.md)");
     return parallel::ulysses_mesh(layout.dp, sp, key).sp;
   };
@@ -328,8 +334,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
                                                  ? torch::kFloat32
                                                  : model::parse_precision(fsdp.reduce_dtype, fsdp_size_key);
       if (tp_size_ == 1 && fsdp.reshard_after_forward) {
-        actor_sharded_ =
-            fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key, kComponent, reduce_dtype);
+        actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key,
+                                     kActorRolloutRefWorkerComponent, reduce_dtype);
       }
       // LoRA: the adapters only, whole on every rank even over a ZeRO-3 base (whose shards are then frozen).
       std::vector<torch::Tensor> params = lora.enabled()   ? model::lora_parameters(actor_module_)
@@ -344,10 +350,12 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
         auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
                                                     fsdp.fsdp_size, fsdp_size_key);
-        actor_->optimizer_shard = optimizer_shard(shard_group, params, kComponent, layout.dp, reduce_dtype);
+        actor_->optimizer_shard =
+            optimizer_shard(shard_group, params, kActorRolloutRefWorkerComponent, layout.dp, reduce_dtype);
       }
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
-      actor_->data_parallel_rank = rank() / (tp_size_ * sp_size_);  // the T (or S) ranks of a DP rank share it
+      // The T (or S) ranks of a DP rank share its place, as nd dispatch gives them its rows.
+      actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_).dp_rank;
     } else {
       freeze(actor_module_);
     }
@@ -445,11 +453,12 @@ void write_rollout_traces(agent::RolloutTraceWriter& writer, const config::Rollo
 
 DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   require_initialised("generate_sequences");
-  VERL_CHECK(is_rollout_, kComponent, "generate_sequences needs a rollout role; this worker's role is '", role_, "'");
+  VERL_CHECK(is_rollout_, kActorRolloutRefWorkerComponent,
+             "generate_sequences needs a rollout role; this worker's role is '", role_, "'");
   const auto start = std::chrono::steady_clock::now();
   const auto& rollout_cfg = config_->actor_rollout_ref.rollout;
   const Json& meta = prompts.meta_info;
-  VERL_CHECK(meta.contains("pad_token_id") && meta["pad_token_id"].is_number_integer(), kComponent,
+  VERL_CHECK(meta.contains("pad_token_id") && meta["pad_token_id"].is_number_integer(), kActorRolloutRefWorkerComponent,
              "generate_sequences needs meta_info['pad_token_id'] (an int)");
   const bool validate = meta.value("validate", false);
   uint64_t seed = 0;
@@ -464,7 +473,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   if (!validate && meta.contains("temperature") && meta["temperature"].is_number()) {
     params.temperature = meta["temperature"].get<double>();
   }
-  VERL_CHECK(prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"), kComponent,
+  VERL_CHECK(prompts.has_tensor("input_ids") && prompts.has_tensor("attention_mask"), kActorRolloutRefWorkerComponent,
              "generate_sequences needs batch keys 'input_ids' and 'attention_mask'");
   actor_module_->eval();
   // The hybrid engine's rollout uses the actor's weights: brought in when they rest offloaded.
@@ -476,7 +485,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
   const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
   VERL_CHECK(rollout_dtype == actor_module_->model->embed_tokens->weight.scalar_type() || !actor_module_->tp.active(),
-             kComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
+             kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
              " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
@@ -530,7 +539,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
 
 DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
   require_initialised("compute_log_prob");
-  VERL_CHECK(is_actor_, kComponent, "compute_log_prob needs an actor role; this worker's role is '", role_, "'");
+  VERL_CHECK(is_actor_, kActorRolloutRefWorkerComponent,
+             "compute_log_prob needs an actor role; this worker's role is '", role_, "'");
   const auto& r = config_->actor_rollout_ref.rollout;
   DataProto in = data.select({"responses", "input_ids", "attention_mask", "position_ids"});
   in.meta_info = Json::object();
@@ -551,8 +561,8 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
 
 DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
   require_initialised("compute_ref_log_prob");
-  VERL_CHECK(is_ref_, kComponent, "compute_ref_log_prob needs a ref role (ref or actor_rollout_ref); this worker's role is '",
-             role_, "'");
+  VERL_CHECK(is_ref_, kActorRolloutRefWorkerComponent,
+             "compute_ref_log_prob needs a ref role (ref or actor_rollout_ref); this worker's role is '", role_, "'");
   const auto& arr = config_->actor_rollout_ref;
   DataProto in = data.select({"responses", "input_ids", "attention_mask", "position_ids"});
   in.meta_info = Json::object();
@@ -574,9 +584,10 @@ DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {
 
 DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   require_initialised("update_actor");
-  VERL_CHECK(is_actor_, kComponent, "update_actor needs an actor role; this worker's role is '", role_, "'");
-  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce || actor_->fully_sharded, kComponent, "update_actor with world size ",
-             world_size(),
+  VERL_CHECK(is_actor_, kActorRolloutRefWorkerComponent, "update_actor needs an actor role; this worker's role is '",
+             role_, "'");
+  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce || actor_->fully_sharded,
+             kActorRolloutRefWorkerComponent, "update_actor with world size ", world_size(),
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
              "(docs/distributed.md)");
@@ -597,8 +608,10 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
 
 DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   require_initialised("sync_rollout_weights");
-  VERL_CHECK(is_actor_ != is_rollout_, kComponent, "sync_rollout_weights is for a separate actor and rollout "
-             "(actor_rollout_ref.hybrid_engine=false); this worker's role is '", role_, "'");
+  VERL_CHECK(is_actor_ != is_rollout_, kActorRolloutRefWorkerComponent,
+             "sync_rollout_weights is for a separate actor and rollout "
+             "(actor_rollout_ref.hybrid_engine=false); this worker's role is '",
+             role_, "'");
   const auto& sync = context().weight_sync;
   // LoRA: the base is frozen, so after the first sync only the adapters move (as verl, which loads the base into
   // its rollout engine once and then syncs the adapters); actor and rollout ranks count their syncs alike.
@@ -613,9 +626,10 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
   std::optional<model::FullyShardedModel::Gathered> whole;
   if (actor_sharded_ && scope == WeightSyncScope::Everything) whole.emplace(actor_sharded_.get());
   if (is_actor_ && rank() != 0) return DataProto();  // actor rank 0 speaks for the group
-  VERL_CHECK(sync != nullptr, kComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
+  VERL_CHECK(sync != nullptr, kActorRolloutRefWorkerComponent, "sync_rollout_weights on ", role_, " rank ", rank(),
              ": this worker has no weight-sync communicator (the transport made none)");
-  VERL_CHECK((sync->rank() == 0) == is_actor_, kComponent, "the weight-sync communicator's rank 0 must be actor rank 0");
+  VERL_CHECK((sync->rank() == 0) == is_actor_, kActorRolloutRefWorkerComponent,
+             "the weight-sync communicator's rank 0 must be actor rank 0");
   // On GPUs the weights go device to device over NCCL, made at the first sync (every member syncs together).
   if (!weight_sync_on_device_) weight_sync_on_device_ = parallel::device_comm(sync, device_);
   broadcast_weights(*weight_sync_on_device_, actor_module_, scope);
@@ -626,7 +640,7 @@ DataProto ActorRolloutRefWorker::sync_rollout_weights(const DataProto&) {
 //   extra_state_world_size_{W}_rank_{r}.json  {"rng": {"rollout": hex}, "global_step": N}
 DataProto ActorRolloutRefWorker::save_rollout_state(const DataProto& input) {
   const Json& meta = input.meta_info;
-  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kActorRolloutRefWorkerComponent,
              "save_checkpoint needs meta_info['local_path'] (the .../global_step_N/rollout folder)");
   const int W = world_size(), r = rank();
   save_rank_folder(expand_home(meta["local_path"].get<std::string>()), r, context().comm.get(),
@@ -641,22 +655,24 @@ DataProto ActorRolloutRefWorker::save_rollout_state(const DataProto& input) {
 
 DataProto ActorRolloutRefWorker::load_rollout_state(const DataProto& input) {
   const Json& meta = input.meta_info;
-  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kActorRolloutRefWorkerComponent,
              "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/rollout folder)");
   const fs::path dir = expand_home(meta["local_path"].get<std::string>());
   const int W = world_size(), r = rank();
   const fs::path f = dir / extra_state_file_name(W, r);
-  const Json extra = load_extra_state(dir.string(), W, r, kComponent);
-  set_generator_state(*rollout_generator_, extra_state_rng(extra, "rollout", f.string(), kComponent), f.string());
+  const Json extra = load_extra_state(dir.string(), W, r, kActorRolloutRefWorkerComponent);
+  set_generator_state(*rollout_generator_,
+                      extra_state_rng(extra, "rollout", f.string(), kActorRolloutRefWorkerComponent), f.string());
   return DataProto();
 }
 
 DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
   require_initialised("save_checkpoint");
   if (is_rollout_ && !is_actor_) return save_rollout_state(input);
-  VERL_CHECK(is_actor_, kComponent, "save_checkpoint needs an actor role; this worker's role is '", role_, "'");
+  VERL_CHECK(is_actor_, kActorRolloutRefWorkerComponent, "save_checkpoint needs an actor role; this worker's role is '",
+             role_, "'");
   const Json& meta = input.meta_info;
-  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kActorRolloutRefWorkerComponent,
              "save_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
   const std::string local_path = expand_home(meta["local_path"].get<std::string>());
   const int W = world_size(), r = rank();
@@ -713,12 +729,14 @@ DataProto ActorRolloutRefWorker::save_checkpoint(const DataProto& input) {
 DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   require_initialised("load_checkpoint");
   if (is_rollout_ && !is_actor_) return load_rollout_state(input);
-  VERL_CHECK(is_actor_, kComponent, "load_checkpoint needs an actor role; this worker's role is '", role_, "'");
+  VERL_CHECK(is_actor_, kActorRolloutRefWorkerComponent, "load_checkpoint needs an actor role; this worker's role is '",
+             role_, "'");
   const Json& meta = input.meta_info;
-  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kComponent,
+  VERL_CHECK(meta.contains("local_path") && meta["local_path"].is_string(), kActorRolloutRefWorkerComponent,
              "load_checkpoint needs meta_info['local_path'] (the .../global_step_N/actor folder)");
   const fs::path dir = expand_home(meta["local_path"].get<std::string>());
-  VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
+  VERL_CHECK(fs::is_directory(dir), kActorRolloutRefWorkerComponent, "checkpoint folder '", dir.string(),
+             "' does not exist");
   const int W = world_size(), r = rank();
   const auto& contents = actor_cfg_.checkpoint.load_contents;
   if (contains(contents, "model")) {
@@ -735,11 +753,11 @@ DataProto ActorRolloutRefWorker::load_checkpoint(const DataProto& input) {
   }
   if (contains(contents, "extra")) {
     const fs::path f = dir / extra_state_file_name(W, r);
-    Json extra = load_extra_state(dir.string(), W, r, kComponent);
-    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kComponent, "'", f.string(),
+    Json extra = load_extra_state(dir.string(), W, r, kActorRolloutRefWorkerComponent);
+    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kActorRolloutRefWorkerComponent, "'", f.string(),
                "' lacks lr_scheduler");
-    const std::string cpu_rng = extra_state_rng(extra, "cpu", f.string(), kComponent);
-    const std::string rollout_rng = extra_state_rng(extra, "rollout", f.string(), kComponent);
+    const std::string cpu_rng = extra_state_rng(extra, "cpu", f.string(), kActorRolloutRefWorkerComponent);
+    const std::string rollout_rng = extra_state_rng(extra, "rollout", f.string(), kActorRolloutRefWorkerComponent);
     lr_scheduler_->load_state_dict(extra["lr_scheduler"]);
     set_generator_state(at::detail::getDefaultCPUGenerator(), cpu_rng, f.string());
     set_generator_state(*rollout_generator_, rollout_rng, f.string());
@@ -762,8 +780,9 @@ namespace {
 void export_lora_checkpoint(const fs::path& dir, const fs::path& weights, const std::string& out_dir, bool merge) {
   const fs::path adapter = dir / kLoraAdapterDir;
   const std::string base = model::peft_base_model(adapter.string());
-  VERL_CHECK(!base.empty() && fs::is_directory(base), kComponent, "'", (adapter / "adapter_config.json").string(),
-             "' names base_model_name_or_path '", base, "', which is not a folder: the export needs the base model");
+  VERL_CHECK(!base.empty() && fs::is_directory(base), kActorRolloutRefWorkerComponent, "'",
+             (adapter / "adapter_config.json").string(), "' names base_model_name_or_path '", base,
+             "', which is not a folder: the export needs the base model");
   model::LoadOptions options;
   // A base trained with model.hf_config_path has no config.json of its own: the checkpoint's copy stands in.
   if (!fs::exists(fs::path(base) / "config.json")) options.config_dir = (dir / "huggingface").string();
@@ -783,22 +802,24 @@ void export_lora_checkpoint(const fs::path& dir, const fs::path& weights, const 
 
 void export_hf_model(const std::string& checkpoint_actor_dir, const std::string& out_dir, bool merge_lora) {
   const fs::path dir = expand_home(checkpoint_actor_dir);
-  VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir.string(), "' does not exist");
+  VERL_CHECK(fs::is_directory(dir), kActorRolloutRefWorkerComponent, "checkpoint folder '", dir.string(),
+             "' does not exist");
   const fs::path hf = dir / "huggingface";
-  VERL_CHECK(fs::exists(hf / "config.json"), kComponent, "checkpoint folder '", dir.string(),
+  VERL_CHECK(fs::exists(hf / "config.json"), kActorRolloutRefWorkerComponent, "checkpoint folder '", dir.string(),
              "' has no huggingface/config.json");
   auto sizes = saved_world_sizes(dir);
-  VERL_CHECK(!sizes.empty(), kComponent, "checkpoint folder '", dir.string(),
+  VERL_CHECK(!sizes.empty(), kActorRolloutRefWorkerComponent, "checkpoint folder '", dir.string(),
              "' has no model_world_size_{W}_rank_0.safetensors");
   const fs::path weights = dir / model_file_name(static_cast<int>(sizes.front()), 0);
-  VERL_CHECK(fs::exists(weights), kComponent, "checkpoint folder '", dir.string(), "' has no ",
+  VERL_CHECK(fs::exists(weights), kActorRolloutRefWorkerComponent, "checkpoint folder '", dir.string(), "' has no ",
              weights.filename().string());
   if (fs::exists(dir / kLoraAdapterDir / "adapter_config.json")) {
     export_lora_checkpoint(dir, weights, out_dir, merge_lora);
     return;
   }
-  VERL_CHECK(!merge_lora, kComponent, "--merge: checkpoint folder '", dir.string(), "' holds no LoRA adapter (no ",
-             kLoraAdapterDir, "/adapter_config.json); its export is the full model already, drop --merge");
+  VERL_CHECK(!merge_lora, kActorRolloutRefWorkerComponent, "--merge: checkpoint folder '", dir.string(),
+             "' holds no LoRA adapter (no ", kLoraAdapterDir,
+             "/adapter_config.json); its export is the full model already, drop --merge");
   const int W = static_cast<int>(sizes.front());
   const model::HFConfig config = model::load_hf_config(hf.string());
   // A critic's checkpoint (config.json: <Family>ForTokenClassification) holds the value head `score`.
@@ -819,9 +840,9 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
   // together hold the model, T read off the embedding's rows.
   const int64_t embed_rows = io::SafetensorsCheckpoint(weights.string()).get("model.embed_tokens.weight").shape.at(0);
   const int64_t vocab = module->config.vocab_size;
-  VERL_CHECK(embed_rows > 0 && vocab % embed_rows == 0 && (vocab / embed_rows) <= W, kComponent, "'", weights.string(),
-             "' holds ", embed_rows, " embedding rows, which is no tensor-parallel slice of the vocabulary (", vocab,
-             ") over ", W, " ranks");
+  VERL_CHECK(embed_rows > 0 && vocab % embed_rows == 0 && (vocab / embed_rows) <= W, kActorRolloutRefWorkerComponent,
+             "'", weights.string(), "' holds ", embed_rows,
+             " embedding rows, which is no tensor-parallel slice of the vocabulary (", vocab, ") over ", W, " ranks");
   const int tp = static_cast<int>(vocab / embed_rows);
   if (tp == 1) {
     load_module_state(module, weights.string());
@@ -836,14 +857,14 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
       const int split = model::tensor_parallel_dim(item.key());
       std::vector<torch::Tensor> parts;
       for (int r = 0; r < (split < 0 ? 1 : tp); ++r) {
-        VERL_CHECK(slices[r]->contains(item.key()), kComponent, "'", (dir / model_file_name(W, r)).string(),
-                   "' lacks tensor '", item.key(), "'");
+        VERL_CHECK(slices[r]->contains(item.key()), kActorRolloutRefWorkerComponent, "'",
+                   (dir / model_file_name(W, r)).string(), "' lacks tensor '", item.key(), "'");
         parts.push_back(model::tensor_from_view(slices[r]->get(item.key())));
       }
       torch::Tensor whole = split < 0 ? parts[0] : torch::cat(parts, split);
-      VERL_CHECK(whole.sizes() == item.value().sizes(), kComponent, "tensor '", item.key(), "' of the ", tp,
-                 " tensor-parallel slices in '", dir.string(), "' has shape ", whole.sizes(), ", config.json implies ",
-                 item.value().sizes());
+      VERL_CHECK(whole.sizes() == item.value().sizes(), kActorRolloutRefWorkerComponent, "tensor '", item.key(),
+                 "' of the ", tp, " tensor-parallel slices in '", dir.string(), "' has shape ", whole.sizes(),
+                 ", config.json implies ", item.value().sizes());
       item.value().copy_(whole.to(item.value().scalar_type()));
     }
   }

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kComponent = "checkpoint";
+constexpr const char* kCheckpointFilesComponent = "checkpoint";
 
 }  // namespace
 
@@ -32,7 +32,7 @@ void save_module_state(model::CausalLM& module, const std::string& path) {
 }
 
 void load_module_state(model::CausalLM& module, const std::string& path) {
-  VERL_CHECK(fs::exists(path), kComponent, "model state file '", path, "' does not exist");
+  VERL_CHECK(fs::exists(path), kCheckpointFilesComponent, "model state file '", path, "' does not exist");
   std::map<std::string, torch::Tensor> saved;
   for (auto& [name, tensor] : model::load_tensors(path)) saved.emplace(name, tensor);
   torch::NoGradGuard no_grad;
@@ -42,13 +42,13 @@ void load_module_state(model::CausalLM& module, const std::string& path) {
     const std::string& name = item.key();
     names.insert(name);
     auto it = saved.find(name);
-    VERL_CHECK(it != saved.end(), kComponent, "model state file '", path, "' lacks tensor '", name, "'");
-    VERL_CHECK(it->second.sizes() == item.value().sizes(), kComponent, "tensor '", name, "' in '", path, "' has shape ",
-               it->second.sizes(), ", the model expects ", item.value().sizes());
+    VERL_CHECK(it != saved.end(), kCheckpointFilesComponent, "model state file '", path, "' lacks tensor '", name, "'");
+    VERL_CHECK(it->second.sizes() == item.value().sizes(), kCheckpointFilesComponent, "tensor '", name, "' in '", path,
+               "' has shape ", it->second.sizes(), ", the model expects ", item.value().sizes());
     item.value().copy_(it->second.to(item.value().scalar_type()));
   }
   for (const auto& [name, tensor] : saved) {
-    VERL_CHECK(names.count(name) > 0, kComponent, "model state file '", path, "' has tensor '", name,
+    VERL_CHECK(names.count(name) > 0, kCheckpointFilesComponent, "model state file '", path, "' has tensor '", name,
                "' that the model does not have");
   }
 }
@@ -63,13 +63,14 @@ void save_model_file(model::CausalLM& module, const model::FullyShardedModel* sh
 }
 
 void load_model_file(model::CausalLM& module, model::FullyShardedModel* sharded, const std::string& path) {
-  VERL_CHECK(fs::exists(path), kComponent, "model state file '", path, "' does not exist");
-  verify_file_digest(path, kComponent);  // safetensors carry no checksum: a flipped byte would load as a weight
+  VERL_CHECK(fs::exists(path), kCheckpointFilesComponent, "model state file '", path, "' does not exist");
+  verify_file_digest(
+      path, kCheckpointFilesComponent);  // safetensors carry no checksum: a flipped byte would load as a weight
   if (sharded != nullptr) {
     sharded->load_shard_state(path);
     return;
   }
-  VERL_CHECK(!model::is_shard_state_file(path), kComponent, "model state file '", path,
+  VERL_CHECK(!model::is_shard_state_file(path), kCheckpointFilesComponent, "model state file '", path,
              "' holds ZeRO-3 shards (saved with fsdp_config.reshard_after_forward=true); resume with "
              "reshard_after_forward=true and the same number of ranks");
   load_module_state(module, path);
@@ -121,7 +122,8 @@ void save_rank_folder(const std::string& local_path, int rank, parallel::Comm* c
     return;
   }
   if (!staged) {
-    VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", local_path, "' was not created by rank 0");
+    VERL_CHECK(fs::is_directory(dir), kCheckpointFilesComponent, "checkpoint folder '", local_path,
+               "' was not created by rank 0");
   }
   write(dir);
   if (staged) staged->commit();

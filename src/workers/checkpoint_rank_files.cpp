@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kComponent = "checkpoint";
+constexpr const char* kCheckpointRankFilesComponent = "checkpoint";
 
 std::string rank_suffix(int world_size, int rank) {
   return "world_size_" + std::to_string(world_size) + "_rank_" + std::to_string(rank);
@@ -37,7 +37,7 @@ std::string expand_user(const std::string& path) {
 }
 
 void check_checkpoint_rank_file(const std::string& dir, const std::string& file_name, int world_size) {
-  VERL_CHECK(fs::is_directory(dir), kComponent, "checkpoint folder '", dir, "' does not exist");
+  VERL_CHECK(fs::is_directory(dir), kCheckpointRankFilesComponent, "checkpoint folder '", dir, "' does not exist");
   if (fs::exists(fs::path(dir) / file_name)) return;
   // Name the world size the folder was saved with, if any rank file is there.
   const std::string marker = "_world_size_";
@@ -48,10 +48,10 @@ void check_checkpoint_rank_file(const std::string& dir, const std::string& file_
     auto end = name.find("_rank_", at);
     if (end == std::string::npos) continue;
     const std::string saved = name.substr(at + marker.size(), end - at - marker.size());
-    VERL_FAIL(kComponent, "checkpoint folder '", dir, "' was saved with world size ", saved, " (", name,
-              "); this run has world size ", world_size, ": resume needs the same world size");
+    VERL_FAIL(kCheckpointRankFilesComponent, "checkpoint folder '", dir, "' was saved with world size ", saved, " (",
+              name, "); this run has world size ", world_size, ": resume needs the same world size");
   }
-  VERL_FAIL(kComponent, "checkpoint folder '", dir, "' has no '", file_name, "'");
+  VERL_FAIL(kCheckpointRankFilesComponent, "checkpoint folder '", dir, "' has no '", file_name, "'");
 }
 
 nlohmann::json load_extra_state(const std::string& dir, int world_size, int rank, const char* component) {

@@ -26,11 +26,11 @@ using single_controller::Execute;
 
 namespace {
 
-constexpr const char* kComponent = "critic";
+constexpr const char* kCriticWorkerComponent = "critic";
 // The adapters' initial A come from this seed on every rank, so data-parallel ranks start alike (as the actor's).
-constexpr uint64_t kLoraInitSeed = 0;
+constexpr uint64_t kValueLoraInitSeed = 0;
 
-bool contains(const std::vector<std::string>& items, const std::string& item) {
+bool lists(const std::vector<std::string>& items, const std::string& item) {
   for (const auto& x : items) {
     if (x == item) return true;
   }
@@ -39,7 +39,7 @@ bool contains(const std::vector<std::string>& items, const std::string& item) {
 
 std::string meta_string(const DataProto& input, const char* key, const char* method) {
   auto it = input.meta_info.find(key);
-  VERL_CHECK(it != input.meta_info.end() && it->is_string(), kComponent, method, " needs meta_info[\"", key,
+  VERL_CHECK(it != input.meta_info.end() && it->is_string(), kCriticWorkerComponent, method, " needs meta_info[\"", key,
              "\"] (a folder path string)");
   return expand_user(it->get<std::string>());
 }
@@ -48,15 +48,14 @@ std::string meta_string(const DataProto& input, const char* key, const char* met
 
 DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int world_size) {
   const config::CriticConfig& c = config.critic;
-  VERL_CHECK(world_size > 0, kComponent, "world size must be > 0, got ", world_size);
+  VERL_CHECK(world_size > 0, kCriticWorkerComponent, "world size must be > 0, got ", world_size);
   DPCriticConfig out;
   const int64_t n = config.actor_rollout_ref.rollout.sampling.n;
   // verl: ppo_mini_batch_size (prompts, global) * rollout.n // dp = responses per rank per optimizer step.
   const int64_t responses = c.ppo_mini_batch_size * n;
   out.ppo_mini_batch_size = responses / world_size;
-  VERL_CHECK(out.ppo_mini_batch_size > 0, kComponent, "critic.ppo_mini_batch_size ", c.ppo_mini_batch_size,
-             " x rollout.n ", n, " = ", responses, " responses is fewer than the ", world_size,
-             " data-parallel ranks");
+  VERL_CHECK(out.ppo_mini_batch_size > 0, kCriticWorkerComponent, "critic.ppo_mini_batch_size ", c.ppo_mini_batch_size,
+             " x rollout.n ", n, " = ", responses, " responses is fewer than the ", world_size, " data-parallel ranks");
   out.ppo_micro_batch_size_per_gpu = c.ppo_micro_batch_size_per_gpu;
   out.forward_micro_batch_size_per_gpu = c.forward_micro_batch_size_per_gpu;
   out.use_dynamic_bsz = c.use_dynamic_bsz;
@@ -69,18 +68,19 @@ DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int worl
   out.cliprange_value = c.cliprange_value;
   out.loss_agg_mode = c.loss_agg_mode;
   if (!out.use_dynamic_bsz) {
-    VERL_CHECK(out.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
+    VERL_CHECK(out.ppo_micro_batch_size_per_gpu.has_value(), kCriticWorkerComponent,
                "critic.ppo_micro_batch_size_per_gpu must be set when critic.use_dynamic_bsz is false");
-    VERL_CHECK(out.forward_micro_batch_size_per_gpu.has_value(), kComponent,
+    VERL_CHECK(out.forward_micro_batch_size_per_gpu.has_value(), kCriticWorkerComponent,
                "critic.forward_micro_batch_size_per_gpu must be set when critic.use_dynamic_bsz is false");
-    VERL_CHECK(out.ppo_mini_batch_size % *out.ppo_micro_batch_size_per_gpu == 0, kComponent,
+    VERL_CHECK(out.ppo_mini_batch_size % *out.ppo_micro_batch_size_per_gpu == 0, kCriticWorkerComponent,
                "normalized critic ppo_mini_batch_size ", out.ppo_mini_batch_size, " (", c.ppo_mini_batch_size,
-               " x rollout.n ", n, " / ", world_size, " ranks) should be divisible by critic.ppo_micro_batch_size_per_gpu ",
+               " x rollout.n ", n, " / ", world_size,
+               " ranks) should be divisible by critic.ppo_micro_batch_size_per_gpu ",
                *out.ppo_micro_batch_size_per_gpu);
   } else {
-    VERL_CHECK(out.ppo_max_token_len_per_gpu > 0, kComponent, "critic.ppo_max_token_len_per_gpu must be > 0, got ",
-               out.ppo_max_token_len_per_gpu);
-    VERL_CHECK(out.forward_max_token_len_per_gpu > 0, kComponent,
+    VERL_CHECK(out.ppo_max_token_len_per_gpu > 0, kCriticWorkerComponent,
+               "critic.ppo_max_token_len_per_gpu must be > 0, got ", out.ppo_max_token_len_per_gpu);
+    VERL_CHECK(out.forward_max_token_len_per_gpu > 0, kCriticWorkerComponent,
                "critic.forward_max_token_len_per_gpu must be > 0, got ", out.forward_max_token_len_per_gpu);
   }
   return out;
@@ -89,7 +89,7 @@ DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int worl
 CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
                            std::shared_ptr<const config::PPOConfig> config)
     : Worker(context), config_(std::move(config)) {
-  VERL_ASSERT(config_ != nullptr, kComponent, "CriticWorker needs a config");
+  VERL_ASSERT(config_ != nullptr, kCriticWorkerComponent, "CriticWorker needs a config");
   // Under megatron the batch splits over the data-parallel ranks, and the T ranks of each compute together (nd
   // dispatch over mesh "critic", TP rank 0 answering).
   // Under Ulysses the S ranks of a DP rank likewise get the same rows and split each sequence (SP rank 0 answering).
@@ -99,11 +99,12 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
       *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * sp_size_,
                                                     sp_size_ > 1 ? "critic.ulysses_sequence_parallel_size"
                                                                  : "critic.megatron.tensor_model_parallel_size")));
-  critic_config_.data_parallel_rank = rank() / (tp_size_ * sp_size_);  // the T (or S) ranks of a DP rank share it
+  const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_);
+  critic_config_.data_parallel_rank = place.dp_rank;  // the T (or S) ranks of a DP rank share it
   const bool nd = tp_size_ > 1 || sp_size_ > 1;
   const Dispatch compute = nd ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = nd ? "critic" : "";
-  if (nd) set_mesh_info(mesh, tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_));
+  if (nd) set_mesh_info(mesh, place);
   model_path_ = expand_user(config_->critic.model.path);
   tokenizer_path_ = expand_user(config_->critic.model.tokenizer_path);
   register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
@@ -123,18 +124,19 @@ uint64_t CriticWorker::value_head_seed() const {
 }
 
 void CriticWorker::require_initialized(const char* method) const {
-  VERL_CHECK(critic_ != nullptr, kComponent, method, " called before init_model");
+  VERL_CHECK(critic_ != nullptr, kCriticWorkerComponent, method, " called before init_model");
 }
 
 void CriticWorker::require_gradient_sync(const char* what) const {
-  VERL_CHECK(world_size() == tp_size_ || context().comm != nullptr, kComponent, what, " with ", world_size(),
+  VERL_CHECK(world_size() == tp_size_ || context().comm != nullptr, kCriticWorkerComponent, what, " with ",
+             world_size(),
              " critic ranks needs a gradient all-reduce between ranks, which the in-process transport does not "
              "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with "
              "mpirun (docs/distributed.md)");
 }
 
 DataProto CriticWorker::init_model(const DataProto&) {
-  VERL_CHECK(fs::is_directory(model_path_), kComponent, "critic.model.path '", model_path_,
+  VERL_CHECK(fs::is_directory(model_path_), kCriticWorkerComponent, "critic.model.path '", model_path_,
              "' is not a model folder (config.json + safetensors weights)");
   const torch::Device device = worker_device(config_->trainer, rank());
   const auto& mg = config_->critic.megatron;
@@ -163,13 +165,14 @@ DataProto CriticWorker::init_model(const DataProto&) {
     if (lora.lora_adapter_path) {
       model::load_peft_value_adapter(*module_, expand_user(*lora.lora_adapter_path), &spec);
     } else {
-      model::add_value_lora(*module_, spec, kLoraInitSeed);
+      model::add_value_lora(*module_, spec, kValueLoraInitSeed);
     }
   }
   if (sp_size_ > 1) {
     const std::string key = "critic.ulysses_sequence_parallel_size";
-    VERL_CHECK(context().comm != nullptr, kComponent, key, "=", sp_size_, " needs a communicator between the critic's ",
-               world_size(), " ranks, which the in-process transport does not provide; launch with mpirun "
+    VERL_CHECK(context().comm != nullptr, kCriticWorkerComponent, key, "=", sp_size_,
+               " needs a communicator between the critic's ", world_size(),
+               " ranks, which the in-process transport does not provide; launch with mpirun "
                "(docs/distributed.md)");
     model::set_sequence_parallel(*module_, parallel::ulysses_mesh(layout.dp, sp_size_, key).sp, key);
   }
@@ -180,8 +183,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
       config_->critic.strategy == "megatron" ? torch::kFloat32
                                              : model::parse_precision(fsdp.reduce_dtype, "critic.model.fsdp_config");
   if (tp_size_ == 1 && fsdp.reshard_after_forward) {
-    fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size", kComponent,
-                                 reduce_dtype);
+    fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size",
+                                 kCriticWorkerComponent, reduce_dtype);
   }
   // Optimizer state (and its ZeRO-1/2 sharding) only over what trains. LoRA over a ZeRO-3 base: the adapters and
   // the value head, whole beside the frozen shards, as without ZeRO-3.
@@ -198,7 +201,7 @@ DataProto CriticWorker::init_model(const DataProto&) {
                                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
     critic_ = std::make_unique<DataParallelPPOCritic>(
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),
-        optimizer_shard(shard_group, trainable, kComponent, layout.dp, reduce_dtype));
+        optimizer_shard(shard_group, trainable, kCriticWorkerComponent, layout.dp, reduce_dtype));
   }
   critic_->fully_sharded = fully_sharded_;  // null without ZeRO-3
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
@@ -260,14 +263,14 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   // The HF folder holds the whole model: under megatron every TP rank joins the gather.
   // Under ZeRO-3 every rank joins the gather of the shards.
   std::optional<model::FullyShardedModel::Gathered> whole;
-  if (fully_sharded_ && contains(contents, "hf_model")) whole.emplace(fully_sharded_.get());
-  model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
+  if (fully_sharded_ && lists(contents, "hf_model")) whole.emplace(fully_sharded_.get());
+  model::CausalLM hf_module = lists(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
   // LoRA: the trainable state whole in every file (the adapters gathered from the tensor-parallel slices: every
   // rank joins).
-  const model::NamedTensors lora_state = lora_ && contains(contents, "model") ? model::value_lora_full_state(*module_)
-                                                                               : model::NamedTensors{};
+  const model::NamedTensors lora_state =
+      lora_ && lists(contents, "model") ? model::value_lora_full_state(*module_) : model::NamedTensors{};
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
-    if (contains(contents, "model")) {
+    if (lists(contents, "model")) {
       // LoRA: the trainable state only, naming the base (critic.model.path) in the file's metadata.
       if (lora_) {
         model::save_value_lora_state(lora_state, (dir / model_file_name(W, r)).string(), fs::absolute(model_path_).string());
@@ -275,8 +278,8 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
         save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
       }
     }
-    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
-    if (contains(contents, "extra")) {
+    if (lists(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
+    if (lists(contents, "extra")) {
       nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
                               // The critic draws no random numbers (no dropout, deterministic init at load).
                               {"rng", nlohmann::json::object()}};
@@ -284,11 +287,11 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
     }
     if (r == 0) {
       std::optional<model::MergedAdapter> merged;  // LoRA: the HF value model is the merged one
-      if (lora_ && contains(contents, "hf_model")) merged.emplace(hf_module);
-      save_hf_folder(hf_module, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
+      if (lora_ && lists(contents, "hf_model")) merged.emplace(hf_module);
+      save_hf_folder(hf_module, dir.string(), tokenizer_path_, lists(contents, "hf_model"));
     }
   });
-  VERL_LOG(Info, kComponent) << "saved critic checkpoint to " << local_path;
+  VERL_LOG(Info, kCriticWorkerComponent) << "saved critic checkpoint to " << local_path;
   return DataProto();
 }
 
@@ -298,7 +301,7 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
   const auto& contents = config_->critic.checkpoint.load_contents;
   const int W = world_size(), r = rank();
   const fs::path dir(local_path);
-  if (contains(contents, "model")) {
+  if (lists(contents, "model")) {
     check_checkpoint_rank_file(local_path, model_file_name(W, r), W);
     if (lora_) {
       model::load_value_lora_state(*module_, (dir / model_file_name(W, r)).string());
@@ -306,14 +309,14 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
       load_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
     }
   }
-  if (contains(contents, "optimizer")) {
+  if (lists(contents, "optimizer")) {
     check_checkpoint_rank_file(local_path, optim_file_name(W, r), W);
     load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
   }
-  if (contains(contents, "extra")) {
+  if (lists(contents, "extra")) {
     const std::string path = (dir / extra_state_file_name(W, r)).string();
-    nlohmann::json extra = load_extra_state(local_path, W, r, kComponent);
-    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kComponent, "'", path,
+    nlohmann::json extra = load_extra_state(local_path, W, r, kCriticWorkerComponent);
+    VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kCriticWorkerComponent, "'", path,
                "' has no \"lr_scheduler\" state");
     lr_scheduler_->load_state_dict(extra["lr_scheduler"]);
   }
@@ -322,7 +325,7 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
     std::error_code ec;
     fs::remove_all(local_path, ec);
   }
-  VERL_LOG(Info, kComponent) << "loaded critic checkpoint from " << local_path;
+  VERL_LOG(Info, kCriticWorkerComponent) << "loaded critic checkpoint from " << local_path;
   return DataProto();
 }
 

@@ -18,10 +18,10 @@
 namespace verl::workers {
 namespace {
 
-constexpr const char* kComponent = "actor";
+constexpr const char* kDpActorComponent = "actor";
 
 double meta_double(const protocol::DataProto& data, const std::string& key) {
-  VERL_CHECK(data.meta_info.contains(key) && data.meta_info[key].is_number(), kComponent, "meta_info['", key,
+  VERL_CHECK(data.meta_info.contains(key) && data.meta_info[key].is_number(), kDpActorComponent, "meta_info['", key,
              "'] (a number) is required");
   return data.meta_info[key].get<double>();
 }
@@ -33,7 +33,7 @@ void append(nlohmann::json& metrics, const std::string& key, double value) {
 
 void require_keys(const protocol::DataProto& data, const std::vector<std::string>& keys, const std::string& what) {
   for (const auto& k : keys) {
-    VERL_CHECK(data.has_tensor(k), kComponent, what, " needs batch key '", k, "'");
+    VERL_CHECK(data.has_tensor(k), kDpActorComponent, what, " needs batch key '", k, "'");
   }
 }
 
@@ -93,7 +93,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
     for (const auto& rows : plan.micro_batches) micro_batches.push_back(data.index(rows));
   } else {
     const int64_t micro = static_cast<int64_t>(meta_double(data_in, "micro_batch_size"));
-    VERL_CHECK(micro > 0, kComponent, "micro_batch_size must be positive, got ", micro);
+    VERL_CHECK(micro > 0, kDpActorComponent, "micro_batch_size must be positive, got ", micro);
     micro_batches = data.split(micro);
   }
   std::vector<torch::Tensor> log_probs, entropys, sums_pi_squared;
@@ -122,7 +122,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
 double DataParallelPPOActor::optimizer_step() {
   // LoRA on a ZeRO-3 base: the shards are frozen, the whole adapters step as below.
   if (fully_sharded && fully_sharded->trains_shards()) {
-    return sharded_optimizer_step(*fully_sharded, *optimizer_, config_.grad_clip, kComponent);
+    return sharded_optimizer_step(*fully_sharded, *optimizer_, config_.grad_clip, kDpActorComponent);
   }
   // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
   // slices.
@@ -131,7 +131,7 @@ double DataParallelPPOActor::optimizer_step() {
                         model_->tp.active() ? model_->tp.comm.get() : nullptr, parameter_is_slice_);
   const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip, placement);
   if (!std::isfinite(grad_norm)) {
-    VERL_LOG(Warn, kComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
+    VERL_LOG(Warn, kDpActorComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
     optimizer_->zero_grad();
   } else {
     if (optimizer_shard) {
@@ -144,7 +144,7 @@ double DataParallelPPOActor::optimizer_step() {
 }
 
 nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& data_in) {
-  VERL_CHECK(optimizer_ != nullptr, kComponent, "update_policy needs an optimizer (actor role)");
+  VERL_CHECK(optimizer_ != nullptr, kDpActorComponent, "update_policy needs an optimizer (actor role)");
   model_->train();
   const double temperature = meta_double(data_in, "temperature");
   std::vector<std::string> keys = {"responses", "response_mask", "input_ids", "attention_mask",
@@ -159,11 +159,11 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   require_keys(data_in, keys, "update_actor");
   if (data_in.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   protocol::DataProto data = data_in.select(keys);
-  VERL_CHECK(data.size() > 0, kComponent, "update_actor got an empty batch");
+  VERL_CHECK(data.size() > 0, kDpActorComponent, "update_actor got an empty batch");
   const auto device = model_->model->embed_tokens->weight.device();
 
   const int64_t mini_size = config_.ppo_mini_batch_size;
-  VERL_CHECK(mini_size > 0, kComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);
+  VERL_CHECK(mini_size > 0, kDpActorComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);
   // Every epoch's mini-batches in the order they run: contiguous (verl's legacy actor, and verl 0.9.1's engine
   // without actor.shuffle), or with actor.shuffle a new order each epoch, drawn as verl 0.9.1's engine draws it.
   const std::vector<std::vector<int64_t>> mini_batches = mini_batch_rows(
@@ -187,7 +187,7 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
                                    fully_sharded.get());
       for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
     } else {
-      VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kComponent,
+      VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kDpActorComponent,
                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
       const int64_t micro = *config_.ppo_micro_batch_size_per_gpu;
       grad_accum = mini_size / micro;

@@ -15,7 +15,7 @@ namespace verl::workers {
 
 namespace {
 
-constexpr const char* kComponent = "critic";
+constexpr const char* kDpCriticComponent = "critic";
 
 // verl's compute_response_mask: the response part of attention_mask (single turn).
 torch::Tensor response_mask_of(const protocol::DataProto& data) {
@@ -27,13 +27,14 @@ torch::Tensor response_mask_of(const protocol::DataProto& data) {
 
 void require(const protocol::DataProto& data, const std::vector<std::string>& keys, const char* method) {
   for (const auto& key : keys) {
-    VERL_CHECK(data.has_tensor(key), kComponent, method, ": the batch has no tensor '", key, "' (needs ",
-               [&] {
-                 std::string all;
-                 for (const auto& k : keys) all += (all.empty() ? "" : ", ") + k;
-                 return all;
-               }(),
-               ")");
+    VERL_CHECK(
+        data.has_tensor(key), kDpCriticComponent, method, ": the batch has no tensor '", key, "' (needs ",
+        [&] {
+          std::string all;
+          for (const auto& k : keys) all += (all.empty() ? "" : ", ") + k;
+          return all;
+        }(),
+        ")");
   }
 }
 
@@ -53,13 +54,13 @@ DataParallelPPOCritic::DataParallelPPOCritic(model::CausalLM module, torch::opti
       config_(std::move(config)),
       all_reduce_(std::move(all_reduce)),
       shard_(std::move(shard)) {
-  VERL_ASSERT(module_->head == model::HeadKind::Value, kComponent, "the critic module needs the value head");
-  VERL_CHECK(config_.ppo_mini_batch_size > 0, kComponent, "normalized ppo_mini_batch_size must be > 0, got ",
+  VERL_ASSERT(module_->head == model::HeadKind::Value, kDpCriticComponent, "the critic module needs the value head");
+  VERL_CHECK(config_.ppo_mini_batch_size > 0, kDpCriticComponent, "normalized ppo_mini_batch_size must be > 0, got ",
              config_.ppo_mini_batch_size);
   if (!config_.use_dynamic_bsz) {
-    VERL_CHECK(config_.ppo_micro_batch_size_per_gpu && *config_.ppo_micro_batch_size_per_gpu > 0, kComponent,
+    VERL_CHECK(config_.ppo_micro_batch_size_per_gpu && *config_.ppo_micro_batch_size_per_gpu > 0, kDpCriticComponent,
                "critic.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
-    VERL_CHECK(config_.ppo_mini_batch_size % *config_.ppo_micro_batch_size_per_gpu == 0, kComponent,
+    VERL_CHECK(config_.ppo_mini_batch_size % *config_.ppo_micro_batch_size_per_gpu == 0, kDpCriticComponent,
                "normalized ppo_mini_batch_size ", config_.ppo_mini_batch_size,
                " should be divisible by ppo_micro_batch_size_per_gpu ", *config_.ppo_micro_batch_size_per_gpu);
   }
@@ -158,7 +159,7 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
       vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
     }
     if (fully_sharded && fully_sharded->trains_shards()) {
-      grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kComponent));
+      grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kDpCriticComponent));
       continue;
     }
     // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from

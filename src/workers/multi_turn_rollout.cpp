@@ -10,13 +10,13 @@
 namespace verl::workers {
 
 namespace {
-constexpr const char* kComponent = "multi_turn";
+constexpr const char* kMultiTurnRolloutComponent = "multi_turn";
 using protocol::Json;
 
 const std::vector<Json>& column(const protocol::DataProto& data, const std::string& key, const char* why) {
   auto it = data.non_tensor_batch.find(key);
-  VERL_CHECK(it != data.non_tensor_batch.end(), kComponent, "the multi-turn rollout needs the batch column '", key,
-             "' (", why, ")");
+  VERL_CHECK(it != data.non_tensor_batch.end(), kMultiTurnRolloutComponent,
+             "the multi-turn rollout needs the batch column '", key, "' (", why, ")");
   return it->second;
 }
 }  // namespace
@@ -87,8 +87,8 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
       const Json& selection = extra["tool_selection"];
       bool names = selection.is_array();
       for (size_t k = 0; names && k < selection.size(); ++k) names = selection[k].is_string();
-      VERL_CHECK(names, kComponent, "sample ", i, ": extra_info.tool_selection must be a list of tool names, got ",
-                 selection.dump().substr(0, 120));
+      VERL_CHECK(names, kMultiTurnRolloutComponent, "sample ", i,
+                 ": extra_info.tool_selection must be a list of tool names, got ", selection.dump().substr(0, 120));
       inputs.tool_selection[i] = selection.get<std::vector<std::string>>();
     }
   }
@@ -103,7 +103,7 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
   }
   if (auto it = prompts.non_tensor_batch.find("agent_name"); it != prompts.non_tensor_batch.end()) {
     for (const auto& name : it->second) {
-      VERL_CHECK(name.is_string() && (name == "tool_agent" || name == "single_turn_agent"), kComponent,
+      VERL_CHECK(name.is_string() && (name == "tool_agent" || name == "single_turn_agent"), kMultiTurnRolloutComponent,
                  "agent_name '", name.dump(), "': verl.cpp runs the agent loops tool_agent and single_turn_agent");
     }
   }

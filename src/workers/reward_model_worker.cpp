@@ -18,7 +18,7 @@ using single_controller::Execute;
 
 namespace {
 
-constexpr const char* kComponent = "reward_model";
+constexpr const char* kRewardModelWorkerComponent = "reward_model";
 
 // Python's str.replace(old, "") for every occurrence.
 std::string remove_all(std::string text, const std::string& old) {
@@ -35,14 +35,15 @@ std::string remove_all(std::string text, const std::string& old) {
 RewardModelWorker::RewardModelWorker(const single_controller::WorkerContext& context,
                                      std::shared_ptr<const config::PPOConfig> config)
     : Worker(context), config_(std::move(config)) {
-  VERL_ASSERT(config_ != nullptr, kComponent, "RewardModelWorker needs a config");
+  VERL_ASSERT(config_ != nullptr, kRewardModelWorkerComponent, "RewardModelWorker needs a config");
   const config::RewardModelConfig& rm = config_->reward_model;
-  VERL_CHECK(rm.enable, kComponent, "a reward model worker was requested but reward_model.enable is false");
+  VERL_CHECK(rm.enable, kRewardModelWorkerComponent,
+             "a reward model worker was requested but reward_model.enable is false");
   if (!rm.use_dynamic_bsz) {
-    VERL_CHECK(rm.micro_batch_size_per_gpu.has_value(), kComponent,
+    VERL_CHECK(rm.micro_batch_size_per_gpu.has_value(), kRewardModelWorkerComponent,
                "reward_model.micro_batch_size_per_gpu must be set when reward_model.use_dynamic_bsz is false");
   } else {
-    VERL_CHECK(rm.forward_max_token_len_per_gpu > 0, kComponent,
+    VERL_CHECK(rm.forward_max_token_len_per_gpu > 0, kRewardModelWorkerComponent,
                "reward_model.forward_max_token_len_per_gpu must be > 0, got ", rm.forward_max_token_len_per_gpu);
   }
   model_path_ = expand_user(rm.path);
@@ -54,11 +55,11 @@ RewardModelWorker::RewardModelWorker(const single_controller::WorkerContext& con
 
 DataProto RewardModelWorker::init_model(const DataProto&) {
   const config::RewardModelConfig& rm = config_->reward_model;
-  VERL_CHECK(fs::is_directory(model_path_), kComponent, "reward_model.model.path '", model_path_,
+  VERL_CHECK(fs::is_directory(model_path_), kRewardModelWorkerComponent, "reward_model.model.path '", model_path_,
              "' is not a model folder (config.json + safetensors weights)");
   {
     io::SafetensorsCheckpoint weights(model_path_);
-    VERL_CHECK(weights.contains("score.weight"), kComponent, "reward_model.model.path '", model_path_,
+    VERL_CHECK(weights.contains("score.weight"), kRewardModelWorkerComponent, "reward_model.model.path '", model_path_,
                "' has no score.weight: a reward model needs a trained value head (a <Family>ForTokenClassification "
                "checkpoint with num_labels=1), not a language model");
   }
@@ -69,18 +70,20 @@ DataProto RewardModelWorker::init_model(const DataProto&) {
   (*module_)->eval();
   if (rm.input_tokenizer) {
     const std::string input_dir = expand_user(*rm.input_tokenizer);
-    VERL_CHECK(fs::exists(fs::path(model_path_) / "tokenizer.json"), kComponent, "reward_model.model.path '",
-               model_path_, "' has no tokenizer.json to re-encode the chat with (verl's chat-template switch, on "
+    VERL_CHECK(fs::exists(fs::path(model_path_) / "tokenizer.json"), kRewardModelWorkerComponent,
+               "reward_model.model.path '", model_path_,
+               "' has no tokenizer.json to re-encode the chat with (verl's chat-template switch, on "
                "because reward_model.model.input_tokenizer is set); set reward_model.model.input_tokenizer=null to "
                "score the policy's own tokens");
     input_tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(input_dir));
     rm_tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(model_path_));
-    VERL_CHECK(!rm_tokenizer_->config().chat_template.empty(), kComponent, "the reward model's tokenizer in '",
-               model_path_, "' has no chat template; set reward_model.model.input_tokenizer=null to score the "
+    VERL_CHECK(!rm_tokenizer_->config().chat_template.empty(), kRewardModelWorkerComponent,
+               "the reward model's tokenizer in '", model_path_,
+               "' has no chat template; set reward_model.model.input_tokenizer=null to score the "
                "policy's own tokens");
     auto pad = rm_tokenizer_->pad_token_id();
     if (!pad) pad = rm_tokenizer_->eos_token_id();  // verl sets pad_token = eos_token when missing
-    VERL_CHECK(pad.has_value(), kComponent, "the reward model's tokenizer in '", model_path_,
+    VERL_CHECK(pad.has_value(), kRewardModelWorkerComponent, "the reward model's tokenizer in '", model_path_,
                "' has neither a pad token nor an eos token to pad with");
     pad_token_id_ = *pad;
   }
@@ -88,12 +91,12 @@ DataProto RewardModelWorker::init_model(const DataProto&) {
 }
 
 model::CausalLM& RewardModelWorker::module() {
-  VERL_CHECK(module_ != nullptr, kComponent, "module() called before init_model");
+  VERL_CHECK(module_ != nullptr, kRewardModelWorkerComponent, "module() called before init_model");
   return *module_;
 }
 
 DataProto RewardModelWorker::switch_chat_template(const DataProto& data) const {
-  VERL_CHECK(data.non_tensor_batch.count("raw_prompt") > 0, kComponent,
+  VERL_CHECK(data.non_tensor_batch.count("raw_prompt") > 0, kRewardModelWorkerComponent,
              "compute_rm_score re-encodes the chat for the reward model (reward_model.model.input_tokenizer is set) "
              "and needs the raw_prompt column: set data.return_raw_chat=true");
   const auto& raw_prompts = data.column("raw_prompt");
@@ -107,7 +110,7 @@ DataProto RewardModelWorker::switch_chat_template(const DataProto& data) const {
   torch::Tensor ids = torch::full({B, max_length}, pad_token_id_, torch::kInt64);
   torch::Tensor mask = torch::zeros({B, max_length}, torch::kInt64);
   for (int64_t i = 0; i < B; ++i) {
-    VERL_CHECK(raw_prompts[i].is_array(), kComponent, "raw_prompt of row ", i,
+    VERL_CHECK(raw_prompts[i].is_array(), kRewardModelWorkerComponent, "raw_prompt of row ", i,
                " must be a list of chat messages, got ", raw_prompts[i].type_name());
     const int64_t valid = valid_lengths[i].item<int64_t>();
     const int64_t* row = responses.data_ptr<int64_t>() + i * R;
@@ -133,7 +136,7 @@ DataProto RewardModelWorker::switch_chat_template(const DataProto& data) const {
 
 DataProto RewardModelWorker::reward_model_inputs(const DataProto& data) const {
   for (const char* key : {"input_ids", "attention_mask", "position_ids", "responses"}) {
-    VERL_CHECK(data.has_tensor(key), kComponent, "compute_rm_score: the batch has no tensor '", key,
+    VERL_CHECK(data.has_tensor(key), kRewardModelWorkerComponent, "compute_rm_score: the batch has no tensor '", key,
                "' (needs input_ids, attention_mask, position_ids, responses)");
   }
   if (input_tokenizer_) return switch_chat_template(data);
@@ -141,7 +144,7 @@ DataProto RewardModelWorker::reward_model_inputs(const DataProto& data) const {
 }
 
 DataProto RewardModelWorker::compute_rm_score(const DataProto& data) {
-  VERL_CHECK(module_ != nullptr, kComponent, "compute_rm_score called before init_model");
+  VERL_CHECK(module_ != nullptr, kRewardModelWorkerComponent, "compute_rm_score called before init_model");
   const config::RewardModelConfig& rm = config_->reward_model;
   DataProto inputs = reward_model_inputs(data);  // checks the keys
   const torch::Tensor& attention_mask = data.tensor("attention_mask");
@@ -165,7 +168,8 @@ DataProto RewardModelWorker::compute_rm_score(const DataProto& data) {
   }
   // verl's _expand_to_token_level on the policy layout: the score at argmax(position_ids * attention_mask).
   const torch::Tensor position_ids = data.tensor("position_ids");
-  VERL_CHECK(position_ids.dim() == 2, kComponent, "position_ids must be [batch, length], got ", position_ids.sizes());
+  VERL_CHECK(position_ids.dim() == 2, kRewardModelWorkerComponent, "position_ids must be [batch, length], got ",
+             position_ids.sizes());
   const torch::Tensor last = (position_ids.to(torch::kInt64) * attention_mask.to(torch::kInt64)).argmax(-1);
   torch::Tensor token_level = torch::zeros(attention_mask.sizes(), torch::kFloat32);
   token_level.index_put_({torch::arange(B, torch::kInt64), last.to(torch::kCPU)}, scores.to(torch::kCPU));

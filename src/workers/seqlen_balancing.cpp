@@ -9,7 +9,7 @@
 namespace verl::workers {
 namespace {
 
-constexpr const char* kComponent = "seqlen_balancing";
+constexpr const char* kSeqlenBalancingComponent = "seqlen_balancing";
 
 // One part of a partial solution: its items (index, value) in insertion order and their sum.
 struct Part {
@@ -157,34 +157,36 @@ int64_t sequence_workload(int64_t length) { return 24576 * length + length * len
 
 std::vector<std::vector<int64_t>> get_seqlen_balanced_partitions(const std::vector<int64_t>& seqlens, int64_t k,
                                                                  bool equal_size) {
-  VERL_CHECK(k >= 1, kComponent, "number of partitions must be at least 1, got ", k);
-  VERL_CHECK(static_cast<int64_t>(seqlens.size()) >= k, kComponent, "number of items (", seqlens.size(),
+  VERL_CHECK(k >= 1, kSeqlenBalancingComponent, "number of partitions must be at least 1, got ", k);
+  VERL_CHECK(static_cast<int64_t>(seqlens.size()) >= k, kSeqlenBalancingComponent, "number of items (", seqlens.size(),
              ") is smaller than the number of partitions (", k, ")");
   if (equal_size) {
-    VERL_CHECK(static_cast<int64_t>(seqlens.size()) % k == 0, kComponent, "equal-size partitioning needs the item count (",
-               seqlens.size(), ") to be a multiple of the number of partitions (", k, ")");
+    VERL_CHECK(static_cast<int64_t>(seqlens.size()) % k == 0, kSeqlenBalancingComponent,
+               "equal-size partitioning needs the item count (", seqlens.size(),
+               ") to be a multiple of the number of partitions (", k, ")");
   }
   auto partitions = karmarkar_karp(seqlens, k, equal_size);
   std::vector<bool> seen(seqlens.size(), false);
   for (auto& part : partitions) {
-    VERL_ASSERT(!part.empty(), kComponent, "an empty partition");
+    VERL_ASSERT(!part.empty(), kSeqlenBalancingComponent, "an empty partition");
     if (equal_size) {
-      VERL_ASSERT(static_cast<int64_t>(part.size()) * k == static_cast<int64_t>(seqlens.size()), kComponent,
-                  "unequal partition sizes");
+      VERL_ASSERT(static_cast<int64_t>(part.size()) * k == static_cast<int64_t>(seqlens.size()),
+                  kSeqlenBalancingComponent, "unequal partition sizes");
     }
     std::sort(part.begin(), part.end());
     for (int64_t i : part) seen[static_cast<size_t>(i)] = true;
   }
-  VERL_ASSERT(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }), kComponent, "an item was dropped");
+  VERL_ASSERT(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }), kSeqlenBalancingComponent,
+              "an item was dropped");
   return partitions;
 }
 
 MicroBatchPlan rearrange_micro_batches(const torch::Tensor& attention_mask, int64_t max_token_len,
                                        int64_t min_num_micro_batches) {
-  VERL_CHECK(attention_mask.dim() == 2, kComponent, "attention_mask must be [batch, seq_len]");
+  VERL_CHECK(attention_mask.dim() == 2, kSeqlenBalancingComponent, "attention_mask must be [batch, seq_len]");
   const int64_t B = attention_mask.size(0);
-  VERL_CHECK(B > 0, kComponent, "cannot split an empty batch into micro-batches");
-  VERL_CHECK(max_token_len >= attention_mask.size(1), kComponent, "max_token_len (", max_token_len,
+  VERL_CHECK(B > 0, kSeqlenBalancingComponent, "cannot split an empty batch into micro-batches");
+  VERL_CHECK(max_token_len >= attention_mask.size(1), kSeqlenBalancingComponent, "max_token_len (", max_token_len,
              ") must be at least the sequence length (", attention_mask.size(1),
              "): raise ppo_max_token_len_per_gpu / log_prob_max_token_len_per_gpu");
   auto lens_t = attention_mask.to(torch::kCPU).to(torch::kInt64).sum(1).contiguous();
@@ -192,7 +194,7 @@ MicroBatchPlan rearrange_micro_batches(const torch::Tensor& attention_mask, int6
   const int64_t total = std::accumulate(lens.begin(), lens.end(), int64_t{0});
   int64_t count = std::min<int64_t>(B, (total + max_token_len - 1) / max_token_len);
   count = std::max<int64_t>(count, std::max<int64_t>(min_num_micro_batches, 1));
-  VERL_CHECK(count <= B, kComponent, "cannot make ", count, " micro-batches from ", B, " rows");
+  VERL_CHECK(count <= B, kSeqlenBalancingComponent, "cannot make ", count, " micro-batches from ", B, " rows");
   std::vector<int64_t> workloads(lens.size());
   for (size_t i = 0; i < lens.size(); ++i) workloads[i] = sequence_workload(lens[i]);
   auto parts = get_seqlen_balanced_partitions(workloads, count, /*equal_size=*/false);

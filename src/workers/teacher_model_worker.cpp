@@ -19,7 +19,7 @@ using single_controller::Execute;
 
 namespace {
 
-constexpr const char* kComponent = "teacher";
+constexpr const char* kTeacherModelWorkerComponent = "teacher";
 
 std::string teacher_key_path(const config::DistillationTeacherConfig& teacher, const std::string& field) {
   return "distillation.teacher_models." + teacher.entry + "." + field;
@@ -30,8 +30,8 @@ std::string teacher_key_path(const config::DistillationTeacherConfig& teacher, c
 TeacherModelWorker::TeacherModelWorker(const single_controller::WorkerContext& context,
                                        std::shared_ptr<const config::PPOConfig> config)
     : Worker(context), config_(std::move(config)) {
-  VERL_ASSERT(config_ != nullptr, kComponent, "TeacherModelWorker needs a config");
-  VERL_CHECK(config_->distillation.enabled && !config_->distillation.teachers.empty(), kComponent,
+  VERL_ASSERT(config_ != nullptr, kTeacherModelWorkerComponent, "TeacherModelWorker needs a config");
+  VERL_CHECK(config_->distillation.enabled && !config_->distillation.teachers.empty(), kTeacherModelWorkerComponent,
              "a teacher worker was requested but distillation.enabled is false");
   register_method({"init_model", Dispatch::OneToAll, Execute::All, ""},
                   [this](const DataProto& in) { return init_model(in); });
@@ -44,8 +44,9 @@ DataProto TeacherModelWorker::init_model(const DataProto&) {
   modules_.clear();
   for (const config::DistillationTeacherConfig& teacher : config_->distillation.teachers) {
     const std::string path = expand_user(teacher.model_path);
-    VERL_CHECK(fs::is_regular_file(fs::path(path) / "config.json"), kComponent, teacher_key_path(teacher, "model_path"),
-               " '", path, "' is not a model folder (config.json + safetensors weights)");
+    VERL_CHECK(fs::is_regular_file(fs::path(path) / "config.json"), kTeacherModelWorkerComponent,
+               teacher_key_path(teacher, "model_path"), " '", path,
+               "' is not a model folder (config.json + safetensors weights)");
     model::LoadOptions options;
     // verl's teacher inference.dtype follows rollout.dtype; the same resolution as the rollout's (bf16 on a GPU,
     // fp32 on the CPU unless set). Log-probs come out in fp32 either way.
@@ -72,12 +73,13 @@ TeacherModelWorker::Scores TeacherModelWorker::teacher_scores(size_t index, cons
   // The student's tokens must be the teacher's too (verl sends token ids; vLLM rejects ids past its vocabulary).
   const int64_t vocab = module->config.vocab_size;
   const int64_t largest = (input_ids * rows.tensor("attention_mask").to(input_ids.dtype())).max().item<int64_t>();
-  VERL_CHECK(largest < vocab, kComponent, "token id ", largest, " of the student's batch is outside the vocabulary (",
-             vocab, " tokens) of the teacher ", teacher_key_path(teacher, "model_path"), " '", teacher.model_path,
+  VERL_CHECK(largest < vocab, kTeacherModelWorkerComponent, "token id ", largest,
+             " of the student's batch is outside the vocabulary (", vocab, " tokens) of the teacher ",
+             teacher_key_path(teacher, "model_path"), " '", teacher.model_path,
              "': teacher and student must share a tokenizer");
   model::TopKQuery query;
   query.top_k = top_k();
-  VERL_CHECK(query.top_k <= vocab, kComponent, "distillation.distillation_loss.topk=", query.top_k,
+  VERL_CHECK(query.top_k <= vocab, kTeacherModelWorkerComponent, "distillation.distillation_loss.topk=", query.top_k,
              " is larger than the vocabulary (", vocab, " tokens) of the teacher ",
              teacher_key_path(teacher, "model_path"), " '", teacher.model_path, "'");
 
@@ -102,9 +104,10 @@ TeacherModelWorker::Scores TeacherModelWorker::teacher_scores(size_t index, cons
 }
 
 DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
-  VERL_CHECK(!modules_.empty(), kComponent, "compute_teacher_log_prob called before init_model");
+  VERL_CHECK(!modules_.empty(), kTeacherModelWorkerComponent, "compute_teacher_log_prob called before init_model");
   for (const char* name : {"input_ids", "attention_mask", "position_ids", "responses"}) {
-    VERL_CHECK(data.has_tensor(name), kComponent, "compute_teacher_log_prob: the batch has no tensor '", name,
+    VERL_CHECK(data.has_tensor(name), kTeacherModelWorkerComponent,
+               "compute_teacher_log_prob: the batch has no tensor '", name,
                "' (needs input_ids, attention_mask, position_ids, responses)");
   }
   const int64_t B = data.size();
@@ -128,19 +131,19 @@ DataProto TeacherModelWorker::compute_teacher_log_prob(const DataProto& data) {
 
   // Several teachers: rows by their routing value.
   const std::string& column = config_->distillation.teacher_key;
-  VERL_CHECK(data.non_tensor_batch.count(column) > 0, kComponent, "distillation.teacher_key '", column,
-             "' is not a column of the batch; multi-teacher distillation routes rows by it");
+  VERL_CHECK(data.non_tensor_batch.count(column) > 0, kTeacherModelWorkerComponent, "distillation.teacher_key '",
+             column, "' is not a column of the batch; multi-teacher distillation routes rows by it");
   const auto& values = data.column(column);
   std::vector<std::vector<int64_t>> rows_of(teachers.size());
   std::vector<std::string> keys;
   for (const auto& teacher : teachers) keys.push_back(teacher.key);
   for (int64_t i = 0; i < B; ++i) {
-    VERL_CHECK(values[i].is_string(), kComponent, "row ", i, "'s ", column,
+    VERL_CHECK(values[i].is_string(), kTeacherModelWorkerComponent, "row ", i, "'s ", column,
                " must be a string to route it to a teacher, got ", values[i].dump());
     const std::string& value = values[i].get_ref<const std::string&>();
     const auto it = std::find(keys.begin(), keys.end(), value);
-    VERL_CHECK(it != keys.end(), kComponent, "no teacher has the key '", value, "' (row ", i, "'s ", column,
-               "); the teachers' keys: ", join(keys, ", "));
+    VERL_CHECK(it != keys.end(), kTeacherModelWorkerComponent, "no teacher has the key '", value, "' (row ", i, "'s ",
+               column, "); the teachers' keys: ", join(keys, ", "));
     rows_of[it - keys.begin()].push_back(i);
   }
   Scores out = zeros();

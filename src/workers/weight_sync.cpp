@@ -11,12 +11,13 @@ namespace verl::workers {
 
 namespace {
 
-constexpr const char* kComponent = "weight_sync";
+constexpr const char* kWeightSyncComponent = "weight_sync";
 
 // The parameters a sync of `scope` sends, in the same order on every rank.
 model::NamedTensors synced_parameters(model::CausalLM& module, WeightSyncScope scope) {
   if (scope == WeightSyncScope::AdaptersOnly) {
-    VERL_CHECK(model::lora_state(module) != nullptr, kComponent, "an adapters-only sync of a model without LoRA");
+    VERL_CHECK(model::lora_state(module) != nullptr, kWeightSyncComponent,
+               "an adapters-only sync of a model without LoRA");
     return model::lora_named_parameters(module);
   }
   model::NamedTensors out;
@@ -48,7 +49,7 @@ std::string first_difference(const std::string& mine, const std::string& theirs)
 }  // namespace
 
 void broadcast_weights(parallel::Comm& comm, model::CausalLM& module, WeightSyncScope scope) {
-  VERL_CHECK(!module.is_empty(), kComponent, "no model to sync");
+  VERL_CHECK(!module.is_empty(), kWeightSyncComponent, "no model to sync");
   const model::NamedTensors named = synced_parameters(module, scope);
   const std::string mine = parameter_signature(named);
   std::string theirs = mine;
@@ -57,9 +58,9 @@ void broadcast_weights(parallel::Comm& comm, model::CausalLM& module, WeightSync
   // Every rank learns whether any receiver disagrees, so nobody starts a broadcast the others skip.
   torch::Tensor mismatch = torch::tensor({static_cast<int64_t>(difference.empty() ? 0 : 1)});
   comm.all_reduce(mismatch, parallel::ReduceOp::Max);
-  VERL_CHECK(difference.empty(), kComponent, "the rollout model (rank ", comm.rank(),
+  VERL_CHECK(difference.empty(), kWeightSyncComponent, "the rollout model (rank ", comm.rank(),
              " of the weight-sync group) does not match the actor's: ", difference);
-  VERL_CHECK(mismatch.item<int64_t>() == 0, kComponent,
+  VERL_CHECK(mismatch.item<int64_t>() == 0, kWeightSyncComponent,
              "a rollout rank's model does not match the actor's; no weights were sent");
 
   std::vector<torch::Tensor> parameters;

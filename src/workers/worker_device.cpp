@@ -12,7 +12,7 @@
 namespace verl::workers {
 namespace {
 
-constexpr const char* kComponent = "config";
+constexpr const char* kWorkerDeviceComponent = "config";
 
 int slot_of(int worker_rank) {
   if (parallel::launched_by_mpi()) {
@@ -27,12 +27,13 @@ int slot_of(int worker_rank) {
 void check_trainer_device(const config::TrainerConfig& trainer) {
   if (trainer.device != "cuda") return;
   const int visible = runtime::cuda_device_count();
-  VERL_CHECK(visible > 0, kComponent,
+  VERL_CHECK(visible > 0, kWorkerDeviceComponent,
              "trainer.device=cuda but LibTorch sees no CUDA device on this machine (no GPU, no driver, or "
              "CUDA_VISIBLE_DEVICES empty); set trainer.device=cpu");
   if (!parallel::launched_by_mpi()) {
-    VERL_CHECK(trainer.n_gpus_per_node <= visible, kComponent, "trainer.n_gpus_per_node=", trainer.n_gpus_per_node,
-               " but only ", visible, " CUDA device(s) are visible to this process");
+    VERL_CHECK(trainer.n_gpus_per_node <= visible, kWorkerDeviceComponent,
+               "trainer.n_gpus_per_node=", trainer.n_gpus_per_node, " but only ", visible,
+               " CUDA device(s) are visible to this process");
   }
 }
 
@@ -41,7 +42,7 @@ torch::Device worker_device(const config::TrainerConfig& trainer, int worker_ran
   check_trainer_device(trainer);
   const int visible = runtime::cuda_device_count();
   const int local = static_cast<int>(slot_of(worker_rank) % std::max<int64_t>(1, trainer.n_gpus_per_node));
-  VERL_CHECK(local < visible, kComponent, "slot ", slot_of(worker_rank), " is local device ", local,
+  VERL_CHECK(local < visible, kWorkerDeviceComponent, "slot ", slot_of(worker_rank), " is local device ", local,
              " of trainer.n_gpus_per_node=", trainer.n_gpus_per_node, ", but only ", visible,
              " CUDA device(s) are visible on this node");
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local));

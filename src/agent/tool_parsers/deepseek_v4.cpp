@@ -15,12 +15,12 @@ namespace verl::agent::parsers {
 
 namespace {
 
-const std::string kOpen = "<｜DSML｜tool_calls>";
-const std::string kClose = "</｜DSML｜tool_calls>";
+const std::string kDsmlOpen = "<｜DSML｜tool_calls>";
+const std::string kDsmlClose = "</｜DSML｜tool_calls>";
 const std::string kInvoke = "<｜DSML｜invoke name=\"";
 const std::string kInvokeClose = "</｜DSML｜invoke>";
 const std::string kParameter = "<｜DSML｜parameter name=\"";
-const std::string kParameterClose = "</｜DSML｜parameter>";
+const std::string kDsmlParameterClose = "</｜DSML｜parameter>";
 const std::string kEos = "<｜end▁of▁sentence｜>";
 
 std::string strip_reasoning(const std::string& text) {
@@ -52,10 +52,10 @@ std::vector<Parameter> find_parameters(const std::string& body) {
       }
     }
     if (value == std::string::npos) break;
-    const size_t closing = body.find(kParameterClose, value);
+    const size_t closing = body.find(kDsmlParameterClose, value);
     if (closing == std::string::npos) break;
     out.push_back({body.substr(name, name_end - name), body.substr(value, closing - value), is_string});
-    at = closing + kParameterClose.size();
+    at = closing + kDsmlParameterClose.size();
   }
   return out;
 }
@@ -67,12 +67,12 @@ class DeepSeekV4ToolParser : public ToolParser {
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
     const std::string text = reward::py::replace(without_pad(decoded, pad_token_), kEos, "");
     ParsedTurn turn;
-    const size_t start = text.find(kOpen);
+    const size_t start = text.find(kDsmlOpen);
     if (start == std::string::npos) {
       turn.content = strip_reasoning(text);
       return turn;
     }
-    for (const Delimited& block : find_delimited(text, kOpen, kClose)) {
+    for (const Delimited& block : find_delimited(text, kDsmlOpen, kDsmlClose)) {
       const std::string calls = block.inner(text);
       // The invoke regex: the lazy name runs to the first `">`, the body to the first closing tag after it.
       for (size_t at = calls.find(kInvoke); at != std::string::npos; at = calls.find(kInvoke, at)) {

@@ -15,9 +15,9 @@ namespace verl::agent::parsers {
 
 namespace {
 
-const std::string kOpen = "<|tool_call>";
-const std::string kCall = "<|tool_call>call:";
-const std::string kClose = "}<tool_call|>";
+const std::string kGemmaOpen = "<|tool_call>";
+const std::string kGemmaCall = "<|tool_call>call:";
+const std::string kGemmaClose = "}<tool_call|>";
 const std::u32string kQuote = U"<|\"|>";
 
 // The end of the `\w` run of UTF-8 `text` starting at byte `pos`.
@@ -85,25 +85,25 @@ class Gemma4ToolParser : public ToolParser {
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
     const std::string text = without_pad(decoded, pad_token_);
     ParsedTurn turn;
-    const size_t start = text.find(kOpen);
+    const size_t start = text.find(kGemmaOpen);
     if (start == std::string::npos) {
       turn.content = text;
       return turn;
     }
-    for (size_t at = text.find(kCall); at != std::string::npos;) {
-      const size_t name = at + kCall.size();
+    for (size_t at = text.find(kGemmaCall); at != std::string::npos;) {
+      const size_t name = at + kGemmaCall.size();
       const size_t name_end = word_end(text, name);
       if (name_end == name || name_end >= text.size() || text[name_end] != '{') {
-        at = text.find(kCall, at + 1);
+        at = text.find(kGemmaCall, at + 1);
         continue;
       }
-      const size_t closing = text.find(kClose, name_end + 1);
+      const size_t closing = text.find(kGemmaClose, name_end + 1);
       if (closing == std::string::npos) break;  // no later call can close either
       FunctionCall call;
       call.name = text.substr(name, name_end - name);
       call.arguments = parse_arguments(text.substr(name_end + 1, closing - name_end - 1));
       turn.calls.push_back(std::move(call));
-      at = text.find(kCall, closing + kClose.size());
+      at = text.find(kGemmaCall, closing + kGemmaClose.size());
     }
     turn.content = turn.calls.empty() ? text : text.substr(0, start);
     return turn;

@@ -12,8 +12,8 @@ namespace verl::agent::parsers {
 
 namespace {
 
-const std::string kOpen = "<tool_call>";
-const std::string kClose = "</tool_call>";
+const std::string kGlmOpen = "<tool_call>";
+const std::string kGlmClose = "</tool_call>";
 const std::string kKeyOpen = "<arg_key>";
 const std::string kKeyClose = "</arg_key>";
 const std::string kValueOpen = "<arg_value>";
@@ -61,7 +61,7 @@ std::string strip_thinking_markers(std::string content) {
 class GLMToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    ParsedTurn turn = parse_tagged_blocks(text, kOpen, kClose, [](const std::string& body, ParsedTurn& out) {
+    ParsedTurn turn = parse_tagged_blocks(text, kGlmOpen, kGlmClose, [](const std::string& body, ParsedTurn& out) {
       FunctionCall call;
       call.arguments = OJson::object();
       const size_t first_key = body.find(kKeyOpen);
@@ -75,7 +75,7 @@ class GLMToolParser : public ToolParser {
       }
       out.calls.push_back(std::move(call));
     });
-    const bool tagged = text.find(kOpen) != std::string::npos && text.find(kClose) != std::string::npos;
+    const bool tagged = text.find(kGlmOpen) != std::string::npos && text.find(kGlmClose) != std::string::npos;
     if (tagged) turn.content = strip_thinking_markers(turn.content);  // only the content before the calls
     return turn;
   }

@@ -14,11 +14,11 @@ namespace {
 
 constexpr const char* kAnalysis = "<|start|>assistant<|channel|>analysis<|message|>";
 constexpr const char* kPartialAnalysis = "<|channel|>analysis<|message|>";
-constexpr const char* kEnd = "<|end|>";
+constexpr const char* kGptOssEnd = "<|end|>";
 const std::string kCallStart = "<|start|>assistant<|channel|>";
 const std::string kRecipient = " to=functions.";
 const std::string kConstrain = "<|constrain|>json<|message|>";
-const std::string kCall = "<|call|>";
+const std::string kGptOssCall = "<|call|>";
 
 struct CallMatch {
   size_t begin, end;
@@ -40,9 +40,9 @@ std::optional<CallMatch> match_call(const std::string& text, size_t at) {
   }
   if (recipient == std::string::npos) return std::nullopt;
   const size_t arguments = lt + kConstrain.size();
-  const size_t call = text.find(kCall, arguments);
+  const size_t call = text.find(kGptOssCall, arguments);
   if (call == std::string::npos) return std::nullopt;
-  return CallMatch{at, call + kCall.size(), head.substr(recipient + kRecipient.size()),
+  return CallMatch{at, call + kGptOssCall.size(), head.substr(recipient + kRecipient.size()),
                    text.substr(arguments, call - arguments)};
 }
 
@@ -52,8 +52,8 @@ class GptOssToolParser : public ToolParser {
 
   ParsedTurn parse(const std::string& decoded, const OJson& /*tools*/) const override {
     std::string text = without_pad(decoded, pad_token_);
-    text = remove_delimited(text, kAnalysis, kEnd);
-    text = remove_delimited(text, kPartialAnalysis, kEnd);
+    text = remove_delimited(text, kAnalysis, kGptOssEnd);
+    text = remove_delimited(text, kPartialAnalysis, kGptOssEnd);
     std::vector<CallMatch> matches;
     for (size_t pos = 0;;) {
       const size_t at = text.find(kCallStart, pos);

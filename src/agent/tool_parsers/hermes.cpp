@@ -10,19 +10,19 @@ namespace verl::agent::parsers {
 
 namespace {
 
-constexpr const char* kStart = "<tool_call>";
-constexpr const char* kEnd = "</tool_call>";
+constexpr const char* kHermesStart = "<tool_call>";
+constexpr const char* kHermesEnd = "</tool_call>";
 
 class HermesToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
     ParsedTurn turn;
-    if (text.find(kStart) == std::string::npos || text.find(kEnd) == std::string::npos) {
+    if (text.find(kHermesStart) == std::string::npos || text.find(kHermesEnd) == std::string::npos) {
       turn.content = text;
       return turn;
     }
-    for (const Delimited& block : find_delimited(text, kStart, kEnd)) add_call(block.inner(text), turn);
-    turn.content = remove_delimited(text, kStart, kEnd);
+    for (const Delimited& block : find_delimited(text, kHermesStart, kHermesEnd)) add_call(block.inner(text), turn);
+    turn.content = remove_delimited(text, kHermesStart, kHermesEnd);
     return turn;
   }
   std::string class_name() const override { return "HermesToolParser"; }

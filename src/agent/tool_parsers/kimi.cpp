@@ -17,9 +17,9 @@ namespace verl::agent::parsers {
 namespace {
 
 const std::string kSection = "<|tool_calls_section_begin|>";
-const std::string kBegin = "<|tool_call_begin|>";
+const std::string kKimiBegin = "<|tool_call_begin|>";
 const std::string kArguments = "<|tool_call_argument_begin|>";
-const std::string kEnd = "<|tool_call_end|>";
+const std::string kKimiEnd = "<|tool_call_end|>";
 
 // verl's _infer_tool_name: the id itself when it names a tool; else the only tool whose lowercased name is in the
 // lowercased id ("-" read as "_"); else the only tool whose non-empty `required` list the arguments cover; else
@@ -69,12 +69,12 @@ class KimiToolParser : public ToolParser {
     }
     // The lazy ID runs to the first argument marker, ARGS to the first end marker after it; without them no later
     // call can match either.
-    for (size_t at = text.find(kBegin); at != std::string::npos; at = text.find(kBegin, at)) {
-      const size_t arguments_at = text.find(kArguments, at + kBegin.size());
+    for (size_t at = text.find(kKimiBegin); at != std::string::npos; at = text.find(kKimiBegin, at)) {
+      const size_t arguments_at = text.find(kArguments, at + kKimiBegin.size());
       if (arguments_at == std::string::npos) break;
-      const size_t end = text.find(kEnd, arguments_at + kArguments.size());
+      const size_t end = text.find(kKimiEnd, arguments_at + kArguments.size());
       if (end == std::string::npos) break;
-      const std::string id = py_strip(text.substr(at + kBegin.size(), arguments_at - at - kBegin.size()));
+      const std::string id = py_strip(text.substr(at + kKimiBegin.size(), arguments_at - at - kKimiBegin.size()));
       const size_t args_begin = arguments_at + kArguments.size();
       std::optional<OJson> arguments = python_json_loads(py_strip(text.substr(args_begin, end - args_begin)));
       FunctionCall call;
@@ -82,7 +82,7 @@ class KimiToolParser : public ToolParser {
       call.name = infer_tool_name(id, call.arguments, tools);
       call.tool_call_id = id;
       turn.calls.push_back(std::move(call));
-      at = end + kEnd.size();
+      at = end + kKimiEnd.size();
     }
     turn.content = text.substr(0, section);
     return turn;

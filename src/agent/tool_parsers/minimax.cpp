@@ -11,8 +11,8 @@ namespace verl::agent::parsers {
 
 namespace {
 
-const std::string kOpen = "<minimax:tool_call>";
-const std::string kClose = "</minimax:tool_call>";
+const std::string kMinimaxOpen = "<minimax:tool_call>";
+const std::string kMinimaxClose = "</minimax:tool_call>";
 
 // re.findall(OPEN + '([^"]+)">' + (`\s*` when skip_space) + '(.*?)' + CLOSE): `[^"]+` must end at `">`, so the
 // name is the run up to the first '"'.
@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> find_named(const std::string& t
 class MiniMaxToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    return parse_tagged_blocks(text, kOpen, kClose, [](const std::string& block, ParsedTurn& turn) {
+    return parse_tagged_blocks(text, kMinimaxOpen, kMinimaxClose, [](const std::string& block, ParsedTurn& turn) {
       for (const auto& [name, body] : find_named(block, "<invoke name=\"", "</invoke>", true)) {
         FunctionCall call;
         call.name = py_strip(name);

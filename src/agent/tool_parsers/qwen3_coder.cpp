@@ -19,7 +19,7 @@ const std::string kBlockClose = "</tool_call>";
 const std::string kFunctionOpen = "<function=";
 const std::string kFunctionClose = "</function>";
 const std::string kParameterOpen = "<parameter=";
-const std::string kParameterClose = "</parameter>";
+const std::string kQwenParameterClose = "</parameter>";
 
 // The lazy `$` of an unclosed match starting at `from`: before a final "\n", else the end.
 size_t lazy_end(const std::string& text, size_t from) {
@@ -136,7 +136,7 @@ class Qwen3XMLToolParser : public ToolParser {
     }
     call.arguments = OJson::object();
     const std::string rest = function.substr(name_end + 1);
-    for (const std::string& parameter : find_closed_or_tail(rest, kParameterOpen, kParameterClose, true)) {
+    for (const std::string& parameter : find_closed_or_tail(rest, kParameterOpen, kQwenParameterClose, true)) {
       const size_t key_end = parameter.find('>');
       if (key_end == std::string::npos) continue;  // verl skips it with a warning
       std::string value = parameter.substr(key_end + 1);

@@ -11,8 +11,8 @@ namespace verl::agent::parsers {
 
 namespace {
 
-const std::string kOpen = "<seed:tool_call>";
-const std::string kClose = "</seed:tool_call>";
+const std::string kSeedOpen = "<seed:tool_call>";
+const std::string kSeedClose = "</seed:tool_call>";
 
 struct TagMatch {
   size_t end;  // where the scan resumes
@@ -35,7 +35,7 @@ std::optional<TagMatch> match_tag(const std::string& text, size_t at, const std:
 class SeedToolParser : public ToolParser {
  public:
   ParsedTurn parse(const std::string& text, const OJson& /*tools*/) const override {
-    return parse_tagged_blocks(text, kOpen, kClose, [](const std::string& body, ParsedTurn& turn) {
+    return parse_tagged_blocks(text, kSeedOpen, kSeedClose, [](const std::string& body, ParsedTurn& turn) {
       std::optional<TagMatch> function;  // re.search: the first <function=...> that matches
       for (size_t at = body.find("<function="); at != std::string::npos && !function;
            at = body.find("<function=", at + 1)) {

@@ -18,7 +18,7 @@ namespace verl::trainer {
 
 namespace {
 
-void append_json_string(std::string& out, const std::string& text) {
+void append_quoted_json(std::string& out, const std::string& text) {
   out += '"';
   for (unsigned char c : text) {
     if (c == '"' || c == '\\') {
@@ -67,7 +67,7 @@ class FileBackend : public TrackingBackend {
     for (const auto& [key, value] : metrics) {
       if (!first) line += ",";
       first = false;
-      append_json_string(line, key);
+      append_quoted_json(line, key);
       line += ":";
       line += std::isfinite(value) ? format_json_number(value) : "null";
     }
