@@ -224,7 +224,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       Conversation& c = convs[waiting[w]];
       const ContinueResult& turn = results[w];
       if (trace) {
-        TraceSpan span{"AsyncLLMServerManager.generate"};
+        TraceSpan span;
+        span.name = "AsyncLLMServerManager.generate";
         span.inputs = {{"request_id", c.request_id},
                        {"prompt_ids", int_list(c.ids, 0, c.ids.size())},
                        {"sampling_params", generate_sampling_json},

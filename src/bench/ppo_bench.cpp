@@ -54,12 +54,6 @@ class TempFolder {
   std::string path_;
 };
 
-void union_output_tensors(DataProto& batch, const DataProto& output) {
-  DataProto tensors = output;
-  tensors.meta_info = nlohmann::json::object();
-  batch.union_with(tensors);
-}
-
 // Ends response i after lengths[i] tokens, as an EOS there would (the rollout's right padding after it): the
 // responses and input ids hold pad_id past it, the attention and response masks 0.
 void end_responses(DataProto& batch, const std::vector<int64_t>& lengths, int64_t prompt_length, int64_t pad_id) {
@@ -223,15 +217,15 @@ PpoBenchResult run_ppo_bench(const PpoBenchOptions& o) {
     phases.push_back(timed("old_log_prob", full_tokens, forward, device, [&] {
       DataProto out = actor.compute_log_prob(batch);
       out.batch.erase("entropys");
-      union_output_tensors(batch, out);
+      batch.union_rows_with(out);
     }));
     if (with_ref) {
       phases.push_back(timed("ref", full_tokens, forward, device,
-                             [&] { union_output_tensors(batch, actor.compute_ref_log_prob(batch)); }));
+                             [&] { batch.union_rows_with(actor.compute_ref_log_prob(batch)); }));
     }
     if (critic) {
       phases.push_back(timed("values", full_tokens, value_forward, device,
-                             [&] { union_output_tensors(batch, critic->compute_values(batch)); }));
+                             [&] { batch.union_rows_with(critic->compute_values(batch)); }));
     }
     phases.push_back(timed("adv", 0, 0, device, [&] {
       // A seeded score on each response's last token; GAE as the controller computes it, or without a critic

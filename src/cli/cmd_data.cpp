@@ -1,7 +1,6 @@
 // `verl data show|convert|preprocess`: look at parquet / JSONL files, convert between them, and build verl's
 // example datasets (gsm8k, its multi-turn variants, math) from their JSONL sources.
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -235,44 +234,46 @@ int run_digit_completion(const ParsedArgs& p) {
   data::DigitCompletionSplits splits = data::digit_completion_splits(seed);
   if (p.has("--reward-columns")) splits = data::with_digit_completion_reward_columns(splits);
   const std::string dir = p.get("--output-dir");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  VERL_CHECK(!ec, "data", dir, ": cannot create folder (", ec.message(), ")");
-  io::parquet::write_parquet(dir + "/train.parquet", splits.train.rows, splits.train.schema);
-  io::parquet::write_parquet(dir + "/test.parquet", splits.test.rows, splits.test.schema);
+  data::write_parquet_splits(dir, {{"train", &splits.train}, {"test", &splits.test}});
   std::cerr << "wrote " << splits.train.rows.size() << " train and " << splits.test.rows.size() << " test rows to "
             << dir << "\n";
   return 0;
 }
 
-int run_arithmetic(const ParsedArgs& p) {
-  VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic needs --output-dir");
-  data::ArithmeticOptions options;
+// --seed, --size, --test-size, --sft-size, --sft-val-size of the generated tasks with RL and SFT splits.
+template <typename Options>
+void read_split_options(const ParsedArgs& p, Options& options) {
   if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count_option("--seed", p.get("--seed")));
   if (p.has("--size")) options.train_size = parse_count_option("--size", p.get("--size"));
   if (p.has("--test-size")) options.test_size = parse_count_option("--test-size", p.get("--test-size"));
   if (p.has("--sft-size")) options.sft_train_size = parse_count_option("--sft-size", p.get("--sft-size"));
   if (p.has("--sft-val-size")) options.sft_val_size = parse_count_option("--sft-val-size", p.get("--sft-val-size"));
-  data::write_arithmetic_dataset(p.get("--output-dir"), options);
+}
+
+template <typename Options>
+void report_rl_and_sft_rows(const Options& options, const std::string& dir) {
   std::cerr << "wrote " << options.train_size << " train, " << options.test_size << " test, " << options.sft_train_size
-            << " sft_train and " << options.sft_val_size << " sft_val rows to " << p.get("--output-dir") << "\n";
+            << " sft_train and " << options.sft_val_size << " sft_val rows to " << dir << "\n";
+}
+
+int run_arithmetic(const ParsedArgs& p) {
+  VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic needs --output-dir");
+  data::ArithmeticOptions options;
+  read_split_options(p, options);
+  data::write_arithmetic_dataset(p.get("--output-dir"), options);
+  report_rl_and_sft_rows(options, p.get("--output-dir"));
   return 0;
 }
 
 int run_arithmetic_tool(const ParsedArgs& p) {
   VERL_CHECK(p.has("--output-dir"), "data", "verl data preprocess arithmetic_tool needs --output-dir");
   data::ArithmeticToolOptions options;
-  if (p.has("--seed")) options.seed = static_cast<uint64_t>(parse_count_option("--seed", p.get("--seed")));
-  if (p.has("--size")) options.train_size = parse_count_option("--size", p.get("--size"));
-  if (p.has("--test-size")) options.test_size = parse_count_option("--test-size", p.get("--test-size"));
-  if (p.has("--sft-size")) options.sft_train_size = parse_count_option("--sft-size", p.get("--sft-size"));
-  if (p.has("--sft-val-size")) options.sft_val_size = parse_count_option("--sft-val-size", p.get("--sft-val-size"));
+  read_split_options(p, options);
   if (p.has("--tool-fraction")) {
     options.tool_fraction = parse_number_option("--tool-fraction", p.get("--tool-fraction"));
   }
   data::write_arithmetic_tool_dataset(p.get("--output-dir"), options);
-  std::cerr << "wrote " << options.train_size << " train, " << options.test_size << " test, " << options.sft_train_size
-            << " sft_train and " << options.sft_val_size << " sft_val rows to " << p.get("--output-dir") << "\n";
+  report_rl_and_sft_rows(options, p.get("--output-dir"));
   return 0;
 }
 

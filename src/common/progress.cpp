@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
 
 namespace verl {
 
@@ -121,9 +122,7 @@ ProgressBar::~ProgressBar() {
   }
 }
 
-double ProgressBar::elapsed() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
+double ProgressBar::elapsed() const { return seconds_since(start_); }
 
 void ProgressBar::draw() {
   *out_ << "\r" << format_progress_line(label_, done_, total_, units_, units_name_, elapsed()) << "\x1b[K";

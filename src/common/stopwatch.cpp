@@ -15,9 +15,11 @@ void Stopwatch::restart() {
   cpu_start_ = process_cpu_seconds();
 }
 
-double Stopwatch::wall_seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+double Stopwatch::wall_seconds() const { return seconds_since(wall_start_); }
 
 double Stopwatch::cpu_seconds() const { return process_cpu_seconds() - cpu_start_; }
 

@@ -39,6 +39,10 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
 std::string trim(const std::string& text) {
   const char* space = " \t\r\n";
   size_t begin = text.find_first_not_of(space);

@@ -13,10 +13,6 @@ namespace verl::config {
 
 namespace {
 
-bool is_one_of(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // verl's DISTILLATION_LOSS_REGISTRY: the single-sample estimators, then the top-k loss.
 const std::vector<std::string>& distillation_loss_modes() {
   static const std::vector<std::string> modes = {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "forward_kl_topk"};
@@ -42,7 +38,7 @@ DistillationLossConfig read_distillation_loss(ConfigReader& in) {
 
 void check_distillation_loss(const DistillationLossConfig& l) {
   const std::string p = "distillation.distillation_loss";
-  VERL_CHECK(is_one_of(distillation_loss_modes(), l.loss_mode), "config", p, ".loss_mode '", l.loss_mode,
+  VERL_CHECK(contains(distillation_loss_modes(), l.loss_mode), "config", p, ".loss_mode '", l.loss_mode,
              "' is not one of verl's distillation losses: ", join(distillation_loss_modes(), ", "));
   VERL_CHECK(l.loss_mode != "forward_kl_topk" || l.topk > 0, "config", p,
              ".topk must be a positive number of tokens with loss_mode 'forward_kl_topk', got ", l.topk);
@@ -122,7 +118,7 @@ DistillationConfig read_distillation(ConfigReader& in, const Node& resolved, int
                d.teachers.size() > 1 ? "; with several teachers the entry 'teacher_model' is dropped, as in verl" : "");
     VERL_CHECK(!t.key.empty(), "config", p, ".key must be set: the ", d.teacher_key,
                " value whose rows this teacher scores");
-    VERL_CHECK(!is_one_of(keys, t.key), "config", "two teachers have the key '", t.key, "' (", p, ".key)");
+    VERL_CHECK(!contains(keys, t.key), "config", "two teachers have the key '", t.key, "' (", p, ".key)");
     keys.push_back(t.key);
   }
   return d;

@@ -63,10 +63,6 @@ std::string read_strategy(ConfigReader& in, const std::string& path) {
 }
 const std::vector<std::string> kCheckpointContents = {"model", "optimizer", "extra", "hf_model"};
 
-bool contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 void check_positive(int64_t value, const std::string& path) {
   VERL_CHECK(value > 0, "config", "config key '", path, "' must be > 0, got ", value);
 }
@@ -124,8 +120,8 @@ void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o
   for (const auto& [name, value] : overrides.fields()) {
     const std::string at = key + "." + name;
     const auto& takes = optimizer_arguments(o.optimizer);
-    VERL_CHECK(std::find(takes.begin(), takes.end(), name) != takes.end(), "config", "config key '", at,
-               "': torch.optim.", o.optimizer, " takes no argument '", name, "' (it takes: ", join(takes, ", "), ")");
+    VERL_CHECK(contains(takes, name), "config", "config key '", at, "': torch.optim.", o.optimizer,
+               " takes no argument '", name, "' (it takes: ", join(takes, ", "), ")");
     const auto number = [&] {
       VERL_CHECK(value.kind() == Kind::Int || value.kind() == Kind::Float, "config", "config key '", at,
                  "' expects a number, got ", value.to_text());
@@ -474,7 +470,7 @@ MultiTurnConfig read_multi_turn(ConfigReader& in, const std::string& rollout) {
   m.format = in.get_string(p + ".format");
   // verl 0.9.1's ToolParser registry; any other name stops its tool agent loop ("Unknown tool parser").
   const auto& formats = agent::ToolParser::formats();
-  if (std::find(formats.begin(), formats.end(), m.format) == formats.end()) {
+  if (!contains(formats, m.format)) {
     VERL_FAIL("config", "config key '", p, ".format' is '", m.format,
               "'; expected one of: ", agent::ToolParser::formats_text(),
               " (verl 0.9.1's tool parsers; its tool agent loop stops with 'Unknown tool parser: ", m.format, "')");

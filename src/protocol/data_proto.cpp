@@ -196,6 +196,19 @@ DataProto DataProto::pop(const std::vector<std::string>& batch_keys, const std::
 }
 
 DataProto& DataProto::union_with(const DataProto& other) {
+  union_rows_with(other);
+  for (auto it = other.meta_info.begin(); it != other.meta_info.end(); ++it) {
+    if (meta_info.contains(it.key())) {
+      VERL_CHECK(meta_info[it.key()] == it.value(), "protocol", "union: meta_info '", it.key(), "' differs (",
+                 meta_info[it.key()].dump(), " vs ", it.value().dump(), ")");
+    } else {
+      meta_info[it.key()] = it.value();
+    }
+  }
+  return *this;
+}
+
+DataProto& DataProto::union_rows_with(const DataProto& other) {
   if (size() != 0 && other.size() != 0) {
     VERL_CHECK(size() == other.size(), "protocol", "cannot union DataProtos of ", size(), " and ", other.size(), " rows");
   }
@@ -217,14 +230,6 @@ DataProto& DataProto::union_with(const DataProto& other) {
     }
     VERL_CHECK(it->second == value, "protocol", "union: non-tensor column '", key,
                "' differs between the two DataProtos");
-  }
-  for (auto it = other.meta_info.begin(); it != other.meta_info.end(); ++it) {
-    if (meta_info.contains(it.key())) {
-      VERL_CHECK(meta_info[it.key()] == it.value(), "protocol", "union: meta_info '", it.key(), "' differs (",
-                 meta_info[it.key()].dump(), " vs ", it.value().dump(), ")");
-    } else {
-      meta_info[it.key()] = it.value();
-    }
   }
   check_consistent();
   return *this;

@@ -8,9 +8,10 @@
 
 #include "verl/common/activity.h"
 #include "verl/common/error.h"
-#include "verl/common/watchdog.h"
 #include "verl/common/input_limits.h"
 #include "verl/common/logging.h"
+#include "verl/common/stopwatch.h"
+#include "verl/common/watchdog.h"
 
 namespace verl::single_controller {
 
@@ -244,8 +245,7 @@ RankOutputs MpiTransport::run_call(const std::string& method, const std::vector<
       it = pending.erase(it);
     }
     if (got_one) continue;
-    if (call_timeout_s_ > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > call_timeout_s_) {
+    if (call_timeout_s_ > 0 && seconds_since(start) > call_timeout_s_) {
       std::string ranks, world;
       std::vector<int> silent;
       for (size_t rank : pending) {

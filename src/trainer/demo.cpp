@@ -12,6 +12,7 @@
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
 #include "verl/config/interpolation.h"
 #include "verl/config/sft_config.h"
 #include "verl/config/yaml_io.h"
@@ -31,10 +32,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void set_sft_key(config::Node& root, const std::string& path, config::Node value) {
   config::set_existing_path(root, path, std::move(value), "the SFT defaults");

@@ -8,6 +8,7 @@
 
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
 #include "verl/config/config_loader.h"
 #include "verl/config/interpolation.h"
 #include "verl/config/overrides.h"
@@ -26,8 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_from(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void set_ppo_key(config::Node& root, const std::string& path, config::Node value) {
   config::set_existing_path(root, path, std::move(value), "the PPO defaults");
@@ -157,7 +156,7 @@ DemoResult run_demo(const DemoOptions& options) {
     if (step == 0) {
       if (accuracy) before = accuracy;
       std::cerr << "demo: validation before RL: accuracy " << (accuracy ? fixed(*accuracy, 3) : "n/a") << " ("
-                << fixed(seconds_from(rl_start), 1) << " s)\n";
+                << fixed(seconds_since(rl_start), 1) << " s)\n";
       return;
     }
     last_step = step;
@@ -176,18 +175,18 @@ DemoResult run_demo(const DemoOptions& options) {
       if (auto turns = find_prefixed(metrics, "num_turns/mean")) line << "  turns " << fixed(*turns, 2);
     }
     if (accuracy) line << "  val accuracy " << fixed(*accuracy, 3);
-    line << "  (" << fixed(seconds_from(rl_start), 1) << " s)";
+    line << "  (" << fixed(seconds_since(rl_start), 1) << " s)";
     std::cerr << line.str() << "\n";
   };
   PPORunResult run = run_ppo(ppo, config::to_yaml(resolved), hooks);
-  result.rl_seconds = seconds_from(rl_start);
+  result.rl_seconds = seconds_since(rl_start);
   result.run_dir = fs::absolute(run.run_dir).lexically_normal().string();
   result.rl_steps = last_step;
   VERL_CHECK(before.has_value() && after.has_value(), "demo", "the run logged no '", demo_accuracy_metric(),
              "N' before and after RL (is data_source 'arithmetic' in data.val_files?)");
   result.val_accuracy_before = *before;
   result.val_accuracy_after = *after;
-  result.total_seconds = seconds_from(start);
+  result.total_seconds = seconds_since(start);
   return result;
 }
 

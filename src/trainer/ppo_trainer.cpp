@@ -17,6 +17,7 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/stopwatch.h"
 #include "verl/parallel/comm.h"
 #include "verl/single_controller/transport.h"
 #include "verl/trainer/dynamic_sampling.h"
@@ -34,9 +35,7 @@ class PhaseTimer {
  public:
   PhaseTimer(const std::string& name, MetricMap& timing_raw)
       : name_(name), timing_raw_(timing_raw), start_(std::chrono::steady_clock::now()) {}
-  ~PhaseTimer() {
-    timing_raw_[name_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  ~PhaseTimer() { timing_raw_[name_] += seconds_since(start_); }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
 
@@ -45,14 +44,6 @@ class PhaseTimer {
   MetricMap& timing_raw_;
   std::chrono::steady_clock::time_point start_;
 };
-
-// The tensors of a worker's output, merged into `batch` (meta_info stays the controller's: workers' timing
-// and metrics are read by the caller first).
-void union_tensors(DataProto& batch, const DataProto& output) {
-  DataProto tensors = output;
-  tensors.meta_info = nlohmann::json::object();
-  batch.union_with(tensors);
-}
 
 // meta_info["metrics"] of a worker output (key -> list of numbers, possibly nested by dp concat) reduced with
 // verl's reduce_metrics.
@@ -412,7 +403,7 @@ void PPOTrainer::compute_old_log_prob(DataProto& batch, MetricMap& metrics, Metr
       algo::agg_loss(entropys, batch.tensor("response_mask"), config_->actor_rollout_ref.actor.loss_agg_mode)
           .item<double>();
   old_log_prob.batch.erase("entropys");
-  union_tensors(batch, old_log_prob);
+  batch.union_rows_with(old_log_prob);
   if (batch.has_tensor("rollout_log_probs")) {  // verl's calculate_debug_metrics: rollout vs actor probabilities
     const int64_t response_length = batch.tensor("responses").size(1);
     for (const auto& [key, value] : algo::compute_rollout_probs_diff_metrics(
@@ -651,16 +642,16 @@ void PPOTrainer::fit() {
           gen_baseline_batch.meta_info["do_sample"] = false;
           DataProto gen_baseline_output = generate(gen_baseline_batch, timing_raw);
           DataProto baseline_batch = batch;
-          union_tensors(baseline_batch, gen_baseline_output);
+          baseline_batch.union_rows_with(gen_baseline_output);
           if (use_rm_ && !baseline_batch.has_tensor("rm_scores")) {
-            union_tensors(baseline_batch, rm_wg_->call("compute_rm_score", baseline_batch));
+            baseline_batch.union_rows_with(rm_wg_->call("compute_rm_score", baseline_batch));
           }
           torch::Tensor baseline = compute_reward(baseline_batch, reward_fn_).reward_tensor.sum(-1);
           batch.batch["reward_baselines"] = baseline;
         }
 
         batch = batch.repeat(n, /*interleave=*/true);
-        union_tensors(batch, gen_batch_output);
+        batch.union_rows_with(gen_batch_output);
         if (!batch.has_tensor("response_mask")) {
           const int64_t response_length = batch.tensor("responses").size(1);
           batch.batch["response_mask"] = batch.tensor("attention_mask").slice(1, -response_length);
@@ -671,11 +662,12 @@ void PPOTrainer::fit() {
           if (cfg.algorithm.use_kl_in_reward) {
             compute_old_log_prob(batch, metrics, timing_raw);
             PhaseTimer timer("ref", timing_raw);
-            union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
+            batch.union_rows_with(ref_policy_wg_->call("compute_ref_log_prob", batch));
           }
           {
             PhaseTimer timer("reward", timing_raw);
-            if (use_rm_ && !batch.has_tensor("rm_scores")) union_tensors(batch, rm_wg_->call("compute_rm_score", batch));
+            if (use_rm_ && !batch.has_tensor("rm_scores"))
+              batch.union_rows_with(rm_wg_->call("compute_rm_score", batch));
             reward = compute_reward(batch, reward_fn_);
           }
           apply_reward(batch, reward, metrics);
@@ -697,23 +689,23 @@ void PPOTrainer::fit() {
         if (!filter_groups.enable) {
           PhaseTimer timer("reward", timing_raw);
           if (use_rm_ && !batch.has_tensor("rm_scores")) {
-            union_tensors(batch, rm_wg_->call("compute_rm_score", batch));
+            batch.union_rows_with(rm_wg_->call("compute_rm_score", batch));
           }
           reward = compute_reward(batch, reward_fn_);
         }
         if (!batch.has_tensor("old_log_probs")) compute_old_log_prob(batch, metrics, timing_raw);
         if (use_reference_policy_ && !batch.has_tensor("ref_log_prob")) {
           PhaseTimer timer("ref", timing_raw);
-          union_tensors(batch, ref_policy_wg_->call("compute_ref_log_prob", batch));
+          batch.union_rows_with(ref_policy_wg_->call("compute_ref_log_prob", batch));
         }
         if (use_teacher_) {
           // verl's teacher loop: the teachers' log-probs of the student's tokens, for the distillation loss.
           PhaseTimer timer("teacher", timing_raw);
-          union_tensors(batch, teacher_wg_->call("compute_teacher_log_prob", batch));
+          batch.union_rows_with(teacher_wg_->call("compute_teacher_log_prob", batch));
         }
         if (use_critic_) {
           PhaseTimer timer("values", timing_raw);
-          union_tensors(batch, critic_wg_->call("compute_values", batch));
+          batch.union_rows_with(critic_wg_->call("compute_values", batch));
         }
         {
           PhaseTimer timer("adv", timing_raw);

@@ -10,6 +10,7 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/stopwatch.h"
 #include "verl/data/distributed_sampler.h"
 #include "verl/model/fused_log_probs.h"
 #include "verl/model/lora.h"
@@ -343,7 +344,7 @@ SFTFitResult SFTTrainer::fit(const StepCallback& callback) {
       const std::vector<int64_t> rows(mine.begin() + b * rows_per_rank_, mine.begin() + (b + 1) * rows_per_rank_);
       auto start = std::chrono::steady_clock::now();
       std::map<std::string, double> metrics = training_step(train_->get(rows));
-      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      result.train_seconds += seconds_since(start);
       ++global_step;
       result.last_train_loss = metrics["train/loss"];
       bool stop = false;

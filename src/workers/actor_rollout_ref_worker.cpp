@@ -14,19 +14,21 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/stopwatch.h"
+#include "verl/common/strings.h"
+#include "verl/model/hf_config.h"
+#include "verl/model/lora.h"
+#include "verl/model/mixed_precision.h"
+#include "verl/model/tensor_parallel_model.h"
+#include "verl/model/weights.h"
+#include "verl/parallel/nccl_comm.h"
+#include "verl/parallel/ulysses.h"
+#include "verl/rollout/generator.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/parallel_layout.h"
-#include "verl/parallel/ulysses.h"
-#include "verl/parallel/nccl_comm.h"
 #include "verl/workers/weight_sync.h"
 #include "verl/workers/worker_device.h"
-#include "verl/model/hf_config.h"
-#include "verl/model/lora.h"
-#include "verl/model/tensor_parallel_model.h"
-#include "verl/model/weights.h"
-#include "verl/model/mixed_precision.h"
-#include "verl/rollout/generator.h"
 
 namespace verl::workers {
 namespace {
@@ -80,10 +82,6 @@ void set_generator_state(at::Generator gen, const std::string& hex, const std::s
   auto state = from_hex(hex, what);
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
-}
-
-bool contains(const std::vector<std::string>& list, const std::string& item) {
-  return std::find(list.begin(), list.end(), item) != list.end();
 }
 
 std::vector<int64_t> eos_ids_from_meta(const Json& meta) {
@@ -426,7 +424,8 @@ void write_rollout_traces(agent::RolloutTraceWriter& writer, const config::Rollo
       const auto mask = single->attention_mask[i].to(torch::kCPU).to(torch::kBool);
       const auto prompt_ids = single->prompts[i].to(torch::kCPU).masked_select(mask.narrow(0, 0, P));
       const auto response_ids = single->responses[i].to(torch::kCPU).masked_select(mask.narrow(0, P, mask.size(0) - P));
-      agent::TraceSpan span{"AsyncLLMServerManager.generate"};
+      agent::TraceSpan span;
+      span.name = "AsyncLLMServerManager.generate";
       span.inputs = {{"request_id", agent::trace_request_id()},
                      {"prompt_ids", std::vector<int64_t>(prompt_ids.data_ptr<int64_t>(),
                                                          prompt_ids.data_ptr<int64_t>() + prompt_ids.numel())},
@@ -514,7 +513,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   Json out_meta = Json::object();
   // Timing from rank 0 only: per-rank values differ and DataProto::concat requires equal meta values.
   if (rank() == 0) {
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs = seconds_since(start);
     out_meta["timing"] = {{"generate_sequences", secs}};
   }
   if (multi_turn_) {
@@ -600,8 +599,7 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   DataProto out;
   out.meta_info["metrics"] = metrics;
   if (rank() == 0) {  // the worker's own time (see generate_sequences)
-    out.meta_info["timing"] = {
-        {"update_actor", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+    out.meta_info["timing"] = {{"update_actor", seconds_since(start)}};
   }
   return out;
 }

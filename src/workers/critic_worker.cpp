@@ -7,14 +7,16 @@
 #include "verl/common/atomic_file.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
-#include "verl/workers/gradient_sync.h"
-#include "verl/workers/parallel_layout.h"
-#include "verl/parallel/ulysses.h"
+#include "verl/common/stopwatch.h"
+#include "verl/common/strings.h"
 #include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/value_lora.h"
 #include "verl/model/weights.h"
+#include "verl/parallel/ulysses.h"
 #include "verl/workers/checkpoint_files.h"
+#include "verl/workers/gradient_sync.h"
+#include "verl/workers/parallel_layout.h"
 #include "verl/workers/worker_device.h"
 
 namespace verl::workers {
@@ -29,13 +31,6 @@ namespace {
 constexpr const char* kCriticWorkerComponent = "critic";
 // The adapters' initial A come from this seed on every rank, so data-parallel ranks start alike (as the actor's).
 constexpr uint64_t kValueLoraInitSeed = 0;
-
-bool lists(const std::vector<std::string>& items, const std::string& item) {
-  for (const auto& x : items) {
-    if (x == item) return true;
-  }
-  return false;
-}
 
 std::string meta_string(const DataProto& input, const char* key, const char* method) {
   auto it = input.meta_info.find(key);
@@ -249,8 +244,7 @@ DataProto CriticWorker::update_critic(const DataProto& data) {
   // The worker's own time, so a split placement can show the update overlapping the actor's (rank 0 only:
   // DataProto::concat needs equal meta values).
   if (rank() == 0) {
-    out.meta_info["timing"] = {
-        {"update_critic", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+    out.meta_info["timing"] = {{"update_critic", seconds_since(start)}};
   }
   return out;
 }
@@ -263,14 +257,14 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
   // The HF folder holds the whole model: under megatron every TP rank joins the gather.
   // Under ZeRO-3 every rank joins the gather of the shards.
   std::optional<model::FullyShardedModel::Gathered> whole;
-  if (fully_sharded_ && lists(contents, "hf_model")) whole.emplace(fully_sharded_.get());
-  model::CausalLM hf_module = lists(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
+  if (fully_sharded_ && contains(contents, "hf_model")) whole.emplace(fully_sharded_.get());
+  model::CausalLM hf_module = contains(contents, "hf_model") ? model::gather_full_model(*module_) : *module_;
   // LoRA: the trainable state whole in every file (the adapters gathered from the tensor-parallel slices: every
   // rank joins).
   const model::NamedTensors lora_state =
-      lora_ && lists(contents, "model") ? model::value_lora_full_state(*module_) : model::NamedTensors{};
+      lora_ && contains(contents, "model") ? model::value_lora_full_state(*module_) : model::NamedTensors{};
   save_rank_folder(local_path, r, context().comm.get(), [&](const fs::path& dir) {
-    if (lists(contents, "model")) {
+    if (contains(contents, "model")) {
       // LoRA: the trainable state only, naming the base (critic.model.path) in the file's metadata.
       if (lora_) {
         model::save_value_lora_state(lora_state, (dir / model_file_name(W, r)).string(), fs::absolute(model_path_).string());
@@ -278,8 +272,8 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
         save_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
       }
     }
-    if (lists(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
-    if (lists(contents, "extra")) {
+    if (contains(contents, "optimizer")) save_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
+    if (contains(contents, "extra")) {
       nlohmann::json extra = {{"lr_scheduler", lr_scheduler_->state_dict()},
                               // The critic draws no random numbers (no dropout, deterministic init at load).
                               {"rng", nlohmann::json::object()}};
@@ -287,8 +281,8 @@ DataProto CriticWorker::save_checkpoint(const DataProto& input) {
     }
     if (r == 0) {
       std::optional<model::MergedAdapter> merged;  // LoRA: the HF value model is the merged one
-      if (lora_ && lists(contents, "hf_model")) merged.emplace(hf_module);
-      save_hf_folder(hf_module, dir.string(), tokenizer_path_, lists(contents, "hf_model"));
+      if (lora_ && contains(contents, "hf_model")) merged.emplace(hf_module);
+      save_hf_folder(hf_module, dir.string(), tokenizer_path_, contains(contents, "hf_model"));
     }
   });
   VERL_LOG(Info, kCriticWorkerComponent) << "saved critic checkpoint to " << local_path;
@@ -301,7 +295,7 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
   const auto& contents = config_->critic.checkpoint.load_contents;
   const int W = world_size(), r = rank();
   const fs::path dir(local_path);
-  if (lists(contents, "model")) {
+  if (contains(contents, "model")) {
     check_checkpoint_rank_file(local_path, model_file_name(W, r), W);
     if (lora_) {
       model::load_value_lora_state(*module_, (dir / model_file_name(W, r)).string());
@@ -309,11 +303,11 @@ DataProto CriticWorker::load_checkpoint(const DataProto& input) {
       load_model_file(*module_, fully_sharded_.get(), (dir / model_file_name(W, r)).string());
     }
   }
-  if (lists(contents, "optimizer")) {
+  if (contains(contents, "optimizer")) {
     check_checkpoint_rank_file(local_path, optim_file_name(W, r), W);
     load_optimizer_state(*optimizer_, (dir / optim_file_name(W, r)).string());
   }
-  if (lists(contents, "extra")) {
+  if (contains(contents, "extra")) {
     const std::string path = (dir / extra_state_file_name(W, r)).string();
     nlohmann::json extra = load_extra_state(local_path, W, r, kCriticWorkerComponent);
     VERL_CHECK(extra.is_object() && extra.contains("lr_scheduler"), kCriticWorkerComponent, "'", path,

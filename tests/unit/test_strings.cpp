@@ -19,6 +19,14 @@ TEST(Strings, ClosestMatchPicksNearestWithinLimit) {
   EXPECT_EQ(closest_match("zzzzzzzz", {"lr", "betas"}), "");
 }
 
+TEST(Strings, ContainsMatchesWholeItemsOnly) {
+  const std::vector<std::string> items = {"model", "optimizer", ""};
+  EXPECT_TRUE(contains(items, "optimizer"));
+  EXPECT_TRUE(contains(items, ""));
+  EXPECT_FALSE(contains(items, "optim"));
+  EXPECT_FALSE(contains({}, "model"));
+}
+
 TEST(Strings, FormatDoubleYamlRoundTripsAndIsAFloatToYaml11) {
   EXPECT_EQ(format_double_yaml(3e-6), "3.0e-06");
   EXPECT_EQ(format_double_yaml(0.001), "0.001");

@@ -12,6 +12,8 @@ namespace verl {
 
 // CPU time of this process (all threads), in seconds.
 double process_cpu_seconds();
+// Wall-clock seconds from `start` to now.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 class Stopwatch {
  public:

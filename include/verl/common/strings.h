@@ -11,6 +11,8 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 bool starts_with(const std::string& text, const std::string& prefix);
 bool ends_with(const std::string& text, const std::string& suffix);
 std::string trim(const std::string& text);
+// Whether `items` holds `item`.
+bool contains(const std::vector<std::string>& items, const std::string& item);
 
 // Levenshtein distance (insert, delete, substitute each cost 1).
 size_t edit_distance(const std::string& a, const std::string& b);

@@ -39,6 +39,9 @@ class DataProto {
 
   // Merges `other` into this proto. Keys present in both must hold equal values (tensors, columns and meta).
   DataProto& union_with(const DataProto& other);
+  // The same for tensors and columns only; meta_info stays this proto's (a worker's output, whose timing and
+  // metrics the caller reads first, merged into the controller's batch).
+  DataProto& union_rows_with(const DataProto& other);
 
   // Rows [start, end).
   DataProto slice(int64_t start, int64_t end) const;

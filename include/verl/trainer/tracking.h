@@ -71,6 +71,9 @@ std::string format_console_line(const Metrics& metrics, int64_t step);
 // Shortest decimal text that reads back to exactly `value` ("0.1", "3", "1e-06"); NaN / Infinity /
 // -Infinity as Python's json module writes them.
 std::string format_json_number(double value);
+// Appends `text` as a JSON string: quote and backslash escaped, control characters as \b \f \n \r \t or \u00XX
+// (as orjson and Python's json write them), other bytes as they are (UTF-8 passes through).
+void append_json_string(std::string& out, const std::string& text);
 // One metrics.jsonl line (without the newline): {"step":N,"key":value,...}, keys sorted.
 std::string format_jsonl_record(const Metrics& metrics, int64_t step);
 

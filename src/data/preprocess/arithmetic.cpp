@@ -1,6 +1,5 @@
 // The `arithmetic` synthetic task: seeded integer problems answered "#### N" (scored by verl's GSM8K scorer),
 // RL splits in verl's schema and SFT splits with prompt / response columns.
-#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -143,14 +142,7 @@ ArithmeticSplits arithmetic_splits(const ArithmeticOptions& options) {
 }
 
 void write_arithmetic_dataset(const std::string& dir, const ArithmeticOptions& options) {
-  ArithmeticSplits splits = arithmetic_splits(options);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  VERL_CHECK(!ec, "data", dir, ": cannot create folder (", ec.message(), ")");
-  io::parquet::write_parquet(dir + "/train.parquet", splits.train.rows, splits.train.schema);
-  io::parquet::write_parquet(dir + "/test.parquet", splits.test.rows, splits.test.schema);
-  io::parquet::write_parquet(dir + "/sft_train.parquet", splits.sft_train.rows, splits.sft_train.schema);
-  io::parquet::write_parquet(dir + "/sft_val.parquet", splits.sft_val.rows, splits.sft_val.schema);
+  write_rl_and_sft_splits(dir, arithmetic_splits(options));
 }
 
 }  // namespace verl::data

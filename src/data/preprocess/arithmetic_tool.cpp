@@ -1,7 +1,6 @@
 // The `arithmetic_tool` synthetic task: "a*b+c" problems a tiny model cannot compute in its head but can with a
 // calculator tool (every number and answer below 1000: one token each for the demo tokenizer). RL splits in verl's
 // multi-turn layout (gsm8k_multiturn_w_tool's columns), SFT splits mixing tool transcripts with direct answers.
-#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -193,14 +192,7 @@ ArithmeticToolSplits arithmetic_tool_splits(const ArithmeticToolOptions& options
 }
 
 void write_arithmetic_tool_dataset(const std::string& dir, const ArithmeticToolOptions& options) {
-  ArithmeticToolSplits splits = arithmetic_tool_splits(options);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  VERL_CHECK(!ec, "data", dir, ": cannot create folder (", ec.message(), ")");
-  io::parquet::write_parquet(dir + "/train.parquet", splits.train.rows, splits.train.schema);
-  io::parquet::write_parquet(dir + "/test.parquet", splits.test.rows, splits.test.schema);
-  io::parquet::write_parquet(dir + "/sft_train.parquet", splits.sft_train.rows, splits.sft_train.schema);
-  io::parquet::write_parquet(dir + "/sft_val.parquet", splits.sft_val.rows, splits.sft_val.schema);
+  write_rl_and_sft_splits(dir, arithmetic_tool_splits(options));
 }
 
 }  // namespace verl::data

@@ -2,7 +2,7 @@
 // $VERL_FILE_LOGGER_PATH, else ${VERL_FILE_LOGGER_ROOT:-.}/<project_name>/<experiment_name>.jsonl; the file is
 // truncated at start as verl's open(..., "wb") does. Compact as orjson writes it, NaN and infinities null; a line
 // parses to verl's values, not to its bytes (numbers are the shortest round-trip %g text, so an integral float is
-// `3` where orjson writes `3.0`, `1e-05` where it writes `0.00001`; control characters in keys as \u00XX).
+// `3` where orjson writes `3.0`, `1e-05` where it writes `0.00001`).
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -17,23 +17,6 @@
 namespace verl::trainer {
 
 namespace {
-
-void append_quoted_json(std::string& out, const std::string& text) {
-  out += '"';
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
 
 std::string file_logger_path(const std::string& project_name, const std::string& experiment_name) {
   if (const char* path = std::getenv("VERL_FILE_LOGGER_PATH"); path != nullptr) return path;
@@ -67,7 +50,7 @@ class FileBackend : public TrackingBackend {
     for (const auto& [key, value] : metrics) {
       if (!first) line += ",";
       first = false;
-      append_quoted_json(line, key);
+      append_json_string(line, key);
       line += ":";
       line += std::isfinite(value) ? format_json_number(value) : "null";
     }

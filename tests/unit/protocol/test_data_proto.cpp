@@ -110,6 +110,22 @@ TEST(DataProto, UnionMergesAndRejectsConflicts) {
   EXPECT_THROW(d.union_with(data_proto_make(2)), Error);
 }
 
+TEST(DataProto, UnionRowsKeepsThisMetaAndStillRejectsConflictingRows) {
+  DataProto d = data_proto_make(3);
+  // A worker's output: new tensors and a column, plus timing and a meta key that clashes with the batch's.
+  DataProto output = DataProto::from_dict({{"values", torch::ones({3, 4})}}, {{"reward_source", {"rm", "rm", "rule"}}},
+                                          {{"temperature", 0.5}, {"timing", {{"gen", 1.5}}}});
+  d.union_rows_with(output);
+  EXPECT_TRUE(d.has_tensor("values"));
+  EXPECT_EQ(d.column("reward_source")[2], "rule");
+  EXPECT_EQ(d.meta_info["temperature"], 1.0);
+  EXPECT_FALSE(d.meta_info.contains("timing"));
+  DataProto other = data_proto_make(3);
+  other.batch["obs"] = other.batch["obs"] + 1;
+  EXPECT_NE(error_of([&] { d.union_rows_with(other); }).find("tensor 'obs'"), std::string::npos);
+  EXPECT_THROW(d.union_rows_with(data_proto_make(2)), Error);
+}
+
 TEST(DataProto, SelectAndPop) {
   DataProto d = data_proto_make(3);
   DataProto s = d.select({"obs"}, {"label"});

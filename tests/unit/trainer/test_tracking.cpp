@@ -146,6 +146,27 @@ TEST(TrackingJsonl, OneObjectPerStepFlushedEachStep) {
   EXPECT_EQ(r.out, "2 1e-06 0.1\n");
 }
 
+TEST(TrackingJsonl, KeysEscapedAsPythonsJsonDumpsWritesThem) {
+  const std::string key =
+      "a\"\\\b\f\n\r\t\x01\x1f\x7f"
+      "\xc3\xa9/x";
+  std::string ours;
+  trainer::append_json_string(ours, key);
+  // The oracle: Python's json.dumps(key, ensure_ascii=False) of the same bytes (the file and jsonl backends'
+  // keys, which verl's FileLogger writes with orjson: the same escapes).
+  std::string dir = make_temp_dir("tracking_json_string");
+  write_file(dir + "/key.txt", key);
+  CommandResult r = run_command(
+      "/usr/bin/python3 -c \"import json,sys; "
+      "sys.stdout.buffer.write(json.dumps(open(sys.argv[1], encoding='utf-8', newline='').read(), "
+      "ensure_ascii=False).encode())\" " +
+      dir + "/key.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ours, r.out);
+  EXPECT_EQ(ours, R"("a\"\\\b\f\n\r\t\u0001\u001f)"
+                  "\x7f\xc3\xa9/x\"");
+}
+
 TEST(TrackingJsonl, ResumedRunDropsATornLastLineBeforeAppending) {
   std::string dir = make_temp_dir("tracking_jsonl_torn");
   write_file(dir + "/metrics.jsonl", "{\"step\":1,\"a\":1}\n{\"step\":2,\"a\":2}\n{\"step\":3,\"a");

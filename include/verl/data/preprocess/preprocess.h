@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,16 @@ struct PreprocessedDataset {
   std::vector<io::Value> rows;
   std::vector<io::parquet::WriteField> schema;
 };
+// Writes DIR/<name>.parquet for each (name, split) (DIR is created).
+void write_parquet_splits(const std::string& dir,
+                          const std::vector<std::pair<std::string, const PreprocessedDataset*>>& splits);
+
+// A generated task's four splits: RL train and test (verl's RL columns), SFT train and val (prompt, response).
+struct RlAndSftSplits {
+  PreprocessedDataset train, test, sft_train, sft_val;
+};
+// Writes DIR/{train,test,sft_train,sft_val}.parquet (DIR is created).
+void write_rl_and_sft_splits(const std::string& dir, const RlAndSftSplits& splits);
 
 // The dataset names preprocess_dataset accepts.
 const std::vector<std::string>& preprocess_dataset_names();
@@ -84,9 +95,7 @@ struct ArithmeticProblem {
   std::string question() const;  // "12+35="
   int64_t answer() const;
 };
-struct ArithmeticSplits {
-  PreprocessedDataset train, test, sft_train, sft_val;
-};
+using ArithmeticSplits = RlAndSftSplits;
 const std::string& arithmetic_instruction();
 // The user message of a problem: question + "\n" + instruction.
 std::string arithmetic_prompt_text(const ArithmeticProblem& problem);
@@ -121,9 +130,7 @@ struct ArithmeticToolProblem {
   std::string question() const;    // "12*34+5="
   int64_t answer() const;
 };
-struct ArithmeticToolSplits {
-  PreprocessedDataset train, test, sft_train, sft_val;
-};
+using ArithmeticToolSplits = RlAndSftSplits;
 // The calculator's OpenAI function schema, as examples/multi_turn/calculator_tool_config.yaml declares it.
 const nlohmann::ordered_json& calculator_tool_schema();
 const std::string& arithmetic_tool_system_prompt();
