@@ -9,6 +9,7 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/python/interpreter.h"
+#include "verl/python/mlflow_store.h"
 
 namespace verl::agent {
 
@@ -37,27 +38,15 @@ nlohmann::ordered_json span_json(const TraceSpan& s) {
 // verl's RolloutTraceConfig.init(backend="mlflow") and rollout_trace_attr / rollout_trace_op, replayed: each span
 // opened with its recorded start time under its parent, its outputs set and closed at its end time.
 constexpr const char* kMlflowTrace = R"PY(
-import importlib.util
 import json
-import os
 
 
 class MlflowRolloutTrace:
     def __init__(self, project_name):
         import mlflow
         self.mlflow = mlflow
-        self.note = ""
         mlflow.config.enable_async_logging()
-        uri = os.environ.get("MLFLOW_TRACKING_URI")
-        if not uri:
-            # verl's default; mlflow-skinny has no SQL store, and then MLflow's own default folder is used.
-            if importlib.util.find_spec("sqlalchemy") is not None:
-                uri = "sqlite:////tmp/mlruns.db"
-            else:
-                uri = "file:" + os.path.abspath("mlruns")
-                os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-                self.note = f"MLFLOW_TRACKING_URI not set and no SQL store installed: rollout traces go to {uri}"
-        mlflow.set_tracking_uri(uri)
+        uri, self.note = verl_mlflow_tracking_uri(mlflow, "rollout traces go to")
         self.experiment_id = mlflow.set_experiment(project_name).experiment_id
         self.where = uri
 
@@ -88,6 +77,7 @@ class MlflowTraceWriter : public RolloutTraceWriter {
                   "): install it there (pip install mlflow) or name its site-packages in VERL_PYTHON_SITE_PACKAGES");
       }
       py::dict scope;
+      py::exec(python::kMlflowTrackingUriSource, scope);
       py::exec(kMlflowTrace, scope);
       tracer_ = scope["MlflowRolloutTrace"](project_name);
       const std::string note = py::str(tracer_->attr("note")).cast<std::string>();

@@ -675,6 +675,15 @@ namespace {
 constexpr const char* kFunctionToolKey = "actor_rollout_ref.rollout.multi_turn.function_tool_path";
 
 // The tools of verl's tool YAML (already read into `root`) into `tools` and `impl` (GIL held).
+// The class_name (module.Class) of a tool or interaction config entry, a map with `keys`; errors name `where`.
+std::string config_entry_class_name(const nlohmann::ordered_json& entry, const std::string& where, const char* keys) {
+  VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with ", keys);
+  VERL_CHECK(entry.contains("class_name") && entry["class_name"].is_string() &&
+                 !entry["class_name"].get<std::string>().empty(),
+             "tools", where, ": class_name (module.Class) is missing");
+  return entry["class_name"].get<std::string>();
+}
+
 void add_config_tools(ToolSet::Impl& impl, py::dict& tools, const nlohmann::ordered_json& root,
                       const std::string& path) {
   VERL_CHECK(root.is_object() && root.contains("tools") && root["tools"].is_array(), "tools", "tool config '", path,
@@ -684,11 +693,7 @@ void add_config_tools(ToolSet::Impl& impl, py::dict& tools, const nlohmann::orde
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& entry = entries[i];
     const std::string where = str_cat("tool config '", path, "': tools[", i, "]");
-    VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with class_name, config, tool_schema");
-    VERL_CHECK(entry.contains("class_name") && entry["class_name"].is_string() &&
-                   !entry["class_name"].get<std::string>().empty(),
-               "tools", where, ": class_name (module.Class) is missing");
-    const std::string class_name = entry["class_name"].get<std::string>();
+    const std::string class_name = config_entry_class_name(entry, where, "class_name, config, tool_schema");
     const std::string who = str_cat(where, " (", class_name, ")");
     const nlohmann::ordered_json config = entry.value("config", nlohmann::ordered_json::object());
     VERL_CHECK(config.is_object(), "tools", who, ": config must be a map ({type: native, ...})");
@@ -935,11 +940,7 @@ std::shared_ptr<InteractionSet> InteractionSet::from_config_file(const std::stri
     for (size_t i = 0; i < entries.size(); ++i) {
       const auto& entry = entries[i];
       const std::string where = str_cat("interaction config '", path, "': interaction[", i, "]");
-      VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with name, class_name, config");
-      VERL_CHECK(entry.contains("class_name") && entry["class_name"].is_string() &&
-                     !entry["class_name"].get<std::string>().empty(),
-                 "tools", where, ": class_name (module.Class) is missing");
-      const std::string class_name = entry["class_name"].get<std::string>();
+      const std::string class_name = config_entry_class_name(entry, where, "name, class_name, config");
       const std::string who = str_cat(where, " (", class_name, ")");
       VERL_CHECK(!entry.contains("name") || entry["name"].is_string() || entry["name"].is_null(), "tools", who,
                  ": name must be a string");

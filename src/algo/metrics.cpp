@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/common/numpy_random.h"
 #include "verl/common/strings.h"
 
 namespace verl::algo {
@@ -37,31 +37,6 @@ double std_of(const std::vector<double>& v) {
   return std::sqrt(sq / static_cast<double>(v.size()));
 }
 
-// numpy's legacy RandomState: MT19937 seeded like init_genrand (np.random.seed(int)), and
-// randint(0, n) by masked rejection: draw 32 bits, AND with the smallest all-ones mask >= n - 1,
-// retry while the value exceeds n - 1; n == 1 draws nothing.
-class NumpyLegacyRandom {
- public:
-  explicit NumpyLegacyRandom(uint32_t seed) : mt_(seed) {}
-  uint32_t randint_below(uint32_t n) {
-    const uint32_t range = n - 1;
-    if (range == 0) return 0;
-    uint32_t mask = range;
-    mask |= mask >> 1;
-    mask |= mask >> 2;
-    mask |= mask >> 4;
-    mask |= mask >> 8;
-    mask |= mask >> 16;
-    uint32_t value;
-    while ((value = static_cast<uint32_t>(mt_()) & mask) > range) {
-    }
-    return value;
-  }
-
- private:
-  std::mt19937 mt_;
-};
-
 // (mean, std) over n_bootstrap resamples of size subset_size of reduce(resample indices).
 template <typename Reduce>
 std::pair<double, double> bootstrap_metric(size_t data_size, size_t subset_size, Reduce reduce, uint32_t seed,
@@ -71,7 +46,7 @@ std::pair<double, double> bootstrap_metric(size_t data_size, size_t subset_size,
   results.reserve(n_bootstrap);
   std::vector<size_t> idx(subset_size);
   for (int b = 0; b < n_bootstrap; ++b) {
-    for (auto& i : idx) i = rng.randint_below(static_cast<uint32_t>(data_size));
+    for (auto& i : idx) i = rng.randint_below(data_size);
     results.push_back(reduce(idx));
   }
   return {mean_of(results), std_of(results)};

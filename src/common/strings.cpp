@@ -83,15 +83,19 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
-std::string format_double_yaml(double value) {
-  if (std::isnan(value)) return ".nan";
-  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
-  char buffer[64];
+std::string shortest_round_trip(double value) {
+  char buffer[40];
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
     if (std::strtod(buffer, nullptr) == value) break;
   }
-  std::string text = buffer;
+  return buffer;
+}
+
+std::string format_double_yaml(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  std::string text = shortest_round_trip(value);
   // YAML 1.1 readers (PyYAML) need a '.' in the mantissa and a signed exponent to see a float.
   size_t exponent = text.find_first_of("eE");
   std::string mantissa = exponent == std::string::npos ? text : text.substr(0, exponent);

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline_part.h"
 #include "verl/common/error.h"
-#include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
 #include "verl/tokenizer/unicode.h"
 
@@ -181,9 +181,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
 
 std::unique_ptr<Decoder> make_decoder(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
-  VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", json_excerpt(config));
-  const std::string type = config["type"].get<std::string>();
+  const std::string type = detail::pipeline_part_type(config, where);
   const std::string here = where + " " + type;
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
@@ -215,14 +213,7 @@ std::unique_ptr<Decoder> make_decoder(const json& config, const std::string& whe
     return std::make_unique<MetaspaceDecoder>(config.value("replacement", std::string("\xE2\x96\x81")), prepend);
   }
   if (type == "Sequence") {
-    VERL_CHECK(config.contains("decoders") && config["decoders"].is_array(), "tokenizer", here,
-               ": expected an array \"decoders\"");
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (size_t i = 0; i < config["decoders"].size(); ++i) {
-      auto part = make_decoder(config["decoders"][i], str_cat(here, "[", i, "]"));
-      if (part) parts.push_back(std::move(part));
-    }
-    return std::make_unique<SequenceDecoder>(std::move(parts));
+    return std::make_unique<SequenceDecoder>(detail::sequence_parts<Decoder>(config, "decoders", here, make_decoder));
   }
   VERL_FAIL("tokenizer", where, ": unsupported decoder type '", type,
             "' (supported: ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace, Sequence)");

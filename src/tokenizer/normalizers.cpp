@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "pipeline_part.h"
 #include "verl/common/error.h"
 #include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
@@ -183,9 +184,7 @@ std::string unicode_lowercase(const std::string& text) {
 
 std::unique_ptr<Normalizer> make_normalizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
-  VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", json_excerpt(config));
-  const std::string type = config["type"].get<std::string>();
+  const std::string type = detail::pipeline_part_type(config, where);
   const std::string here = where + " " + type;
   if (type == "NFC") return std::make_unique<UnicodeNormalizer>(unicode_nfc);
   if (type == "NFD") return std::make_unique<UnicodeNormalizer>(unicode_nfd);
@@ -201,14 +200,8 @@ std::unique_ptr<Normalizer> make_normalizer(const json& config, const std::strin
   }
   if (type == "StripAccents") return std::make_unique<StripAccentsNormalizer>();
   if (type == "Sequence") {
-    VERL_CHECK(config.contains("normalizers") && config["normalizers"].is_array(), "tokenizer", here,
-               ": expected an array \"normalizers\"");
-    std::vector<std::unique_ptr<Normalizer>> parts;
-    for (size_t i = 0; i < config["normalizers"].size(); ++i) {
-      auto part = make_normalizer(config["normalizers"][i], str_cat(here, "[", i, "]"));
-      if (part) parts.push_back(std::move(part));
-    }
-    return std::make_unique<SequenceNormalizer>(std::move(parts));
+    return std::make_unique<SequenceNormalizer>(
+        detail::sequence_parts<Normalizer>(config, "normalizers", here, make_normalizer));
   }
   VERL_FAIL("tokenizer", where, ": unsupported normalizer type '", type,
             "' (supported: NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend, Strip, StripAccents, Sequence)");

@@ -3,8 +3,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "pipeline_part.h"
 #include "verl/common/error.h"
-#include "verl/common/input_limits.h"
 
 namespace verl::tokenizer {
 
@@ -103,21 +103,13 @@ std::unique_ptr<PostProcessor> make_bos_eos_processor(std::vector<int32_t> bos, 
 
 std::unique_ptr<PostProcessor> make_post_processor(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
-  VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", json_excerpt(config));
-  const std::string type = config["type"].get<std::string>();
+  const std::string type = detail::pipeline_part_type(config, where);
   const std::string here = where + " " + type;
   if (type == "TemplateProcessing") return make_template(config, here);
   if (type == "ByteLevel") return std::make_unique<IdentityProcessor>();  // only trims offsets
   if (type == "Sequence") {
-    VERL_CHECK(config.contains("processors") && config["processors"].is_array(), "tokenizer", here,
-               ": expected an array \"processors\"");
-    std::vector<std::unique_ptr<PostProcessor>> parts;
-    for (size_t i = 0; i < config["processors"].size(); ++i) {
-      auto part = make_post_processor(config["processors"][i], str_cat(here, "[", i, "]"));
-      if (part) parts.push_back(std::move(part));
-    }
-    return std::make_unique<SequenceProcessor>(std::move(parts));
+    return std::make_unique<SequenceProcessor>(
+        detail::sequence_parts<PostProcessor>(config, "processors", here, make_post_processor));
   }
   VERL_FAIL("tokenizer", where, ": unsupported post_processor type '", type,
             "' (supported: TemplateProcessing, ByteLevel, Sequence)");

@@ -4,6 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "pipeline_part.h"
 #include "verl/common/error.h"
 #include "verl/common/input_limits.h"
 #include "verl/tokenizer/regex.h"
@@ -100,6 +101,7 @@ class ByteLevelPreTokenizer : public PreTokenizer {
   std::unique_ptr<Regex> regex_;
 };
 
+// Split; also Whitespace and WhitespaceSplit, as the fixed patterns HF tokenizers splits them by.
 class SplitPreTokenizer : public PreTokenizer {
  public:
   SplitPreTokenizer(const std::string& pattern, SplitBehavior behavior, bool invert, const std::string& where)
@@ -180,22 +182,6 @@ class MetaspacePreTokenizer : public PreTokenizer {
   std::string replacement_;
   PrependScheme scheme_;
   bool split_;
-};
-
-class RegexPreTokenizer : public PreTokenizer {  // Whitespace and WhitespaceSplit
- public:
-  RegexPreTokenizer(const std::string& pattern, SplitBehavior behavior, bool invert, const std::string& where)
-      : regex_(pattern, where), behavior_(behavior), invert_(invert) {}
-  void pre_tokenize(std::vector<Piece>& pieces) const override {
-    split_each(pieces, [&](const std::string& text) {
-      return split_by_matches(text, regex_.find_all(text), behavior_, invert_);
-    });
-  }
-
- private:
-  Regex regex_;
-  SplitBehavior behavior_;
-  bool invert_;
 };
 
 class SequencePreTokenizer : public PreTokenizer {
@@ -321,9 +307,7 @@ std::vector<std::string> split_by_matches(const std::string& text,
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
-  VERL_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), "tokenizer", where,
-             ": expected an object with a string \"type\", got ", json_excerpt(config));
-  const std::string type = config["type"].get<std::string>();
+  const std::string type = detail::pipeline_part_type(config, where);
   const std::string here = where + " " + type;
   if (type == "ByteLevel") {
     return std::make_unique<ByteLevelPreTokenizer>(config.value("add_prefix_space", true),
@@ -352,20 +336,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& config, const std::
                                                    config.value("split", true));
   }
   if (type == "Whitespace") {
-    return std::make_unique<RegexPreTokenizer>(R"(\w+|[^\w\s]+)", SplitBehavior::Removed, true, here);
+    return std::make_unique<SplitPreTokenizer>(R"(\w+|[^\w\s]+)", SplitBehavior::Removed, true, here);
   }
   if (type == "WhitespaceSplit") {
-    return std::make_unique<RegexPreTokenizer>(R"(\s+)", SplitBehavior::Removed, false, here);
+    return std::make_unique<SplitPreTokenizer>(R"(\s+)", SplitBehavior::Removed, false, here);
   }
   if (type == "Sequence") {
-    VERL_CHECK(config.contains("pretokenizers") && config["pretokenizers"].is_array(), "tokenizer", here,
-               ": expected an array \"pretokenizers\"");
-    std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (size_t i = 0; i < config["pretokenizers"].size(); ++i) {
-      auto part = make_pre_tokenizer(config["pretokenizers"][i], str_cat(here, "[", i, "]"));
-      if (part) parts.push_back(std::move(part));
-    }
-    return std::make_unique<SequencePreTokenizer>(std::move(parts));
+    return std::make_unique<SequencePreTokenizer>(
+        detail::sequence_parts<PreTokenizer>(config, "pretokenizers", here, make_pre_tokenizer));
   }
   VERL_FAIL("tokenizer", where, ": unsupported pre_tokenizer type '", type,
             "' (supported: ByteLevel, Split, Digits, Metaspace, Whitespace, WhitespaceSplit, Sequence)");

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
-#include <random>
 
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/numpy_random.h"
 #include "verl/trainer/ppo_trainer.h"
 
 namespace verl::trainer {
@@ -43,26 +43,6 @@ std::string python_json(const nlohmann::ordered_json& value) {
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   }
   return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-// numpy's legacy RandomState(seed).shuffle(list): MT19937 seeded with init_genrand, Fisher-Yates from the end,
-// each index drawn by masked rejection sampling on 32-bit outputs (rk_interval).
-template <typename T>
-void numpy_legacy_shuffle(std::vector<T>& items, uint32_t seed) {
-  std::mt19937 engine(seed);
-  for (size_t i = items.size(); i-- > 1;) {
-    uint64_t max = i, mask = max;
-    mask |= mask >> 1;
-    mask |= mask >> 2;
-    mask |= mask >> 4;
-    mask |= mask >> 8;
-    mask |= mask >> 16;
-    uint64_t j;
-    do {
-      j = engine() & mask;
-    } while (j > max);
-    std::swap(items[i], items[j]);
-  }
 }
 
 Json ground_truth_of(const DataProto& batch, int64_t row) {
@@ -186,7 +166,7 @@ void PPOTrainer::maybe_log_val_generations(const std::vector<std::string>& input
   std::vector<Sample> samples;
   for (size_t i = 0; i < inputs.size(); ++i) samples.push_back({inputs[i], outputs[i], scores[i]});
   std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.input < b.input; });
-  numpy_legacy_shuffle(samples, 42);
+  NumpyLegacyRandom(42).shuffle(samples);
   if (static_cast<int64_t>(samples.size()) > generations_to_log) samples.resize(static_cast<size_t>(generations_to_log));
   // verl sends this table to wandb/swanlab; here it goes to RUN_DIR/val_generations.jsonl and the console.
   std::filesystem::create_directories(run_dir_);

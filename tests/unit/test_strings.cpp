@@ -27,6 +27,17 @@ TEST(Strings, ContainsMatchesWholeItemsOnly) {
   EXPECT_FALSE(contains({}, "model"));
 }
 
+TEST(Strings, ShortestRoundTripTakesTheFewestDigitsThatReadBack) {
+  EXPECT_EQ(shortest_round_trip(0.1), "0.1");
+  EXPECT_EQ(shortest_round_trip(3.0), "3");
+  EXPECT_EQ(shortest_round_trip(-2.5e-6), "-2.5e-06");
+  EXPECT_EQ(shortest_round_trip(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(shortest_round_trip(5e-324), "5e-324");
+  for (double v : {1.0 / 3.0, 1e300, -7.25, 123456789.0}) {
+    EXPECT_EQ(std::strtod(shortest_round_trip(v).c_str(), nullptr), v);
+  }
+}
+
 TEST(Strings, FormatDoubleYamlRoundTripsAndIsAFloatToYaml11) {
   EXPECT_EQ(format_double_yaml(3e-6), "3.0e-06");
   EXPECT_EQ(format_double_yaml(0.001), "0.001");

@@ -11,6 +11,7 @@
 
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/strings.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::trainer {
@@ -208,12 +209,7 @@ void append_json_string(std::string& out, const std::string& text) {
 std::string format_json_number(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) break;
-  }
-  return buffer;
+  return shortest_round_trip(value);
 }
 
 std::string format_jsonl_record(const Metrics& metrics, int64_t step) {

@@ -9,6 +9,7 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/python/interpreter.h"
+#include "verl/python/mlflow_store.h"
 #include "verl/trainer/tracking.h"
 
 namespace verl::trainer {
@@ -102,20 +103,9 @@ class MlflowLogger:
     _slashes = re.compile(r"/+")
 
     def __init__(self, project_name, experiment_name, config_text):
-        import importlib.util
         import mlflow
         self.mlflow = mlflow
-        uri = os.environ.get("MLFLOW_TRACKING_URI")
-        self.note = ""
-        if not uri:
-            # verl's default store; mlflow-skinny has no SQL store, and then MLflow's own default folder is used.
-            if importlib.util.find_spec("sqlalchemy") is not None:
-                uri = "sqlite:////tmp/mlruns.db"
-            else:
-                uri = "file:" + os.path.abspath("mlruns")
-                os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 asks for an opt-in
-                self.note = f"MLFLOW_TRACKING_URI not set and no SQL store installed: MLflow writes to {uri}"
-        mlflow.set_tracking_uri(uri)
+        uri, self.note = verl_mlflow_tracking_uri(mlflow, "MLflow writes to")
         run_id = os.environ.get("MLFLOW_RUN_ID")
         if run_id:
             self.run = mlflow.start_run(run_id=run_id)
@@ -176,6 +166,7 @@ class PythonLoggerBackend : public TrackingBackend {
                   ") or name its site-packages in VERL_PYTHON_SITE_PACKAGES");
       }
       py::dict scope;
+      py::exec(python::kMlflowTrackingUriSource, scope);
       py::exec(kLoggers, scope);
       logger_ = scope[class_name.c_str()](project_name, experiment_name, config_yaml);
       const std::string note = py::str(logger_->attr("note")).cast<std::string>();

@@ -5,6 +5,7 @@
 // Each test writes its Python modules under names of its own: a module imported once stays in sys.modules.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <thread>
@@ -434,6 +435,9 @@ TEST(Tools, ConfigErrorsNameTheFileAndTheEntry) {
                                          "  - config: {type: native}\n");
   expect_config_error(dir + "/no_class.yaml", {dir + "/no_class.yaml", "tools[1]", "class_name"});
 
+  write_file(dir + "/not_a_map.yaml", "tools:\n  - just_a_name\n");
+  expect_config_error(dir + "/not_a_map.yaml", {"tools[0]: expected a map with class_name, config, tool_schema"});
+
   write_file(dir + "/no_module.yaml", "tools:\n" + tool_entry("not_a_module_f.Tool", "a"));
   expect_config_error(dir + "/no_module.yaml",
                       {dir + "/no_module.yaml", "tools[0]", "not_a_module_f.Tool", "No module named 'not_a_module_f'"});
@@ -601,6 +605,17 @@ interaction:
     EXPECT_NE(std::string(e.what()).find(dir + "/bad.yaml': interaction[0] (user_interactions_g.Nope)"),
               std::string::npos)
         << e.what();
+  }
+  for (const auto& [file, entries, expected] : std::vector<std::array<std::string, 3>>{
+           {"no_class.yaml", "  - name: x\n", "interaction[0]: class_name (module.Class) is missing"},
+           {"not_a_map.yaml", "  - x\n", "interaction[0]: expected a map with name, class_name, config"}}) {
+    write_file(dir + "/" + file, "interaction:\n" + entries);
+    try {
+      InteractionSet::from_config_file(dir + "/" + file, 30);
+      ADD_FAILURE() << "expected an error for " << file;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/error_text.h"
 #include "verl/common/error.h"
 #include "verl/tokenizer/decoders.h"
 #include "verl/tokenizer/normalizers.h"
@@ -76,6 +77,29 @@ TEST(TokenizerNormalizers, UnsupportedTypeNamesIt) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unsupported normalizer type 'Precompiled'"), std::string::npos) << e.what();
   }
+}
+
+// Each part kind: a Sequence without its array, an entry that is not an object with a string "type", and a null
+// entry (skipped), with the entry's place in the error.
+TEST(TokenizerComponents, SequenceAndTypeErrorsNameThePart) {
+  EXPECT_NE(test::error_of([] {
+              make_normalizer(json::parse(R"({"type":"Sequence"})"), "x.json normalizer");
+            }).find("x.json normalizer Sequence: expected an array \"normalizers\""),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              make_pre_tokenizer(json::parse(R"({"type":"Sequence","pretokenizers":{}})"), "p");
+            }).find("p Sequence: expected an array \"pretokenizers\""),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              make_decoder(json::parse(R"({"type":"Sequence","decoders":[{"type":"Fuse"},7]})"), "d");
+            }).find("d Sequence[1]: expected an object with a string \"type\", got 7"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              make_post_processor(json::parse(R"({"type":3})"), "pp");
+            }).find("pp: expected an object with a string \"type\""),
+            std::string::npos);
+  auto decoder = make_decoder(json::parse(R"({"type":"Sequence","decoders":[null,{"type":"Fuse"}]})"), "d");
+  EXPECT_EQ(decoder->decode({"a", "b"}), "ab");
 }
 
 // The example of HF tokenizers' SplitDelimiterBehavior documentation: "the-final--countdown" split on "-".
