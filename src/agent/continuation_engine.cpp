@@ -47,7 +47,6 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
   torch::NoGradGuard no_grad;
   auto& model = model_;
   const auto device = model->model->embed_tokens->weight.device();
-  const auto long_opts = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t n = static_cast<int64_t>(requests.size());
   int64_t past = 0, chunk = 0, budget = 0;
   for (const auto* r : requests) {

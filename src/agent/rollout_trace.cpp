@@ -81,7 +81,9 @@ class MlflowTraceWriter : public RolloutTraceWriter {
       py::exec(kMlflowTrace, scope);
       tracer_ = scope["MlflowRolloutTrace"](project_name);
       const std::string note = py::str(tracer_->attr("note")).cast<std::string>();
-      if (!note.empty()) VERL_LOG(Warn, kRolloutTraceComponent) << note;
+      if (!note.empty()) {
+        VERL_LOG(Warn, kRolloutTraceComponent) << note;
+      }
       VERL_LOG(Info, kRolloutTraceComponent)
           << "rollout traces (mlflow) at " << py::str(tracer_->attr("where")).cast<std::string>() << ", experiment '"
           << project_name << "'";

@@ -266,7 +266,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
       const int64_t parse_start = trace ? trace_clock_ns() : 0;
       ParsedTurn parsed = out_of_budget || turn_limit ? ParsedTurn{text, {}, 0} : parser->parse(text, c.tool_schemas);
       if (trace && !out_of_budget && !turn_limit) {
-        TraceSpan span{parser->class_name() + ".extract_tool_calls"};
+        TraceSpan span;
+        span.name = parser->class_name() + ".extract_tool_calls";
         OJson calls = OJson::array();
         for (const auto& call : parsed.calls) {
           calls.push_back({{"name", call.name},
@@ -326,7 +327,8 @@ AgentLoopOutput run_scripted_agent_loop(const TurnGenerator& generate_turns, con
           // verl: an unknown tool or arguments that are not JSON get an error message, no execute call.
           if (cls.empty() || call.arguments_not_json) continue;
           const ToolCallResult& result = outcomes[k][j];
-          TraceSpan span{cls + ".execute"};
+          TraceSpan span;
+          span.name = cls + ".execute";
           span.inputs = {{"instance_id", nullptr}, {"parameters", call.arguments}, {"kwargs", OJson::object()}};
           span.outputs = OJson::array({OJson{{"text", result.text}, {"image", nullptr}, {"video", nullptr}},
                                        result.reward, result.metrics});

@@ -11,11 +11,11 @@
 namespace verl::cli {
 
 const char* const kModelUsage =
-    "usage: verl model init --arch llama|qwen2|qwen3 --out DIR [--seed S] [--tokenizer DIR]\n"
+    "usage: verl model init --arch llama|qwen2|qwen3|mistral --out DIR [--seed S] [--tokenizer DIR]\n"
     "                       [--hidden-size N] [--num-layers N] [--num-heads N] [--num-kv-heads N]\n"
     "                       [--intermediate-size N] [--vocab-size N] [--head-dim N] [--rope-theta X]\n"
     "                       [--initializer-range STD]\n"
-    "                       [--rope-scaling linear:F|llama3:F:LOW:HIGH:ORIG] [--tie-word-embeddings]\n"
+    "                       [--rope-scaling linear:F|llama3:F:LOW:HIGH:ORIG|yarn:F:ORIG] [--tie-word-embeddings]\n"
     "                       [--attention-bias] [--mlp-bias] [--perturb-norms-biases] [--dtype float32|bfloat16]\n"
     "       verl model forward --model DIR --input ids.json --output out.safetensors\n"
     "       verl model export --checkpoint DIR --out DIR [--merge]\n"

@@ -1,6 +1,7 @@
 #include "verl/model/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,13 +48,37 @@ std::optional<int64_t> get_opt_int(const json& j, const std::string& key, const 
   return j[key].get<int64_t>();
 }
 
+// llama3 / yarn: transformers takes a top-level original_max_position_embeddings (Phi3 writes one) over the rope
+// object's, and max_position_embeddings where neither is given.
+int64_t original_max_position_embeddings(const json& config, const json& rope, const std::string& src,
+                                         const std::string& rope_src) {
+  const int64_t fallback = get_int(config, "max_position_embeddings", src, 2048);
+  if (config.contains("original_max_position_embeddings") && !config["original_max_position_embeddings"].is_null())
+    return get_int(config, "original_max_position_embeddings", src, fallback);
+  return get_int(rope, "original_max_position_embeddings", rope_src, fallback);
+}
+
+// yarn's cos / sin scale: attention_factor when given, else from the mscale pair when both are non-zero (as
+// transformers tests them), else from the factor alone.
+double yarn_attention_factor(const json& rope, const std::string& rope_src, double factor) {
+  if (rope.contains("attention_factor") && !rope["attention_factor"].is_null())
+    return get_double(rope, "attention_factor", rope_src, 1.0);
+  const double mscale = get_double(rope, "mscale", rope_src, 0.0);
+  const double mscale_all_dim = get_double(rope, "mscale_all_dim", rope_src, 0.0);
+  if (mscale != 0 && mscale_all_dim != 0) return yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim);
+  return yarn_mscale(factor, 1.0);
+}
+
 }  // namespace
+
+double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
 
 const char* arch_class_name(Arch arch) {
   switch (arch) {
     case Arch::Llama: return "LlamaForCausalLM";
     case Arch::Qwen2: return "Qwen2ForCausalLM";
     case Arch::Qwen3: return "Qwen3ForCausalLM";
+    case Arch::Mistral: return "MistralForCausalLM";
   }
   return "";
 }
@@ -63,6 +88,7 @@ const char* arch_model_type(Arch arch) {
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Mistral: return "mistral";
   }
   return "";
 }
@@ -71,7 +97,8 @@ Arch parse_arch_short(const std::string& name) {
   if (name == "llama") return Arch::Llama;
   if (name == "qwen2") return Arch::Qwen2;
   if (name == "qwen3") return Arch::Qwen3;
-  VERL_FAIL(kHfConfigComponent, "unknown architecture '", name, "'; supported: llama, qwen2, qwen3");
+  if (name == "mistral") return Arch::Mistral;
+  VERL_FAIL(kHfConfigComponent, "unknown architecture '", name, "'; supported: llama, qwen2, qwen3, mistral");
 }
 
 // Upper bounds, each several times the largest released model's (Llama 3.1 405B: hidden 16384, intermediate
@@ -108,6 +135,14 @@ void HFConfig::validate() const {
   if (rope_scaling.type == RopeScaling::Type::Llama3)
     VERL_CHECK(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor, kHfConfigComponent,
                "rope_scaling: high_freq_factor must exceed low_freq_factor");
+  if (rope_scaling.type == RopeScaling::Type::Yarn) {
+    VERL_CHECK(rope_scaling.beta_fast > 0 && rope_scaling.beta_slow > 0, kHfConfigComponent,
+               "rope_scaling: yarn's beta_fast and beta_slow must be positive");
+    VERL_CHECK(rope_scaling.attention_factor > 0, kHfConfigComponent,
+               "rope_scaling: yarn's attention_factor must be positive");
+    VERL_CHECK(rope_scaling.original_max_position_embeddings > 0, kHfConfigComponent,
+               "rope_scaling: original_max_position_embeddings must be positive");
+  }
 }
 
 HFConfig parse_hf_config_text(const std::string& json_text, const std::string& src) {
@@ -119,15 +154,18 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
     VERL_FAIL(kHfConfigComponent, src, " is not valid JSON (", e.what(), ")");
   }
   VERL_CHECK(j.is_object(), kHfConfigComponent, src, " must be a JSON object");
-  const std::string supported = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+  const std::string supported = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM";
   std::string arch_name;
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string()) {
     arch_name = j["architectures"][0].get<std::string>();
   } else if (j.contains("model_type") && j["model_type"].is_string()) {
     const std::string mt = j["model_type"].get<std::string>();
-    arch_name = mt == "llama" ? "LlamaForCausalLM" : mt == "qwen2" ? "Qwen2ForCausalLM"
-                : mt == "qwen3" ? "Qwen3ForCausalLM" : "model_type " + mt;
+    arch_name = mt == "llama"     ? "LlamaForCausalLM"
+                : mt == "qwen2"   ? "Qwen2ForCausalLM"
+                : mt == "qwen3"   ? "Qwen3ForCausalLM"
+                : mt == "mistral" ? "MistralForCausalLM"
+                                  : "model_type " + mt;
   }
   HFConfig c;
   // Token-classification / sequence-classification variants share the trunk (critic and reward models).
@@ -137,6 +175,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   if (family("LlamaFor")) c.arch = Arch::Llama;
   else if (family("Qwen2For")) c.arch = Arch::Qwen2;
   else if (family("Qwen3For")) c.arch = Arch::Qwen3;
+  else if (family("MistralFor")) c.arch = Arch::Mistral;
   else
     VERL_FAIL(kHfConfigComponent, src, ": unsupported architecture '", arch_name.empty() ? "(none given)" : arch_name,
               "'; supported: ", supported);
@@ -154,16 +193,26 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   if (!j.contains("head_dim") || j["head_dim"].is_null())
     VERL_CHECK(c.hidden_size % c.num_attention_heads == 0, kHfConfigComponent, src, ": hidden_size (", c.hidden_size,
                ") must be a multiple of num_attention_heads (", c.num_attention_heads, ") when head_dim is not given");
-  c.max_position_embeddings = get_int(j, "max_position_embeddings", src, 2048);
+  // transformers' MistralConfig defaults: 131072 positions, a 4096-token window.
+  const bool mistral = c.arch == Arch::Mistral;
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", src, mistral ? 131072 : 2048);
   c.rms_norm_eps = get_double(j, "rms_norm_eps", src, 1e-6);
   c.rope_theta = get_double(j, "rope_theta", src, 10000.0);
-  c.attention_bias = get_bool(j, "attention_bias", src, false);
-  c.mlp_bias = get_bool(j, "mlp_bias", src, false);
+  // Mistral's layers have no biases whatever the config says (transformers does not read these fields for it).
+  c.attention_bias = !mistral && get_bool(j, "attention_bias", src, false);
+  c.mlp_bias = !mistral && get_bool(j, "mlp_bias", src, false);
   VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kHfConfigComponent, src, ": mlp_bias is only supported for Llama");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, c.arch == Arch::Llama ? false : false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
-  if (c.arch != Arch::Llama && get_bool(j, "use_sliding_window", src, false))
+  if ((c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) && get_bool(j, "use_sliding_window", src, false))
     VERL_FAIL(kHfConfigComponent, src, ": use_sliding_window=true is not supported");
+  if (mistral) {
+    // A window as long as every position changes nothing (Mistral 7B v0.2 and later write null).
+    const int64_t window = j.contains("sliding_window") ? get_opt_int(j, "sliding_window", src).value_or(0) : 4096;
+    VERL_CHECK(window == 0 || window >= c.max_position_embeddings, kHfConfigComponent, src, ": sliding_window ", window,
+               " is shorter than max_position_embeddings (", c.max_position_embeddings,
+               "); sliding-window attention is not supported (null or at least max_position_embeddings)");
+  }
   // transformers >= 5 writes rope_theta and the scaling into "rope_parameters"; older versions wrote top-level
   // "rope_theta" and "rope_scaling". As in transformers, a legacy rope_scaling wins over rope_parameters, and a
   // rope_theta inside the object over the top-level one.
@@ -191,10 +240,26 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
       c.rope_scaling.factor = get_double(rs, "factor", rsrc, 8.0);
       c.rope_scaling.low_freq_factor = get_double(rs, "low_freq_factor", rsrc, 1.0);
       c.rope_scaling.high_freq_factor = get_double(rs, "high_freq_factor", rsrc, 4.0);
-      c.rope_scaling.original_max_position_embeddings =
-          get_int(rs, "original_max_position_embeddings", rsrc, c.max_position_embeddings);  // transformers' default
+      c.rope_scaling.original_max_position_embeddings = original_max_position_embeddings(j, rs, src, rsrc);
+    } else if (type == "yarn") {
+      c.rope_scaling.type = RopeScaling::Type::Yarn;
+      RopeScaling& y = c.rope_scaling;
+      y.original_max_position_embeddings = original_max_position_embeddings(j, rs, src, rsrc);
+      VERL_CHECK(y.original_max_position_embeddings > 0, kHfConfigComponent, rsrc,
+                 ": original_max_position_embeddings must be positive");
+      // As transformers: a null factor is the ratio of the two lengths; 0 or null betas are the defaults 32 and 1.
+      y.factor = get_double(
+          rs, "factor", rsrc,
+          static_cast<double>(c.max_position_embeddings) / static_cast<double>(y.original_max_position_embeddings));
+      y.beta_fast = get_double(rs, "beta_fast", rsrc, 0.0);
+      if (y.beta_fast == 0) y.beta_fast = 32.0;
+      y.beta_slow = get_double(rs, "beta_slow", rsrc, 0.0);
+      if (y.beta_slow == 0) y.beta_slow = 1.0;
+      y.truncate = get_bool(rs, "truncate", rsrc, true);
+      y.attention_factor = yarn_attention_factor(rs, rsrc, y.factor);
     } else {
-      VERL_FAIL(kHfConfigComponent, rsrc, ": type '", type, "' is not supported (supported: linear, llama3, default)");
+      VERL_FAIL(kHfConfigComponent, rsrc, ": type '", type,
+                "' is not supported (supported: linear, llama3, yarn, default)");
     }
   }
   c.bos_token_id = get_opt_int(j, "bos_token_id", src);
@@ -410,6 +475,15 @@ std::string hf_config_to_json(const HFConfig& c) {
     j["rope_scaling"] = nullptr;
   } else if (c.rope_scaling.type == RopeScaling::Type::Linear) {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_scaling.factor}};
+  } else if (c.rope_scaling.type == RopeScaling::Type::Yarn) {
+    // The resolved attention_factor stands for the mscale pair it may have come from.
+    j["rope_scaling"] = {{"rope_type", "yarn"},
+                         {"factor", c.rope_scaling.factor},
+                         {"attention_factor", c.rope_scaling.attention_factor},
+                         {"beta_fast", c.rope_scaling.beta_fast},
+                         {"beta_slow", c.rope_scaling.beta_slow},
+                         {"truncate", c.rope_scaling.truncate},
+                         {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
   } else {
     j["rope_scaling"] = {{"rope_type", "llama3"},
                          {"factor", c.rope_scaling.factor},
@@ -417,9 +491,10 @@ std::string hf_config_to_json(const HFConfig& c) {
                          {"high_freq_factor", c.rope_scaling.high_freq_factor},
                          {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
   }
-  if (c.arch != Arch::Qwen2) j["attention_bias"] = c.attention_bias;
+  if (c.arch == Arch::Llama || c.arch == Arch::Qwen3) j["attention_bias"] = c.attention_bias;
   if (c.arch == Arch::Llama) j["mlp_bias"] = c.mlp_bias;
   if (c.arch == Arch::Qwen2) j["use_sliding_window"] = false;
+  if (c.arch == Arch::Mistral) j["sliding_window"] = nullptr;
   j["attention_dropout"] = 0.0;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["initializer_range"] = c.initializer_range;

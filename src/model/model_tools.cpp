@@ -31,8 +31,8 @@ HFConfig init_model_folder(const InitOptions& o) {
   VERL_CHECK(o.initializer_range > 0, kModelToolsComponent, "--initializer-range must be positive");
   c.initializer_range = o.initializer_range;
   c.tie_word_embeddings = o.tie_word_embeddings;
-  VERL_CHECK(!(o.attention_bias && o.arch == Arch::Qwen2), kModelToolsComponent,
-             "--attention-bias is for llama / qwen3 (qwen2 always has q/k/v biases)");
+  VERL_CHECK(!(o.attention_bias && (o.arch == Arch::Qwen2 || o.arch == Arch::Mistral)), kModelToolsComponent,
+             "--attention-bias is for llama / qwen3 (qwen2 always has q/k/v biases, mistral none)");
   VERL_CHECK(!(o.mlp_bias && o.arch != Arch::Llama), kModelToolsComponent, "--mlp-bias is for llama only");
   c.attention_bias = o.attention_bias;
   c.mlp_bias = o.mlp_bias;
@@ -50,9 +50,14 @@ HFConfig init_model_folder(const InitOptions& o) {
         c.rope_scaling.low_freq_factor = std::stod(parts[2]);
         c.rope_scaling.high_freq_factor = std::stod(parts[3]);
         c.rope_scaling.original_max_position_embeddings = std::stoll(parts[4]);
+      } else if (parts[0] == "yarn" && parts.size() == 3) {
+        c.rope_scaling.type = RopeScaling::Type::Yarn;
+        c.rope_scaling.factor = std::stod(parts[1]);
+        c.rope_scaling.original_max_position_embeddings = std::stoll(parts[2]);
+        c.rope_scaling.attention_factor = yarn_mscale(c.rope_scaling.factor, 1.0);  // transformers' default
       } else {
         VERL_FAIL(kModelToolsComponent, "--rope-scaling '", *o.rope_scaling,
-                  "': expected linear:FACTOR or llama3:FACTOR:LOW:HIGH:ORIG_LEN");
+                  "': expected linear:FACTOR, llama3:FACTOR:LOW:HIGH:ORIG_LEN or yarn:FACTOR:ORIG_LEN");
       }
     } catch (const std::logic_error&) {
       VERL_FAIL(kModelToolsComponent, "--rope-scaling '", *o.rope_scaling, "': numbers expected");

@@ -325,20 +325,45 @@ torch::Tensor rope_inv_freq(const HFConfig& c) {
     auto smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
     auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
     inv_freq = torch::where(medium, smoothed, scaled);
+  } else if (rs.type == RopeScaling::Type::Yarn) {
+    // The dimension that turns `rotations` times over the original length; dimensions below the beta_fast one keep
+    // their frequency (extrapolation), those above the beta_slow one are divided by the factor (interpolation).
+    auto correction_dim = [&](double rotations) {
+      return static_cast<double>(dim) *
+             std::log(static_cast<double>(rs.original_max_position_embeddings) / (rotations * 2 * M_PI)) /
+             (2 * std::log(c.rope_theta));
+    };
+    double low = correction_dim(rs.beta_fast), high = correction_dim(rs.beta_slow);
+    if (rs.truncate) low = std::floor(low), high = std::ceil(high);
+    low = std::max(low, 0.0), high = std::min(high, static_cast<double>(dim - 1));
+    if (low == high) high += 0.001;  // as transformers: no zero-width ramp
+    auto ramp = ((torch::arange(dim / 2, torch::kFloat32) - low) / (high - low)).clamp(0, 1);
+    auto extrapolation_share = 1 - ramp;
+    // transformers' operation order, so that the fp32 frequencies are the same bits.
+    auto pos_freqs = torch::pow(c.rope_theta, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim);
+    auto interpolated = 1.0 / (rs.factor * pos_freqs);
+    auto extrapolated = 1.0 / pos_freqs;
+    inv_freq = interpolated * (1 - extrapolation_share) + extrapolated * extrapolation_share;
   }
   return inv_freq.to(torch::kFloat32);
+}
+
+double rope_attention_scaling(const HFConfig& c) {
+  return c.rope_scaling.type == RopeScaling::Type::Yarn ? c.rope_scaling.attention_factor : 1.0;
 }
 
 namespace {
 
 // Rotary cos / sin [.., head_dim] of `positions` [..], computed in fp32 and cast to `dtype` (HF computes them with
 // autocast disabled). Moves inv_freq to the positions' device once.
+// `scaling` multiplies both in fp32 (yarn's attention factor; 1 otherwise, skipped).
 std::pair<torch::Tensor, torch::Tensor> rotary(torch::Tensor& inv_freq, const torch::Tensor& positions,
-                                               torch::ScalarType dtype) {
+                                               torch::ScalarType dtype, double scaling) {
   if (inv_freq.device() != positions.device()) inv_freq = inv_freq.to(positions.device());
   auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq.view({1, 1, -1});
   auto emb = torch::cat({freqs, freqs}, -1);
-  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+  if (scaling == 1.0) return {emb.cos().to(dtype), emb.sin().to(dtype)};
+  return {(emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)};
 }
 
 // The causal + padding mask as an additive bias [B,1,1,T,S] for T new tokens after `past` cached ones
@@ -391,7 +416,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   // embedding_rows: the table may be packed for the decode step (tied to the LM head).
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
                        : embedding_rows(embed_tokens->weight, ids.to(device));
-  const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype);
+  const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
   const auto mask_bias = attention_bias(attention_mask.to(device), past, dtype);
   return run_layers(h, cos, sin, mask_bias, cache, torch::Tensor());
 }
@@ -411,7 +436,8 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
   const auto ids = packing.pack(input_ids.to(device)).unsqueeze(0);  // [1,N]
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm)
                        : embedding_rows(embed_tokens->weight, ids);
-  const auto [cos, sin] = rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype);
+  const auto [cos, sin] =
+      rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype, rope_attention_scaling(config));
   const auto mask_bias = attention_bias(attention_mask.to(device), 0, dtype);
   return run_layers(h, cos, sin, mask_bias, nullptr, packing.positions.to(device)).squeeze(0);
 }
@@ -479,7 +505,7 @@ torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const
   const int64_t B = tokens.size(0), S = bias.size(1);
   const auto dtype = embed_tokens->weight.scalar_type();
   auto h = embed_tokens->forward(tokens);
-  const auto [cos, sin] = rotary(inv_freq, positions, dtype);
+  const auto [cos, sin] = rotary(inv_freq, positions, dtype, rope_attention_scaling(config));
   const auto mask_bias = bias.view({B, 1, 1, 1, S});
   for (size_t i = 0; i < layer_list.size(); ++i) {
     h = layer_list[i]->forward(h, cos, sin, mask_bias, &cache, static_cast<int64_t>(i));

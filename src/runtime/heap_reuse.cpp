@@ -25,7 +25,9 @@ bool configure_heap_reuse() {
   bool ok = mallopt(M_MMAP_MAX, 0) == 1;
   ok = mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1 && ok;  // hand back only a free top above 2 GiB
   ok = mallopt(M_TOP_PAD, 64 << 20) == 1 && ok;
-  if (!ok) VERL_LOG(Warn, "runtime") << "mallopt refused the heap-reuse settings; large tensors are mmapped per use";
+  if (!ok) {
+    VERL_LOG(Warn, "runtime") << "mallopt refused the heap-reuse settings; large tensors are mmapped per use";
+  }
   return ok;
 }
 

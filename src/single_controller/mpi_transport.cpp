@@ -153,7 +153,7 @@ MpiTransport::MpiTransport(std::string group_name, std::vector<int> world_ranks,
                "' is placed on world rank ", rank, ", which is not a worker rank of this ", control_->size(),
                "-process job");
   }
-  probe_ = factory(WorkerContext{0, world_size(), group_name_, nullptr});
+  probe_ = factory(WorkerContext{0, world_size(), group_name_, nullptr, nullptr});
 }
 
 std::vector<MeshRankInfo> MpiTransport::mesh_info(const std::string& mesh) const {

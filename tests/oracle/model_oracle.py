@@ -58,6 +58,14 @@ MODELS = {
                                                        mlp_bias=True, rms_norm_eps=1e-5), {}),
     "llama_bf16": ("LlamaForCausalLM", dict(num_key_value_heads=2, hidden_size=64, intermediate_size=96),
                    {"dtype": torch.bfloat16}),
+    # yarn: its attention factor from `factor` alone; then from mscale / mscale_all_dim, with other betas and the
+    # correction range not truncated. Positions run past original_max_position_embeddings.
+    "qwen2_yarn_rope": ("Qwen2ForCausalLM", dict(num_key_value_heads=2, rope_parameters={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0}), {}),
+    # (head_dim 16: the untruncated range, 0.21 to 1.41, ramps dimension 1 otherwise than the truncated 0 to 2.)
+    "llama_yarn_mscale_rope": ("LlamaForCausalLM", dict(num_key_value_heads=2, head_dim=16, rope_parameters={
+        "rope_type": "yarn", "factor": 4.0, "mscale": 1.0, "mscale_all_dim": 0.5, "beta_fast": 8.0,
+        "beta_slow": 2.0, "truncate": False, "original_max_position_embeddings": 64, "rope_theta": 10000.0}), {}),
     "qwen2_gqa_theta1e6": ("Qwen2ForCausalLM", dict(num_key_value_heads=2, rope_parameters={
         "rope_type": "default", "rope_theta": 1000000.0}), {}),
     "qwen2_mqa_tied": ("Qwen2ForCausalLM", dict(num_key_value_heads=1, tie_word_embeddings=True,
@@ -70,8 +78,13 @@ MODELS = {
     "qwen3_bf16_sharded": ("Qwen3ForCausalLM", dict(num_key_value_heads=2, head_dim=16, hidden_size=64,
                                                     intermediate_size=96),
                            {"dtype": torch.bfloat16, "max_shard_size": "40KB"}),
+    # Mistral 7B v0.2 / v0.3 style: no window (null).
+    "mistral_gqa": ("MistralForCausalLM", dict(num_key_value_heads=2, sliding_window=None, rope_parameters={
+        "rope_type": "default", "rope_theta": 1000000.0}), {}),
     "llama_critic": ("LlamaForTokenClassification", dict(num_key_value_heads=2, num_labels=1), {}),
     "qwen2_critic": ("Qwen2ForTokenClassification", dict(num_key_value_heads=1, num_labels=1), {}),
+    "mistral_critic": ("MistralForTokenClassification", dict(num_key_value_heads=1, sliding_window=None,
+                                                            num_labels=1), {}),
     "qwen3_critic_bf16": ("Qwen3ForTokenClassification", dict(num_key_value_heads=2, head_dim=16, num_labels=1),
                           {"dtype": torch.bfloat16}),
 }
@@ -82,16 +95,13 @@ UNSUPPORTED = {
     "llama_rope_dynamic": ("LlamaForCausalLM", dict(rope_parameters={"rope_type": "dynamic", "factor": 2.0,
                                                                      "rope_theta": 10000.0}),
                            ["rope_parameters", "dynamic"]),
-    "llama_rope_yarn": ("LlamaForCausalLM", dict(rope_parameters={"rope_type": "yarn", "factor": 4.0,
-                                                                  "original_max_position_embeddings": 64,
-                                                                  "rope_theta": 10000.0}),
-                        ["rope_parameters", "yarn"]),
     "llama_gelu": ("LlamaForCausalLM", dict(hidden_act="gelu"), ["hidden_act"]),
     "qwen2_sliding_window": ("Qwen2ForCausalLM", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1),
                              ["use_sliding_window"]),
     "qwen3_sliding_window": ("Qwen3ForCausalLM", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1),
                              ["use_sliding_window"]),
-    "mistral": ("MistralForCausalLM", dict(), ["architecture", "MistralForCausalLM"]),
+    "mistral_sliding_window": ("MistralForCausalLM", dict(sliding_window=4), ["sliding_window"]),
+    "gemma": ("GemmaForCausalLM", dict(), ["architecture", "GemmaForCausalLM"]),
 }
 
 

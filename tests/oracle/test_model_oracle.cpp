@@ -1,6 +1,6 @@
-// Llama / Qwen2 / Qwen3 against Hugging Face transformers, the implementation verl runs. Models transformers
+// Llama / Qwen2 / Qwen3 / Mistral against Hugging Face transformers, the implementation verl runs. Models transformers
 // creates and saves (random weights, fixed seed; fp32, bf16, sharded; tied and untied embeddings; GQA 4/2, 4/1,
-// 4/4; head_dim != hidden / heads; q/k/v biases, q/k norm, linear and llama3 rope; ForTokenClassification
+// 4/4; head_dim != hidden / heads; q/k/v biases, q/k norm, linear, llama3 and yarn rope; ForTokenClassification
 // critics) give verl.cpp's logits, log-probs, entropy and values within the tolerance table below, on a
 // left-padded batch of ragged rows, and the same 64 greedy tokens (and their log-probs, the KV-cache decode path's
 // numbers) as model.generate. Folders verl.cpp writes (`verl model init`, `verl model export`) load in transformers
@@ -60,7 +60,7 @@ Refs model_load_refs(const std::string& path) {
 
 // The matrix of transformers-made models. It depends only on model_oracle.py (fixed seeds) and the pinned
 // transformers (scripts/requirements/test.txt), so it is made once into a folder named by their hash and reused by
-// the other test processes ctest starts (each test is its own process): made in a fresh folder, then renamed.
+// later runs and other processes (one test run alone): made in a fresh folder, then renamed.
 struct Matrix {
   std::string dir;
   nlohmann::json manifest;
@@ -270,11 +270,14 @@ TEST(ModelOracle, ModelInitFoldersLoadInTransformersWithoutWarnings) {
   const std::string common = " --seed 5 --perturb-norms-biases --initializer-range 0.2 --hidden-size 32 "
                              "--num-layers 2 --vocab-size 300 --intermediate-size 64 --num-heads 4";
   const std::vector<std::pair<std::string, std::string>> folders = {
-      {"llama_llama3_rope_biases_bf16", "--arch llama --num-kv-heads 2 --rope-theta 500000 "
-                                        "--rope-scaling llama3:8:1:4:16 --attention-bias --mlp-bias --dtype bfloat16"},
+      {"llama_llama3_rope_biases_bf16",
+       "--arch llama --num-kv-heads 2 --rope-theta 500000 "
+       "--rope-scaling llama3:8:1:4:16 --attention-bias --mlp-bias --dtype bfloat16"},
       {"llama_tied_linear_rope", "--arch llama --num-kv-heads 1 --tie-word-embeddings --rope-scaling linear:2"},
       {"qwen2_tied", "--arch qwen2 --num-kv-heads 2 --tie-word-embeddings --rope-theta 1000000"},
       {"qwen3_head_dim_bias", "--arch qwen3 --num-kv-heads 4 --head-dim 16 --attention-bias"},
+      {"qwen3_yarn_rope", "--arch qwen3 --num-kv-heads 2 --rope-scaling yarn:4:1024"},  // 4096 / 1024: no warning
+      {"mistral_gqa", "--arch mistral --num-kv-heads 2 --rope-theta 1000000"},
   };
   std::string paths;
   for (const auto& [name, flags] : folders) {

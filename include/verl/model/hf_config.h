@@ -1,5 +1,6 @@
 // Hugging Face config.json for the decoder families verl.cpp runs: LlamaForCausalLM, Qwen2ForCausalLM,
-// Qwen3ForCausalLM. Reading checks every field the forward uses; writing produces a config.json that HF
+// Qwen3ForCausalLM, MistralForCausalLM (Llama's layers without biases; its sliding window only where it covers
+// every position). Reading checks every field the forward uses; writing produces a config.json that HF
 // transformers loads. Any other architecture is an error that lists the supported ones.
 #pragma once
 
@@ -10,20 +11,32 @@
 
 namespace verl::model {
 
-enum class Arch { Llama, Qwen2, Qwen3 };
+enum class Arch { Llama, Qwen2, Qwen3, Mistral };
 
 const char* arch_class_name(Arch arch);  // "LlamaForCausalLM", ...
-const char* arch_model_type(Arch arch);  // "llama", "qwen2", "qwen3"
-// "llama" | "qwen2" | "qwen3" (CLI names); throws listing them otherwise.
+const char* arch_model_type(Arch arch);  // "llama", "qwen2", "qwen3", "mistral"
+// "llama" | "qwen2" | "qwen3" | "mistral" (CLI names); throws listing them otherwise.
 Arch parse_arch_short(const std::string& name);
 
 struct RopeScaling {
-  enum class Type { None, Linear, Llama3 } type = Type::None;
+  enum class Type { None, Linear, Llama3, Yarn } type = Type::None;
   double factor = 1.0;
   double low_freq_factor = 1.0;                    // llama3
   double high_freq_factor = 4.0;                   // llama3
-  int64_t original_max_position_embeddings = 8192;  // llama3
+  int64_t original_max_position_embeddings = 8192;  // llama3, yarn
+  // yarn (transformers' _compute_yarn_parameters): cos and sin are multiplied by attention_factor (given, or
+  // resolved from factor, mscale and mscale_all_dim when parsed); the frequencies between beta_fast and beta_slow
+  // rotations over the original length ramp from extrapolated to interpolated (the range floored / ceiled when
+  // truncate).
+  double attention_factor = 1.0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
 };
+
+// transformers' get_mscale for yarn: 0.1 * mscale * ln(factor) + 1, or 1 for factor <= 1. yarn's attention factor
+// is yarn_mscale(factor, 1), or yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim) with both given.
+double yarn_mscale(double factor, double mscale);
 
 struct HFConfig {
   Arch arch = Arch::Llama;

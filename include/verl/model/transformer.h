@@ -183,6 +183,8 @@ TORCH_MODULE(Decoder);
 
 // Rotary inverse frequencies [head_dim/2] in fp32 for the config's rope_theta and rope_scaling.
 torch::Tensor rope_inv_freq(const HFConfig& config);
+// The factor on cos and sin: yarn's attention_factor, 1 for the other scalings.
+double rope_attention_scaling(const HFConfig& config);
 
 struct CausalLMImpl : torch::nn::Module {
   // With an active `tp`, the config must split (model/tensor_parallel_model.h: check_tensor_parallel).

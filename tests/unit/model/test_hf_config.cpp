@@ -85,9 +85,38 @@ TEST(HFConfig, LinearRopeScalingAndLlamaBiases) {
 }
 
 TEST(HFConfig, UnsupportedArchitectureListsSupportedOnes) {
-  std::string err = hf_config_error_of(R"({"architectures": ["MistralForCausalLM"], "hidden_size": 8})");
-  EXPECT_NE(err.find("unsupported architecture 'MistralForCausalLM'"), std::string::npos) << err;
-  EXPECT_NE(err.find("LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"), std::string::npos) << err;
+  std::string err = hf_config_error_of(R"({"architectures": ["GemmaForCausalLM"], "hidden_size": 8})");
+  EXPECT_NE(err.find("unsupported architecture 'GemmaForCausalLM'"), std::string::npos) << err;
+  EXPECT_NE(err.find("LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM"), std::string::npos)
+      << err;
+}
+
+// Mistral as transformers' MistralConfig reads it: Llama's layers without biases (attention_bias / mlp_bias are not
+// read), 131072 positions and a 4096-token window by default; only a window that covers every position (or null)
+// is accepted. Written back with a null window and no bias fields.
+TEST(HFConfig, MistralReadsAsTransformersAndRefusesAShorterWindow) {
+  const std::string base = R"({"architectures": ["MistralForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, )";
+  const HFConfig c = parse_hf_config_text(base + R"("sliding_window": null, "attention_bias": true,
+    "mlp_bias": true, "rope_theta": 1000000.0, "max_position_embeddings": 32768})");
+  EXPECT_EQ(c.arch, Arch::Mistral);
+  EXPECT_FALSE(c.attention_bias || c.mlp_bias || c.qkv_bias() || c.o_bias() || c.qk_norm());
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+  const std::string written = hf_config_to_json(c);
+  EXPECT_NE(written.find("\"sliding_window\": null"), std::string::npos) << written;
+  EXPECT_EQ(written.find("attention_bias"), std::string::npos) << written;
+  EXPECT_EQ(hf_config_to_json(parse_hf_config_text(written)), written);
+  EXPECT_EQ(parse_hf_config_text(base + R"("sliding_window": 4096, "max_position_embeddings": 4096})").arch,
+            Arch::Mistral);
+  EXPECT_EQ(parse_hf_config_text(R"({"model_type": "mistral", "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "sliding_window": null})")
+                .arch,
+            Arch::Mistral);
+
+  std::string err = hf_config_error_of(base + R"("sliding_window": 4096, "max_position_embeddings": 32768})");
+  EXPECT_NE(err.find("sliding_window 4096 is shorter than max_position_embeddings (32768)"), std::string::npos) << err;
+  err = hf_config_error_of(base + R"("max_position_embeddings": 32768})");  // transformers' default window
+  EXPECT_NE(err.find("sliding_window 4096"), std::string::npos) << err;
 }
 
 TEST(HFConfig, BadFieldsAreClearErrors) {
@@ -108,8 +137,8 @@ TEST(HFConfig, BadFieldsAreClearErrors) {
             std::string::npos);
   EXPECT_NE(hf_config_error_of(
                 "{" + base +
-                R"(, "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "yarn", "factor": 2}})")
-                .find("'yarn' is not supported"),
+                R"(, "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "dynamic", "factor": 2}})")
+                .find("'dynamic' is not supported"),
             std::string::npos);
   EXPECT_NE(hf_config_error_of("not json").find("not valid JSON"), std::string::npos);
 }
@@ -142,6 +171,50 @@ TEST(HFConfig, WritesWhatItReads) {
   EXPECT_EQ(d.eos_token_ids, (std::vector<int64_t>{7, 9}));
   EXPECT_EQ(d.pad_token_id, 3);
   EXPECT_TRUE(d.mlp_bias && d.attention_bias && d.tie_word_embeddings);
+}
+
+// yarn read as transformers 5.9's _compute_yarn_parameters reads it (the frequencies and logits are compared with
+// transformers by oracle.ModelOracle): a null factor is max_position_embeddings / original; the attention factor
+// comes from the factor alone or from the mscale pair unless given; 0 betas are the defaults; a top-level
+// original_max_position_embeddings wins. The written config keeps the resolved numbers.
+TEST(HFConfig, YarnRopeResolvesAsTransformers) {
+  const std::string base = R"({"architectures": ["Qwen2ForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 131072, )";
+  const HFConfig c = parse_hf_config_text(
+      base + R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}})");
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Yarn);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1.0);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 1.0);
+  EXPECT_TRUE(c.rope_scaling.truncate);
+
+  const HFConfig implicit = parse_hf_config_text(base + R"("rope_scaling": {"rope_type": "yarn", "factor": null,
+    "original_max_position_embeddings": 16384, "beta_fast": 0, "beta_slow": 2, "truncate": false}})");
+  EXPECT_EQ(implicit.rope_scaling.factor, 8.0);
+  EXPECT_EQ(implicit.rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(implicit.rope_scaling.beta_slow, 2.0);
+  EXPECT_FALSE(implicit.rope_scaling.truncate);
+
+  const HFConfig mscale = parse_hf_config_text(base + R"("rope_scaling": {"rope_type": "yarn", "factor": 8,
+    "mscale": 1.0, "mscale_all_dim": 0.5, "original_max_position_embeddings": 4096}})");
+  EXPECT_DOUBLE_EQ(mscale.rope_scaling.attention_factor, (0.1 * std::log(8.0) + 1) / (0.05 * std::log(8.0) + 1));
+  const HFConfig round_trip = parse_hf_config_text(hf_config_to_json(mscale));
+  EXPECT_EQ(hf_config_to_json(round_trip), hf_config_to_json(mscale));
+  EXPECT_EQ(round_trip.rope_scaling.attention_factor, mscale.rope_scaling.attention_factor);
+
+  const HFConfig given = parse_hf_config_text(base + R"("original_max_position_embeddings": 8192, "rope_scaling":
+    {"rope_type": "yarn", "factor": 2, "attention_factor": 1.5, "original_max_position_embeddings": 4096}})");
+  EXPECT_EQ(given.rope_scaling.attention_factor, 1.5);
+  EXPECT_EQ(given.rope_scaling.original_max_position_embeddings, 8192);
+
+  EXPECT_NE(hf_config_error_of(base + R"("rope_scaling": {"rope_type": "yarn", "factor": 2, "beta_fast": -1}})")
+                .find("yarn's beta_fast and beta_slow must be positive"),
+            std::string::npos);
+  EXPECT_NE(hf_config_error_of(base + R"("rope_scaling": {"rope_type": "yarn", "factor": 2, "mscale": "big"}})")
+                .find("\"mscale\" must be a number"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // update_model_config), the checks on them, and the actor / reference / critic models built with them.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "support/actor_fixture.h"
 #include "support/config_overrides.h"
 #include "support/error_text.h"
@@ -56,10 +58,20 @@ TEST(HFConfigOverrides, RopeScalingMergesKeyByKey) {
   EXPECT_EQ(c.rope_scaling.type, model::RopeScaling::Type::Linear);
   EXPECT_EQ(c.rope_scaling.factor, 2.0);
   EXPECT_EQ(with(R"({"rope_scaling": null})").rope_scaling.type, model::RopeScaling::Type::None);
-  // verl's rope.rst example (yarn): a scaling verl.cpp does not implement is an error naming the override.
-  const std::string yarn = error_of([] { with(R"({"rope_scaling": {"type": "yarn", "factor": 4.0}})"); });
-  EXPECT_NE(yarn.find(kKey), std::string::npos) << yarn;
-  EXPECT_NE(yarn.find("yarn"), std::string::npos) << yarn;
+  // verl's docs/advance/rope.rst example: Qwen2.5's long-context yarn on a config.json without rope_scaling.
+  c = with(R"({"rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}})", plain);
+  EXPECT_EQ(c.rope_scaling.type, model::RopeScaling::Type::Yarn);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1);
+  // Over llama3's scaling, "type" replaces its rope_type; its original length stays.
+  c = with(R"({"rope_scaling": {"type": "yarn", "factor": 4.0}})");
+  EXPECT_EQ(c.rope_scaling.type, model::RopeScaling::Type::Yarn);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 1024);
+  // A scaling verl.cpp does not implement is an error naming the override.
+  const std::string dynamic = error_of([] { with(R"({"rope_scaling": {"type": "dynamic", "factor": 4.0}})"); });
+  EXPECT_NE(dynamic.find(kKey), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("dynamic"), std::string::npos) << dynamic;
 }
 
 TEST(HFConfigOverrides, ModelConfigStandsForTheWholeOverride) {
