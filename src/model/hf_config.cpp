@@ -49,13 +49,12 @@ std::optional<int64_t> get_opt_int(const json& j, const std::string& key, const 
 }
 
 // llama3 / yarn: transformers takes a top-level original_max_position_embeddings (Phi3 writes one) over the rope
-// object's, and max_position_embeddings where neither is given.
+// object's, and the config's max_position_embeddings (`max_positions`, its default applied) where neither is given.
 int64_t original_max_position_embeddings(const json& config, const json& rope, const std::string& src,
-                                         const std::string& rope_src) {
-  const int64_t fallback = get_int(config, "max_position_embeddings", src, 2048);
+                                         const std::string& rope_src, int64_t max_positions) {
   if (config.contains("original_max_position_embeddings") && !config["original_max_position_embeddings"].is_null())
-    return get_int(config, "original_max_position_embeddings", src, fallback);
-  return get_int(rope, "original_max_position_embeddings", rope_src, fallback);
+    return get_int(config, "original_max_position_embeddings", src, max_positions);
+  return get_int(rope, "original_max_position_embeddings", rope_src, max_positions);
 }
 
 // yarn's cos / sin scale: attention_factor when given, else from the mscale pair when both are non-zero (as
@@ -240,11 +239,13 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
       c.rope_scaling.factor = get_double(rs, "factor", rsrc, 8.0);
       c.rope_scaling.low_freq_factor = get_double(rs, "low_freq_factor", rsrc, 1.0);
       c.rope_scaling.high_freq_factor = get_double(rs, "high_freq_factor", rsrc, 4.0);
-      c.rope_scaling.original_max_position_embeddings = original_max_position_embeddings(j, rs, src, rsrc);
+      c.rope_scaling.original_max_position_embeddings =
+          original_max_position_embeddings(j, rs, src, rsrc, c.max_position_embeddings);
     } else if (type == "yarn") {
       c.rope_scaling.type = RopeScaling::Type::Yarn;
       RopeScaling& y = c.rope_scaling;
-      y.original_max_position_embeddings = original_max_position_embeddings(j, rs, src, rsrc);
+      y.original_max_position_embeddings =
+          original_max_position_embeddings(j, rs, src, rsrc, c.max_position_embeddings);
       VERL_CHECK(y.original_max_position_embeddings > 0, kHfConfigComponent, rsrc,
                  ": original_max_position_embeddings must be positive");
       // As transformers: a null factor is the ratio of the two lengths; 0 or null betas are the defaults 32 and 1.

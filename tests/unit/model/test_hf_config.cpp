@@ -113,6 +113,12 @@ TEST(HFConfig, MistralReadsAsTransformersAndRefusesAShorterWindow) {
                 .arch,
             Arch::Mistral);
 
+  // yarn's original length defaults to Mistral's default max_position_embeddings.
+  EXPECT_EQ(parse_hf_config_text(base + R"("sliding_window": null, "rope_scaling": {"rope_type": "yarn",
+    "factor": 2.0}})")
+                .rope_scaling.original_max_position_embeddings,
+            131072);
+
   std::string err = hf_config_error_of(base + R"("sliding_window": 4096, "max_position_embeddings": 32768})");
   EXPECT_NE(err.find("sliding_window 4096 is shorter than max_position_embeddings (32768)"), std::string::npos) << err;
   err = hf_config_error_of(base + R"("max_position_embeddings": 32768})");  // transformers' default window
