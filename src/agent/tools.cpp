@@ -674,7 +674,6 @@ namespace {
 
 constexpr const char* kFunctionToolKey = "actor_rollout_ref.rollout.multi_turn.function_tool_path";
 
-// The tools of verl's tool YAML (already read into `root`) into `tools` and `impl` (GIL held).
 // The class_name (module.Class) of a tool or interaction config entry, a map with `keys`; errors name `where`.
 std::string config_entry_class_name(const nlohmann::ordered_json& entry, const std::string& where, const char* keys) {
   VERL_CHECK(entry.is_object(), "tools", where, ": expected a map with ", keys);
@@ -684,6 +683,7 @@ std::string config_entry_class_name(const nlohmann::ordered_json& entry, const s
   return entry["class_name"].get<std::string>();
 }
 
+// The tools of verl's tool YAML (already read into `root`) into `tools` and `impl` (GIL held).
 void add_config_tools(ToolSet::Impl& impl, py::dict& tools, const nlohmann::ordered_json& root,
                       const std::string& path) {
   VERL_CHECK(root.is_object() && root.contains("tools") && root["tools"].is_array(), "tools", "tool config '", path,

@@ -201,7 +201,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   c.attention_bias = !mistral && get_bool(j, "attention_bias", src, false);
   c.mlp_bias = !mistral && get_bool(j, "mlp_bias", src, false);
   VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kHfConfigComponent, src, ": mlp_bias is only supported for Llama");
-  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, c.arch == Arch::Llama ? false : false);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
   if ((c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) && get_bool(j, "use_sliding_window", src, false))
     VERL_FAIL(kHfConfigComponent, src, ": use_sliding_window=true is not supported");

@@ -311,7 +311,9 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 
 torch::Tensor rope_inv_freq(const HFConfig& c) {
   const int64_t dim = c.head_dim;
-  auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim);
+  // theta^(2i/dim) in fp32, then its inverse: transformers' operation order, so the frequencies are the same bits.
+  const auto pos_freqs = torch::pow(c.rope_theta, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim);
+  auto inv_freq = 1.0 / pos_freqs;
   const auto& rs = c.rope_scaling;
   if (rs.type == RopeScaling::Type::Linear) {
     inv_freq = inv_freq / rs.factor;
@@ -339,11 +341,8 @@ torch::Tensor rope_inv_freq(const HFConfig& c) {
     if (low == high) high += 0.001;  // as transformers: no zero-width ramp
     auto ramp = ((torch::arange(dim / 2, torch::kFloat32) - low) / (high - low)).clamp(0, 1);
     auto extrapolation_share = 1 - ramp;
-    // transformers' operation order, so that the fp32 frequencies are the same bits.
-    auto pos_freqs = torch::pow(c.rope_theta, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim);
-    auto interpolated = 1.0 / (rs.factor * pos_freqs);
-    auto extrapolated = 1.0 / pos_freqs;
-    inv_freq = interpolated * (1 - extrapolation_share) + extrapolated * extrapolation_share;
+    auto interpolated = 1.0 / (rs.factor * pos_freqs);  // transformers' order again (not inv_freq / factor)
+    inv_freq = interpolated * (1 - extrapolation_share) + inv_freq * extrapolation_share;
   }
   return inv_freq.to(torch::kFloat32);
 }
