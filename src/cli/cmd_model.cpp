@@ -16,6 +16,7 @@ const char* const kModelUsage =
     "                       [--intermediate-size N] [--vocab-size N] [--head-dim N] [--rope-theta X]\n"
     "                       [--initializer-range STD]\n"
     "                       [--rope-scaling linear:F|llama3:F:LOW:HIGH:ORIG|yarn:F:ORIG] [--tie-word-embeddings]\n"
+    "                       [--sliding-window N [--max-window-layers L]]\n"
     "                       [--attention-bias] [--mlp-bias] [--perturb-norms-biases] [--dtype float32|bfloat16]\n"
     "       verl model forward --model DIR --input ids.json --output out.safetensors\n"
     "       verl model export --checkpoint DIR --out DIR [--merge]\n"
@@ -24,6 +25,8 @@ const char* const kModelUsage =
     "tokenizer files of --tokenizer DIR when given) with seeded random weights: N(0, STD=0.02) matrices, zero\n"
     "biases, unit norms (--perturb-norms-biases randomises those too, for tests). Special ids: bos = V-3,\n"
     "eos = V-2, pad = V-1. Defaults: hidden 64, 2 layers, 4 heads, 2 kv heads, intermediate 128, vocab 128.\n"
+    "--sliding-window N: each query attends to the last N positions only, on every layer (mistral) or on the\n"
+    "layers from --max-window-layers L on (qwen2 / qwen3, default 0: all).\n"
     "\n"
     "forward reads {\"input_ids\": [[...], ...]} (rows of any length), runs them as one left-padded batch\n"
     "and writes logits_<i> of shape [len_i, vocab] (float32) per row.\n"
@@ -58,6 +61,8 @@ int run_init(const Args& args) {
     else if (a == "--rope-theta") o.rope_theta = parse_number_option(a, value());
     else if (a == "--initializer-range") o.initializer_range = parse_number_option(a, value());
     else if (a == "--rope-scaling") o.rope_scaling = value();
+    else if (a == "--sliding-window") o.sliding_window = parse_int_option(a, value());
+    else if (a == "--max-window-layers") o.max_window_layers = parse_int_option(a, value());
     else if (a == "--tie-word-embeddings") o.tie_word_embeddings = true;
     else if (a == "--attention-bias") o.attention_bias = true;
     else if (a == "--mlp-bias") o.mlp_bias = true;

@@ -142,7 +142,50 @@ void HFConfig::validate() const {
     VERL_CHECK(rope_scaling.original_max_position_embeddings > 0, kHfConfigComponent,
                "rope_scaling: original_max_position_embeddings must be positive");
   }
+  VERL_CHECK(sliding_layers.empty() ||
+                 (static_cast<int64_t>(sliding_layers.size()) == num_hidden_layers && sliding_window > 0),
+             kHfConfigComponent, "sliding-window layers need a positive sliding_window and one entry per layer (",
+             num_hidden_layers, "), got window ", sliding_window, " over ", sliding_layers.size(), " layers");
 }
+
+namespace {
+
+// Sliding-window attention as transformers' configs resolve it. Mistral: `sliding_window` (default 4096; null
+// for none) on every layer. Qwen2 / Qwen3: only with use_sliding_window, then `sliding_window` (default 4096) on
+// the layers `layer_types` names "sliding_attention", or by default those from max_window_layers (default 28) on.
+void parse_sliding_window(const json& j, const std::string& src, HFConfig& c) {
+  if (c.arch == Arch::Llama) return;
+  const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
+  if (qwen && !get_bool(j, "use_sliding_window", src, false)) return;
+  const std::optional<int64_t> window =
+      j.contains("sliding_window") ? get_opt_int(j, "sliding_window", src) : std::optional<int64_t>(4096);
+  if (!window) return;  // null: full attention (Mistral 7B v0.2 and later)
+  VERL_CHECK(*window > 0, kHfConfigComponent, src,
+             ": sliding_window must be a positive number of positions or null, got ", *window);
+  c.sliding_window = *window;
+  c.sliding_layers.assign(static_cast<size_t>(c.num_hidden_layers), true);
+  if (!qwen) return;  // Mistral: every layer (transformers ignores a Mistral config's layer_types)
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const json& types = j["layer_types"];
+    VERL_CHECK(types.is_array() && static_cast<int64_t>(types.size()) == c.num_hidden_layers, kHfConfigComponent, src,
+               ": layer_types must list one entry per layer (", c.num_hidden_layers, "), got ", json_excerpt(types));
+    for (size_t i = 0; i < types.size(); ++i) {
+      VERL_CHECK(types[i] == "full_attention" || types[i] == "sliding_attention", kHfConfigComponent, src,
+                 ": layer_types[", i, "] is ", json_excerpt(types[i]),
+                 "; expected \"full_attention\" or \"sliding_attention\"");
+      c.sliding_layers[i] = types[i] == "sliding_attention";
+    }
+  } else {
+    const int64_t first = get_int(j, "max_window_layers", src, 28);
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = i >= first;
+  }
+  if (std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end()) {
+    c.sliding_layers.clear();  // the window reaches no layer
+    c.sliding_window = 0;
+  }
+}
+
+}  // namespace
 
 HFConfig parse_hf_config_text(const std::string& json_text, const std::string& src) {
   check_json_limits(json_text, src);
@@ -203,15 +246,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kHfConfigComponent, src, ": mlp_bias is only supported for Llama");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
-  if ((c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) && get_bool(j, "use_sliding_window", src, false))
-    VERL_FAIL(kHfConfigComponent, src, ": use_sliding_window=true is not supported");
-  if (mistral) {
-    // A window as long as every position changes nothing (Mistral 7B v0.2 and later write null).
-    const int64_t window = j.contains("sliding_window") ? get_opt_int(j, "sliding_window", src).value_or(0) : 4096;
-    VERL_CHECK(window == 0 || window >= c.max_position_embeddings, kHfConfigComponent, src, ": sliding_window ", window,
-               " is shorter than max_position_embeddings (", c.max_position_embeddings,
-               "); sliding-window attention is not supported (null or at least max_position_embeddings)");
-  }
+  parse_sliding_window(j, src, c);
   // transformers >= 5 writes rope_theta and the scaling into "rope_parameters"; older versions wrote top-level
   // "rope_theta" and "rope_scaling". As in transformers, a legacy rope_scaling wins over rope_parameters, and a
   // rope_theta inside the object over the top-level one.
@@ -306,15 +341,16 @@ std::optional<OverrideRule> override_rule(const std::string& field) {
       {"rope_scaling", OverrideRule::Honoured},            {"rope_parameters", OverrideRule::Honoured},
       {"rms_norm_eps", OverrideRule::Honoured},            {"bos_token_id", OverrideRule::Honoured},
       {"eos_token_id", OverrideRule::Honoured},            {"pad_token_id", OverrideRule::Honoured},
-      {"initializer_range", OverrideRule::Honoured},
+      {"initializer_range", OverrideRule::Honoured},       {"use_sliding_window", OverrideRule::Honoured},
+      {"sliding_window", OverrideRule::Honoured},          {"max_window_layers", OverrideRule::Honoured},
+      {"layer_types", OverrideRule::Honoured},
       {"vocab_size", OverrideRule::Shape},                 {"hidden_size", OverrideRule::Shape},
       {"intermediate_size", OverrideRule::Shape},          {"num_hidden_layers", OverrideRule::Shape},
       {"num_attention_heads", OverrideRule::Shape},        {"num_key_value_heads", OverrideRule::Shape},
       {"head_dim", OverrideRule::Shape},                   {"attention_bias", OverrideRule::Shape},
       {"mlp_bias", OverrideRule::Shape},                   {"tie_word_embeddings", OverrideRule::Shape},
       {"architectures", OverrideRule::Shape},              {"model_type", OverrideRule::Shape},
-      {"hidden_act", OverrideRule::Validated},             {"use_sliding_window", OverrideRule::Validated},
-      {"attention_dropout", OverrideRule::Validated},
+      {"hidden_act", OverrideRule::Validated},             {"attention_dropout", OverrideRule::Validated},
       {"attn_implementation", OverrideRule::NoEffect},     {"use_cache", OverrideRule::NoEffect},
   };
   const auto it = rules.find(field);
@@ -351,12 +387,9 @@ void check_hf_config_override_fields(const HFConfigOverrides& o) {
   for (const auto& [field, value] : overrides.items()) {
     const auto rule = override_rule(field);
     VERL_CHECK(rule.has_value(), kHfConfigComponent, "config key '", field_key(o, field),
-               "': verl.cpp's models (Llama, "
-               "Qwen2, Qwen3) do not use the HF config field '",
-               field,
-               "'; override_config takes "
-               "max_position_embeddings, rope_theta, rope_scaling, rms_norm_eps, token ids, attn_implementation "
-               "(docs/config.md)");
+               "': verl.cpp's models (Llama, Qwen2, Qwen3, Mistral) do not use the HF config field '", field,
+               "'; override_config takes max_position_embeddings, rope_theta, rope_scaling, rms_norm_eps, token ids, "
+               "the sliding-window fields, attn_implementation (docs/config.md)");
     if (field == "attn_implementation") {
       static const std::vector<std::string> kinds = {"eager", "sdpa", "flash_attention_2", "flash_attention_3",
                                                      "flex_attention"};
@@ -370,9 +403,6 @@ void check_hf_config_override_fields(const HFConfigOverrides& o) {
     } else if (field == "use_cache") {
       VERL_CHECK(value.is_boolean(), kHfConfigComponent, "config key '", field_key(o, field),
                  "' must be true or false");
-    } else if (field == "use_sliding_window") {
-      VERL_CHECK(value == false, kHfConfigComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
-                 ": sliding-window attention is not implemented in verl.cpp (only false)");
     } else if (field == "hidden_act") {
       VERL_CHECK(value == "silu", kHfConfigComponent, "config key '", field_key(o, field), "' is ", json_excerpt(value),
                  ": verl.cpp's MLP is SwiGLU (only silu)");
@@ -494,8 +524,19 @@ std::string hf_config_to_json(const HFConfig& c) {
   }
   if (c.arch == Arch::Llama || c.arch == Arch::Qwen3) j["attention_bias"] = c.attention_bias;
   if (c.arch == Arch::Llama) j["mlp_bias"] = c.mlp_bias;
-  if (c.arch == Arch::Qwen2) j["use_sliding_window"] = false;
-  if (c.arch == Arch::Mistral) j["sliding_window"] = nullptr;
+  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
+    j["use_sliding_window"] = !c.sliding_layers.empty();
+    if (!c.sliding_layers.empty()) {
+      j["sliding_window"] = c.sliding_window;
+      std::vector<std::string> types;
+      for (bool slides : c.sliding_layers) types.push_back(slides ? "sliding_attention" : "full_attention");
+      j["layer_types"] = types;
+    }
+  }
+  if (c.arch == Arch::Mistral) {
+    if (c.sliding_layers.empty()) j["sliding_window"] = nullptr;
+    else j["sliding_window"] = c.sliding_window;
+  }
   j["attention_dropout"] = 0.0;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["initializer_range"] = c.initializer_range;

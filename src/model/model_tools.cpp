@@ -63,6 +63,18 @@ HFConfig init_model_folder(const InitOptions& o) {
       VERL_FAIL(kModelToolsComponent, "--rope-scaling '", *o.rope_scaling, "': numbers expected");
     }
   }
+  if (o.sliding_window) {
+    VERL_CHECK(o.arch != Arch::Llama, kModelToolsComponent, "--sliding-window is for mistral, qwen2 and qwen3");
+    VERL_CHECK(*o.sliding_window > 0, kModelToolsComponent, "--sliding-window must be positive");
+    VERL_CHECK(o.arch != Arch::Mistral || o.max_window_layers == 0, kModelToolsComponent,
+               "--max-window-layers is for qwen2 / qwen3 (mistral's window is on every layer)");
+    VERL_CHECK(o.max_window_layers >= 0 && o.max_window_layers < o.num_layers, kModelToolsComponent,
+               "--max-window-layers must be in [0, --num-layers) so that a layer slides");
+    c.sliding_window = *o.sliding_window;
+    for (int64_t i = 0; i < o.num_layers; ++i) c.sliding_layers.push_back(i >= o.max_window_layers);
+  } else {
+    VERL_CHECK(o.max_window_layers == 0, kModelToolsComponent, "--max-window-layers needs --sliding-window");
+  }
   // Special ids at the top of the vocabulary: bos = V-3, eos = V-2, pad = V-1.
   VERL_CHECK(o.vocab_size >= 4, kModelToolsComponent, "--vocab-size must be at least 4");
   c.bos_token_id = o.vocab_size - 3;

@@ -366,19 +366,34 @@ std::pair<torch::Tensor, torch::Tensor> rotary(torch::Tensor& inv_freq, const to
 }
 
 // The causal + padding mask as an additive bias [B,1,1,T,S] for T new tokens after `past` cached ones
-// (attention_mask [B,S], S = past + T, on the model's device).
-torch::Tensor attention_bias(const torch::Tensor& attention_mask, int64_t past, torch::ScalarType dtype) {
+// (attention_mask [B,S], S = past + T, on the model's device). With a `window`, a query sees only the keys of
+// the last `window` real tokens of its row, itself included: tokens counted, not columns, so that a multi-turn
+// continuation's cache (agent/continuation_engine.h), whose turns sit apart, windows as vLLM does; where a row's
+// tokens are contiguous (any padded batch) this is transformers' column window.
+torch::Tensor attention_bias(const torch::Tensor& attention_mask, int64_t past, torch::ScalarType dtype,
+                             int64_t window = 0) {
   const auto device = attention_mask.device();
   const int64_t B = attention_mask.size(0), S = attention_mask.size(1), T = S - past;
   auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});      // [1,T,S]
   auto allowed = causal.logical_and(attention_mask.view({B, 1, S}) != 0);  // [B,T,S]
+  if (window > 0) {
+    const auto tokens = (attention_mask != 0).cumsum(1);  // [B,S]: the row's real tokens up to each column
+    allowed = allowed.logical_and(tokens.view({B, 1, S}) > tokens.narrow(1, past, T).view({B, T, 1}) - window);
+  }
   // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
   const double min_value = masked_bias_value(compute_dtype(device, dtype));
   return torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
       .masked_fill(allowed.logical_not(), min_value)
       .view({B, 1, 1, T, S});
+}
+
+// The mask of the config's sliding layers (attention_bias with its window); undefined when no layer slides.
+torch::Tensor sliding_attention_bias(const HFConfig& config, const torch::Tensor& attention_mask, int64_t past,
+                                     torch::ScalarType dtype) {
+  if (config.sliding_layers.empty()) return torch::Tensor();
+  return attention_bias(attention_mask, past, dtype, config.sliding_window);
 }
 
 }  // namespace
@@ -416,8 +431,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
                        : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
-  const auto mask_bias = attention_bias(attention_mask.to(device), past, dtype);
-  return run_layers(h, cos, sin, mask_bias, cache, torch::Tensor());
+  const auto mask = attention_mask.to(device);
+  return run_layers(h, cos, sin, attention_bias(mask, past, dtype), sliding_attention_bias(config, mask, past, dtype),
+                    cache, torch::Tensor());
 }
 
 torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -437,14 +453,18 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
                        : embedding_rows(embed_tokens->weight, ids);
   const auto [cos, sin] =
       rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype, rope_attention_scaling(config));
-  const auto mask_bias = attention_bias(attention_mask.to(device), 0, dtype);
-  return run_layers(h, cos, sin, mask_bias, nullptr, packing.positions.to(device)).squeeze(0);
+  const auto mask = attention_mask.to(device);
+  return run_layers(h, cos, sin, attention_bias(mask, 0, dtype), sliding_attention_bias(config, mask, 0, dtype),
+                    nullptr, packing.positions.to(device))
+      .squeeze(0);
 }
 
 torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                      const torch::Tensor& mask_bias, KVCache* cache, const torch::Tensor& packed) {
+                                      const torch::Tensor& full_bias, const torch::Tensor& sliding_bias, KVCache* cache,
+                                      const torch::Tensor& packed) {
   const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layer_list.size(); ++i) {
+    const auto& mask_bias = config.layer_slides(static_cast<int64_t>(i)) ? sliding_bias : full_bias;
     if (layer_runner && cache == nullptr) {
       h = layer_runner(i, h, cos, sin, mask_bias, packed);
     } else {
@@ -501,6 +521,8 @@ torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
 
 torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
                                              const torch::Tensor& bias, KVCache& cache) {
+  VERL_ASSERT(config.sliding_layers.empty(), kTransformerComponent,
+              "the static decode step has one mask for every layer; a model with sliding layers decodes eagerly");
   const int64_t B = tokens.size(0), S = bias.size(1);
   const auto dtype = embed_tokens->weight.scalar_type();
   auto h = embed_tokens->forward(tokens);

@@ -1,5 +1,5 @@
-"""Model oracle: Hugging Face transformers' own Llama / Qwen2 / Qwen3 models, for tests/oracle/test_model_oracle.cpp.
-Runs under the test-only Python (.venv/test).
+"""Model oracle: Hugging Face transformers' own Llama / Qwen2 / Qwen3 / Mistral models, for
+tests/oracle/test_model_oracle.cpp. Runs under the test-only Python (.venv/test).
 
   make-models DIR          random-weight models that transformers creates (from_config with a fixed torch seed) and
                            saves (save_pretrained): DIR/models/NAME/, with DIR/refs/NAME.safetensors (the reference
@@ -87,6 +87,17 @@ MODELS = {
                                                             num_labels=1), {}),
     "qwen3_critic_bf16": ("Qwen3ForTokenClassification", dict(num_key_value_heads=2, head_dim=16, num_labels=1),
                           {"dtype": torch.bfloat16}),
+    # Sliding-window attention, the windows shorter than the rows (11 tokens; 8 + 64 in generation): Mistral 7B
+    # v0.1 style on every layer; Qwen2's from max_window_layers on; Qwen3's as layer_types lists them.
+    "mistral_sliding_window": ("MistralForCausalLM", dict(num_key_value_heads=2, sliding_window=4), {}),
+    "qwen2_sliding_window": ("Qwen2ForCausalLM", dict(num_key_value_heads=2, use_sliding_window=True,
+                                                      sliding_window=4, max_window_layers=1), {}),
+    "qwen3_sliding_layer_types": ("Qwen3ForCausalLM", dict(num_key_value_heads=2, head_dim=16,
+                                                           use_sliding_window=True, sliding_window=5,
+                                                           layer_types=["sliding_attention", "full_attention"]), {}),
+    "qwen2_critic_sliding_window": ("Qwen2ForTokenClassification", dict(num_key_value_heads=2, num_labels=1,
+                                                                        use_sliding_window=True, sliding_window=3,
+                                                                        max_window_layers=0), {}),
 }
 
 # Configs transformers accepts and runs, which verl.cpp does not implement: name -> (class, kwargs, what the error
@@ -96,12 +107,13 @@ UNSUPPORTED = {
                                                                      "rope_theta": 10000.0}),
                            ["rope_parameters", "dynamic"]),
     "llama_gelu": ("LlamaForCausalLM", dict(hidden_act="gelu"), ["hidden_act"]),
-    "qwen2_sliding_window": ("Qwen2ForCausalLM", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1),
-                             ["use_sliding_window"]),
-    "qwen3_sliding_window": ("Qwen3ForCausalLM", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1),
-                             ["use_sliding_window"]),
-    "mistral_sliding_window": ("MistralForCausalLM", dict(sliding_window=4), ["sliding_window"]),
+    "llama_rope_longrope": ("LlamaForCausalLM", dict(rope_parameters={
+        "rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+        "original_max_position_embeddings": 64, "rope_theta": 10000.0}), ["rope_parameters", "longrope"]),
     "gemma": ("GemmaForCausalLM", dict(), ["architecture", "GemmaForCausalLM"]),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
+                  ["architecture", "Qwen3MoeForCausalLM"]),
+    "gemma2": ("Gemma2ForCausalLM", dict(), ["architecture", "Gemma2ForCausalLM"]),
 }
 
 

@@ -278,6 +278,8 @@ TEST(ModelOracle, ModelInitFoldersLoadInTransformersWithoutWarnings) {
       {"qwen3_head_dim_bias", "--arch qwen3 --num-kv-heads 4 --head-dim 16 --attention-bias"},
       {"qwen3_yarn_rope", "--arch qwen3 --num-kv-heads 2 --rope-scaling yarn:4:1024"},  // 4096 / 1024: no warning
       {"mistral_gqa", "--arch mistral --num-kv-heads 2 --rope-theta 1000000"},
+      {"mistral_sliding_window", "--arch mistral --num-kv-heads 2 --sliding-window 5"},
+      {"qwen2_sliding_window", "--arch qwen2 --num-kv-heads 2 --sliding-window 3 --max-window-layers 1"},
   };
   std::string paths;
   for (const auto& [name, flags] : folders) {

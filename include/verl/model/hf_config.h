@@ -1,7 +1,8 @@
 // Hugging Face config.json for the decoder families verl.cpp runs: LlamaForCausalLM, Qwen2ForCausalLM,
-// Qwen3ForCausalLM, MistralForCausalLM (Llama's layers without biases; its sliding window only where it covers
-// every position). Reading checks every field the forward uses; writing produces a config.json that HF
-// transformers loads. Any other architecture is an error that lists the supported ones.
+// Qwen3ForCausalLM, MistralForCausalLM (Llama's layers without biases). Sliding-window attention as transformers
+// masks it: Mistral's sliding_window on every layer, Qwen2 / Qwen3's use_sliding_window on the layers from
+// max_window_layers on (or as layer_types lists them). Reading checks every field the forward uses; writing
+// produces a config.json that HF transformers loads. Any other architecture is an error that lists the supported ones.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,15 @@ struct HFConfig {
   // <Family>ForTokenClassification with one label: the checkpoint of a critic / reward model (value head
   // `score`). Written by save_model for value-head models so HF's AutoModelForTokenClassification loads it.
   bool token_classification = false;
+  // Sliding-window attention: a sliding layer's query attends to the keys of the last `sliding_window` positions
+  // only, itself included (transformers' sliding_window_overlay: key index > query index - window). One entry per
+  // layer, or empty when no layer slides (no window, Qwen's use_sliding_window false).
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
 
+  bool layer_slides(int64_t layer) const {
+    return !sliding_layers.empty() && sliding_layers[static_cast<size_t>(layer)];
+  }
   bool qkv_bias() const { return arch == Arch::Qwen2 || attention_bias; }
   bool o_bias() const { return arch != Arch::Qwen2 && attention_bias; }
   bool qk_norm() const { return arch == Arch::Qwen3; }
@@ -84,7 +93,9 @@ HFConfig load_hf_config(const std::string& path);
 //                   num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, attention_bias,
 //                   mlp_bias, tie_word_embeddings, architectures, model_type): accepted only at the checkpoint's
 //                   value, any other an error before anything is allocated
-//   validated       hidden_act (silu), use_sliding_window (false), attention_dropout (0: no dropout here)
+//   honoured too    use_sliding_window, sliding_window, max_window_layers, layer_types (Qwen2 / Qwen3; Mistral's
+//                   sliding_window)
+//   validated       hidden_act (silu), attention_dropout (0: no dropout here)
 //   no effect       attn_implementation (eager, sdpa, flash_attention_2/3, flex_attention: one attention here,
 //                   the same numbers), use_cache
 // Any other field is a one-line error naming `key`.<field>.

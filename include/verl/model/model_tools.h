@@ -24,7 +24,11 @@ struct InitOptions {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // Llama / Qwen3
   bool mlp_bias = false;        // Llama
-  std::optional<std::string> rope_scaling;  // "linear:F" or "llama3:F:LOW:HIGH:ORIG"
+  std::optional<std::string> rope_scaling;  // "linear:F", "llama3:F:LOW:HIGH:ORIG" or "yarn:F:ORIG"
+  // Sliding-window attention of this many positions: on every layer (mistral), or on the layers from
+  // max_window_layers on (qwen2 / qwen3, their use_sliding_window).
+  std::optional<int64_t> sliding_window;
+  int64_t max_window_layers = 0;
   double rope_theta = 10000.0;
   double initializer_range = 0.02;  // std of the random matrices
   bool perturb_norms_and_biases = false;

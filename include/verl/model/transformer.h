@@ -151,7 +151,8 @@ struct DecoderImpl : torch::nn::Module {
   // One decode step with every shape fixed, so that it can be captured as a CUDA graph and replayed: tokens
   // [B,1] and positions [B,1]; bias [B,capacity] the additive attention mask over the whole cache (0 where a
   // row may attend, the dtype's lowest elsewhere); writes K/V at cache->write_index. No host synchronisation,
-  // no checks that read device memory. Returns the final-normed hidden states [B,1,hidden].
+  // no checks that read device memory. Returns the final-normed hidden states [B,1,hidden]. Not for a model with
+  // sliding layers (one bias over the cache cannot hold two masks; rollout/cuda_graph_decode.h keeps them eager).
   torch::Tensor decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
                                    const torch::Tensor& bias, KVCache& cache);
   torch::nn::Embedding embed_tokens{nullptr};
@@ -175,9 +176,11 @@ struct DecoderImpl : torch::nn::Module {
   SequenceParallelGroup sequence_parallel;
 
  private:
-  // The layers, then the final norm; `packed` as the layer's.
+  // The layers, then the final norm; `packed` as the layer's. The config's sliding layers attend with
+  // `sliding_bias` (undefined when none slides), the others with `mask_bias`.
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                           const torch::Tensor& mask_bias, KVCache* cache, const torch::Tensor& packed);
+                           const torch::Tensor& mask_bias, const torch::Tensor& sliding_bias, KVCache* cache,
+                           const torch::Tensor& packed);
 };
 TORCH_MODULE(Decoder);
 

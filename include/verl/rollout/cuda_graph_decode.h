@@ -20,8 +20,8 @@
 
 namespace verl::rollout {
 
-// Whether the graph step serves `model` on `device` here: a CUDA device, no tensor parallelism, an LM head,
-// and VERL_CUDA_GRAPHS not 0 (or VERL_CUDA_GRAPHS=force, any device).
+// Whether the graph step serves `model` on `device` here: a CUDA device, no tensor parallelism, an LM head, no
+// sliding layers, and VERL_CUDA_GRAPHS not 0 (or VERL_CUDA_GRAPHS=force, any device).
 bool cuda_graph_decode_applies(const model::CausalLM& model, const torch::Device& device);
 
 class CudaGraphDecode {

@@ -16,9 +16,14 @@ namespace {
 
 using model::CausalLM;
 
-CausalLM make_model(model::Arch arch, uint64_t seed) {
+// `window` > 0: sliding-window attention on every layer (Mistral) or on the second (Qwen2 / Qwen3).
+CausalLM make_model(model::Arch arch, uint64_t seed, int64_t window = 0) {
   model::HFConfig c = test::tiny_config(arch);
   c.initializer_range = 0.3;  // peaked distributions, so argmax is not a near tie
+  if (window > 0) {
+    c.sliding_window = window;
+    c.sliding_layers = {arch == model::Arch::Mistral, true};
+  }
   CausalLM m(c);
   model::init_weights(m, seed, true);
   m->eval();
@@ -53,8 +58,8 @@ rollout::SamplingParams greedy_params(std::vector<int64_t> eos = {}) {
 }
 
 // Three turns for three conversations of different lengths, with appended "context" between the turns.
-void check_three_turns(model::Arch arch, int64_t max_num_seqs) {
-  CausalLM m = make_model(arch, 11);
+void check_three_turns(model::Arch arch, int64_t max_num_seqs, int64_t window = 0) {
+  CausalLM m = make_model(arch, 11, window);
   auto params = greedy_params();
   params.max_num_seqs = max_num_seqs;
   ContinuationEngine engine(m, params);
@@ -94,6 +99,13 @@ TEST(ContinuationEngine, GreedyTurnsEqualFullForwardsOverTheWholeConversation) {
 }
 
 TEST(ContinuationEngine, MaxNumSeqsBatchesGiveTheSameTokens) { check_three_turns(model::Arch::Qwen2, 1); }
+
+// The saved turns and the appended tokens sit apart in the engine's cache; a sliding window counts the
+// conversation's tokens, so the turns still equal full forwards over the conversation.
+TEST(ContinuationEngine, SlidingWindowTurnsEqualFullForwards) {
+  check_three_turns(model::Arch::Mistral, 0, /*window=*/3);
+  check_three_turns(model::Arch::Qwen2, 0, /*window=*/4);
+}
 
 TEST(ContinuationEngine, EosEndsATurnAndLogProbsMatchTheFullForward) {
   CausalLM m = make_model(model::Arch::Qwen2, 3);

@@ -9,6 +9,7 @@
 #include "support/tiny_model.h"
 #include "verl/model/transformer.h"
 #include "verl/model/weights.h"
+#include "verl/rollout/cuda_graph_decode.h"
 #include "verl/rollout/generator.h"
 
 namespace verl::test {
@@ -76,6 +77,35 @@ TEST(DecodeStepStatic, GenerateGivesTheGeneralStepsTokens) {
           << static_cast<int>(arch) << " " << sample;
     }
   }
+}
+
+// A model with sliding layers needs two masks, which the fixed-shape step's one bias cannot hold: the graph step
+// steps aside (even when forced) and generation runs the general step, past the window.
+TEST(DecodeStepStatic, SlidingWindowModelsDecodeWithTheGeneralStep) {
+  torch::NoGradGuard no_grad;
+  model::HFConfig c = tiny_config(model::Arch::Mistral);
+  c.sliding_window = 3;
+  c.sliding_layers = {true, true};
+  model::CausalLM m(c);
+  model::init_weights(m, 17, /*perturb=*/true);
+  m->eval();
+  auto [prompts, mask] = rollout::left_pad({{3, 14, 15}, {9, 26, 5, 35, 8}}, 39);
+  rollout::SamplingParams params;
+  params.do_sample = false;
+  params.max_response_length = 8;
+  params.pad_token_id = 39;
+  params.calculate_log_probs = true;
+  auto general = rollout::generate(m, prompts, mask, params);
+  setenv("VERL_CUDA_GRAPHS", "force", 1);
+  EXPECT_FALSE(rollout::cuda_graph_decode_applies(m, torch::Device(torch::kCPU)));
+  auto forced = rollout::generate(m, prompts, mask, params);
+  unsetenv("VERL_CUDA_GRAPHS");
+  EXPECT_TRUE(torch::equal(forced.responses, general.responses));
+  c.sliding_layers.clear();
+  model::CausalLM full(c);
+  setenv("VERL_CUDA_GRAPHS", "force", 1);
+  EXPECT_TRUE(rollout::cuda_graph_decode_applies(full, torch::Device(torch::kCPU)));
+  unsetenv("VERL_CUDA_GRAPHS");
 }
 
 }  // namespace

@@ -92,9 +92,9 @@ TEST(HFConfig, UnsupportedArchitectureListsSupportedOnes) {
 }
 
 // Mistral as transformers' MistralConfig reads it: Llama's layers without biases (attention_bias / mlp_bias are not
-// read), 131072 positions and a 4096-token window by default; only a window that covers every position (or null)
-// is accepted. Written back with a null window and no bias fields.
-TEST(HFConfig, MistralReadsAsTransformersAndRefusesAShorterWindow) {
+// read), 131072 positions and a 4096-token window on every layer by default, null for none. Written back with its
+// window and no bias fields.
+TEST(HFConfig, MistralReadsAsTransformers) {
   const std::string base = R"({"architectures": ["MistralForCausalLM"], "vocab_size": 100, "hidden_size": 64,
     "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, )";
   const HFConfig c = parse_hf_config_text(base + R"("sliding_window": null, "attention_bias": true,
@@ -102,12 +102,11 @@ TEST(HFConfig, MistralReadsAsTransformersAndRefusesAShorterWindow) {
   EXPECT_EQ(c.arch, Arch::Mistral);
   EXPECT_FALSE(c.attention_bias || c.mlp_bias || c.qkv_bias() || c.o_bias() || c.qk_norm());
   EXPECT_EQ(c.rope_theta, 1000000.0);
+  EXPECT_TRUE(c.sliding_layers.empty());
   const std::string written = hf_config_to_json(c);
   EXPECT_NE(written.find("\"sliding_window\": null"), std::string::npos) << written;
   EXPECT_EQ(written.find("attention_bias"), std::string::npos) << written;
   EXPECT_EQ(hf_config_to_json(parse_hf_config_text(written)), written);
-  EXPECT_EQ(parse_hf_config_text(base + R"("sliding_window": 4096, "max_position_embeddings": 4096})").arch,
-            Arch::Mistral);
   EXPECT_EQ(parse_hf_config_text(R"({"model_type": "mistral", "vocab_size": 100, "hidden_size": 64,
     "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "sliding_window": null})")
                 .arch,
@@ -119,10 +118,54 @@ TEST(HFConfig, MistralReadsAsTransformersAndRefusesAShorterWindow) {
                 .rope_scaling.original_max_position_embeddings,
             131072);
 
-  std::string err = hf_config_error_of(base + R"("sliding_window": 4096, "max_position_embeddings": 32768})");
-  EXPECT_NE(err.find("sliding_window 4096 is shorter than max_position_embeddings (32768)"), std::string::npos) << err;
-  err = hf_config_error_of(base + R"("max_position_embeddings": 32768})");  // transformers' default window
-  EXPECT_NE(err.find("sliding_window 4096"), std::string::npos) << err;
+  // Mistral 7B v0.1: a 4096-token window on every layer (transformers' default when the field is absent).
+  for (const std::string fields :
+       {R"("sliding_window": 4096, "max_position_embeddings": 32768})", R"("max_position_embeddings": 32768})"}) {
+    const HFConfig v01 = parse_hf_config_text(base + fields);
+    EXPECT_EQ(v01.sliding_window, 4096) << fields;
+    EXPECT_EQ(v01.sliding_layers, (std::vector<bool>{true, true})) << fields;
+    const std::string text = hf_config_to_json(v01);
+    EXPECT_NE(text.find("\"sliding_window\": 4096"), std::string::npos) << text;
+    EXPECT_EQ(hf_config_to_json(parse_hf_config_text(text)), text);
+  }
+  const std::string err = hf_config_error_of(base + R"("sliding_window": 0})");
+  EXPECT_NE(err.find("sliding_window must be a positive number of positions or null, got 0"), std::string::npos)
+      << err;
+}
+
+// Qwen2 / Qwen3 as their transformers configs resolve the window: none unless use_sliding_window; then the layers
+// from max_window_layers (default 28) on, or those layer_types names "sliding_attention". Written back with
+// layer_types, which transformers reads first.
+TEST(HFConfig, QwenSlidingWindowLayers) {
+  const std::string base = R"({"architectures": ["Qwen2ForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, )";
+  EXPECT_TRUE(parse_hf_config_text(base + R"("use_sliding_window": false, "sliding_window": 16,
+    "max_window_layers": 0})").sliding_layers.empty());
+  const HFConfig c = parse_hf_config_text(base + R"("use_sliding_window": true, "sliding_window": 16,
+    "max_window_layers": 2})");
+  EXPECT_EQ(c.sliding_window, 16);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, false, true, true}));
+  EXPECT_TRUE(c.layer_slides(3));
+  EXPECT_FALSE(c.layer_slides(1));
+  const std::string written = hf_config_to_json(c);
+  EXPECT_NE(written.find("\"use_sliding_window\": true"), std::string::npos) << written;
+  EXPECT_EQ(parse_hf_config_text(written).sliding_layers, c.sliding_layers);
+  EXPECT_EQ(hf_config_to_json(parse_hf_config_text(written)), written);
+  // max_window_layers at 28 by default: no layer of 4 slides.
+  EXPECT_TRUE(parse_hf_config_text(base + R"("use_sliding_window": true})").sliding_layers.empty());
+  const HFConfig q3 = parse_hf_config_text(std::string(R"({"architectures": ["Qwen3ForCausalLM"],)") +
+                                           base.substr(base.find(',') + 1) + R"("use_sliding_window": true,
+    "layer_types": ["full_attention", "sliding_attention", "full_attention", "sliding_attention"]})");
+  EXPECT_EQ(q3.sliding_window, 4096);
+  EXPECT_EQ(q3.sliding_layers, (std::vector<bool>{false, true, false, true}));
+
+  std::string err = hf_config_error_of(base + R"("use_sliding_window": true, "layer_types": ["full_attention"]})");
+  EXPECT_NE(err.find("layer_types must list one entry per layer (4)"), std::string::npos) << err;
+  err = hf_config_error_of(base + R"("use_sliding_window": true, "layer_types": ["full_attention",
+    "chunked_attention", "full_attention", "full_attention"]})");
+  EXPECT_NE(err.find("layer_types[1] is \"chunked_attention\""), std::string::npos) << err;
+  err = hf_config_error_of(base + R"("use_sliding_window": true, "sliding_window": -4})");
+  EXPECT_NE(err.find("sliding_window must be a positive number"), std::string::npos) << err;
 }
 
 TEST(HFConfig, BadFieldsAreClearErrors) {

@@ -74,6 +74,22 @@ TEST(HFConfigOverrides, RopeScalingMergesKeyByKey) {
   EXPECT_NE(dynamic.find("dynamic"), std::string::npos) << dynamic;
 }
 
+// Qwen2's sliding window switched on from the override (transformers' Qwen2Config fields), on the layers from
+// max_window_layers on.
+TEST(HFConfigOverrides, SlidingWindowFieldsAreHonoured) {
+  const std::string qwen2 = R"({"architectures": ["Qwen2ForCausalLM"], "vocab_size": 96, "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "use_sliding_window": false, "sliding_window": 32768, "max_window_layers": 28})";
+  EXPECT_TRUE(with("{}", qwen2).sliding_layers.empty());
+  const auto c = with(R"({"use_sliding_window": true, "sliding_window": 64, "max_window_layers": 1})", qwen2);
+  EXPECT_EQ(c.sliding_window, 64);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(with(R"({"use_sliding_window": true, "layer_types": ["sliding_attention", "full_attention",
+    "sliding_attention"]})", qwen2).sliding_layers, (std::vector<bool>{true, false, true}));
+  const std::string e = error_of([&] { with(R"({"use_sliding_window": true, "layer_types": ["local"]})", qwen2); });
+  EXPECT_NE(e.find("layer_types must list one entry per layer (3)"), std::string::npos) << e;
+}
+
 TEST(HFConfigOverrides, ModelConfigStandsForTheWholeOverride) {
   // verl's HFModelConfig reads override_config.model_config when present.
   EXPECT_EQ(with(R"({"model_config": {"max_position_embeddings": 4096}})").max_position_embeddings, 4096);
@@ -84,11 +100,11 @@ TEST(HFConfigOverrides, FieldsVerlCppCannotHonourAreOneLineErrors) {
     const char* overrides;
     const char* names;
   } cases[] = {
-      {R"({"sliding_window": 512})", "actor_rollout_ref.model.override_config.sliding_window"},
+      {R"({"final_logit_softcapping": 30.0})", "actor_rollout_ref.model.override_config.final_logit_softcapping"},
       {R"({"attention_dropout": 0.1})", "actor_rollout_ref.model.override_config.attention_dropout"},
       {R"({"attn_implementation": "paged"})", "actor_rollout_ref.model.override_config.attn_implementation"},
       {R"({"hidden_act": "gelu"})", "hidden_act"},
-      {R"({"use_sliding_window": true})", "use_sliding_window"},
+      {R"({"num_experts": 8})", "num_experts"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of([&] { with(c.overrides); });
@@ -143,8 +159,8 @@ TEST(HFConfigOverrides, ConfigKeysReadAndChecked) {
   EXPECT_EQ(nlohmann::json::parse(loaded.ppo.critic.model.override_config.json),
             nlohmann::json::parse(R"({"rope_theta": 20000.0})"));
   // verl config show already names a field verl.cpp cannot honour.
-  const std::string e = config_error_of({"+critic.model.override_config.sliding_window=4"});
-  EXPECT_NE(e.find("critic.model.override_config.sliding_window"), std::string::npos) << e;
+  const std::string e = config_error_of({"+critic.model.override_config.final_logit_softcapping=4"});
+  EXPECT_NE(e.find("critic.model.override_config.final_logit_softcapping"), std::string::npos) << e;
   EXPECT_EQ(config_error_of({"+actor_rollout_ref.model.override_config.attn_implementation=eager"}), "");
 }
 

@@ -53,6 +53,13 @@ TEST(ModelCli, ErrorsAreOneClearLine) {
   r = run_command(verl_binary() + " model init --arch llama --out " + dir + "/m --num-heads 3 --hidden-size 32");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("multiple of --num-heads"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " model init --arch llama --out " + dir + "/m --sliding-window 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--sliding-window is for mistral, qwen2 and qwen3"), std::string::npos) << r.err;
+  r = run_command(verl_binary() + " model init --arch qwen2 --out " + dir +
+                  "/m --sliding-window 8 --max-window-layers 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--max-window-layers must be in [0, --num-layers)"), std::string::npos) << r.err;
   ASSERT_EQ(run_command(verl_binary() + " model init --arch llama --out " + dir + "/m --vocab-size 20").exit_code, 0);
   write_file(dir + "/bad.json", R"({"input_ids": [[1, 99]]})");
   r = run_command(verl_binary() + " model forward --model " + dir + "/m --input " + dir + "/bad.json --output " + dir + "/o.safetensors");

@@ -97,6 +97,22 @@ TEST(RemovePadding, LogProbsEqualTheDensePassAndAreZeroAtPadding) {
   }
 }
 
+// With a sliding layer the packed pass masks the window as the dense pass does (the window shorter than the rows).
+TEST(RemovePadding, SlidingWindowLayersEqualTheDensePass) {
+  HFConfig c = test::tiny_config(Arch::Qwen2);
+  c.sliding_window = 2;
+  c.sliding_layers = {true, false};
+  CausalLM m(c, HeadKind::LM);
+  init_weights(m, 7, /*perturb=*/true);
+  m->to(torch::kFloat64);
+  m->eval();
+  const PaddedBatch b = padded_batch(c.vocab_size);
+  const auto dense = log_probs_of(m, b, false), packed = log_probs_of(m, b, true);
+  const auto padding = response_padding(b);
+  EXPECT_LT(max_abs_diff(packed.log_probs.masked_fill(padding, 0), dense.log_probs.masked_fill(padding, 0)), 1e-12);
+  EXPECT_LT(max_abs_diff(packed.entropy.masked_fill(padding, 0), dense.entropy.masked_fill(padding, 0)), 1e-12);
+}
+
 TEST(RemovePadding, GradientsEqualTheDensePass) {
   CausalLM m = padding_model(torch::kFloat64);
   const PaddedBatch b = padded_batch(m->config.vocab_size);

@@ -183,6 +183,64 @@ TEST(Transformer, KVCacheDecodeEqualsFullForwardAtEveryStep) {
   }
 }
 
+// A sliding layer's query sees the last `window` positions only: one sliding layer's logits at position t are
+// those of the last position of tokens t-window+1..t alone (rotary embeddings depend on offsets only), with
+// either attention kernel; without the window they are not.
+TEST(Transformer, SlidingWindowLayerSeesOnlyTheLastWindowTokens) {
+  torch::NoGradGuard ng;
+  HFConfig c = transformer_tiny(Arch::Mistral);
+  c.num_hidden_layers = 1;
+  CausalLM full_attention = make(c, 21);
+  c.sliding_window = 3;
+  c.sliding_layers = {true};
+  CausalLM m = make(c, 21);
+  const auto ids = torch::tensor({{5, 17, 2, 30, 11, 8, 23, 4}}, torch::kInt64);
+  const auto ones = [](const torch::Tensor& t) { return torch::ones_like(t); };
+  for (auto kernel : {AttentionKernel::Sdpa, AttentionKernel::Eager}) {
+    set_attention_kernel(m, kernel);
+    const auto out = m->forward(ids, ones(ids), position_ids_from_mask(ones(ids)));
+    const auto without = full_attention->forward(ids, ones(ids), position_ids_from_mask(ones(ids)));
+    for (int64_t t = 0; t < ids.size(1); ++t) {
+      const int64_t first = std::max<int64_t>(0, t - 2);
+      const auto window = ids.narrow(1, first, t - first + 1);
+      const auto alone = m->forward(window, ones(window), position_ids_from_mask(ones(window)));
+      EXPECT_LT((out[0][t] - alone[0][t - first]).abs().max().item<float>(), 1e-5) << "position " << t;
+      const float differs = (out[0][t] - without[0][t]).abs().max().item<float>();
+      if (t < 3) EXPECT_LT(differs, 1e-5) << "position " << t;
+      else EXPECT_GT(differs, 1e-3) << "position " << t;
+    }
+    // The window counts a row's tokens, not its columns: masked columns inside the row (a multi-turn cache's gap
+    // between turns) change nothing.
+    const auto gapped = torch::tensor({{5, 17, 2, 39, 39, 30, 11, 8, 23, 4}}, torch::kInt64);
+    const auto gap_mask = torch::tensor({{1, 1, 1, 0, 0, 1, 1, 1, 1, 1}}, torch::kInt64);
+    const auto with_gap = m->forward(gapped, gap_mask, position_ids_from_mask(gap_mask));
+    EXPECT_LT((with_gap.narrow(1, 5, 5) - out.narrow(1, 3, 5)).abs().max().item<float>(), 1e-5);
+  }
+}
+
+// Qwen2 with the window on its second layer only: prefill then one token at a time through the KV cache (the
+// fused decode kernels where they apply) gives the full forward's logits, past the window, with left padding.
+TEST(Transformer, SlidingWindowKVCacheDecodeEqualsFullForward) {
+  torch::NoGradGuard ng;
+  HFConfig c = transformer_tiny(Arch::Qwen2);
+  c.sliding_window = 2;
+  c.sliding_layers = {false, true};
+  CausalLM m = make(c, 13);
+  auto ids = torch::tensor({{39, 39, 4, 9, 2, 17, 30, 5, 6}, {1, 12, 7, 3, 22, 8, 13, 21, 2}}, torch::kInt64);
+  auto mask = torch::ones_like(ids);
+  mask[0][0] = 0;
+  mask[0][1] = 0;
+  auto pos = position_ids_from_mask(mask);
+  auto full = m->forward(ids, mask, pos);
+  const int64_t P = 4, L = ids.size(1);
+  KVCache cache = m->make_cache(2, L);
+  m->hidden_states(ids.narrow(1, 0, P), mask.narrow(1, 0, P), pos.narrow(1, 0, P), &cache);
+  for (int64_t t = P; t < L; ++t) {
+    auto step = m->logits(m->hidden_states(ids.narrow(1, t, 1), mask.narrow(1, 0, t + 1), pos.narrow(1, t, 1), &cache));
+    EXPECT_LT((step.squeeze(1) - full.select(1, t)).abs().max().item<float>(), 1e-5) << "step " << t;
+  }
+}
+
 TEST(Transformer, LeftPaddingDoesNotChangeValidLogits) {
   torch::NoGradGuard ng;
   CausalLM m = make(transformer_tiny(Arch::Qwen2), 5);
