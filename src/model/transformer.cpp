@@ -365,35 +365,39 @@ std::pair<torch::Tensor, torch::Tensor> rotary(torch::Tensor& inv_freq, const to
   return {(emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)};
 }
 
-// The causal + padding mask as an additive bias [B,1,1,T,S] for T new tokens after `past` cached ones
-// (attention_mask [B,S], S = past + T, on the model's device). With a `window`, a query sees only the keys of
-// the last `window` real tokens of its row, itself included: tokens counted, not columns, so that a multi-turn
-// continuation's cache (agent/continuation_engine.h), whose turns sit apart, windows as vLLM does; where a row's
-// tokens are contiguous (any padded batch) this is transformers' column window.
-torch::Tensor attention_bias(const torch::Tensor& attention_mask, int64_t past, torch::ScalarType dtype,
-                             int64_t window = 0) {
+// The additive attention masks [B,1,1,T,S] for T new tokens after `past` cached ones (attention_mask [B,S],
+// S = past + T, on the model's device): `full` the causal + padding mask, for the layers that do not slide;
+// `sliding` that mask narrowed to the keys of the last config.sliding_window real tokens of the query's row,
+// itself included, for the sliding layers. Each is undefined when no layer uses it. The window counts tokens,
+// not columns, so that a multi-turn continuation's cache (agent/continuation_engine.h), whose turns sit apart,
+// windows as vLLM does; where a row's tokens are contiguous (any padded batch) it is transformers' column window.
+struct AttentionBiases {
+  torch::Tensor full, sliding;
+};
+AttentionBiases attention_biases(const HFConfig& config, const torch::Tensor& attention_mask, int64_t past,
+                                 torch::ScalarType dtype) {
   const auto device = attention_mask.device();
   const int64_t B = attention_mask.size(0), S = attention_mask.size(1), T = S - past;
   auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});      // [1,T,S]
   auto allowed = causal.logical_and(attention_mask.view({B, 1, S}) != 0);  // [B,T,S]
-  if (window > 0) {
-    const auto tokens = (attention_mask != 0).cumsum(1);  // [B,S]: the row's real tokens up to each column
-    allowed = allowed.logical_and(tokens.view({B, 1, S}) > tokens.narrow(1, past, T).view({B, T, 1}) - window);
-  }
   // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
   const double min_value = masked_bias_value(compute_dtype(device, dtype));
-  return torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
-      .masked_fill(allowed.logical_not(), min_value)
-      .view({B, 1, 1, T, S});
-}
-
-// The mask of the config's sliding layers (attention_bias with its window); undefined when no layer slides.
-torch::Tensor sliding_attention_bias(const HFConfig& config, const torch::Tensor& attention_mask, int64_t past,
-                                     torch::ScalarType dtype) {
-  if (config.sliding_layers.empty()) return torch::Tensor();
-  return attention_bias(attention_mask, past, dtype, config.sliding_window);
+  const auto bias = [&](const torch::Tensor& keep) {
+    return torch::zeros({B, T, S}, torch::TensorOptions().dtype(dtype).device(device))
+        .masked_fill(keep.logical_not(), min_value)
+        .view({B, 1, 1, T, S});
+  };
+  const auto& slides = config.sliding_layers;
+  AttentionBiases out;
+  if (slides.empty() || std::find(slides.begin(), slides.end(), false) != slides.end()) out.full = bias(allowed);
+  if (!slides.empty()) {
+    const auto tokens = (attention_mask != 0).cumsum(1);  // [B,S]: the row's real tokens up to each column
+    const auto in_window = tokens.view({B, 1, S}) > tokens.narrow(1, past, T).view({B, T, 1}) - config.sliding_window;
+    out.sliding = bias(allowed.logical_and(in_window));
+  }
+  return out;
 }
 
 }  // namespace
@@ -431,9 +435,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
                        : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
-  const auto mask = attention_mask.to(device);
-  return run_layers(h, cos, sin, attention_bias(mask, past, dtype), sliding_attention_bias(config, mask, past, dtype),
-                    cache, torch::Tensor());
+  const auto masks = attention_biases(config, attention_mask.to(device), past, dtype);
+  return run_layers(h, cos, sin, masks.full, masks.sliding, cache, torch::Tensor());
 }
 
 torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -453,10 +456,8 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
                        : embedding_rows(embed_tokens->weight, ids);
   const auto [cos, sin] =
       rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype, rope_attention_scaling(config));
-  const auto mask = attention_mask.to(device);
-  return run_layers(h, cos, sin, attention_bias(mask, 0, dtype), sliding_attention_bias(config, mask, 0, dtype),
-                    nullptr, packing.positions.to(device))
-      .squeeze(0);
+  const auto masks = attention_biases(config, attention_mask.to(device), 0, dtype);
+  return run_layers(h, cos, sin, masks.full, masks.sliding, nullptr, packing.positions.to(device)).squeeze(0);
 }
 
 torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,

@@ -177,9 +177,9 @@ struct DecoderImpl : torch::nn::Module {
 
  private:
   // The layers, then the final norm; `packed` as the layer's. The config's sliding layers attend with
-  // `sliding_bias` (undefined when none slides), the others with `mask_bias`.
+  // `sliding_bias`, the others with `full_bias` (each undefined when no layer uses it).
   torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
-                           const torch::Tensor& mask_bias, const torch::Tensor& sliding_bias, KVCache* cache,
+                           const torch::Tensor& full_bias, const torch::Tensor& sliding_bias, KVCache* cache,
                            const torch::Tensor& packed);
 };
 TORCH_MODULE(Decoder);
