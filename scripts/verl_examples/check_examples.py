@@ -8,7 +8,8 @@ the PPO trainer's keys; SFT scripts with --config-name sft_trainer / sft_trainer
         [--verl-sft-config tests/data/verl/sft_trainer.yaml] \
         [--config-dir CMD_SUBST/examples/sglang_multiturn/config=DIR]   (DIR: that folder of verl's repository)
 
-Scripts for verl's Megatron trainer are left out (verl.cpp's fsdp trainer is what is measured). With --verl-config
+Scripts for verl's Megatron trainer are left out, unless --megatron, which measures those instead (pass
+--verl-config tests/data/verl/_generated_ppo_megatron_trainer.yaml with it). With --verl-config
 every override list is first applied to verl's own generated key tree the way Hydra applies it (OmegaConf struct
 mode: `a.b=v` needs the key, `+a.b=v` needs it absent; an empty value for a typed key), and verl.cpp errors that
 are verl 0.9.1's own run-time refusals are recognised: a list verl itself rejects is counted apart, and so are the
@@ -100,11 +101,12 @@ def main():
     p.add_argument("--config-dir", action="append", default=[],
                    help="SCRIPT_DIR=LOCAL: replace a --config-path ending in SCRIPT_DIR by LOCAL")
     p.add_argument("--json", help="write the per-script results here")
+    p.add_argument("--megatron", action="store_true", help="the Megatron trainer's PPO scripts instead of the fsdp ones")
     a = p.parse_args()
     scripts = json.load(open(a.overrides))
     results, causes = {}, collections.Counter()
     for name, entry in sorted(scripts.items()):
-        if entry["megatron"]:
+        if entry["megatron"] != a.megatron or (a.megatron and entry.get("trainer", "ppo") != "ppo"):
             continue
         trainer = entry.get("trainer", "ppo")
         args = list(entry["args"])
@@ -143,7 +145,8 @@ def main():
     results = {k: r for k, r in results_all.items() if r["trainer"] == "ppo"}
     counts = collections.Counter(r["status"] for r in results.values())
     considered = counts["PASS"] + counts["FAIL"]
-    print(f"\n{counts['PASS']} of {considered} pass ({len(results)} fsdp scripts; counted apart: {counts['VERL-REJECTS']} "
+    kind = "megatron" if a.megatron else "fsdp"
+    print(f"\n{counts['PASS']} of {considered} pass ({len(results)} {kind} scripts; counted apart: {counts['VERL-REJECTS']} "
           f"that verl 0.9.1 itself rejects, of which {sum(1 for r in results.values() if r['verl_rejects'] and r['passes'])} "
           f"pass here anyway, and {counts['EXCEPT-VLM']} for vision-language models, of which "
           f"{sum(1 for r in results.values() if r['status'] == 'EXCEPT-VLM' and r['passes'])} pass here anyway)")

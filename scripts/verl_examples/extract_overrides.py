@@ -208,7 +208,7 @@ def is_megatron(entry):
     name = entry["config_name"] or ""
     if "megatron" in name:
         return True
-    return any(re.match(r"^(actor_rollout_ref\.actor|critic)\.strategy=megatron$", a) for a in entry["args"])
+    return any(re.match(r"^((actor_rollout_ref\.actor|critic)\.strategy|model_engine)=megatron$", a) for a in entry["args"])
 
 
 def list_scripts(git_dir, root):

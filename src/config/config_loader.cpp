@@ -44,28 +44,52 @@ std::string without_yaml_suffix(const std::string& name) {
   return name;
 }
 
-Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name, int depth);
+Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name, int depth,
+                        const std::string& engine);
+
+// verl 0.9.1's model_engine config group (`model_engine: dp` in its ppo_trainer.yaml defaults list) picks the actor,
+// ref and critic sections of one engine. verl.cpp's one tree holds both engines' keys; the choice sets the
+// strategies and the defaults verl's two trees disagree on.
+void apply_model_engine(Node& root, const std::string& engine, const std::string& source) {
+  VERL_CHECK(engine == "dp" || engine == "megatron", "config", source, ": model_engine=", engine,
+             " is not one of verl.cpp's engines: dp (strategy fsdp) or megatron");
+  const bool megatron = engine == "megatron";
+  const auto set = [&](const char* key, Node value) { set_existing_path(root, key, std::move(value), source); };
+  for (const char* key : {"actor_rollout_ref.actor.strategy", "critic.strategy"}) {
+    set(key, Node::string(megatron ? "megatron" : "fsdp"));
+  }
+  for (const char* role : {"actor_rollout_ref.actor.optim", "critic.optim"}) {
+    const std::string p = role;
+    set((p + ".optimizer").c_str(), Node::string(megatron ? "adam" : "AdamW"));  // Megatron's Adam is AdamW
+    set((p + ".override_optimizer_config").c_str(), megatron ? Node::map() : Node::null());
+  }
+  set("critic.data_loader_seed",
+      megatron ? Node::string("${oc.select:actor_rollout_ref.actor.data_loader_seed,null}") : Node::integer(42));
+}
+
+// The built-in defaults with an engine chosen (model_engine=... on the command line; null: verl's dp).
+Node engine_defaults(const std::string& engine) {
+  Node root = default_config_tree();
+  if (!engine.empty()) apply_model_engine(root, engine, "model_engine");
+  return root;
+}
 
 // verl's own trainer configs, when DIR does not hold them (verl's scripts pass --config-path=config, verl's folder).
-std::optional<Node> verl_builtin_config(const std::string& name) {
-  if (name == "ppo_trainer") return default_config_tree();
-  if (name == "ppo_megatron_trainer") {
-    Node root = default_config_tree();
-    for (const char* key : {"actor_rollout_ref.actor.strategy", "critic.strategy"}) {
-      set_existing_path(root, key, Node::string("megatron"), "the PPO defaults");
-    }
-    return root;
-  }
+// ppo_megatron_trainer is verl 0.9.1's `ppo_trainer` with `override model_engine: megatron`.
+std::optional<Node> verl_builtin_config(const std::string& name, const std::string& engine) {
+  if (name == "ppo_trainer") return engine_defaults(engine);
+  if (name == "ppo_megatron_trainer") return engine_defaults(engine.empty() ? "megatron" : engine);
   return std::nullopt;
 }
 
-Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name_in, int depth) {
+Node compose_hydra_file(const std::filesystem::path& dir, const std::string& name_in, int depth,
+                        const std::string& engine) {
   VERL_CHECK(depth < 8, "config", "--config-name: the defaults lists nest more than 8 files deep (a cycle?)");
   const std::string name = without_yaml_suffix(name_in);
   std::filesystem::path file = dir / (name + ".yaml");
   if (!std::filesystem::exists(file) && std::filesystem::exists(dir / (name + ".yml"))) file = dir / (name + ".yml");
   if (!std::filesystem::exists(file)) {
-    if (auto builtin = verl_builtin_config(name)) return *builtin;
+    if (auto builtin = verl_builtin_config(name, engine)) return *builtin;
     VERL_FAIL("config", "--config-name ", name_in, ": no file '", file.string(), "' (and not one of verl's own ",
               "trainer configs, ppo_trainer / ppo_megatron_trainer)");
   }
@@ -77,12 +101,22 @@ Node compose_hydra_file(const std::filesystem::path& dir, const std::string& nam
   VERL_CHECK(defaults.is_list(), "config", "'", file.string(), "': `defaults` must be a list");
   // Every entry merges over what the earlier ones made, in the key set of the built-in defaults (the trees of
   // ppo_trainer and of the folder's files all hold it), so _self_ may come first.
-  Node root = default_config_tree();
+  Node root = engine_defaults(engine);
   bool self_merged = false;
   auto merge = [&](const Node& tree, const std::string& source) { merge_config_file(root, tree, source); };
   for (const Node& entry : defaults.items()) {
+    // `model_engine: megatron` / `override model_engine: megatron` (verl's ppo_megatron_trainer.yaml); a choice on
+    // the command line wins, as in Hydra.
+    if (entry.is_map() && entry.fields().size() == 1) {
+      const auto& [group, choice] = *entry.fields().begin();
+      if ((group == "model_engine" || group == "override model_engine") && choice.kind() == Kind::String) {
+        if (engine.empty()) apply_model_engine(root, choice.as_string(), file.string() + " defaults");
+        continue;
+      }
+    }
     VERL_CHECK(entry.kind() == Kind::String, "config", "'", file.string(), "': defaults entry '", entry.to_text(),
-               "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer and _self_)");
+               "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer, model_engine and "
+               "_self_)");
     const std::string item = entry.as_string();
     if (item == "_self_") {
       merge(own, file.string());
@@ -92,7 +126,7 @@ Node compose_hydra_file(const std::filesystem::path& dir, const std::string& nam
                      !starts_with(item, "override "),
                  "config", "'", file.string(), "': defaults entry '", item,
                  "' is not supported (verl.cpp takes config names of the same folder, ppo_trainer and _self_)");
-      merge(compose_hydra_file(dir, item, depth + 1), file.string() + " defaults: " + item);
+      merge(compose_hydra_file(dir, item, depth + 1, engine), file.string() + " defaults: " + item);
     }
   }
   if (!self_merged) merge(own, file.string());  // Hydra puts _self_ last when the list does not name it
@@ -101,8 +135,8 @@ Node compose_hydra_file(const std::filesystem::path& dir, const std::string& nam
 
 }  // namespace
 
-Node hydra_config_tree(const std::string& config_path, const std::string& config_name) {
-  return compose_hydra_file(std::filesystem::path(config_path), config_name, 0);
+Node hydra_config_tree(const std::string& config_path, const std::string& config_name, const std::string& engine) {
+  return compose_hydra_file(std::filesystem::path(config_path), config_name, 0, engine);
 }
 
 ConfigArgs parse_config_args(const std::vector<std::string>& args) {
@@ -141,10 +175,20 @@ Node default_config_tree() {
 
 Node compose_config(const ConfigArgs& args) {
   VERL_CHECK(!args.config_path || args.config_name, "config", "--config-path needs --config-name (the YAML to read)");
-  Node root = args.config_name ? hydra_config_tree(args.config_path.value_or("."), *args.config_name)
-                               : default_config_tree();
+  // model_engine=X chooses the defaults before any key is set, wherever it stands (a Hydra group choice).
+  std::string engine;
+  std::vector<std::string> key_overrides;
+  for (const auto& text : args.overrides) {
+    if (starts_with(text, "model_engine=")) {
+      engine = unquote(text.substr(std::string("model_engine=").size()));
+    } else {
+      key_overrides.push_back(text);
+    }
+  }
+  Node root = args.config_name ? hydra_config_tree(args.config_path.value_or("."), *args.config_name, engine)
+                               : engine_defaults(engine);
   if (args.config_file) merge_config_file(root, load_yaml_file(*args.config_file), *args.config_file);
-  for (const auto& text : args.overrides) apply_override(root, parse_override(text));
+  for (const auto& text : key_overrides) apply_override(root, parse_override(text));
   return root;
 }
 

@@ -22,13 +22,13 @@ struct Piece {
   std::string text;  // literal text, or the reference body without ${ }
 };
 
-// The '}' that closes a '${' whose body starts at `from` (bodies nest: ${oc.select:a,${b}}); npos if none.
+// The '}' that closes a '${' whose body starts at `from` (bodies nest: ${oc.select:a,${b}}, and hold flow maps:
+// ${oc.select:a,{}}); npos if none.
 size_t matching_brace(const std::string& value, size_t from) {
   int depth = 1;
   for (size_t i = from; i < value.size(); ++i) {
-    if (value.compare(i, 2, "${") == 0) {
-      ++depth;
-      ++i;
+    if (value[i] == '{') {
+      ++depth;  // a nested ${ or a flow map
     } else if (value[i] == '}' && --depth == 0) {
       return i;
     }
@@ -46,8 +46,8 @@ Select parse_select(const std::string& spec) {
   Select out;
   int depth = 0;
   for (size_t i = 0; i < spec.size(); ++i) {
-    if (spec.compare(i, 2, "${") == 0) ++depth;
-    if (spec[i] == '}') --depth;
+    if (spec[i] == '{' || spec[i] == '[') ++depth;  // a nested ${...}, a flow map or list
+    if (spec[i] == '}' || spec[i] == ']') --depth;
     if (spec[i] == ',' && depth == 0) {
       out.key = trim(spec.substr(0, i));
       out.fallback = trim(spec.substr(i + 1));

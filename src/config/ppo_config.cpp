@@ -189,8 +189,104 @@ void read_optimizer_class(ConfigReader& in, const std::string& p, OptimConfig& o
              ".nesterov' is true: torch.optim.SGD's Nesterov momentum requires momentum > 0 and dampening 0");
 }
 
-OptimConfig read_optim(ConfigReader& in, const std::string& p) {
+// strategy=megatron with Megatron's own optimizer names (verl's McoreOptimizerConfig, init_megatron_optim_config):
+// `adam` is Megatron's Adam with decoupled weight decay (torch's AdamW update), `sgd` its SGD (momentum 0.9 unless
+// override_optimizer_config.sgd_momentum says otherwise). override_optimizer_config holds Megatron OptimizerConfig
+// fields: the update's (adam_beta1, adam_beta2, adam_eps, sgd_momentum, lr, weight_decay) set the section's; the
+// CPU-offload and precision knobs place or store the same update and change nothing here (one warning).
+void read_megatron_optimizer_class(ConfigReader& in, const std::string& p, const std::string& name, OptimConfig& o) {
+  o.optimizer = name == "adam" ? "AdamW" : "SGD";
+  if (name == "sgd") o.momentum = 0.9;  // Megatron's OptimizerConfig.sgd_momentum default
+  const std::string key = p + ".override_optimizer_config";
+  const Node overrides = in.get_node(key);
+  VERL_CHECK(overrides.is_null() || overrides.is_map(), "config", "config key '", key,
+             "' expects a map of Megatron OptimizerConfig fields or null, got ", overrides.to_text());
+  static const std::map<std::string, double OptimConfig::*> numbers = {{"adam_eps", &OptimConfig::eps},
+                                                                       {"sgd_momentum", &OptimConfig::momentum},
+                                                                       {"lr", &OptimConfig::lr},
+                                                                       {"weight_decay", &OptimConfig::weight_decay}};
+  static const std::vector<std::string> placement = {
+      "optimizer_cpu_offload", "optimizer_offload_fraction",          "overlap_cpu_optimizer_d2h_h2d", "pin_cpu_grads",
+      "pin_cpu_params",        "use_torch_optimizer_for_cpu_offload", "use_precision_aware_optimizer"};
+  std::vector<std::string> no_effect;
+  for (const auto& [field, value] : overrides.fields()) {
+    const std::string at = key + "." + field;
+    const bool is_number = value.kind() == Kind::Int || value.kind() == Kind::Float;
+    if (const auto n = numbers.find(field); n != numbers.end()) {
+      VERL_CHECK(is_number, "config", "config key '", at, "' expects a number, got ", value.to_text());
+      o.*(n->second) = value.as_double();
+    } else if (field == "adam_beta1" || field == "adam_beta2") {
+      VERL_CHECK(is_number, "config", "config key '", at, "' expects a number, got ", value.to_text());
+      o.betas[field == "adam_beta1" ? 0 : 1] = value.as_double();
+    } else if (contains(placement, field)) {
+      no_effect.push_back(str_cat(field, "=", value.to_text()));
+    } else {
+      VERL_FAIL("config", "config key '", at, "': verl.cpp takes these Megatron OptimizerConfig fields: adam_beta1, ",
+                "adam_beta2, adam_eps, sgd_momentum, lr, weight_decay (and, with no effect, ", join(placement, ", "),
+                ")");
+    }
+  }
+  if (!no_effect.empty()) {
+    VERL_LOG(Warn, "config") << key << ": " << join(no_effect, ", ")
+                             << " (Megatron's CPU-offloaded / precision-aware optimizer) change nothing in verl.cpp: "
+                                "its optimizer state is fp32, placed as megatron.optimizer_offload says";
+  }
+  VERL_CHECK(o.lr >= 0 && o.weight_decay >= 0 && o.eps >= 0 && o.momentum >= 0, "config", "config key '", p,
+             "': lr, weight_decay, adam_eps and sgd_momentum must be >= 0");
+  VERL_CHECK(o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 && o.betas[1] < 1, "config", "config key '", key,
+             "': adam_beta1 and adam_beta2 must be in [0, 1)");
+}
+
+// The schedule keys of the other strategy must keep their defaults: verl's section for that engine has none of them.
+void check_schedule_keys_unset(ConfigReader& in, const std::string& p, const std::string& strategy,
+                               const std::vector<std::pair<std::string, Node>>& keys, const std::string& instead) {
+  for (const auto& [name, fallback] : keys) {
+    const std::string path = p + "." + name;
+    if (!in.contains(path)) continue;
+    const Node value = in.get_node(path);
+    const bool same = (value.kind() == Kind::Int || value.kind() == Kind::Float) &&
+                              (fallback.kind() == Kind::Int || fallback.kind() == Kind::Float)
+                          ? value.as_double() == fallback.as_double()
+                          : value == fallback;
+    VERL_CHECK(same, "config", "config key '", path, "' is ", value.to_text(), ": with strategy=", strategy,
+               " the learning-rate schedule is ", instead, " (verl's optimizer config for this engine has no '", name,
+               "')");
+  }
+}
+
+// Megatron's OptimizerParamScheduler settings (strategy=megatron), checked as its constructor asserts them; the
+// checks that need the number of training steps are the scheduler's (workers/optimizer.cpp).
+void read_megatron_schedule(ConfigReader& in, const std::string& p, OptimConfig& o) {
+  o.megatron_schedule = true;
+  o.lr_warmup_init = in.get_double(p + ".lr_warmup_init");
+  o.lr_decay_steps = in.get_optional_int(p + ".lr_decay_steps");
+  o.lr_decay_style =
+      in.get_choice(p + ".lr_decay_style", {"constant", "linear", "cosine", "inverse-square-root", "WSD"});
+  o.min_lr = in.get_double(p + ".min_lr");
+  o.lr_wsd_decay_style = in.get_choice(p + ".lr_wsd_decay_style", {"exponential", "linear", "cosine", "minus_sqrt"});
+  o.lr_wsd_decay_steps = in.get_optional_int(p + ".lr_wsd_decay_steps");
+  VERL_CHECK(o.min_lr >= 0 && o.min_lr <= o.lr, "config", "config key '", p, ".min_lr' must be in [0, ", p,
+             ".lr = ", o.lr, "], got ", o.min_lr);
+  VERL_CHECK(o.lr_warmup_init >= 0 && o.lr_warmup_init <= o.lr, "config", "config key '", p,
+             ".lr_warmup_init' must be in [0, ", p, ".lr = ", o.lr, "], got ", o.lr_warmup_init);
+  VERL_CHECK(!o.lr_decay_steps || *o.lr_decay_steps > 0, "config", "config key '", p,
+             ".lr_decay_steps' must be positive or null (the training steps), got ", o.lr_decay_steps.value_or(0));
+  VERL_CHECK(o.lr_decay_style != "WSD" || (o.lr_wsd_decay_steps && *o.lr_wsd_decay_steps > 0), "config", "config key '",
+             p, ".lr_wsd_decay_steps' must be a positive number of steps with lr_decay_style=WSD");
+  check_schedule_keys_unset(in, p, "megatron",
+                            {{"lr_scheduler_type", Node::string("constant")},
+                             {"min_lr_ratio", Node::floating(0.0)},
+                             {"num_cycles", Node::floating(0.5)},
+                             {"warmup_style", Node::null()},
+                             {"zero_indexed_step", Node::boolean(true)}},
+                            "Megatron's: lr_decay_style, min_lr, lr_warmup_init, lr_decay_steps");
+}
+
+// An `optim` section. strategy=megatron reads verl's McoreOptimizerConfig keys (Megatron's schedule and optimizer
+// names); the others verl's FSDPOptimizerConfig keys. Each refuses the other's schedule keys off their defaults.
+OptimConfig read_optim(ConfigReader& in, const std::string& p, const std::string& strategy = "fsdp") {
   OptimConfig o;
+  const bool megatron = strategy == "megatron";
   o.lr = in.get_double(p + ".lr");
   VERL_CHECK(o.lr >= 0, "config", "config key '", p, ".lr' must be >= 0, got ", o.lr);
   o.weight_decay = in.get_double(p + ".weight_decay");
@@ -201,6 +297,27 @@ OptimConfig read_optim(ConfigReader& in, const std::string& p) {
   o.lr_warmup_steps_ratio = in.get_double(p + ".lr_warmup_steps_ratio");
   VERL_CHECK(o.lr_warmup_steps_ratio >= 0 && o.lr_warmup_steps_ratio <= 1, "config", "config key '", p,
              ".lr_warmup_steps_ratio' must be in [0, 1], got ", o.lr_warmup_steps_ratio);
+  if (megatron) {
+    read_megatron_schedule(in, p, o);
+    const std::string name = in.get_string(p + ".optimizer");
+    if (name == "adam" || name == "sgd") {
+      VERL_CHECK(in.get_string(p + ".optimizer_impl") == "torch.optim", "config", "config key '", p,
+                 ".optimizer_impl' must stay torch.optim with Megatron's optimizer names");
+      read_megatron_optimizer_class(in, p, name, o);
+    } else {
+      read_optimizer_class(in, p, o);
+    }
+    o.total_training_steps = in.get_int(p + ".total_training_steps");
+    return o;
+  }
+  check_schedule_keys_unset(in, p, strategy,
+                            {{"lr_warmup_init", Node::floating(0.0)},
+                             {"lr_decay_steps", Node::null()},
+                             {"lr_decay_style", Node::string("constant")},
+                             {"min_lr", Node::floating(0.0)},
+                             {"lr_wsd_decay_style", Node::string("exponential")},
+                             {"lr_wsd_decay_steps", Node::null()}},
+                            "lr_scheduler_type, with min_lr_ratio, num_cycles and lr_warmup_steps");
   o.lr_scheduler_type = in.get_choice(p + ".lr_scheduler_type", {"constant", "cosine"});
   // verl's deprecated name of lr_scheduler_type (FSDPOptimizerConfig.__post_init__): it wins when set.
   if (auto style = in.get_optional_string(p + ".warmup_style")) {
@@ -433,7 +550,7 @@ ActorConfig read_actor(ConfigReader& in) {
   a.shuffle = in.get_bool(p + ".shuffle");
   a.data_loader_seed = in.get_int(p + ".data_loader_seed");
   a.grad_clip = in.get_double(p + ".grad_clip");
-  a.optim = read_optim(in, p + ".optim");
+  a.optim = read_optim(in, p + ".optim", a.strategy);
   a.fsdp_config = read_fsdp(in, p + ".fsdp_config", /*trains=*/true);
   a.megatron = read_megatron(in, p + ".megatron", /*trains=*/true);
   a.checkpoint = read_checkpoint(in, p + ".checkpoint");
@@ -632,7 +749,7 @@ CriticConfig read_critic(ConfigReader& in) {
   CriticConfig c;
   c.enable = in.get_optional_bool("critic.enable");
   c.strategy = read_strategy(in, "critic.strategy");
-  c.optim = read_optim(in, "critic.optim");
+  c.optim = read_optim(in, "critic.optim", c.strategy);
   c.model.path = in.get_string("critic.model.path");
   c.model.tokenizer_path = in.get_string("critic.model.tokenizer_path");
   c.model.hf_config_path = in.get_optional_string("critic.model.hf_config_path").value_or("");

@@ -10,9 +10,10 @@ namespace verl::config {
 namespace {
 
 struct Entry {
-  const char* pattern;  // dotted path; `*` is one segment; an entry covers the subtree under it
+  std::string pattern;  // dotted path; `*` is one segment, `moe_*` / `*_fusion` one segment by prefix / suffix; an
+                        // entry covers the subtree under it
   KeyRuleKind kind;
-  const char* what;
+  std::string what;
 };
 
 constexpr KeyRuleKind H = KeyRuleKind::Honoured;
@@ -26,7 +27,91 @@ constexpr const char* kMTP = "multi-token prediction";
 constexpr const char* kAgentLoop = "custom agent loops (verl.cpp runs single_turn_agent and tool_agent)";
 constexpr const char* kRewardLoop = "custom reward-loop manager classes and served reward models";
 
-const std::vector<Entry>& table() {
+// verl 0.9.1's McoreEngineConfig (actor / ref / critic `megatron` sections) and McoreOptimizerConfig keys beyond
+// what ppo_config.cpp reads (tensor parallelism, the distributed optimizer, offload, Megatron's schedule).
+std::vector<Entry> megatron_entries() {
+  constexpr const char* kDense = "expert parallelism (verl.cpp's models are dense: there are no experts to place)";
+  constexpr const char* kDistCkpt = "Megatron's distributed-checkpoint format (verl.cpp loads model.path's HF folder)";
+  constexpr const char* kRecompute =
+      "Megatron's activation recompute (verl.cpp recomputes each layer when model.enable_gradient_checkpointing is "
+      "true: the same numbers)";
+  constexpr const char* kKernels = "Megatron's kernel choices (the same numbers)";
+  constexpr const char* kPipelineLayout = "the pipeline layout (verl.cpp runs pipeline_model_parallel_size=1)";
+  const std::vector<Entry> engine = {
+      {"expert_model_parallel_size", N, kDense},
+      {"expert_tensor_parallel_size", N, kDense},
+      {"use_dist_checkpointing", F, "loading Megatron distributed checkpoints (verl.cpp loads model.path's HF folder)"},
+      {"dist_checkpointing_path", N, kDistCkpt},
+      {"dist_checkpointing_prefix", N, kDistCkpt},
+      {"dist_ckpt_optim_fully_reshardable", N, kDistCkpt},
+      {"distrib_optim_fully_reshardable_mem_efficient", N, kDistCkpt},
+      {"dynamic_context_parallel", F, "context parallelism"},
+      {"max_seqlen_per_dp_cp_rank", N, "dynamic context parallelism"},
+      {"entropy_from_logits_with_chunking", N, "verl's chunked entropy (verl.cpp always chunks)"},
+      {"entropy_from_logits_chunk_size", N, "verl's chunked entropy (verl.cpp always chunks)"},
+      {"seed", N, "Megatron's model-parallel RNG (dropout and weight init: verl.cpp loads the weights, no dropout)"},
+      {"override_ddp_config", N, "Megatron's DDP buckets and overlap (the same gradients)"},
+      {"override_transformer_config", F,
+       "Megatron TransformerConfig fields other than kernel fusions, activation recompute, pipeline layout and MoE "
+       "settings (verl.cpp builds its model from the HF config.json)"},
+      {"override_transformer_config.recompute_granularity", N, kRecompute},
+      {"override_transformer_config.recompute_modules", N, kRecompute},
+      {"override_transformer_config.recompute_method", N, kRecompute},
+      {"override_transformer_config.recompute_num_layers", N, kRecompute},
+      {"override_transformer_config.distribute_saved_activations", N, kRecompute},
+      {"override_transformer_config.attention_backend", N, kKernels},
+      {"override_transformer_config.*_fusion", N, kKernels},
+      {"override_transformer_config.cross_entropy_fusion_impl", N, kKernels},
+      {"override_transformer_config.persist_layer_norm", N, kKernels},
+      {"override_transformer_config.deallocate_pipeline_outputs", N, kKernels},
+      {"override_transformer_config.num_layers_in_first_pipeline_stage", N, kPipelineLayout},
+      {"override_transformer_config.num_layers_in_last_pipeline_stage", N, kPipelineLayout},
+      {"override_transformer_config.account_for_embedding_in_pipeline_split", N, kPipelineLayout},
+      {"override_transformer_config.account_for_loss_in_pipeline_split", N, kPipelineLayout},
+      {"override_transformer_config.pipeline_model_parallel_layout", N, kPipelineLayout},
+      {"override_transformer_config.moe_*", N, "MoE layers (verl.cpp's models are dense)"},
+      {"override_mcore_model_config", F, "Megatron model-spec overrides (verl.cpp builds its model from config.json)"},
+      {"use_mbridge", N, "the HF <-> Megatron weight bridge (verl.cpp reads and writes HF safetensors itself)"},
+      {"vanilla_mbridge", N, "the HF <-> Megatron weight bridge (verl.cpp reads and writes HF safetensors itself)"},
+      {"use_remove_padding", N, "Megatron's packed batches (verl.cpp packs as model.use_remove_padding says)"},
+      {"pad_bshd_to_minibatch_max", N, "verl's padding buckets"},
+      {"pad_to_length", N, "verl's padding buckets"},
+      {"pad_to_length_bucket", N, "verl's padding buckets"},
+      {"use_megatron_fsdp", F,
+       "Megatron FSDP (the megatron strategy shards optimizer state: use_distributed_optimizer)"},
+      {"forward_only", N, "set by verl per role (verl.cpp's reference never trains, its actor and critic always do)"},
+      {"dtype", N, "Megatron's compute dtype (verl.cpp computes in fsdp_config.mixed_precision's param_dtype)"},
+      {"router_replay", F, "MoE router replay"},
+      {"qat", F, kQAT},
+  };
+  const std::vector<Entry> optim = {
+      {"weight_decay_incr_style", N,
+       "verl gives Megatron's scheduler the same start and end weight decay: no style changes it"},
+      {"use_checkpoint_opt_param_scheduler", F,
+       "taking Megatron's schedule from the checkpoint (verl.cpp resumes the step count under the config's schedule)"},
+      {"use_precision_aware_optimizer", N, "Megatron's precision-aware optimizer (with fp32 state: the same update)"},
+      {"main_grads_dtype", F, "reduced-precision gradients and optimizer state (verl.cpp keeps them fp32)"},
+      {"exp_avg_dtype", F, "reduced-precision gradients and optimizer state (verl.cpp keeps them fp32)"},
+      {"exp_avg_sq_dtype", F, "reduced-precision gradients and optimizer state (verl.cpp keeps them fp32)"},
+      {"use_layer_wise_distributed_optimizer", F, "Megatron's layer-wise distributed optimizer"},
+      {"muon_*", N, "the Muon optimizer (optim.optimizer=muon is not one of verl.cpp's optimizers)"},
+  };
+  std::vector<Entry> out;
+  for (const char* section : {"*.*.megatron.", "critic.megatron."}) {
+    for (const Entry& e : engine) out.push_back({section + e.pattern, e.kind, e.what});
+  }
+  for (const char* section : {"*.*.optim.", "critic.optim."}) {
+    for (const Entry& e : optim) out.push_back({section + e.pattern, e.kind, e.what});
+  }
+  out.push_back({"actor_rollout_ref.ref.megatron.use_distributed_optimizer", N, "the reference has no optimizer"});
+  out.push_back({"actor_rollout_ref.ref.megatron.optimizer_offload", N, "the reference has no optimizer"});
+  out.push_back({"*.*.checkpoint.mbridge_config", N, "the HF <-> Megatron weight bridge"});
+  out.push_back({"critic.checkpoint.mbridge_config", N, "the HF <-> Megatron weight bridge"});
+  out.push_back({"critic.nccl_timeout", N, "Ray worker NCCL timeout"});
+  return out;
+}
+
+const std::vector<Entry>& ppo_entries() {
   static const std::vector<Entry> entries = {
       // data
       {"data.use_shm", N, "verl's shared-memory model copy"},
@@ -52,6 +137,10 @@ const std::vector<Entry>& table() {
       {"*.model.fused_kernel_options", N, "verl's fused kernels"},
       {"*.model.tiled_mlp", N, "tiled MLP memory saving"},
       {"*.model.mtp", F, kMTP},
+      {"*.model.lora", N, "the Megatron engine's LoRA settings (read with model.lora.rank > 0)"},
+      {"*.model.lora.rank", F,
+       "the Megatron engine's LoRA section (verl.cpp's LoRA takes model.lora_rank, lora_alpha and target_modules, "
+       "PEFT's module names, under both strategies)"},
       {"critic.model.custom_chat_template", N, "the critic's chat template (the actor's renders the prompts)"},
 
       // actor / ref / critic: optimizer
@@ -158,6 +247,15 @@ const std::vector<Entry>& table() {
   return entries;
 }
 
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> entries = [] {
+    std::vector<Entry> all = ppo_entries();
+    for (Entry& e : megatron_entries()) all.push_back(std::move(e));
+    return all;
+  }();
+  return entries;
+}
+
 // verl 0.9.1's sft_trainer (configs/sft_trainer_engine.yaml). The data order, batching and loss keys are read by
 // src/config/sft_engine_config.cpp; these are the rest.
 const std::vector<Entry>& sft_trainer_table() {
@@ -191,11 +289,19 @@ const std::vector<Entry>& sft_trainer_table() {
   return entries;
 }
 
+// One segment: `*` any, `moe_*` by prefix, `*_fusion` by suffix, else equal.
+bool segment_matches(const std::string& pattern, const std::string& segment) {
+  if (pattern == "*") return true;
+  if (pattern.size() > 1 && pattern.back() == '*') return starts_with(segment, pattern.substr(0, pattern.size() - 1));
+  if (pattern.size() > 1 && pattern.front() == '*') return ends_with(segment, pattern.substr(1));
+  return pattern == segment;
+}
+
 // Segments of `pattern` matched against the start of `path`; -1 when it does not match, else its length.
 int match_length(const std::vector<std::string>& pattern, const std::vector<std::string>& path) {
   if (pattern.size() > path.size()) return -1;
   for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != "*" && pattern[i] != path[i]) return -1;
+    if (!segment_matches(pattern[i], path[i])) return -1;
   }
   return static_cast<int>(pattern.size());
 }
@@ -211,7 +317,7 @@ std::optional<KeyRule> verl_key_rule(const std::string& path, KeyRuleTable which
     const std::vector<std::string> pattern = split(entry.pattern, '.');
     const int length = match_length(pattern, parts);
     int wildcards = 0;
-    for (const auto& part : pattern) wildcards += part == "*";
+    for (const auto& part : pattern) wildcards += part.find('*') != std::string::npos;
     // The longest pattern wins; between equal lengths, the one with fewer wildcards.
     if (length > best_length || (length == best_length && length >= 0 && wildcards < best_wildcards)) {
       best = &entry;

@@ -116,14 +116,79 @@ double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps,
   return std::max(min_ratio, cosine * (1.0 - min_ratio) + min_ratio);
 }
 
+MegatronSchedule megatron_schedule(const config::OptimConfig& optim, int64_t total_training_steps) {
+  MegatronSchedule s;
+  s.decay_steps = optim.lr_decay_steps.value_or(total_training_steps);
+  // verl: lr_warmup_steps when > 0, else int(lr_warmup_steps_ratio * decay steps) (not the training steps).
+  s.warmup_steps = optim.lr_warmup_steps > 0
+                       ? optim.lr_warmup_steps
+                       : static_cast<int64_t>(optim.lr_warmup_steps_ratio * static_cast<double>(s.decay_steps));
+  // Megatron's constructor asserts these.
+  VERL_CHECK(s.decay_steps > 0, "optim", "optim.lr_decay_steps (null: the training steps, ", total_training_steps,
+             ") must be positive for Megatron's schedule");
+  VERL_CHECK(s.warmup_steps < s.decay_steps, "optim", "optim.lr_warmup_steps (", s.warmup_steps,
+             ") must be below the decay steps (", s.decay_steps, ") for Megatron's schedule");
+  if (optim.lr_decay_style == "WSD") {
+    VERL_CHECK(optim.lr_wsd_decay_steps && *optim.lr_wsd_decay_steps > 0, "optim",
+               "optim.lr_wsd_decay_steps must be positive with lr_decay_style=WSD");
+    s.wsd_decay_steps = *optim.lr_wsd_decay_steps;
+  }
+  return s;
+}
+
+double megatron_lr(const config::OptimConfig& optim, const MegatronSchedule& s, double max_lr, int64_t step) {
+  const double min_lr = optim.min_lr, init_lr = optim.lr_warmup_init;
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  if (s.warmup_steps > 0 && step <= s.warmup_steps) return init_lr + (max_lr - init_lr) * d(step) / d(s.warmup_steps);
+  if (optim.lr_decay_style == "constant") return max_lr;
+  if (step > s.decay_steps) return min_lr;
+  if (optim.lr_decay_style == "inverse-square-root") {
+    const double lr =
+        max_lr * std::sqrt(d(std::max<int64_t>(s.warmup_steps, 1))) / std::sqrt(d(std::max<int64_t>(step, 1)));
+    return std::max(min_lr, lr);
+  }
+  const double ratio = d(step - s.warmup_steps) / d(s.decay_steps - s.warmup_steps);
+  double coeff = 1.0;
+  if (optim.lr_decay_style == "linear") {
+    coeff = 1.0 - ratio;
+  } else if (optim.lr_decay_style == "cosine") {
+    coeff = 0.5 * (std::cos(M_PI * ratio) + 1.0);
+  } else {
+    VERL_CHECK(optim.lr_decay_style == "WSD", "optim", "optim.lr_decay_style must be constant, linear, cosine, ",
+               "inverse-square-root or WSD, got '", optim.lr_decay_style, "'");
+    const int64_t anneal_start = s.decay_steps - s.wsd_decay_steps;
+    if (step > anneal_start) {
+      const double wsd_ratio = d(step - anneal_start) / d(s.wsd_decay_steps);
+      const std::string& style = optim.lr_wsd_decay_style;
+      if (style == "linear") {
+        coeff = 1.0 - wsd_ratio;
+      } else if (style == "cosine") {
+        coeff = 0.5 * (std::cos(M_PI * wsd_ratio) + 1.0);
+      } else if (style == "exponential") {
+        coeff = 2.0 * std::pow(0.5, wsd_ratio) - 1.0;
+      } else {
+        VERL_CHECK(style == "minus_sqrt", "optim", "optim.lr_wsd_decay_style must be exponential, linear, cosine or ",
+                   "minus_sqrt, got '", style, "'");
+        coeff = 1.0 - std::sqrt(wsd_ratio);
+      }
+    }
+  }
+  return min_lr + coeff * (max_lr - min_lr);
+}
+
+double scheduled_lr(const config::OptimConfig& optim, double base_lr, int64_t total_training_steps, int64_t step) {
+  if (optim.megatron_schedule) return megatron_lr(optim, megatron_schedule(optim, total_training_steps), base_lr, step);
+  return base_lr * lr_factor(optim, total_training_steps, step);
+}
+
 LRScheduler::LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps)
     : optimizer_(optimizer), optim_(std::move(optim)), total_(total_training_steps), base_lr_(optim_.lr) {
-  lr_factor(optim_, total_, 0);  // validates the schedule type up front
+  scheduled_lr(optim_, base_lr_, total_, 0);  // validates the schedule up front
   apply();
 }
 
 void LRScheduler::apply() {
-  last_lr_ = base_lr_ * lr_factor(optim_, total_, step_);
+  last_lr_ = scheduled_lr(optim_, base_lr_, total_, step_);
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(last_lr_);
 }
 
@@ -140,7 +205,9 @@ void LRScheduler::load_state_dict(const nlohmann::json& state) {
   VERL_CHECK(state.contains("base_lr") && state["base_lr"].is_number(), "optim",
              "lr_scheduler state needs a number 'base_lr'");
   step_ = state["step"].get<int64_t>();
-  base_lr_ = state["base_lr"].get<double>();
+  // Megatron's scheduler (verl: override_opt_param_scheduler) keeps the config's LR over the checkpoint's; LambdaLR
+  // restores its base_lrs.
+  if (!optim_.megatron_schedule) base_lr_ = state["base_lr"].get<double>();
   apply();
 }
 

@@ -29,8 +29,10 @@ Node default_config_tree();
 
 // The tree of Hydra's --config-path DIR --config-name NAME (before the --config file and the overrides). NAME
 // ppo_trainer (verl's own, when DIR has no such file) is the built-in defaults; ppo_megatron_trainer is
-// them with strategy=megatron for actor, ref and critic.
-Node hydra_config_tree(const std::string& config_path, const std::string& config_name);
+// them with model_engine=megatron (strategy=megatron for actor, ref and critic, Megatron's optimizer defaults).
+// `engine`: a model_engine choice of the command line ("dp" or "megatron"; empty: none), which wins over the
+// files' `model_engine` defaults entries.
+Node hydra_config_tree(const std::string& config_path, const std::string& config_name, const std::string& engine = "");
 
 // Defaults + file + overrides, before resolution.
 Node compose_config(const ConfigArgs& args);

@@ -89,6 +89,15 @@ struct OptimConfig {
   // false: the cosine schedule counts steps from 1 (verl's zero_indexed_step, torchtitan's convention): the LR at
   // update k is the zero-indexed schedule's at k + 1. The constant schedule ignores it, as verl's does.
   bool zero_indexed_step = true;
+  // strategy=megatron: Megatron's OptimizerParamScheduler, as verl's get_megatron_optimizer_param_scheduler builds
+  // it, replaces the schedule above (workers/optimizer.h's scheduled_lr).
+  bool megatron_schedule = false;
+  double lr_warmup_init = 0;                // the warmup's first LR
+  std::optional<int64_t> lr_decay_steps;    // null: the training steps
+  std::string lr_decay_style = "constant";  // constant | linear | cosine | inverse-square-root | WSD
+  double min_lr = 0;
+  std::string lr_wsd_decay_style = "exponential";  // WSD's annealing: exponential | linear | cosine | minus_sqrt
+  std::optional<int64_t> lr_wsd_decay_steps;       // WSD: the annealing steps at the end of the decay
   // optim.optimizer: the torch.optim class verl builds (optimizer_impl torch.optim): AdamW, Adam, SGD, RMSprop or
   // Adagrad, with verl's arguments (lr, weight_decay; betas for the Adam family) and those of
   // override_optimizer_config; a field below counts only for the classes that take it (workers/optimizer.h).

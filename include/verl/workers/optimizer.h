@@ -44,9 +44,26 @@ int64_t num_warmup_steps(const config::OptimConfig& optim, int64_t total_trainin
 //             schedule by one step (it is evaluated at step + 1), as verl's
 double lr_factor(const config::OptimConfig& optim, int64_t total_training_steps, int64_t step);
 
-// torch.optim.lr_scheduler.LambdaLR over lr_factor: construction sets lr = base * factor(0); step() advances
-// one training step. The workers log `actor/lr` / `critic/lr` as last_lr() before step(), the LR the update
-// used (verl's fsdp_workers read get_last_lr() before stepping).
+// Megatron's OptimizerParamScheduler (strategy=megatron) as verl's get_megatron_optimizer_param_scheduler sets it
+// up: decay over optim.lr_decay_steps (null: the training steps), warmup of lr_warmup_steps when > 0, else
+// int(lr_warmup_steps_ratio * decay steps); errors as Megatron's asserts (warmup < decay steps, WSD's steps).
+struct MegatronSchedule {
+  int64_t decay_steps = 0;
+  int64_t warmup_steps = 0;
+  int64_t wsd_decay_steps = 0;
+};
+MegatronSchedule megatron_schedule(const config::OptimConfig& optim, int64_t total_training_steps);
+
+// Megatron's get_lr after `step` steps, with max_lr the base LR: linear warmup from lr_warmup_init (step <= warmup),
+// then lr_decay_style from max_lr to min_lr (constant: max_lr; past the decay steps: min_lr).
+double megatron_lr(const config::OptimConfig& optim, const MegatronSchedule& schedule, double max_lr, int64_t step);
+
+// The LR after `step` scheduler steps: base_lr * lr_factor, or Megatron's schedule when optim.megatron_schedule.
+double scheduled_lr(const config::OptimConfig& optim, double base_lr, int64_t total_training_steps, int64_t step);
+
+// torch.optim.lr_scheduler.LambdaLR over lr_factor (or Megatron's scheduler, whose LR on resume is the config's):
+// construction sets lr = scheduled_lr(0); step() advances one training step. The workers log `actor/lr` /
+// `critic/lr` as last_lr() before step(), the LR the update used (verl's workers read it before stepping).
 class LRScheduler {
  public:
   LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps);

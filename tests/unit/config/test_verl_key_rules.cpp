@@ -258,19 +258,22 @@ TEST(VerlKeyRules, VerlsLoggersAreAccepted) {
 // OmegaConf's oc.select, as verl's generated config uses it. Expected values: OmegaConf 2.3.0's resolution of the
 // same document (OmegaConf.to_container(resolve=True)).
 TEST(VerlKeyRules, OcSelectResolvesAsOmegaConf) {
-  const Node root = config::resolve_interpolations(config::parse_yaml(
-      "a:\n  x: 4\n  n: null\n"
-      "b:\n"
-      "  present: ${oc.select:a.x,7}\n"
-      "  absent: ${oc.select:a.y,7}\n"
-      "  absent_list: ${oc.select:a.y,[]}\n"
-      "  absent_bool: ${oc.select:a.y,False}\n"
-      "  absent_nodefault: ${oc.select:a.y}\n"
-      "  null_kept: ${oc.select:a.n,5}\n"
-      "  nested: ${oc.select:a.y,${oc.select:a.x,1}}\n"
-      "  rel: ${oc.select:.present,0}\n"
-      "  spaced: ${oc.select:a.y, null}\n",
-      "test"));
+  const Node root = config::resolve_interpolations(
+      config::parse_yaml("a:\n  x: 4\n  n: null\n"
+                         "b:\n"
+                         "  present: ${oc.select:a.x,7}\n"
+                         "  absent: ${oc.select:a.y,7}\n"
+                         "  absent_list: ${oc.select:a.y,[]}\n"
+                         "  absent_bool: ${oc.select:a.y,False}\n"
+                         "  absent_nodefault: ${oc.select:a.y}\n"
+                         "  null_kept: ${oc.select:a.n,5}\n"
+                         "  nested: ${oc.select:a.y,${oc.select:a.x,1}}\n"
+                         "  rel: ${oc.select:.present,0}\n"
+                         "  spaced: ${oc.select:a.y, null}\n"
+                         "  absent_map: ${oc.select:a.y,{}}\n"  // verl's ref.megatron.override_transformer_config
+                         "  absent_flow_map: '${oc.select:a.y,{k: 1, j: [2, 3]}}'\n"
+                         "  present_map: ${oc.select:a,{}}\n",
+                         "test"));
   EXPECT_EQ(*find_path(root, "b.present"), Node::integer(4));
   EXPECT_EQ(*find_path(root, "b.absent"), Node::integer(7));
   EXPECT_EQ(*find_path(root, "b.absent_list"), Node::list());
@@ -280,6 +283,9 @@ TEST(VerlKeyRules, OcSelectResolvesAsOmegaConf) {
   EXPECT_EQ(*find_path(root, "b.nested"), Node::integer(4));
   EXPECT_EQ(*find_path(root, "b.rel"), Node::integer(4));
   EXPECT_EQ(*find_path(root, "b.spaced"), Node::null());
+  EXPECT_EQ(*find_path(root, "b.absent_map"), Node::map());
+  EXPECT_EQ(find_path(root, "b.absent_flow_map")->to_text(), "{k: 1, j: [2, 3]}");
+  EXPECT_EQ(*find_path(root, "b.present_map"), *find_path(root, "a"));
   // An override of the selected key flows through, and types the override by the target's kind.
   EXPECT_EQ(load_with_overrides({"actor_rollout_ref.actor.ppo_epochs=3"}).ppo.critic.ppo_epochs, 3);
 }

@@ -1,7 +1,8 @@
-// configs/ppo_trainer.yaml against verl 0.9.1's own key tree (tests/data/verl/_generated_ppo_trainer.yaml, a copy
-// of verl/trainer/config/_generated_ppo_trainer.yaml from the installed verl 0.9.1): every key verl has is here
-// with verl's default, except the differences listed below, each with its reason. A new difference fails until
-// it is listed; a listed one that disappears fails too, so the lists stay exact.
+// configs/ppo_trainer.yaml against verl 0.9.1's own key trees (tests/data/verl/_generated_ppo_trainer.yaml and
+// _generated_ppo_megatron_trainer.yaml, copies of verl/trainer/config/'s from the installed verl 0.9.1: its
+// model_engine=dp and model_engine=megatron trees): every key verl has is here with verl's default (the megatron
+// tree's under model_engine=megatron), except the differences listed below, each with its reason. A new
+// difference fails until it is listed; a listed one that disappears fails too, so the lists stay exact.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -28,16 +29,17 @@ void leaves(const Node& node, const std::string& prefix, std::map<std::string, N
   }
 }
 
-std::map<std::string, Node> verl_tree() {
+std::map<std::string, Node> verl_tree(const std::string& name = "_generated_ppo_trainer.yaml") {
   std::map<std::string, Node> out;
-  leaves(load_yaml_file(std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/data/verl/_generated_ppo_trainer.yaml"), "",
-         out);
+  leaves(load_yaml_file(std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/tests/data/verl/" + name), "", out);
   return out;
 }
 
-std::map<std::string, Node> our_tree() {
+std::map<std::string, Node> our_tree(const std::vector<std::string>& overrides = {}) {
   std::map<std::string, Node> out;
-  leaves(default_config_tree(), "", out);
+  ConfigArgs args;
+  args.overrides = overrides;
+  leaves(compose_config(args), "", out);
   return out;
 }
 
@@ -60,34 +62,37 @@ bool under(const std::string& path, const std::string& prefix) {
   return path == prefix || path.rfind(prefix + ".", 0) == 0;
 }
 
-// verl's keys not (yet) here. LoRA is issue 26's (its keys arrive with the LoRA module).
-const std::vector<std::string> kMissingSubtrees = {
-    "actor_rollout_ref.model.lora", "actor_rollout_ref.model.lora_rank",     "actor_rollout_ref.model.lora_alpha",
-    "actor_rollout_ref.model.target_modules", "actor_rollout_ref.model.exclude_modules",
-    "actor_rollout_ref.model.lora_adapter_path", "critic.model.lora",       "critic.model.lora_rank",
-    "critic.model.lora_alpha", "critic.model.target_modules",               "critic.model.exclude_modules",
-    "critic.model.lora_adapter_path",
-};
-
-// verl.cpp's keys verl 0.9.1's fsdp trainer does not have.
+// verl.cpp's keys in neither of verl 0.9.1's trees (the megatron tree's own keys, its `megatron` sections and
+// McoreOptimizerConfig's, are here beside the dp tree's: strategy picks which are read).
 const std::vector<std::string> kExtraSubtrees = {
-    // strategy=megatron in the same file (verl keeps them in ppo_megatron_trainer.yaml)
-    "actor_rollout_ref.actor.megatron", "actor_rollout_ref.ref.megatron", "critic.megatron",
+    // verl <= 0.8's megatron key (0.9.1 dropped it), still read
+    "actor_rollout_ref.actor.megatron.grad_offload",
+    "critic.megatron.grad_offload",
     // verl <= 0.8's place of critic.fsdp, still read (and fed by critic.fsdp)
     "critic.model.fsdp_config",
     // the native reward model's settings (verl 0.9.1 serves reward models through its reward loop)
-    "reward_model.strategy", "reward_model.model.input_tokenizer", "reward_model.micro_batch_size_per_gpu",
-    "reward_model.max_length", "reward_model.use_dynamic_bsz", "reward_model.forward_max_token_len_per_gpu",
+    "reward_model.strategy",
+    "reward_model.model.input_tokenizer",
+    "reward_model.micro_batch_size_per_gpu",
+    "reward_model.max_length",
+    "reward_model.use_dynamic_bsz",
+    "reward_model.forward_max_token_len_per_gpu",
     "reward_model.reward_kwargs",
     // verl.cpp extensions
-    "custom_reward_function.reward_kwargs", "custom_reward_function.on_error",
-    "algorithm.gdpo_reward_keys", "algorithm.gdpo_reward_weights", "trainer.split_placement",
-    "trainer.num_cpu_threads", "actor_rollout_ref.rollout.multi_turn.tool_timeout", "data.chat_template_timeout",
+    "custom_reward_function.reward_kwargs",
+    "custom_reward_function.on_error",
+    "algorithm.gdpo_reward_keys",
+    "algorithm.gdpo_reward_weights",
+    "trainer.split_placement",
+    "trainer.num_cpu_threads",
+    "actor_rollout_ref.rollout.multi_turn.tool_timeout",
+    "data.chat_template_timeout",
     "trainer.checkpoint_callback_timeout",
     // verl <= 0.6's interactions key (issue 27)
     "actor_rollout_ref.rollout.multi_turn.interaction_config_path",
     // verl's one_step_off_policy recipe
-    "rollout.nnodes", "rollout.n_gpus_per_node",
+    "rollout.nnodes",
+    "rollout.n_gpus_per_node",
 };
 
 // verl.cpp extensions of work in progress beside this one (issue 25's time limits): allowed, not required.
@@ -118,26 +123,18 @@ const std::map<std::string, std::string> kOtherDefaults = {
 
 TEST(VerlKeyTree, EveryVerlKeyIsHereWithVerlsDefaultExceptTheListedOnes) {
   const auto verl = verl_tree();
+  const auto verl_megatron = verl_tree("_generated_ppo_megatron_trainer.yaml");
   const auto ours = our_tree();
   ASSERT_GT(verl.size(), 500u) << "verl's tree did not load";
 
-  std::set<std::string> missing_prefixes_seen;
   for (const auto& [path, value] : verl) {
-    if (ours.count(path)) continue;
-    bool listed = false;
-    for (const auto& prefix : kMissingSubtrees) {
-      if (under(path, prefix)) {
-        listed = true;
-        missing_prefixes_seen.insert(prefix);
-      }
-    }
-    EXPECT_TRUE(listed) << "verl's key '" << path << "' (default " << value.to_text()
-                        << ") is missing from configs/ppo_trainer.yaml";
+    EXPECT_TRUE(ours.count(path)) << "verl's key '" << path << "' (default " << value.to_text()
+                                  << ") is missing from configs/ppo_trainer.yaml";
   }
 
   std::set<std::string> extra_prefixes_seen;
   for (const auto& [path, value] : ours) {
-    if (verl.count(path)) continue;
+    if (verl.count(path) || verl_megatron.count(path)) continue;
     bool listed = false;
     for (const auto& prefix : kExtraSubtreesElsewhere) listed = listed || under(path, prefix);
     for (const auto& prefix : kExtraSubtrees) {
@@ -165,6 +162,39 @@ TEST(VerlKeyTree, EveryVerlKeyIsHereWithVerlsDefaultExceptTheListedOnes) {
   }
 }
 
+// Keys whose default here differs from verl's model_engine=megatron tree beyond kOtherDefaults, and why.
+const std::map<std::string, std::string> kOtherMegatronDefaults = {
+    {"actor_rollout_ref.actor.megatron.sequence_parallel", "false: verl.cpp keeps activations whole on every TP rank"},
+    {"actor_rollout_ref.ref.megatron.sequence_parallel", "as the actor's"},
+    {"critic.megatron.sequence_parallel", "as the actor's"},
+    {"actor_rollout_ref.ref.strategy", "${actor_rollout_ref.actor.strategy}: resolves to megatron"},
+    {"actor_rollout_ref.ref.entropy_from_logits_with_chunking", "the dp tree's literal (no effect: verl.cpp chunks)"},
+    {"actor_rollout_ref.ref.entropy_from_logits_chunk_size", "the dp tree's literal (no effect: verl.cpp chunks)"},
+};
+
+// model_engine=megatron: verl's megatron tree, key for key.
+TEST(VerlKeyTree, UnderModelEngineMegatronEveryKeyHasVerlsMegatronDefault) {
+  const auto verl = verl_tree("_generated_ppo_megatron_trainer.yaml");
+  const auto ours = our_tree({"model_engine=megatron"});
+  ASSERT_GT(verl.size(), 500u) << "verl's megatron tree did not load";
+  std::set<std::string> differing;
+  for (const auto& [path, value] : verl) {
+    auto it = ours.find(path);
+    if (it == ours.end()) {
+      ADD_FAILURE() << "verl's megatron key '" << path << "' (default " << value.to_text()
+                    << ") is missing from configs/ppo_trainer.yaml";
+      continue;
+    }
+    if (same_value(it->second, value) || kOtherDefaults.count(path)) continue;
+    differing.insert(path);
+    EXPECT_TRUE(kOtherMegatronDefaults.count(path))
+        << "'" << path << "': verl's megatron default " << value.to_text() << ", here " << it->second.to_text();
+  }
+  for (const auto& [path, why] : kOtherMegatronDefaults) {
+    EXPECT_TRUE(differing.count(path)) << "listed difference '" << path << "' (" << why << ") is gone: unlist it";
+  }
+}
+
 // The defaults load: every key is read by a typed section or covered by a rule.
 TEST(VerlKeyTree, DefaultsLoadAndEveryKeyHasAnOwner) {
   const LoadedConfig loaded = load_config(ConfigArgs{});
@@ -185,6 +215,16 @@ TEST(VerlKeyTree, RulesPickTheMostSpecificEntry) {
   EXPECT_FALSE(verl_key_rule("reward.reward_model.enable").has_value());  // read by the typed section
   EXPECT_FALSE(verl_key_rule("trainer.total_epochs").has_value());
   EXPECT_FALSE(verl_key_rule("actor_rollout_ref.actor.optim.lrr").has_value());
+  // Megatron's sections: one segment globbed by prefix or suffix, below the section's own rule.
+  const std::string otc = "actor_rollout_ref.actor.megatron.override_transformer_config.";
+  EXPECT_EQ(kind(otc + "moe_router_dtype"), KeyRuleKind::NoEffect);
+  EXPECT_EQ(kind(otc + "apply_rope_fusion"), KeyRuleKind::NoEffect);
+  EXPECT_EQ(kind(otc + "hidden_dropout"), KeyRuleKind::Feature);
+  EXPECT_EQ(kind(otc + "fusion_x"), KeyRuleKind::Feature);  // `*_fusion` matches suffixes only
+  EXPECT_EQ(kind("critic.megatron.override_transformer_config.recompute_method"), KeyRuleKind::NoEffect);
+  EXPECT_EQ(kind("critic.megatron.use_dist_checkpointing"), KeyRuleKind::Feature);
+  EXPECT_EQ(kind("critic.optim.muon_momentum"), KeyRuleKind::NoEffect);
+  EXPECT_FALSE(verl_key_rule("critic.optim.lr_decay_style").has_value());  // read by the typed section
 }
 
 }  // namespace
