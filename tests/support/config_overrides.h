@@ -1,6 +1,8 @@
-// Test helper for the config tests: the built-in defaults with key=value overrides applied, and the one-line
-// error such a config gives ("" when it loads).
+// Test helper for the config tests: the built-in defaults with key=value overrides applied, the one-line
+// error such a config gives ("" when it loads), and what loading it writes to stderr (its warnings).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
@@ -23,6 +25,18 @@ inline std::string config_error_of(std::vector<std::string> overrides) {
     return e.what();
   }
   return "";
+}
+
+// stderr while the config loads (an error propagates, the capture released).
+inline std::string stderr_of_load(const std::vector<std::string>& overrides) {
+  testing::internal::CaptureStderr();
+  try {
+    load_with_overrides(overrides);
+  } catch (...) {
+    testing::internal::GetCapturedStderr();
+    throw;
+  }
+  return testing::internal::GetCapturedStderr();
 }
 
 }  // namespace verl::test

@@ -17,17 +17,6 @@ namespace {
 
 bool has_text(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-std::string megatron_stderr_of(const std::vector<std::string>& overrides) {
-  testing::internal::CaptureStderr();
-  try {
-    load_with_overrides(overrides);
-  } catch (...) {
-    testing::internal::GetCapturedStderr();
-    throw;
-  }
-  return testing::internal::GetCapturedStderr();
-}
-
 TEST(MegatronEngineConfig, ModelEngineChoosesTheStrategiesAndMegatronsOptimizer) {
   for (const std::string& at : {"first", "last"}) {
     std::vector<std::string> overrides = {"actor_rollout_ref.actor.optim.lr=3e-6"};
@@ -107,7 +96,7 @@ TEST(MegatronEngineConfig, MegatronOptimizerNamesAndOverrides) {
 TEST(MegatronEngineConfig, VerlsMegatronScriptKeysLoad) {
   const std::string a = "actor_rollout_ref.actor.megatron.";
   const std::string otc = "+actor_rollout_ref.actor.megatron.override_transformer_config.";
-  const std::string err = megatron_stderr_of({
+  const std::string err = stderr_of_load({
       "model_engine=megatron",
       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
       a + "param_offload=True",

@@ -17,17 +17,6 @@ namespace {
 using config::find_path;
 using config::Node;
 
-std::string stderr_of_load(const std::vector<std::string>& overrides) {
-  testing::internal::CaptureStderr();
-  try {
-    load_with_overrides(overrides);
-  } catch (...) {
-    testing::internal::GetCapturedStderr();
-    throw;
-  }
-  return testing::internal::GetCapturedStderr();
-}
-
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The vLLM / SGLang / FSDP / Ray knobs of verl's scripts (examples/tuning, grpo_trainer): all accepted.
