@@ -222,9 +222,13 @@ void PPOTrainer::init_workers() {
     for (auto& [prefix, view] : wg_dict.spawn(prefixes)) all_wg_.emplace(prefix, view);
   }
 
+  // The step budget the optimizers' schedules run over (verl writes it into the optim configs it ships to its
+  // workers; a worker rank under mpirun read its own config, where it is still -1).
+  DataProto step_budget;
+  step_budget.meta_info["total_training_steps"] = total_training_steps_;
   if (use_critic_) {
     critic_wg_.emplace(all_wg_.at("critic"));
-    critic_wg_->call("init_model");
+    critic_wg_->call("init_model", step_budget);
   }
   if (use_reference_policy_) {
     ref_policy_wg_.emplace(all_wg_.at("ref"));
@@ -248,7 +252,7 @@ void PPOTrainer::init_workers() {
   }
   // The actor last (verl: the rollout engine then sees the memory left).
   actor_rollout_wg_.emplace(all_wg_.at(all_wg_.count("actor_rollout") ? "actor_rollout" : "actor"));
-  actor_rollout_wg_->call("init_model");
+  actor_rollout_wg_->call("init_model", step_budget);
 }
 
 DataProto PPOTrainer::get_gen_batch(DataProto& batch) const {

@@ -268,8 +268,12 @@ std::vector<torch::Tensor> ActorRolloutRefWorker::ref_state() const {
   return ref_sharded_ ? ref_sharded_->shards() : ref_module_->parameters();
 }
 
-DataProto ActorRolloutRefWorker::init_model(const DataProto&) {
+DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   const auto& arr = config_->actor_rollout_ref;
+  // The trainer's step budget for the LR schedule (this rank's own config may not have it: under mpirun).
+  if (in.meta_info.contains("total_training_steps")) {
+    actor_cfg_.optim.total_training_steps = in.meta_info["total_training_steps"].get<int64_t>();
+  }
   const std::string path = expand_home(arr.model.path);
   VERL_CHECK(fs::is_directory(path), kActorRolloutRefWorkerComponent, "actor_rollout_ref.model.path '", path,
              "' is not a folder (an HF model folder with config.json and safetensors weights)");

@@ -130,7 +130,12 @@ void CriticWorker::require_gradient_sync(const char* what) const {
              "mpirun (docs/distributed.md)");
 }
 
-DataProto CriticWorker::init_model(const DataProto&) {
+DataProto CriticWorker::init_model(const DataProto& in) {
+  // The trainer's step budget for the LR schedule (this rank's own config may not have it: under mpirun).
+  config::OptimConfig optim = config_->critic.optim;
+  if (in.meta_info.contains("total_training_steps")) {
+    optim.total_training_steps = in.meta_info["total_training_steps"].get<int64_t>();
+  }
   VERL_CHECK(fs::is_directory(model_path_), kCriticWorkerComponent, "critic.model.path '", model_path_,
              "' is not a model folder (config.json + safetensors weights)");
   const torch::Device device = worker_device(config_->trainer, rank());
@@ -185,9 +190,8 @@ DataProto CriticWorker::init_model(const DataProto&) {
   // the value head, whole beside the frozen shards, as without ZeRO-3.
   const std::vector<torch::Tensor> trainable = lora_ ? model::value_lora_parameters(*module_) : (*module_)->parameters();
   const bool shards_train = fully_sharded_ && !lora_;
-  optimizer_ = build_optimizer(shards_train ? fully_sharded_->shards() : trainable, config_->critic.optim);
-  lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, config_->critic.optim,
-                                                config_->critic.optim.total_training_steps);
+  optimizer_ = build_optimizer(shards_train ? fully_sharded_->shards() : trainable, optim);
+  lr_scheduler_ = std::make_unique<LRScheduler>(*optimizer_, optim, optim.total_training_steps);
   if (shards_train) {
     // ZeRO-3 averages the gradients into the shards itself and its optimizer holds only this rank's shards.
     critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);

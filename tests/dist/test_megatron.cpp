@@ -4,6 +4,7 @@
 //     the same metrics, and the same greedy validation (so generation on the slices gave the same tokens);
 //   - each rank's checkpoint file holds its slices, and `verl model export` puts them back together; a run
 //     resumed at step 2 ends bit-identical to the uninterrupted one;
+//   - model_engine=megatron: each worker rank schedules its LR (Megatron's cosine / linear) over the trainer's steps;
 //   - a TP size that does not divide the devices, a rollout TP other than the actor's, and TP without mpirun
 //     are one error line.
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,33 @@ TEST(Megatron, ResumedTensorParallelRunEndsBitIdentical) {
       ASSERT_TRUE(fs::exists(resumed_dir + file)) << file;
       auto [diff, name] = max_relative_difference(resumed_dir + file, whole_dir + file);
       EXPECT_EQ(diff, 0.0) << role << " rank " << r << ": " << name;
+    }
+  }
+}
+
+// model_engine=megatron under mpirun: every worker rank (this rank read its own config, where the step budget is
+// -1) schedules its LR over the trainer's steps, Megatron's way: the actor's cosine after one warmup step from 0,
+// the critic's linear decay; the metrics come from a worker rank, not the controller.
+TEST(Megatron, ModelEngineMegatronSchedulesEachRanksLrOverTheTrainersSteps) {
+  const std::string dir = make_temp_dir("dist_megatron_schedule");
+  std::vector<std::string> o = gae_run(dir, 2, 2);
+  for (const char* extra : {"model_engine=megatron", "actor_rollout_ref.actor.optim.lr_decay_style=cosine",
+                            "actor_rollout_ref.actor.optim.lr_warmup_steps=1",
+                            "actor_rollout_ref.actor.optim.min_lr=1e-4", "critic.optim.lr_decay_style=linear"}) {
+    o.push_back(extra);
+  }
+  CommandResult run = run_command(mpirun(3) + verl_train_command(o));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const trainer::MetricHistory m = trainer::read_metrics_jsonl(dir + "/metrics.jsonl");
+  // Megatron's get_lr over 3 steps: warmup 1 from 0, then cos over 2; linear over 3 (min_lr 0).
+  const std::map<std::string, std::vector<double>> expected = {
+      {"actor/lr", {0.0, 1e-3, 1e-4 + 0.5 * (1e-3 - 1e-4)}},
+      {"critic/lr", {1e-3, 1e-3 * 2.0 / 3.0, 1e-3 / 3.0}},
+  };
+  for (const auto& [key, lrs] : expected) {
+    ASSERT_TRUE(m.count(key)) << key;
+    for (size_t step = 0; step < lrs.size(); ++step) {
+      EXPECT_NEAR(m.at(key).at(static_cast<int64_t>(step) + 1), lrs[step], 1e-12) << key << " step " << step + 1;
     }
   }
 }

@@ -41,7 +41,10 @@ std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots
         std::string("trainer.total_training_steps=3"), std::string("trainer.save_freq=3"),
         std::string("trainer.num_cpu_threads=1"),
         // Large steps, so a rank that applied only its own gradients would end far from the 1-rank run.
-        std::string("actor_rollout_ref.actor.optim.lr=1e-3"), std::string("critic.optim.lr=1e-3"), "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
+        std::string("actor_rollout_ref.actor.optim.lr=1e-3"), std::string("critic.optim.lr=1e-3"),
+        "trainer.n_gpus_per_node=" + std::to_string(slots),
+        // A schedule over the trainer's steps, which a worker rank under mpirun must get from the controller.
+        std::string("critic.optim.lr_scheduler_type=cosine")}) {
     o.push_back(extra);
   }
   return o;
@@ -87,7 +90,7 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(two_dir + "/metrics.jsonl");
   for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/grad_norm",
-                          "critic/values/mean", "critic/advantages/mean", "response_length/mean"}) {
+                          "critic/values/mean", "critic/advantages/mean", "response_length/mean", "critic/lr"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 3; ++step) {
       ASSERT_TRUE(m1.at(key).count(step) && m2.at(key).count(step)) << key << " step " << step;
