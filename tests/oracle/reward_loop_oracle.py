@@ -16,6 +16,7 @@ verl's modules are loaded from its installed files without running the __init__ 
 (which need Ray and aiohttp); `ray` is a module that runs the remote manager's actors in this process.
 """
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -98,7 +99,30 @@ def jsonable(value):
     return value
 
 
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """verl's scorers print to stdout at random (search_r1_like_qa_em: one call in 64 prints the solution), in this
+    process or a worker it starts: the file descriptor goes to stderr while they run, so stdout holds only the
+    result's JSON."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def main(case_path):
+    with stdout_to_stderr():
+        result = score(case_path)
+    print(json.dumps(result, ensure_ascii=False))
+
+
+def score(case_path):
     verl_packages_without_init()
     import numpy as np
     import torch
@@ -152,7 +176,7 @@ def main(case_path):
     rm_scores = type(manager).assemble_rm_scores(data, [o["reward_score"] for o in outputs])
     infos = [o.get("reward_extra_info", {}) for o in outputs]
     extra = {key: [jsonable(info[key]) for info in infos] for key in infos[0]}
-    print(json.dumps({"rm_scores": rm_scores.tolist(), "reward_extra_info": extra}, ensure_ascii=False))
+    return {"rm_scores": rm_scores.tolist(), "reward_extra_info": extra}
 
 
 if __name__ == "__main__":
