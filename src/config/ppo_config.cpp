@@ -237,20 +237,21 @@ void read_megatron_optimizer_class(ConfigReader& in, const std::string& p, const
              "': adam_beta1 and adam_beta2 must be in [0, 1)");
 }
 
-// The schedule keys of the other strategy must keep their defaults: verl's section for that engine has none of them.
+// The schedule keys of the other strategy must keep their built-in defaults (configs/ppo_trainer.yaml): verl's
+// section for that engine has none of them.
 void check_schedule_keys_unset(ConfigReader& in, const std::string& p, const std::string& strategy,
-                               const std::vector<std::pair<std::string, Node>>& keys, const std::string& instead) {
-  for (const auto& [name, fallback] : keys) {
+                               const std::vector<std::string>& names, const std::string& instead) {
+  static const Node defaults = default_config_tree();
+  for (const std::string& name : names) {
     const std::string path = p + "." + name;
-    if (!in.contains(path)) continue;
+    const Node* fallback = find_path(defaults, path);
+    if (!in.contains(path) || fallback == nullptr) continue;  // a tree without them (verl's sft_trainer optim)
     const Node value = in.get_node(path);
-    const bool same = (value.kind() == Kind::Int || value.kind() == Kind::Float) &&
-                              (fallback.kind() == Kind::Int || fallback.kind() == Kind::Float)
-                          ? value.as_double() == fallback.as_double()
-                          : value == fallback;
-    VERL_CHECK(same, "config", "config key '", path, "' is ", value.to_text(), ": with strategy=", strategy,
-               " the learning-rate schedule is ", instead, " (verl's optimizer config for this engine has no '", name,
-               "')");
+    const bool numbers = (value.kind() == Kind::Int || value.kind() == Kind::Float) &&
+                         (fallback->kind() == Kind::Int || fallback->kind() == Kind::Float);
+    VERL_CHECK(numbers ? value.as_double() == fallback->as_double() : value == *fallback, "config", "config key '",
+               path, "' is ", value.to_text(), ": with strategy=", strategy, " the learning-rate schedule is ", instead,
+               " (verl's optimizer config for this engine has no '", name, "')");
   }
 }
 
@@ -274,11 +275,7 @@ void read_megatron_schedule(ConfigReader& in, const std::string& p, OptimConfig&
   VERL_CHECK(o.lr_decay_style != "WSD" || (o.lr_wsd_decay_steps && *o.lr_wsd_decay_steps > 0), "config", "config key '",
              p, ".lr_wsd_decay_steps' must be a positive number of steps with lr_decay_style=WSD");
   check_schedule_keys_unset(in, p, "megatron",
-                            {{"lr_scheduler_type", Node::string("constant")},
-                             {"min_lr_ratio", Node::floating(0.0)},
-                             {"num_cycles", Node::floating(0.5)},
-                             {"warmup_style", Node::null()},
-                             {"zero_indexed_step", Node::boolean(true)}},
+                            {"lr_scheduler_type", "min_lr_ratio", "num_cycles", "warmup_style", "zero_indexed_step"},
                             "Megatron's: lr_decay_style, min_lr, lr_warmup_init, lr_decay_steps");
 }
 
@@ -310,14 +307,10 @@ OptimConfig read_optim(ConfigReader& in, const std::string& p, const std::string
     o.total_training_steps = in.get_int(p + ".total_training_steps");
     return o;
   }
-  check_schedule_keys_unset(in, p, strategy,
-                            {{"lr_warmup_init", Node::floating(0.0)},
-                             {"lr_decay_steps", Node::null()},
-                             {"lr_decay_style", Node::string("constant")},
-                             {"min_lr", Node::floating(0.0)},
-                             {"lr_wsd_decay_style", Node::string("exponential")},
-                             {"lr_wsd_decay_steps", Node::null()}},
-                            "lr_scheduler_type, with min_lr_ratio, num_cycles and lr_warmup_steps");
+  check_schedule_keys_unset(
+      in, p, strategy,
+      {"lr_warmup_init", "lr_decay_steps", "lr_decay_style", "min_lr", "lr_wsd_decay_style", "lr_wsd_decay_steps"},
+      "lr_scheduler_type, with min_lr_ratio, num_cycles and lr_warmup_steps");
   o.lr_scheduler_type = in.get_choice(p + ".lr_scheduler_type", {"constant", "cosine"});
   // verl's deprecated name of lr_scheduler_type (FSDPOptimizerConfig.__post_init__): it wins when set.
   if (auto style = in.get_optional_string(p + ".warmup_style")) {

@@ -152,15 +152,13 @@ PPOTrainer::PPOTrainer(std::shared_ptr<config::PPOConfig> config, std::shared_pt
   in_process_ = !options_.transport_factory;
   if (!options_.transport_factory) options_.transport_factory = in_process_transport;
 
-  // verl's _create_dataloader: the step budget, written into the optimizers' schedules.
+  // verl's _create_dataloader: the step budget, which init_workers hands to the optimizers' schedules.
   VERL_CHECK(train_dataloader_->batches_per_epoch() >= 1, "trainer", "the train dataloader is empty: ",
              "data.train_files has fewer prompts than data.train_batch_size=", cfg.data.train_batch_size);
   VERL_CHECK(!val_reward_fn_ || !val_dataloader_ || val_dataloader_->batches_per_epoch() >= 1, "trainer",
              "the validation dataloader is empty (data.val_files)");
   total_training_steps_ = train_dataloader_->batches_per_epoch() * cfg.trainer.total_epochs;
   if (cfg.trainer.total_training_steps) total_training_steps_ = *cfg.trainer.total_training_steps;
-  config_->actor_rollout_ref.actor.optim.total_training_steps = total_training_steps_;
-  config_->critic.optim.total_training_steps = total_training_steps_;
   VERL_LOG(Info, "trainer") << "train dataloader: " << train_dataloader_->batches_per_epoch()
                             << " batches per epoch; total training steps: " << total_training_steps_;
 
@@ -223,7 +221,7 @@ void PPOTrainer::init_workers() {
   }
 
   // The step budget the optimizers' schedules run over (verl writes it into the optim configs it ships to its
-  // workers; a worker rank under mpirun read its own config, where it is still -1).
+  // workers; each worker here holds its own config, under mpirun even its own copy, where it is still -1).
   DataProto step_budget;
   step_budget.meta_info["total_training_steps"] = total_training_steps_;
   if (use_critic_) {

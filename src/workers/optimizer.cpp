@@ -183,8 +183,7 @@ double scheduled_lr(const config::OptimConfig& optim, double base_lr, int64_t to
 
 LRScheduler::LRScheduler(torch::optim::Optimizer& optimizer, config::OptimConfig optim, int64_t total_training_steps)
     : optimizer_(optimizer), optim_(std::move(optim)), total_(total_training_steps), base_lr_(optim_.lr) {
-  scheduled_lr(optim_, base_lr_, total_, 0);  // validates the schedule up front
-  apply();
+  apply();  // step 0's LR, which also checks the schedule up front
 }
 
 void LRScheduler::apply() {

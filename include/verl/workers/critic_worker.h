@@ -1,8 +1,8 @@
 // verl's CriticWorker (fsdp_workers.py): one rank of the critic worker group. Methods (verl names, dispatch):
 //   init_model       ONE_TO_ALL        loads critic.model.path with the value head `score` (a folder without
 //                                      score.weight, i.e. an LM, gets a fresh head seeded from data.seed, or 0),
-//                                      optimizer + LR schedule from critic.optim (total steps:
-//                                      critic.optim.total_training_steps, written by the trainer)
+//                                      optimizer + LR schedule from critic.optim (total steps: the
+//                                      trainer's, meta {"total_training_steps"}; else critic.optim's)
 //   compute_values   DP_COMPUTE_PROTO  -> values [b, R] (* response_mask)
 //   update_critic    DP_COMPUTE_PROTO  -> empty batch, meta {"metrics": {critic/vf_loss, critic/vf_clipfrac,
 //                                      critic/vpred_mean, critic/grad_norm, critic/lr: [values]}}; critic/lr is

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -40,6 +41,7 @@ struct CallLog {
   std::mutex mutex;
   std::vector<std::string> calls;             // "<role>.<method>" in call order (rank 0 only)
   std::vector<nlohmann::json> generate_meta;  // meta_info of every generate_sequences (rank 0)
+  std::map<std::string, nlohmann::json> init_meta;  // "<role>" -> meta_info of its init_model (rank 0)
   std::vector<int64_t> generate_rows;         // rows of every generate_sequences (all ranks summed)
   std::vector<std::vector<std::string>> update_uids;  // uid column seen by update_actor (rank 0)
   std::string failure;                                // a broken invariant seen inside a worker
@@ -92,7 +94,7 @@ class FakeActorRolloutWorker : public Worker {
         return method(in);
       });
     };
-    reg("init_model", Dispatch::OneToAll, [](const DataProto&) { return DataProto(); });
+    reg("init_model", Dispatch::OneToAll, [this](const DataProto& in) { return init_model(in); });
     reg("generate_sequences", Dispatch::DpComputeProto, [this](const DataProto& in) { return generate(in); });
     reg("compute_log_prob", Dispatch::DpComputeProto, [this](const DataProto& in) { return log_prob(in, false); });
     reg("compute_ref_log_prob", Dispatch::DpComputeProto, [this](const DataProto& in) { return log_prob(in, true); });
@@ -110,6 +112,12 @@ class FakeActorRolloutWorker : public Worker {
   }
 
  private:
+  DataProto init_model(const DataProto& in) {
+    std::lock_guard<std::mutex> lock(log_->mutex);
+    if (rank() == 0) log_->init_meta[role_] = in.meta_info;
+    return DataProto();
+  }
+
   DataProto generate(const DataProto& in) {
     if (log_->fail_generate_at_version >= 0 && version_ >= log_->fail_generate_at_version) {
       throw std::runtime_error("simulated crash");
@@ -207,7 +215,11 @@ class FakeCriticWorker : public Worker {
         return method(in);
       });
     };
-    reg("init_model", Dispatch::OneToAll, [](const DataProto&) { return DataProto(); });
+    reg("init_model", Dispatch::OneToAll, [this](const DataProto& in) {
+      std::lock_guard<std::mutex> lock(log_->mutex);
+      if (rank() == 0) log_->init_meta["critic"] = in.meta_info;
+      return DataProto();
+    });
     reg("compute_values", Dispatch::DpComputeProto, [this](const DataProto& in) {
       torch::Tensor mask = in.tensor("response_mask").to(torch::kFloat32);
       return DataProto::from_dict({{"values", (0.05f * version_) * mask}});
