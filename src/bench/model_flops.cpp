@@ -1,13 +1,20 @@
 #include "verl/bench/model_flops.h"
 
+#include "verl/model/model_size.h"
+
 namespace verl::bench {
 
 double trunk_matmul_params(const model::HFConfig& c) {
   const double H = static_cast<double>(c.hidden_size), D = static_cast<double>(c.head_dim);
   const double q = static_cast<double>(c.num_attention_heads) * D, kv = static_cast<double>(c.num_key_value_heads) * D;
   const double attn = H * q + 2 * H * kv + q * H;
-  const double mlp = 3 * H * static_cast<double>(c.intermediate_size);
-  return static_cast<double>(c.num_hidden_layers) * (attn + mlp);
+  double total = 0;
+  // An MoE layer counts what one token multiplies by: the router and its num_experts_per_tok experts.
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    total += attn + (c.layer_is_sparse(layer) ? model::mlp_parameter_count(c, layer, true)
+                                              : 3 * H * static_cast<double>(c.intermediate_size));
+  }
+  return total;
 }
 
 double lm_head_params(const model::HFConfig& c) {
@@ -20,9 +27,10 @@ double total_params(const model::HFConfig& c) {
   double per_layer = 2 * H;  // two RMSNorm weights
   if (c.qkv_bias()) per_layer += q + 2 * kv;
   if (c.o_bias()) per_layer += H;
-  if (c.mlp_bias) per_layer += 2 * static_cast<double>(c.intermediate_size) + H;
   if (c.qk_norm()) per_layer += 2 * D;
-  double total = trunk_matmul_params(c) + static_cast<double>(c.num_hidden_layers) * per_layer + H;  // + final norm
+  const double attn = H * q + 2 * H * kv + q * H;
+  double total = static_cast<double>(c.num_hidden_layers) * (attn + per_layer) + H;  // + final norm
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) total += model::mlp_parameter_count(c, layer, false);
   total += lm_head_params(c);                                     // embedding
   if (!c.tie_word_embeddings) total += lm_head_params(c);         // separate lm_head
   return total;

@@ -30,7 +30,9 @@ constexpr const char* kRewardLoop = "custom reward-loop manager classes and serv
 // verl 0.9.1's McoreEngineConfig (actor / ref / critic `megatron` sections) and McoreOptimizerConfig keys beyond
 // what ppo_config.cpp reads (tensor parallelism, the distributed optimizer, offload, Megatron's schedule).
 std::vector<Entry> megatron_entries() {
-  constexpr const char* kDense = "expert parallelism (verl.cpp's models are dense: there are no experts to place)";
+  constexpr const char* kExperts =
+      "expert placement (verl.cpp keeps every expert on every rank, split over the tensor-parallel ranks as a dense "
+      "MLP: the same numbers)";
   constexpr const char* kDistCkpt = "Megatron's distributed-checkpoint format (verl.cpp loads model.path's HF folder)";
   constexpr const char* kRecompute =
       "Megatron's activation recompute (verl.cpp recomputes each layer when model.enable_gradient_checkpointing is "
@@ -38,8 +40,8 @@ std::vector<Entry> megatron_entries() {
   constexpr const char* kKernels = "Megatron's kernel choices (the same numbers)";
   constexpr const char* kPipelineLayout = "the pipeline layout (verl.cpp runs pipeline_model_parallel_size=1)";
   const std::vector<Entry> engine = {
-      {"expert_model_parallel_size", N, kDense},
-      {"expert_tensor_parallel_size", N, kDense},
+      {"expert_model_parallel_size", N, kExperts},
+      {"expert_tensor_parallel_size", N, kExperts},
       {"use_dist_checkpointing", F, "loading Megatron distributed checkpoints (verl.cpp loads model.path's HF folder)"},
       {"dist_checkpointing_path", N, kDistCkpt},
       {"dist_checkpointing_prefix", N, kDistCkpt},
@@ -69,7 +71,9 @@ std::vector<Entry> megatron_entries() {
       {"override_transformer_config.account_for_embedding_in_pipeline_split", N, kPipelineLayout},
       {"override_transformer_config.account_for_loss_in_pipeline_split", N, kPipelineLayout},
       {"override_transformer_config.pipeline_model_parallel_layout", N, kPipelineLayout},
-      {"override_transformer_config.moe_*", N, "MoE layers (verl.cpp's models are dense)"},
+      {"override_transformer_config.moe_*", N,
+       "Megatron's MoE kernels, token dispatch and router knobs (verl.cpp routes as transformers' Qwen2-MoE / "
+       "Qwen3-MoE: softmax top-k, no load-balancing loss, as verl's config converter sets them)"},
       {"override_mcore_model_config", F, "Megatron model-spec overrides (verl.cpp builds its model from config.json)"},
       {"use_mbridge", N, "the HF <-> Megatron weight bridge (verl.cpp reads and writes HF safetensors itself)"},
       {"vanilla_mbridge", N, "the HF <-> Megatron weight bridge (verl.cpp reads and writes HF safetensors itself)"},

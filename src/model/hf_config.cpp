@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "verl/common/error.h"
@@ -142,13 +143,89 @@ void HFConfig::validate() const {
     VERL_CHECK(rope_scaling.original_max_position_embeddings > 0, kHfConfigComponent,
                "rope_scaling: original_max_position_embeddings must be positive");
   }
+  if (moe.enabled) {
+    VERL_CHECK(moe.num_experts >= 0 && moe.num_experts <= 4096, kHfConfigComponent, "num_experts=", moe.num_experts,
+               " must be between 0 and 4096");
+    if (moe.num_experts > 0) {
+      VERL_CHECK(moe.num_experts_per_tok >= 1 && moe.num_experts_per_tok <= moe.num_experts, kHfConfigComponent,
+                 "num_experts_per_tok (", moe.num_experts_per_tok, ") must be between 1 and num_experts (",
+                 moe.num_experts, ")");
+      VERL_CHECK(moe.moe_intermediate_size > 0 && moe.moe_intermediate_size <= 262144, kHfConfigComponent,
+                 "moe_intermediate_size=", moe.moe_intermediate_size, " must be positive (and at most 262144)");
+    }
+    VERL_CHECK(moe.decoder_sparse_step >= 1, kHfConfigComponent, "decoder_sparse_step must be at least 1, got ",
+               moe.decoder_sparse_step);
+    VERL_CHECK(moe.shared_expert_intermediate_size >= 0 && moe.shared_expert_intermediate_size <= 262144,
+               kHfConfigComponent, "shared_expert_intermediate_size=", moe.shared_expert_intermediate_size,
+               " must be between 0 and 262144");
+    for (int64_t layer : moe.mlp_only_layers) {
+      VERL_CHECK(layer >= 0 && layer < num_hidden_layers, kHfConfigComponent, "mlp_only_layers lists layer ", layer,
+                 " of ", num_hidden_layers);
+    }
+  }
   VERL_CHECK(sliding_layers.empty() ||
                  (static_cast<int64_t>(sliding_layers.size()) == num_hidden_layers && sliding_window > 0),
              kHfConfigComponent, "sliding-window layers need a positive sliding_window and one entry per layer (",
              num_hidden_layers, "), got window ", sliding_window, " over ", sliding_layers.size(), " layers");
 }
 
+bool HFConfig::layer_is_sparse(int64_t layer) const {
+  return moe.enabled && moe.num_experts > 0 && (layer + 1) % moe.decoder_sparse_step == 0 &&
+         std::find(moe.mlp_only_layers.begin(), moe.mlp_only_layers.end(), layer) == moe.mlp_only_layers.end();
+}
+
+std::string hf_class_name(const HFConfig& c) {
+  std::string family = arch_class_name(c.arch);
+  family = family.substr(0, family.size() - std::string("ForCausalLM").size());
+  if (c.moe.enabled) family += "Moe";
+  return family + (c.token_classification ? "ForTokenClassification" : "ForCausalLM");
+}
+
+std::string hf_model_type(const HFConfig& c) {
+  return std::string(arch_model_type(c.arch)) + (c.moe.enabled ? "_moe" : "");
+}
+
 namespace {
+
+// Qwen2-MoE / Qwen3-MoE's expert fields, transformers' defaults where config.json leaves one out.
+void parse_moe(const json& j, const std::string& src, HFConfig& c) {
+  MoeConfig& m = c.moe;
+  m.enabled = true;
+  const bool qwen2 = c.arch == Arch::Qwen2;
+  // transformers >= 5 writes Qwen3-MoE's count as num_local_experts (its attribute map), older versions num_experts.
+  const bool local = j.contains("num_local_experts") && !j["num_local_experts"].is_null();
+  m.num_experts = get_int(j, local ? "num_local_experts" : "num_experts", src, qwen2 ? 60 : 128);
+  if (local && j.contains("num_experts") && !j["num_experts"].is_null()) {
+    VERL_CHECK(get_int(j, "num_experts", src, 0) == m.num_experts, kHfConfigComponent, src,
+               ": num_experts and num_local_experts disagree (", json_excerpt(j["num_experts"]), " and ", m.num_experts,
+               ")");
+  }
+  if (qwen2) {
+    VERL_CHECK(get_bool(j, "qkv_bias", src, true), kHfConfigComponent, src,
+               ": qkv_bias=false is not supported for Qwen2-MoE (its q/k/v projections have biases)");
+  }
+  m.num_experts_per_tok = get_int(j, "num_experts_per_tok", src, qwen2 ? 4 : 8);
+  m.moe_intermediate_size = get_int(j, "moe_intermediate_size", src, qwen2 ? 1408 : 768);
+  m.norm_topk_prob = get_bool(j, "norm_topk_prob", src, false);
+  m.decoder_sparse_step = get_int(j, "decoder_sparse_step", src, 1);
+  if (qwen2) m.shared_expert_intermediate_size = get_int(j, "shared_expert_intermediate_size", src, 5632);
+  m.router_aux_loss_coef = get_double(j, "router_aux_loss_coef", src, 0.001);
+  m.output_router_logits = get_bool(j, "output_router_logits", src, false);
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+    const json& layers = j["mlp_only_layers"];
+    VERL_CHECK(layers.is_array(), kHfConfigComponent, src, ": mlp_only_layers must be a list of layer indices, got ",
+               json_excerpt(layers));
+    for (const auto& layer : layers) {
+      VERL_CHECK(layer.is_number_integer(), kHfConfigComponent, src,
+                 ": mlp_only_layers must be a list of layer indices, got ", json_excerpt(layers));
+      m.mlp_only_layers.push_back(layer.get<int64_t>());
+    }
+  }
+  // transformers' Qwen2-MoE / Qwen3-MoE attention take no sliding window the way the dense families do.
+  VERL_CHECK(!get_bool(j, "use_sliding_window", src, false), kHfConfigComponent, src,
+             ": use_sliding_window with a mixture-of-experts config is not supported (verl.cpp's sliding windows "
+             "are the dense Mistral, Qwen2 and Qwen3 models')");
+}
 
 // Sliding-window attention as transformers' configs resolve it. Mistral: `sliding_window` (default 4096; null
 // for none) on every layer. Qwen2 / Qwen3: only with use_sliding_window, then `sliding_window` (default 4096) on
@@ -196,18 +273,22 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
     VERL_FAIL(kHfConfigComponent, src, " is not valid JSON (", e.what(), ")");
   }
   VERL_CHECK(j.is_object(), kHfConfigComponent, src, " must be a JSON object");
-  const std::string supported = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM";
+  const std::string supported =
+      "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, Qwen2MoeForCausalLM, "
+      "Qwen3MoeForCausalLM";
   std::string arch_name;
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string()) {
     arch_name = j["architectures"][0].get<std::string>();
   } else if (j.contains("model_type") && j["model_type"].is_string()) {
     const std::string mt = j["model_type"].get<std::string>();
-    arch_name = mt == "llama"     ? "LlamaForCausalLM"
-                : mt == "qwen2"   ? "Qwen2ForCausalLM"
-                : mt == "qwen3"   ? "Qwen3ForCausalLM"
-                : mt == "mistral" ? "MistralForCausalLM"
-                                  : "model_type " + mt;
+    arch_name = mt == "llama"       ? "LlamaForCausalLM"
+                : mt == "qwen2"     ? "Qwen2ForCausalLM"
+                : mt == "qwen3"     ? "Qwen3ForCausalLM"
+                : mt == "mistral"   ? "MistralForCausalLM"
+                : mt == "qwen2_moe" ? "Qwen2MoeForCausalLM"
+                : mt == "qwen3_moe" ? "Qwen3MoeForCausalLM"
+                                    : "model_type " + mt;
   }
   HFConfig c;
   // Token-classification / sequence-classification variants share the trunk (critic and reward models).
@@ -218,7 +299,13 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   else if (family("Qwen2For")) c.arch = Arch::Qwen2;
   else if (family("Qwen3For")) c.arch = Arch::Qwen3;
   else if (family("MistralFor")) c.arch = Arch::Mistral;
-  else
+  else if (family("Qwen2MoeFor")) {
+    c.arch = Arch::Qwen2;
+    c.moe.enabled = true;
+  } else if (family("Qwen3MoeFor")) {
+    c.arch = Arch::Qwen3;
+    c.moe.enabled = true;
+  } else
     VERL_FAIL(kHfConfigComponent, src, ": unsupported architecture '", arch_name.empty() ? "(none given)" : arch_name,
               "'; supported: ", supported);
   if (j.contains("hidden_act") && !j["hidden_act"].is_null())
@@ -246,6 +333,7 @@ HFConfig parse_hf_config_text(const std::string& json_text, const std::string& s
   VERL_CHECK(!(c.arch != Arch::Llama && c.mlp_bias), kHfConfigComponent, src, ": mlp_bias is only supported for Llama");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", src, false);
   c.initializer_range = get_double(j, "initializer_range", src, 0.02);
+  if (c.moe.enabled) parse_moe(j, src, c);
   parse_sliding_window(j, src, c);
   // transformers >= 5 writes rope_theta and the scaling into "rope_parameters"; older versions wrote top-level
   // "rope_theta" and "rope_scaling". As in transformers, a legacy rope_scaling wins over rope_parameters, and a
@@ -337,21 +425,46 @@ enum class OverrideRule { Honoured, Shape, Validated, NoEffect };
 
 std::optional<OverrideRule> override_rule(const std::string& field) {
   static const std::map<std::string, OverrideRule> rules = {
-      {"max_position_embeddings", OverrideRule::Honoured}, {"rope_theta", OverrideRule::Honoured},
-      {"rope_scaling", OverrideRule::Honoured},            {"rope_parameters", OverrideRule::Honoured},
-      {"rms_norm_eps", OverrideRule::Honoured},            {"bos_token_id", OverrideRule::Honoured},
-      {"eos_token_id", OverrideRule::Honoured},            {"pad_token_id", OverrideRule::Honoured},
-      {"initializer_range", OverrideRule::Honoured},       {"use_sliding_window", OverrideRule::Honoured},
-      {"sliding_window", OverrideRule::Honoured},          {"max_window_layers", OverrideRule::Honoured},
+      {"max_position_embeddings", OverrideRule::Honoured},
+      {"rope_theta", OverrideRule::Honoured},
+      {"rope_scaling", OverrideRule::Honoured},
+      {"rope_parameters", OverrideRule::Honoured},
+      {"rms_norm_eps", OverrideRule::Honoured},
+      {"bos_token_id", OverrideRule::Honoured},
+      {"eos_token_id", OverrideRule::Honoured},
+      {"pad_token_id", OverrideRule::Honoured},
+      {"initializer_range", OverrideRule::Honoured},
+      {"use_sliding_window", OverrideRule::Honoured},
+      {"sliding_window", OverrideRule::Honoured},
+      {"max_window_layers", OverrideRule::Honoured},
       {"layer_types", OverrideRule::Honoured},
-      {"vocab_size", OverrideRule::Shape},                 {"hidden_size", OverrideRule::Shape},
-      {"intermediate_size", OverrideRule::Shape},          {"num_hidden_layers", OverrideRule::Shape},
-      {"num_attention_heads", OverrideRule::Shape},        {"num_key_value_heads", OverrideRule::Shape},
-      {"head_dim", OverrideRule::Shape},                   {"attention_bias", OverrideRule::Shape},
-      {"mlp_bias", OverrideRule::Shape},                   {"tie_word_embeddings", OverrideRule::Shape},
-      {"architectures", OverrideRule::Shape},              {"model_type", OverrideRule::Shape},
-      {"hidden_act", OverrideRule::Validated},             {"attention_dropout", OverrideRule::Validated},
-      {"attn_implementation", OverrideRule::NoEffect},     {"use_cache", OverrideRule::NoEffect},
+      {"vocab_size", OverrideRule::Shape},
+      {"hidden_size", OverrideRule::Shape},
+      {"intermediate_size", OverrideRule::Shape},
+      {"num_hidden_layers", OverrideRule::Shape},
+      {"num_attention_heads", OverrideRule::Shape},
+      {"num_key_value_heads", OverrideRule::Shape},
+      {"head_dim", OverrideRule::Shape},
+      {"attention_bias", OverrideRule::Shape},
+      {"mlp_bias", OverrideRule::Shape},
+      {"tie_word_embeddings", OverrideRule::Shape},
+      {"architectures", OverrideRule::Shape},
+      {"model_type", OverrideRule::Shape},
+      {"num_experts", OverrideRule::Shape},
+      {"moe_intermediate_size", OverrideRule::Shape},
+      {"shared_expert_intermediate_size", OverrideRule::Shape},
+      {"decoder_sparse_step", OverrideRule::Shape},
+      {"mlp_only_layers", OverrideRule::Shape},
+      {"num_local_experts", OverrideRule::Shape},
+      {"qkv_bias", OverrideRule::Shape},
+      {"num_experts_per_tok", OverrideRule::Honoured},
+      {"norm_topk_prob", OverrideRule::Honoured},
+      {"router_aux_loss_coef", OverrideRule::NoEffect},
+      {"output_router_logits", OverrideRule::NoEffect},
+      {"hidden_act", OverrideRule::Validated},
+      {"attention_dropout", OverrideRule::Validated},
+      {"attn_implementation", OverrideRule::NoEffect},
+      {"use_cache", OverrideRule::NoEffect},
   };
   const auto it = rules.find(field);
   return it == rules.end() ? std::nullopt : std::optional<OverrideRule>(it->second);
@@ -378,6 +491,15 @@ json override_object(const HFConfigOverrides& o) {
 
 std::string field_key(const HFConfigOverrides& o, const std::string& field) { return o.key + "." + field; }
 
+// Which layers hold experts ("0 1 3 ..."), for the shape check: decoder_sparse_step and mlp_only_layers decide it.
+std::string sparse_layers_text(const HFConfig& c) {
+  std::string text;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (c.layer_is_sparse(i)) text += (text.empty() ? "" : " ") + std::to_string(i);
+  }
+  return text.empty() ? "none" : "[" + text + "]";
+}
+
 }  // namespace
 
 bool HFConfigOverrides::empty() const { return override_object(*this).empty(); }
@@ -387,7 +509,8 @@ void check_hf_config_override_fields(const HFConfigOverrides& o) {
   for (const auto& [field, value] : overrides.items()) {
     const auto rule = override_rule(field);
     VERL_CHECK(rule.has_value(), kHfConfigComponent, "config key '", field_key(o, field),
-               "': verl.cpp's models (Llama, Qwen2, Qwen3, Mistral) do not use the HF config field '", field,
+               "': verl.cpp's models (Llama, Qwen2, Qwen3, Mistral and the MoE Qwens) do not use the HF config field '",
+               field,
                "'; override_config takes max_position_embeddings, rope_theta, rope_scaling, rms_norm_eps, token ids, "
                "the sliding-window fields, attn_implementation (docs/config.md)");
     if (field == "attn_implementation") {
@@ -415,7 +538,21 @@ std::string apply_hf_config_overrides(const std::string& text, const HFConfigOve
   const json overrides = override_object(o);
   const HFConfig before = parse_hf_config_text(text, src);
   json j = json::parse(text);
+  static const std::set<std::string> kExpertFields = {"num_experts",
+                                                      "num_local_experts",
+                                                      "num_experts_per_tok",
+                                                      "moe_intermediate_size",
+                                                      "shared_expert_intermediate_size",
+                                                      "norm_topk_prob",
+                                                      "decoder_sparse_step",
+                                                      "mlp_only_layers",
+                                                      "router_aux_loss_coef",
+                                                      "output_router_logits",
+                                                      "qkv_bias"};
   for (const auto& [field, value] : overrides.items()) {
+    VERL_CHECK(before.moe.enabled || !kExpertFields.count(field), kHfConfigComponent, "config key '",
+               field_key(o, field), "': ", src, " is ", hf_class_name(before),
+               ", a dense model without that Qwen2-MoE / Qwen3-MoE field");
     if (field == "rope_parameters") {
       VERL_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), kHfConfigComponent, "config key '",
                  field_key(o, field), "': ", src,
@@ -441,7 +578,7 @@ std::string apply_hf_config_overrides(const std::string& text, const HFConfigOve
     const char* field;
     std::string was, now;
   } shape[] = {
-      {"architectures", arch_class_name(before.arch), arch_class_name(after.arch)},
+      {"architectures", hf_class_name(before), hf_class_name(after)},
       {"vocab_size", std::to_string(before.vocab_size), std::to_string(after.vocab_size)},
       {"hidden_size", std::to_string(before.hidden_size), std::to_string(after.hidden_size)},
       {"intermediate_size", std::to_string(before.intermediate_size), std::to_string(after.intermediate_size)},
@@ -452,8 +589,13 @@ std::string apply_hf_config_overrides(const std::string& text, const HFConfigOve
       {"attention_bias", std::to_string(before.attention_bias), std::to_string(after.attention_bias)},
       {"mlp_bias", std::to_string(before.mlp_bias), std::to_string(after.mlp_bias)},
       {"tie_word_embeddings", std::to_string(before.tie_word_embeddings), std::to_string(after.tie_word_embeddings)},
-      {"token_classification", std::to_string(before.token_classification),
-       std::to_string(after.token_classification)},
+      {"token_classification", std::to_string(before.token_classification), std::to_string(after.token_classification)},
+      {"num_experts", std::to_string(before.moe.num_experts), std::to_string(after.moe.num_experts)},
+      {"moe_intermediate_size", std::to_string(before.moe.moe_intermediate_size),
+       std::to_string(after.moe.moe_intermediate_size)},
+      {"shared_expert_intermediate_size", std::to_string(before.moe.shared_expert_intermediate_size),
+       std::to_string(after.moe.shared_expert_intermediate_size)},
+      {"sparse layers", sparse_layers_text(before), sparse_layers_text(after)},
   };
   for (const auto& s : shape) {
     if (s.was == s.now) continue;
@@ -481,16 +623,13 @@ HFConfig load_hf_config(const std::string& path, const HFConfigOverrides& overri
 
 std::string hf_config_to_json(const HFConfig& c) {
   nlohmann::ordered_json j;
+  j["architectures"] = {hf_class_name(c)};
   if (c.token_classification) {
-    std::string name = arch_class_name(c.arch);
-    j["architectures"] = {name.substr(0, name.size() - std::string("ForCausalLM").size()) + "ForTokenClassification"};
     j["id2label"] = {{"0", "LABEL_0"}};
     j["label2id"] = {{"LABEL_0", 0}};
     j["classifier_dropout"] = 0.0;
-  } else {
-    j["architectures"] = {arch_class_name(c.arch)};
   }
-  j["model_type"] = arch_model_type(c.arch);
+  j["model_type"] = hf_model_type(c);
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;
@@ -524,6 +663,18 @@ std::string hf_config_to_json(const HFConfig& c) {
   }
   if (c.arch == Arch::Llama || c.arch == Arch::Qwen3) j["attention_bias"] = c.attention_bias;
   if (c.arch == Arch::Llama) j["mlp_bias"] = c.mlp_bias;
+  if (c.moe.enabled) {
+    const MoeConfig& m = c.moe;
+    j["num_experts"] = m.num_experts;
+    j["num_experts_per_tok"] = m.num_experts_per_tok;
+    j["moe_intermediate_size"] = m.moe_intermediate_size;
+    if (c.arch == Arch::Qwen2) j["shared_expert_intermediate_size"] = m.shared_expert_intermediate_size;
+    j["norm_topk_prob"] = m.norm_topk_prob;
+    j["decoder_sparse_step"] = m.decoder_sparse_step;
+    j["mlp_only_layers"] = m.mlp_only_layers;
+    j["router_aux_loss_coef"] = m.router_aux_loss_coef;
+    j["output_router_logits"] = m.output_router_logits;
+  }
   if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
     j["use_sliding_window"] = !c.sliding_layers.empty();
     if (!c.sliding_layers.empty()) {

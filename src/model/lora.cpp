@@ -41,6 +41,9 @@ std::vector<Projection> projections(const CausalLM& model) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     const auto& attn = layers[i]->self_attn;
     const auto& mlp = layers[i]->mlp;
+    VERL_CHECK(mlp, kLoraComponent, "LoRA adapters cover the dense models' projections; '", prefix,
+               "mlp' holds experts (", model->config.moe.num_experts,
+               ", a mixture-of-experts model): train it without LoRA (model.lora_rank=0)");
     out.push_back({prefix + "self_attn.q_proj", attn->q_proj});
     out.push_back({prefix + "self_attn.k_proj", attn->k_proj});
     out.push_back({prefix + "self_attn.v_proj", attn->v_proj});
@@ -82,7 +85,7 @@ torch::nn::LinearImpl* child_linear(const torch::nn::Linear& proj, const char* n
 void for_each_module_state(const CausalLM& model, const std::shared_ptr<LoraState>& state) {
   for (DecoderLayer layer : model->model->layer_list) {  // a handle copy: the module itself is not const
     layer->self_attn->lora = state;
-    layer->mlp->lora = state;
+    if (layer->mlp) layer->mlp->lora = state;
   }
 }
 
@@ -239,7 +242,7 @@ std::shared_ptr<LoraState> add_lora(CausalLM& model, const LoraSpec& spec, uint6
 std::shared_ptr<LoraState> lora_state(const CausalLM& model) {
   for (const auto& layer : model->model->layer_list) {
     if (layer->self_attn->lora) return layer->self_attn->lora;
-    if (layer->mlp->lora) return layer->mlp->lora;
+    if (layer->mlp && layer->mlp->lora) return layer->mlp->lora;
   }
   return nullptr;
 }

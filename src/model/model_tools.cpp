@@ -75,6 +75,24 @@ HFConfig init_model_folder(const InitOptions& o) {
   } else {
     VERL_CHECK(o.max_window_layers == 0, kModelToolsComponent, "--max-window-layers needs --sliding-window");
   }
+  if (o.moe) {
+    VERL_CHECK(o.arch == Arch::Qwen2 || o.arch == Arch::Qwen3, kModelToolsComponent,
+               "mixture-of-experts models are qwen2_moe and qwen3_moe");
+    VERL_CHECK(!o.sliding_window, kModelToolsComponent, "--sliding-window is for the dense mistral, qwen2 and qwen3");
+    c.moe.enabled = true;
+    c.moe.num_experts = o.num_experts;
+    c.moe.num_experts_per_tok = o.num_experts_per_tok;
+    c.moe.moe_intermediate_size = o.moe_intermediate_size;
+    c.moe.norm_topk_prob = o.norm_topk_prob;
+    c.moe.decoder_sparse_step = o.decoder_sparse_step;
+    if (o.arch == Arch::Qwen2) {
+      c.moe.shared_expert_intermediate_size =
+          o.shared_expert_intermediate_size > 0 ? o.shared_expert_intermediate_size : o.intermediate_size;
+    } else {
+      VERL_CHECK(o.shared_expert_intermediate_size == 0, kModelToolsComponent,
+                 "--shared-expert-intermediate-size is for qwen2_moe (qwen3_moe has no shared expert)");
+    }
+  }
   // Special ids at the top of the vocabulary: bos = V-3, eos = V-2, pad = V-1.
   VERL_CHECK(o.vocab_size >= 4, kModelToolsComponent, "--vocab-size must be at least 4");
   c.bos_token_id = o.vocab_size - 3;

@@ -202,9 +202,9 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch:
   return row_output(o_proj, out.reshape({1, N, num_heads * head_dim}), tp, lora.get());
 }
 
-MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_) : tp(std::move(tp_)) {
+MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_, int64_t intermediate_size) : tp(std::move(tp_)) {
   const bool bias = c.arch == Arch::Llama && c.mlp_bias;
-  const int64_t intermediate = c.intermediate_size / tp.size();
+  const int64_t intermediate = (intermediate_size > 0 ? intermediate_size : c.intermediate_size) / tp.size();
   gate_proj = register_module("gate_proj", make_linear(c.hidden_size, intermediate, bias));
   up_proj = register_module("up_proj", make_linear(c.hidden_size, intermediate, bias));
   down_proj = register_module("down_proj", make_linear(intermediate, c.hidden_size, bias));
@@ -217,9 +217,57 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   return row_output(down_proj, act, tp, l);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp) {
+SparseMoeBlockImpl::SparseMoeBlockImpl(const HFConfig& c, TensorParallelGroup tp)
+    : top_k(c.moe.num_experts_per_tok), norm_topk_prob(c.moe.norm_topk_prob) {
+  gate = register_module("gate", make_linear(c.hidden_size, c.moe.num_experts, false));
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int64_t e = 0; e < c.moe.num_experts; ++e) {
+    expert_list.push_back(MLP(c, tp, c.moe.moe_intermediate_size));
+    experts->push_back(expert_list.back());
+  }
+  if (c.moe.shared_expert_intermediate_size > 0) {
+    shared_expert = register_module("shared_expert", MLP(c, tp, c.moe.shared_expert_intermediate_size));
+    shared_expert_gate = register_module("shared_expert_gate", make_linear(c.hidden_size, 1, false));
+  }
+}
+
+torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
+  const int64_t H = x.size(-1);
+  const auto tokens = x.reshape({-1, H});
+  const int64_t E = static_cast<int64_t>(expert_list.size());
+  const auto probs = torch::softmax(gate->forward(tokens), 1, torch::kFloat32);
+  auto [weights, chosen] = torch::topk(probs, top_k, -1);
+  if (norm_topk_prob) weights = weights / weights.sum(-1, true);
+  weights = weights.to(tokens.scalar_type()).reshape({-1});  // [N * k], entry t * k + slot
+  // The (token, slot) entries grouped by expert: one pass of each expert over its tokens (a token picks an expert
+  // at most once), the experts' outputs added in expert order as transformers' loop adds them.
+  const auto flat_choice = chosen.reshape({-1});
+  const auto order = std::get<1>(torch::sort(flat_choice, /*stable=*/true, 0, false));
+  const auto counts = torch::bincount(flat_choice, {}, E).cpu();
+  const auto* count = counts.data_ptr<int64_t>();
+  auto out = torch::zeros_like(tokens);
+  int64_t start = 0;
+  for (int64_t e = 0; e < E; ++e) {
+    if (count[e] == 0) continue;
+    const auto entries = order.narrow(0, start, count[e]);
+    start += count[e];
+    const auto token = torch::div(entries, top_k, "floor");
+    const auto routed = expert_list[static_cast<size_t>(e)]->forward(tokens.index_select(0, token));
+    out = out.index_add(0, token, routed * weights.index_select(0, entries).unsqueeze(1));
+  }
+  if (shared_expert) {
+    out = out + torch::sigmoid(shared_expert_gate->forward(tokens)) * shared_expert->forward(tokens);
+  }
+  return out.view(x.sizes());
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp, int64_t layer) {
   self_attn = register_module("self_attn", Attention(c, tp));
-  mlp = register_module("mlp", MLP(c, tp));
+  if (c.layer_is_sparse(layer)) {
+    sparse_mlp = register_module("mlp", SparseMoeBlock(c, tp));
+  } else {
+    mlp = register_module("mlp", MLP(c, tp));
+  }
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
@@ -234,6 +282,7 @@ SkinnyProjection projection(const torch::nn::Linear& linear) { return {linear->w
 // adapters into the weights first, model/lora.h).
 bool fused_decode_applies(const DecoderLayerImpl& layer, const torch::Tensor& x, const KVCache* cache) {
   const auto& attn = *layer.self_attn;
+  if (!layer.mlp) return false;  // experts: routed per token, on the general path
   if ((attn.lora && attn.lora->side_path()) || (layer.mlp->lora && layer.mlp->lora->side_path())) return false;
   // The static step (cache->write_index) writes where the device says; the fused kernels write at cache->length.
   return cache != nullptr && !cache->write_index.defined() && x.dim() == 3 && x.size(1) == 1 && decode_kernels_apply(x) &&
@@ -273,6 +322,7 @@ torch::Tensor fused_decode_layer(DecoderLayerImpl& layer, const torch::Tensor& x
 // The weights of a decoder layer's projections, in the order fused_decode_layer multiplies by them.
 std::vector<torch::Tensor> projection_weights(const DecoderLayerImpl& layer) {
   const auto& attn = *layer.self_attn;
+  if (!layer.mlp) return {attn.q_proj->weight, attn.k_proj->weight, attn.v_proj->weight, attn.o_proj->weight};
   const auto& mlp = *layer.mlp;
   return {attn.q_proj->weight,  attn.k_proj->weight, attn.v_proj->weight, attn.o_proj->weight,
           mlp.gate_proj->weight, mlp.up_proj->weight, mlp.down_proj->weight};
@@ -306,7 +356,8 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
                 "for the decode step (a prefill or unfused step inside a DecodeWeightPacking scope)");
   }
   auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer, packed);
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  const auto normed = post_attention_layernorm->forward(h);
+  return h + (mlp ? mlp->forward(normed) : sparse_mlp->forward(normed));
 }
 
 torch::Tensor rope_inv_freq(const HFConfig& c) {
@@ -406,7 +457,7 @@ DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_) : config(c)
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layer_list.push_back(DecoderLayer(c, tp));
+    layer_list.push_back(DecoderLayer(c, tp, i));
     layers->push_back(layer_list.back());
   }
   norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
@@ -488,7 +539,9 @@ CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGrou
     for (auto [what, n] : {std::pair<const char*, int64_t>{"num_attention_heads", c.num_attention_heads},
                            {"num_key_value_heads", c.num_key_value_heads},
                            {"intermediate_size", c.intermediate_size},
-                           {"vocab_size", c.vocab_size}}) {
+                           {"vocab_size", c.vocab_size},
+                           {"moe_intermediate_size", c.moe.moe_intermediate_size},
+                           {"shared_expert_intermediate_size", c.moe.shared_expert_intermediate_size}}) {
       VERL_CHECK(n % tp.size() == 0, kTransformerComponent, "tensor_model_parallel_size ", tp.size(),
                  " must divide config.json's ", what, " (", n, ")");
     }

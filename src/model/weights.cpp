@@ -132,13 +132,13 @@ void load_state(CausalLM& model, const io::SafetensorsCheckpoint& ckpt, const Lo
     if (name == "lm_head.weight" && (value_head || model->config.tie_word_embeddings)) continue;  // not used
     if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old HF checkpoints persist it
     VERL_FAIL(kWeightsComponent, "unexpected tensor '", name, "' in the checkpoint: the model built from config.json (",
-              arch_class_name(model->config.arch), ") has no such parameter");
+              hf_class_name(model->config), ") has no such parameter");
   }
   for (auto& item : params) {
     const std::string& name = item.key();
     if (fresh_score && (name == "score.weight" || name == "score.bias")) continue;
     VERL_CHECK(ckpt.contains(name), kWeightsComponent, "missing tensor '", name,
-               "' in the checkpoint (config.json says ", arch_class_name(model->config.arch), " with ",
+               "' in the checkpoint (config.json says ", hf_class_name(model->config), " with ",
                model->config.num_hidden_layers, " layers)");
     const auto& view = ckpt.get(name);
     auto& p = item.value();
@@ -181,6 +181,24 @@ void check_config_against_checkpoint(const HFConfig& c, const io::SafetensorsChe
   expect("model.layers.0.self_attn.k_proj.weight", {kv, H}, kv_heads);
   expect("model.layers.0.mlp.gate_proj.weight", {I, H}, mlp);
   expect("model.layers.0.mlp.down_proj.weight", {H, I}, mlp);
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (!c.layer_is_sparse(layer)) continue;  // the first layer with experts stands for all of them
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".mlp.";
+    const int64_t E = c.moe.num_experts, MI = c.moe.moe_intermediate_size;
+    const std::string experts = "num_experts=" + std::to_string(E) + ", hidden_size=" + std::to_string(H);
+    const std::string expert = "moe_intermediate_size=" + std::to_string(MI) + ", hidden_size=" + std::to_string(H);
+    expect(prefix + "gate.weight", {E, H}, experts);
+    expect(prefix + "experts.0.gate_proj.weight", {MI, H}, expert);
+    expect(prefix + "experts.0.down_proj.weight", {H, MI}, expert);
+    VERL_CHECK(!ckpt.contains(prefix + "experts." + std::to_string(E) + ".gate_proj.weight"), kWeightsComponent, src,
+               ": num_experts=", E, " but the checkpoint has '", prefix, "experts.", E, ".gate_proj.weight'");
+    if (c.moe.shared_expert_intermediate_size > 0) {
+      const int64_t SI = c.moe.shared_expert_intermediate_size;
+      expect(prefix + "shared_expert.gate_proj.weight", {SI, H},
+             "shared_expert_intermediate_size=" + std::to_string(SI) + ", hidden_size=" + std::to_string(H));
+    }
+    break;
+  }
   const std::string last = "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".self_attn.q_proj.weight";
   if (ckpt.contains("model.layers.0.self_attn.q_proj.weight")) {
     int64_t layers = 0;

@@ -19,8 +19,12 @@ constexpr const char* kCudaGraphDecodeComponent = "rollout";
 }  // namespace
 
 bool cuda_graph_decode_applies(const model::CausalLM& model, const torch::Device& device) {
-  // Sliding layers need a second mask, which the graph's one bias over the cache does not hold.
-  if (model->tp.active() || model->head != model::HeadKind::LM || !model->config.sliding_layers.empty()) return false;
+  // Sliding layers need a second mask, which the graph's one bias over the cache does not hold; experts are chosen
+  // per token, so which of them run (and on how many tokens) changes from step to step.
+  if (model->tp.active() || model->head != model::HeadKind::LM || !model->config.sliding_layers.empty() ||
+      model->config.moe.enabled) {
+    return false;
+  }
   const char* flag = std::getenv("VERL_CUDA_GRAPHS");
   // "force": the fixed-shape step on any device, captured only on CUDA (the CPU tests check its logic).
   if (flag != nullptr && std::strcmp(flag, "force") == 0) return true;

@@ -58,7 +58,7 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
   options.prompt_length = rollout.prompt_length;
   options.response_length = rollout.response_length;
   options.sampling = params;
-  options.model_type = model::arch_model_type(model->config.arch);
+  options.model_type = model::hf_model_type(model->config);
   if (config_.data.apply_chat_template_kwargs.is_map()) {
     options.chat_template_kwargs = config::node_to_json(config_.data.apply_chat_template_kwargs);
   }

@@ -4,6 +4,7 @@
 //     the same metrics, and the same greedy validation (so generation on the slices gave the same tokens);
 //   - each rank's checkpoint file holds its slices, and `verl model export` puts them back together; a run
 //     resumed at step 2 ends bit-identical to the uninterrupted one;
+//   - a Qwen2-MoE under TP=2 (every expert split as a dense MLP, the router whole) is the 1-rank run too;
 //   - model_engine=megatron: each worker rank schedules its LR (Megatron's cosine / linear) over the trainer's steps;
 //   - a TP size that does not divide the devices, a rollout TP other than the actor's, and TP without mpirun
 //     are one error line.
@@ -36,8 +37,22 @@ const DigitCompletionSetup& setup() {
   return s;
 }
 
-std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, bool sampled = false) {
-  std::vector<std::string> o = setup().base_overrides(run_dir);
+// A Qwen2-MoE of the same size: layer 0 dense, layer 1 four experts (two per token) and the shared expert; every
+// expert's and the shared expert's intermediate sizes split under TP=2, the router whole.
+const std::string& moe_model() {
+  static const std::string dir = make_digit_completion_model(
+      setup(), "qwen2_moe",
+      "--arch qwen2_moe --hidden-size 32 --num-layers 2 --num-heads 4 --num-kv-heads 4 --intermediate-size 64 "
+      "--num-experts 4 --experts-per-token 2 --moe-intermediate-size 32 --shared-expert-intermediate-size 48 "
+      "--decoder-sparse-step 2");
+  return dir;
+}
+
+std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, bool sampled = false,
+                                 const std::string& model_dir = "") {
+  DigitCompletionSetup data = setup();
+  if (!model_dir.empty()) data.model_dir = model_dir;
+  std::vector<std::string> o = data.base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"),
         std::string("actor_rollout_ref.rollout.do_sample=") + (sampled ? "true" : "false"),
@@ -63,7 +78,7 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, 
   return o;
 }
 
-void expect_same_run(const std::string& one_dir, const std::string& tp_dir) {
+void expect_same_run(const std::string& one_dir, const std::string& tp_dir, const std::string& model_dir = "") {
   for (const std::string role : {"actor", "critic"}) {
     const std::string hf = "/global_step_3/" + role + "/huggingface/model.safetensors";
     ASSERT_TRUE(fs::exists(tp_dir + hf)) << role;
@@ -75,8 +90,9 @@ void expect_same_run(const std::string& one_dir, const std::string& tp_dir) {
     EXPECT_LT(diff, 1e-3) << role << ": " << name;
   }
   // The runs trained: the step-3 actor is not the initial model.
-  auto [moved, name] = max_relative_difference(one_dir + "/global_step_3/actor/huggingface/model.safetensors",
-                                               setup().model_dir + "/model.safetensors");
+  auto [moved, name] =
+      max_relative_difference(one_dir + "/global_step_3/actor/huggingface/model.safetensors",
+                              (model_dir.empty() ? setup().model_dir : model_dir) + "/model.safetensors");
   EXPECT_GT(moved, 0.1) << "the actor hardly changed in three steps";
 
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
@@ -138,6 +154,24 @@ TEST(Megatron, DataTimesTensorParallelEqualsOneRankForThreePpoSteps) {
   CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   expect_same_run(one_dir, mesh_dir);
+}
+
+// Experts under TP=2: each rank holds every expert's slices (Megatron's expert_tensor_parallel_size = TP, no expert
+// parallelism), every rank routes each token to the same experts, and the run is the 1-rank run.
+TEST(Megatron, MixtureOfExpertsTensorParallelTwoEqualsOneRank) {
+  const std::string one_dir = make_temp_dir("dist_megatron_moe_tp1");
+  const std::string tp_dir = make_temp_dir("dist_megatron_moe_tp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1, false, moe_model())));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> tp_run = gae_run(tp_dir, 2, 2, false, moe_model());
+  tp_run.push_back("actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=2");  // Megatron's default: TP
+  CommandResult two = run_command(mpirun(3) + verl_train_command(tp_run));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(one_dir, tp_dir, moe_model());
+  io::SafetensorsCheckpoint slice(tp_dir + "/global_step_3/actor/model_world_size_2_rank_1.safetensors");
+  EXPECT_EQ(slice.get("model.layers.1.mlp.experts.3.gate_proj.weight").shape, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(slice.get("model.layers.1.mlp.shared_expert.down_proj.weight").shape, (std::vector<int64_t>{32, 24}));
+  EXPECT_EQ(slice.get("model.layers.1.mlp.gate.weight").shape, (std::vector<int64_t>{4, 32}));
 }
 
 // Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and

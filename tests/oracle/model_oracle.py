@@ -1,4 +1,4 @@
-"""Model oracle: Hugging Face transformers' own Llama / Qwen2 / Qwen3 / Mistral models, for
+"""Model oracle: Hugging Face transformers' own Llama / Qwen2 / Qwen3 / Mistral / Qwen2-MoE / Qwen3-MoE models, for
 tests/oracle/test_model_oracle.cpp. Runs under the test-only Python (.venv/test).
 
   make-models DIR          random-weight models that transformers creates (from_config with a fixed torch seed) and
@@ -98,6 +98,19 @@ MODELS = {
     "qwen2_critic_sliding_window": ("Qwen2ForTokenClassification", dict(num_key_value_heads=2, num_labels=1,
                                                                         use_sliding_window=True, sliding_window=3,
                                                                         max_window_layers=0), {}),
+    # Mixtures of experts: every layer sparse, the kept weights renormalised (Qwen3-30B-A3B's norm_topk_prob); a
+    # dense layer 0 and a sparse layer 1 with the shared expert (decoder_sparse_step 2, Qwen2-MoE's raw top-k
+    # weights), bf16; a critic whose layer 0 is dense by mlp_only_layers.
+    "qwen3_moe_norm_topk": ("Qwen3MoeForCausalLM", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                                        num_experts_per_tok=2, moe_intermediate_size=32,
+                                                        norm_topk_prob=True), {}),
+    "qwen2_moe_shared_expert_bf16": ("Qwen2MoeForCausalLM", dict(num_key_value_heads=2, num_experts=6,
+                                                                 num_experts_per_tok=3, moe_intermediate_size=16,
+                                                                 shared_expert_intermediate_size=40,
+                                                                 decoder_sparse_step=2), {"dtype": torch.bfloat16}),
+    "qwen3_moe_critic": ("Qwen3MoeForTokenClassification", dict(num_key_value_heads=2, head_dim=16, num_labels=1,
+                                                                num_experts=4, num_experts_per_tok=1,
+                                                                moe_intermediate_size=24, mlp_only_layers=[0]), {}),
 }
 
 # Configs transformers accepts and runs, which verl.cpp does not implement: name -> (class, kwargs, what the error
@@ -111,8 +124,9 @@ UNSUPPORTED = {
         "rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
         "original_max_position_embeddings": 64, "rope_theta": 10000.0}), ["rope_parameters", "longrope"]),
     "gemma": ("GemmaForCausalLM", dict(), ["architecture", "GemmaForCausalLM"]),
-    "qwen3_moe": ("Qwen3MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
-                  ["architecture", "Qwen3MoeForCausalLM"]),
+    "qwen2_moe_no_qkv_bias": ("Qwen2MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2,
+                                                           moe_intermediate_size=16, shared_expert_intermediate_size=16,
+                                                           qkv_bias=False), ["qkv_bias"]),
     "gemma2": ("Gemma2ForCausalLM", dict(), ["architecture", "Gemma2ForCausalLM"]),
 }
 

@@ -1,11 +1,12 @@
-// Llama / Qwen2 / Qwen3 / Mistral against Hugging Face transformers, the implementation verl runs. Models transformers
+// Llama / Qwen2 / Qwen3 / Mistral / Qwen2-MoE / Qwen3-MoE against Hugging Face transformers, the implementation verl
+// runs. Models transformers
 // creates and saves (random weights, fixed seed; fp32, bf16, sharded; tied and untied embeddings; GQA 4/2, 4/1,
-// 4/4; head_dim != hidden / heads; q/k/v biases, q/k norm, linear, llama3 and yarn rope; ForTokenClassification
-// critics) give verl.cpp's logits, log-probs, entropy and values within the tolerance table below, on a
-// left-padded batch of ragged rows, and the same 64 greedy tokens (and their log-probs, the KV-cache decode path's
-// numbers) as model.generate. Folders verl.cpp writes (`verl model init`, `verl model export`) load in transformers
-// without a warning and give the same numbers.
-// Configs transformers runs but verl.cpp does not implement fail with one line naming the key.
+// 4/4; head_dim != hidden / heads; q/k/v biases, q/k norm, linear, llama3 and yarn rope; routed experts with and
+// without renormalised weights, a shared expert, dense layers among sparse ones; ForTokenClassification critics) give
+// verl.cpp's logits, log-probs, entropy and values within the tolerance table below, on a left-padded batch of ragged
+// rows, and the same 64 greedy tokens (and their log-probs, the KV-cache decode path's numbers) as model.generate.
+// Folders verl.cpp writes (`verl model init`, `verl model export`) load in transformers without a warning and give the
+// same numbers. Configs transformers runs but verl.cpp does not implement fail with one line naming the key.
 // tests/oracle/model_oracle.py does the Python side under .venv/test; its docstring says what each tensor is.
 #include <gtest/gtest.h>
 
@@ -280,6 +281,12 @@ TEST(ModelOracle, ModelInitFoldersLoadInTransformersWithoutWarnings) {
       {"mistral_gqa", "--arch mistral --num-kv-heads 2 --rope-theta 1000000"},
       {"mistral_sliding_window", "--arch mistral --num-kv-heads 2 --sliding-window 5"},
       {"qwen2_sliding_window", "--arch qwen2 --num-kv-heads 2 --sliding-window 3 --max-window-layers 1"},
+      {"qwen3_moe_norm_topk",
+       "--arch qwen3_moe --num-kv-heads 2 --num-experts 4 --experts-per-token 2 "
+       "--moe-intermediate-size 24 --norm-topk-prob"},
+      {"qwen2_moe_sparse_step",
+       "--arch qwen2_moe --num-kv-heads 2 --num-experts 5 --experts-per-token 2 "
+       "--shared-expert-intermediate-size 40 --decoder-sparse-step 2"},
   };
   std::string paths;
   for (const auto& [name, flags] : folders) {

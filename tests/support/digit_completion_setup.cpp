@@ -81,20 +81,27 @@ DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val
   write_rl_jsonl(dir + "/raw/test.parquet", setup.val_file, val_rows);
   write_char_tokenizer(dir + "/tok");
   setup.model_dir = dir + "/model";
-  run_or_throw(verl_binary() + " model init --arch llama --out " + quote(setup.model_dir) + " --tokenizer " +
-               quote(dir + "/tok") + " --vocab-size 16 --hidden-size " + std::to_string(hidden_size) +
-               " --num-layers " + std::to_string(num_layers) +
-               " --num-heads " + std::to_string(num_heads) + " --num-kv-heads " + std::to_string(num_heads) +
-               " --intermediate-size " + std::to_string(intermediate_size > 0 ? intermediate_size : 2 * hidden_size) +
-               " --seed 1");
+  setup.model_dir = make_digit_completion_model(
+      setup, "model",
+      "--arch llama --hidden-size " + std::to_string(hidden_size) + " --num-layers " + std::to_string(num_layers) +
+          " --num-heads " + std::to_string(num_heads) + " --num-kv-heads " + std::to_string(num_heads) +
+          " --intermediate-size " + std::to_string(intermediate_size > 0 ? intermediate_size : 2 * hidden_size));
+  return setup;
+}
+
+std::string make_digit_completion_model(const DigitCompletionSetup& setup, const std::string& name,
+                                        const std::string& init_flags) {
+  const std::string model_dir = setup.dir + "/" + name;
+  run_or_throw(verl_binary() + " model init --out " + quote(model_dir) + " --tokenizer " + quote(setup.dir + "/tok") +
+               " --vocab-size 16 --seed 1 " + init_flags);
   // The char tokenizer's special ids (model init numbers them from the end of the vocabulary).
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_file(setup.model_dir + "/config.json"));
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_file(model_dir + "/config.json"));
   config["bos_token_id"] = 0;
   config["eos_token_id"] = 1;
   config["pad_token_id"] = 2;
-  write_file(setup.model_dir + "/config.json", config.dump(2));
-  write_file(setup.model_dir + "/generation_config.json", R"({"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2})");
-  return setup;
+  write_file(model_dir + "/config.json", config.dump(2));
+  write_file(model_dir + "/generation_config.json", R"({"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2})");
+  return model_dir;
 }
 
 std::string make_sharpened_teacher(const std::string& model_dir, double sharpen, const std::string& name) {

@@ -25,6 +25,11 @@ struct DigitCompletionSetup {
 DigitCompletionSetup make_digit_completion_setup(const std::string& dir, int val_rows = 32, int hidden_size = 32,
                                                  int num_layers = 1, int num_heads = 2, int intermediate_size = 0);
 
+// Another model for the setup's tokenizer and task: `verl model init <init_flags>` (arch and shape; vocabulary 16
+// and seed 1 are given here) in DIR/<name>, with the setup's special ids. Returns the folder.
+std::string make_digit_completion_model(const DigitCompletionSetup& setup, const std::string& name,
+                                        const std::string& init_flags);
+
 // A distillation teacher for the setup: `model_dir`'s network with its LM head (the tied embedding when there is
 // none) times `sharpen`, saved in a fresh temp folder `name` (a sharper distribution over the same vocabulary).
 std::string make_sharpened_teacher(const std::string& model_dir, double sharpen, const std::string& name);

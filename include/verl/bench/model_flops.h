@@ -17,7 +17,8 @@
 
 namespace verl::bench {
 
-// Parameters of the linear layers of the trunk (weights only), and of the LM head.
+// Parameters of the linear layers of the trunk (weights only; of an MoE layer, the router and the
+// num_experts_per_tok experts one token runs), and of the LM head.
 double trunk_matmul_params(const model::HFConfig& c);
 double lm_head_params(const model::HFConfig& c);
 // All parameters (embedding, trunk incl. biases and norms, untied LM head).

@@ -1,5 +1,6 @@
 // Hugging Face config.json for the decoder families verl.cpp runs: LlamaForCausalLM, Qwen2ForCausalLM,
-// Qwen3ForCausalLM, MistralForCausalLM (Llama's layers without biases). Sliding-window attention as transformers
+// Qwen3ForCausalLM, MistralForCausalLM (Llama's layers without biases), and the mixture-of-experts Qwen2MoeForCausalLM
+// and Qwen3MoeForCausalLM (Qwen2's / Qwen3's attention; `moe` set). Sliding-window attention as transformers
 // masks it: Mistral's sliding_window on every layer, Qwen2 / Qwen3's use_sliding_window on the layers from
 // max_window_layers on (or as layer_types lists them). Reading checks every field the forward uses; writing
 // produces a config.json that HF transformers loads. Any other architecture is an error that lists the supported ones.
@@ -39,6 +40,24 @@ struct RopeScaling {
 // is yarn_mscale(factor, 1), or yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim) with both given.
 double yarn_mscale(double factor, double mscale);
 
+// Qwen2-MoE / Qwen3-MoE's sparse MLP fields, with transformers' defaults (Qwen2MoeConfig / Qwen3MoeConfig). Layer i
+// is sparse when num_experts > 0, i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0; the other
+// layers keep the dense MLP of intermediate_size.
+struct MoeConfig {
+  bool enabled = false;  // a *MoeForCausalLM config
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // renormalise the kept experts' weights to sum to 1
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  int64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE's shared expert (0: none, Qwen3-MoE)
+  // The load-balancing loss fields: transformers adds that loss only to a forward given labels, which verl's
+  // actor and critic never pass, so they are kept for the config.json written back and change nothing here.
+  double router_aux_loss_coef = 0.001;
+  bool output_router_logits = false;
+};
+
 struct HFConfig {
   Arch arch = Arch::Llama;
   int64_t vocab_size = 0;
@@ -68,7 +87,9 @@ struct HFConfig {
   // layer, or empty when no layer slides (no window, Qwen's use_sliding_window false).
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layers;
+  MoeConfig moe;
 
+  bool layer_is_sparse(int64_t layer) const;
   bool layer_slides(int64_t layer) const {
     return !sliding_layers.empty() && sliding_layers[static_cast<size_t>(layer)];
   }
@@ -78,6 +99,11 @@ struct HFConfig {
   // Throws naming the inconsistent fields (heads not dividing, non-positive sizes, ...).
   void validate() const;
 };
+
+// The config's transformers class ("Qwen3MoeForCausalLM", ...; *ForTokenClassification for a value-head
+// checkpoint) and model_type ("qwen3_moe", ...).
+std::string hf_class_name(const HFConfig& config);
+std::string hf_model_type(const HFConfig& config);
 
 HFConfig parse_hf_config_text(const std::string& json_text, const std::string& source = "config.json");
 // `path` is a model folder or a config.json file.
@@ -91,13 +117,16 @@ HFConfig load_hf_config(const std::string& path);
 //                   config.json's), rms_norm_eps, bos_token_id, eos_token_id, pad_token_id, initializer_range
 //   as config.json  the fields that shape the weights (vocab_size, hidden_size, intermediate_size,
 //                   num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, attention_bias,
-//                   mlp_bias, tie_word_embeddings, architectures, model_type): accepted only at the checkpoint's
-//                   value, any other an error before anything is allocated
+//                   mlp_bias, tie_word_embeddings, architectures, model_type; the MoE configs' num_experts,
+//                   moe_intermediate_size, shared_expert_intermediate_size, decoder_sparse_step, mlp_only_layers):
+//                   accepted only at the checkpoint's value, any other an error before anything is allocated
+//   honoured (MoE)  num_experts_per_tok, norm_topk_prob
 //   honoured too    use_sliding_window, sliding_window, max_window_layers, layer_types (Qwen2 / Qwen3; Mistral's
 //                   sliding_window)
 //   validated       hidden_act (silu), attention_dropout (0: no dropout here)
 //   no effect       attn_implementation (eager, sdpa, flash_attention_2/3, flex_attention: one attention here,
-//                   the same numbers), use_cache
+//                   the same numbers), use_cache, router_aux_loss_coef and output_router_logits (MoE: no
+//                   labels reach the forward, so transformers adds no load-balancing loss in verl either)
 // Any other field is a one-line error naming `key`.<field>.
 struct HFConfigOverrides {
   std::string key;           // e.g. "actor_rollout_ref.model.override_config"

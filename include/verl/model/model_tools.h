@@ -29,6 +29,16 @@ struct InitOptions {
   // max_window_layers on (qwen2 / qwen3, their use_sliding_window).
   std::optional<int64_t> sliding_window;
   int64_t max_window_layers = 0;
+  // Mixture of experts (--arch qwen2_moe / qwen3_moe): every decoder_sparse_step-th layer routes each token to
+  // num_experts_per_tok of num_experts MLPs of moe_intermediate_size; qwen2_moe adds a shared expert
+  // (shared_expert_intermediate_size, 0: the dense intermediate size).
+  bool moe = false;
+  int64_t num_experts = 4;
+  int64_t num_experts_per_tok = 2;
+  int64_t moe_intermediate_size = 32;
+  int64_t shared_expert_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
   double rope_theta = 10000.0;
   double initializer_range = 0.02;  // std of the random matrices
   bool perturb_norms_and_biases = false;

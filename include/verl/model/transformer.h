@@ -1,11 +1,12 @@
-// Llama / Qwen2 / Qwen3 decoders in LibTorch. Modules are nested so named_parameters() are exactly Hugging
-// Face's names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight, ..., model.norm.weight,
-// lm_head.weight unless tied; score.weight / score.bias for the value head).
+// Llama / Qwen2 / Qwen3 / Mistral decoders and the Qwen2-MoE / Qwen3-MoE mixtures of experts in LibTorch. Modules are
+// nested so named_parameters() are exactly Hugging Face's names (model.embed_tokens.weight,
+// model.layers.0.self_attn.q_proj.weight, ..., model.norm.weight, lm_head.weight unless tied; score.weight / score.bias
+// for the value head).
 //
 // Attention runs on LibTorch's scaled_dot_product_attention (grouped KV heads without repeating K/V, a causal +
 // padding mask as an additive bias); AttentionKernel::Eager (matmul + fp32 softmax, as HF's eager path) is the
-// reference it is tested against, and the path for fp64. Rotary embeddings follow HF's rotate_half convention, including llama3 and linear
-// rope scaling.
+// reference it is tested against, and the path for fp64. Rotary embeddings follow HF's rotate_half convention,
+// including llama3 and linear rope scaling.
 //
 // Tensor parallelism (the megatron strategy, model/tensor_parallel_model.h): built with a TensorParallelGroup
 // of size T > 1, each rank holds its slice of the weights under the same HF names: q/k/v, gate and up split by
@@ -116,7 +117,8 @@ struct AttentionImpl : torch::nn::Module {
 TORCH_MODULE(Attention);
 
 struct MLPImpl : torch::nn::Module {
-  explicit MLPImpl(const HFConfig& config, TensorParallelGroup tp = {});
+  // `intermediate_size` 0: the config's (an expert's MLP passes moe_intermediate_size).
+  explicit MLPImpl(const HFConfig& config, TensorParallelGroup tp = {}, int64_t intermediate_size = 0);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   TensorParallelGroup tp;
@@ -124,14 +126,38 @@ struct MLPImpl : torch::nn::Module {
 };
 TORCH_MODULE(MLP);
 
+// Qwen2-MoE / Qwen3-MoE's sparse MLP (transformers' Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock): the router
+// `gate` scores every expert per token, softmax in fp32, the num_experts_per_tok best are kept (renormalised to sum
+// to 1 with norm_topk_prob, then cast to the model dtype), and the token's output is their weighted sum of the
+// experts' SwiGLU MLPs (moe_intermediate_size). Qwen2-MoE adds a shared expert on every token, scaled by
+// sigmoid(shared_expert_gate). Each expert runs once over the tokens routed to it, experts in index order as
+// transformers adds them. No load-balancing loss (verl passes no labels). Under tensor parallelism every rank holds
+// every expert, each split as a dense MLP is (Megatron's expert_tensor_parallel_size = tensor_model_parallel_size with
+// no expert parallelism); the router and the shared expert's gate are whole, and every rank routes the same way.
+struct SparseMoeBlockImpl : torch::nn::Module {
+  explicit SparseMoeBlockImpl(const HFConfig& config, TensorParallelGroup tp = {});
+  torch::Tensor forward(const torch::Tensor& x);  // [..., hidden] -> [..., hidden]
+  torch::nn::Linear gate{nullptr};
+  torch::nn::ModuleList experts{nullptr};
+  std::vector<MLP> expert_list;
+  MLP shared_expert{nullptr};                     // Qwen2-MoE only
+  torch::nn::Linear shared_expert_gate{nullptr};  // Qwen2-MoE only
+  int64_t top_k;
+  bool norm_topk_prob;
+};
+TORCH_MODULE(SparseMoeBlock);
+
 struct DecoderLayerImpl : torch::nn::Module {
-  explicit DecoderLayerImpl(const HFConfig& config, TensorParallelGroup tp = {});
+  // `layer`: the layer's index, which decides whether an MoE config gives it experts (HFConfig::layer_is_sparse).
+  explicit DecoderLayerImpl(const HFConfig& config, TensorParallelGroup tp = {}, int64_t layer = 0);
   // `packed`: as AttentionImpl::forward's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask_bias, KVCache* cache, int64_t layer,
                         const torch::Tensor& packed = {});
   Attention self_attn{nullptr};
+  // HF's `mlp`: the dense MLP, or for a sparse layer of an MoE config the experts (`mlp` null).
   MLP mlp{nullptr};
+  SparseMoeBlock sparse_mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 TORCH_MODULE(DecoderLayer);

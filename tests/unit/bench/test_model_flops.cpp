@@ -32,6 +32,40 @@ TEST(ModelFlops, ParameterCountsMatchTheBuiltModels) {
   EXPECT_EQ(lm_head_params(c), 512.0 * 8192);
 }
 
+// Qwen3-30B-A3B's config.json (48 layers, 128 experts of 768, 8 per token, hidden 2048, 32 x 128 query and 4 KV
+// heads, vocabulary 151936, untied): its card's 30.5B parameters, 3.3B activated. A MoE layer's FLOPs count the
+// router and the 8 experts a token runs, not the 128.
+TEST(ModelFlops, MixtureOfExpertsCountsEveryExpertButComputesWithTheRoutedOnes) {
+  model::HFConfig c = model_preset("tiny");
+  c.arch = model::Arch::Qwen3;
+  c.moe.enabled = true;
+  c.moe.num_experts = 6;
+  c.moe.num_experts_per_tok = 2;
+  c.moe.moe_intermediate_size = 24;
+  c.moe.decoder_sparse_step = 2;  // layer 0 dense, layer 1 sparse
+  model::CausalLM tiny(c);
+  EXPECT_EQ(total_params(c), numel_of(tiny));
+  const double attn = 64 * 64 + 2 * 64 * 32 + 64 * 64;
+  EXPECT_EQ(trunk_matmul_params(c), 2 * attn + 3 * 64 * 128 + (64 * 6 + 2 * 3 * 64 * 24));
+
+  model::HFConfig q = c;
+  q.hidden_size = 2048;
+  q.num_hidden_layers = 48;
+  q.num_attention_heads = 32;
+  q.num_key_value_heads = 4;
+  q.head_dim = 128;
+  q.intermediate_size = 6144;
+  q.vocab_size = 151936;
+  q.moe.num_experts = 128;
+  q.moe.num_experts_per_tok = 8;
+  q.moe.moe_intermediate_size = 768;
+  q.moe.decoder_sparse_step = 1;
+  EXPECT_EQ(total_params(q), 30532122624.0);
+  const double active = trunk_matmul_params(q) + 2 * lm_head_params(q);
+  EXPECT_GT(active, 3.3e9);
+  EXPECT_LT(active, 3.4e9);
+}
+
 TEST(ModelFlops, PassesExpandToTheHandFormula) {
   model::HFConfig c = model_preset("tiny");  // hidden 64, 2 layers, 4 heads x 16, 2 kv heads, inter 128, vocab 256
   const double trunk = 2.0 * 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128);
