@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -41,13 +42,11 @@ std::vector<Projection> projections(const CausalLM& model) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     const auto& attn = layers[i]->self_attn;
     const auto& mlp = layers[i]->mlp;
-    VERL_CHECK(mlp, kLoraComponent, "LoRA adapters cover the dense models' projections; '", prefix,
-               "mlp' holds experts (", model->config.moe.num_experts,
-               ", a mixture-of-experts model): train it without LoRA (model.lora_rank=0)");
     out.push_back({prefix + "self_attn.q_proj", attn->q_proj});
     out.push_back({prefix + "self_attn.k_proj", attn->k_proj});
     out.push_back({prefix + "self_attn.v_proj", attn->v_proj});
     out.push_back({prefix + "self_attn.o_proj", attn->o_proj});
+    if (!mlp) continue;  // a layer of experts: its MLPs take no adapters (lora_target_names)
     out.push_back({prefix + "mlp.gate_proj", mlp->gate_proj});
     out.push_back({prefix + "mlp.up_proj", mlp->up_proj});
     out.push_back({prefix + "mlp.down_proj", mlp->down_proj});
@@ -183,7 +182,42 @@ bool is_lora_parameter_name(const std::string& name) {
   return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
 }
 
+namespace {
+
+// A mixture-of-experts model takes adapters on its attention projections only. PEFT adapts the experts and the router
+// for all-linear or the MLP names (transformers 5's fused experts through its parameter wrappers), which verl.cpp's
+// adapters do not cover, so those targets are an error rather than a different set of adapters.
+void check_moe_targets(const CausalLM& model, const LoraSpec& spec) {
+  const auto& c = model->config;
+  if (!c.moe.enabled) return;
+  const std::string moe = hf_class_name(c) + " (a mixture-of-experts model)";
+  const std::string use = "; verl.cpp adapts its attention: list q_proj, k_proj, v_proj, o_proj";
+  VERL_CHECK(!all_linear(spec), kLoraComponent, "target_modules=all-linear on ", moe,
+             " would adapt its experts and router as PEFT does", use);
+  static const std::vector<std::string> kMlpNames = {"gate_proj", "up_proj",       "down_proj",          "gate",
+                                                     "experts",   "shared_expert", "shared_expert_gate", "mlp"};
+  if (spec.target_regex) {
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      const std::string prefix = "model.layers." + std::to_string(i) + ".mlp";
+      for (const std::string name : {prefix, prefix + ".gate", prefix + ".gate_proj", prefix + ".up_proj",
+                                     prefix + ".down_proj", prefix + ".experts", prefix + ".experts.0.gate_proj"}) {
+        VERL_CHECK(!matches(name, spec.target_modules, true), kLoraComponent, "target_modules '",
+                   spec.target_modules.at(0), "' matches '", name, "' of ", moe, use);
+      }
+    }
+    return;
+  }
+  for (const auto& t : spec.target_modules) {
+    const std::string last = t.substr(t.rfind('.') + 1);
+    VERL_CHECK(std::find(kMlpNames.begin(), kMlpNames.end(), last) == kMlpNames.end(), kLoraComponent,
+               "target_modules entry '", t, "' names an MLP module of ", moe, use);
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec) {
+  check_moe_targets(model, spec);
   const auto all = projections(model);
   const bool everything = all_linear(spec);
   if (!everything && !spec.target_regex) {

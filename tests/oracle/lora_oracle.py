@@ -1,4 +1,4 @@
-"""LoRA oracle: Hugging Face PEFT on transformers' Llama / Qwen2 / Qwen3, for tests/oracle/test_lora_oracle.cpp.
+"""LoRA oracle: Hugging Face PEFT on transformers' Llama / Qwen2 / Qwen3 / Qwen3-MoE, for tests/oracle/test_lora_oracle.cpp.
 Runs under the test-only Python (.venv/test, peft pinned in scripts/requirements/test.txt).
 
   make DIR      for each model below: DIR/models/NAME (a random-weight transformers model, save_pretrained),
@@ -34,6 +34,11 @@ MODELS = {
                                   use_rslora=True)),
     "qwen2_regex": ("Qwen2ForCausalLM", dict(num_key_value_heads=1),
                     dict(r=3, lora_alpha=6, target_modules=r".*layers\.1\.mlp\.(up|down)_proj")),
+    # A mixture of experts (layer 0 dense, layer 1 routed) adapted on its attention.
+    "qwen3_moe_attention": ("Qwen3MoeForCausalLM", dict(head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                                        moe_intermediate_size=16, mlp_only_layers=[0],
+                                                        norm_topk_prob=True),
+                            dict(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])),
 }
 
 

@@ -95,7 +95,7 @@ TEST(LoraOracle, VerlAdaptersLoadInPeftWithTheSameLogits) {
     std::string base;
     model::LoraSpec spec;
   };
-  std::vector<Case> cases(3);
+  std::vector<Case> cases(4);
   cases[0].base = "llama_all_linear";
   cases[0].spec.rank = 4;
   cases[0].spec.alpha = 16;
@@ -107,6 +107,10 @@ TEST(LoraOracle, VerlAdaptersLoadInPeftWithTheSameLogits) {
   cases[2].spec.rank = 2;
   cases[2].spec.alpha = 8;
   cases[2].spec.exclude_modules = {"gate_proj", "model.layers.1.self_attn.v_proj"};
+  cases[3].base = "qwen3_moe_attention";
+  cases[3].spec.rank = 3;
+  cases[3].spec.alpha = 6;
+  cases[3].spec.target_modules = {"v_proj", "o_proj"};
   const std::string out = make_temp_dir("lora_oracle_verl_adapters");
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];

@@ -72,7 +72,9 @@ torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Ten
 bool has_adapter(const torch::nn::Linear& proj);
 
 // The decoder-layer projections `spec` selects, by module name ("model.layers.0.self_attn.q_proj"). An entry of
-// target_modules that matches nothing is an error listing the projection names.
+// target_modules that matches nothing is an error listing the projection names. A Qwen2-MoE / Qwen3-MoE model takes
+// adapters on its attention only: all-linear, an MLP name (gate_proj, up_proj, down_proj, gate, experts, ...) or a
+// regex reaching a layer's mlp is an error, since PEFT would put those on the experts and the router.
 std::vector<std::string> lora_target_names(CausalLM& model, const LoraSpec& spec);
 
 // Adds the adapters (A from a generator seeded with `seed`, B zeros) and freezes the base parameters. On

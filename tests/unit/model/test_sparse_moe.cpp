@@ -4,6 +4,8 @@
 // tests/oracle/test_model_oracle.cpp.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "support/error_text.h"
 #include "support/tiny_model.h"
 #include "verl/model/hf_config.h"
@@ -116,15 +118,34 @@ TEST(SparseMoe, RoutedForwardAndGradientsEqualEveryExpertWeightedByItsKeptProbab
   }
 }
 
-TEST(SparseMoe, LoraRefusesExpertsWithOneLine) {
-  CausalLM m(moe_config(Arch::Qwen3));
+// Adapters go on the attention of a mixture-of-experts model; targets that PEFT would put on its experts or router
+// (all-linear, the MLP names, a regex reaching an MLP) are one line each.
+TEST(SparseMoe, LoraAdaptsTheAttentionAndRefusesExpertTargets) {
+  HFConfig c = moe_config(Arch::Qwen3);
+  c.moe.mlp_only_layers = {0};  // layer 0 dense: its MLP names are refused too (PEFT would read them as experts')
+  CausalLM m(c);
   LoraSpec spec;
   spec.rank = 4;
   spec.alpha = 8;
-  const std::string err = error_of([&] { add_lora(m, spec, 1); });
-  EXPECT_NE(err.find("model.layers.0.mlp"), std::string::npos) << err;
-  EXPECT_NE(err.find("mixture-of-experts"), std::string::npos) << err;
-  EXPECT_NE(err.find("lora_rank=0"), std::string::npos) << err;
+  spec.target_modules = {"q_proj", "o_proj"};
+  EXPECT_EQ(lora_target_names(m, spec),
+            (std::vector<std::string>{"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj",
+                                      "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.o_proj"}));
+  for (const auto& [targets, regex, expected] : std::vector<std::tuple<std::vector<std::string>, bool, std::string>>{
+           {{"all-linear"}, false, "all-linear on Qwen3MoeForCausalLM"},
+           {{"q_proj", "gate_proj"}, false, "'gate_proj' names an MLP module"},
+           {{"model.layers.1.mlp.gate"}, false, "'model.layers.1.mlp.gate' names an MLP module"},
+           {{R"(.*layers\.1\..*)"}, true, "matches 'model.layers.1.mlp'"}}) {
+    LoraSpec bad = spec;
+    bad.target_modules = targets;
+    bad.target_regex = regex;
+    const std::string err = error_of([&] { add_lora(m, bad, 1); });
+    EXPECT_NE(err.find(expected), std::string::npos) << err;
+    EXPECT_NE(err.find("list q_proj, k_proj, v_proj, o_proj"), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+  add_lora(m, spec, 1);
+  EXPECT_EQ(lora_named_parameters(m).size(), 8u);
 }
 
 }  // namespace
