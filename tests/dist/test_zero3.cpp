@@ -142,8 +142,8 @@ TEST(Zero3, MixtureOfExpertsTwoRanksEqualOneRankWithAndWithoutUlysses) {
     }
     CommandResult two = run_command(mpirun(3) + verl_train_command(o));
     ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
-    // Ulysses splits each sequence's GEMMs between the ranks, which round otherwise: 1e-4 as tests/dist/test_ulysses.cpp
-    // (measured 1.7e-5, on experts' weights); a wrong gradient scale or shard shows as ~1e-2.
+    // Ulysses splits each sequence's GEMMs between the ranks, which round otherwise: 1e-4 as
+    // tests/dist/test_ulysses.cpp (measured 1.7e-5, on experts' weights); a wrong scale or shard shows as ~1e-2.
     zero3_expect_same_run(one_dir, two_dir, moe, ulysses ? 1e-4 : 1e-5);
   }
 }
