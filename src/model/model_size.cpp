@@ -39,9 +39,13 @@ void check_model_fits_in_memory(const HFConfig& config, const std::string& sourc
   const double ram = page * pages;
   const double need = 4.0 * parameter_count(config);
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const std::string experts = config.moe.enabled
+                                  ? ", num_experts=" + std::to_string(config.moe.num_experts) +
+                                        ", moe_intermediate_size=" + std::to_string(config.moe.moe_intermediate_size)
+                                  : "";
   VERL_CHECK(need <= ram, "hf_config", source, ": the model needs ", std::fixed, std::setprecision(1), need / kGiB,
              " GiB for its fp32 weights (num_hidden_layers=", config.num_hidden_layers,
-             ", hidden_size=", config.hidden_size, ", intermediate_size=", config.intermediate_size,
+             ", hidden_size=", config.hidden_size, ", intermediate_size=", config.intermediate_size, experts,
              ", vocab_size=", config.vocab_size, ") but this machine has ", ram / kGiB,
              " GiB of memory (limit: physical RAM)");
 }

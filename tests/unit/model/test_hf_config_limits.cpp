@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/error_text.h"
 #include "support/tiny_model.h"
 #include "verl/common/error.h"
 #include "verl/model/hf_config.h"
@@ -98,6 +99,27 @@ TEST(HFConfigLimits, ModelLargerThanMemoryIsRefusedBeforeAllocation) {
               std::string::npos) << m;
     EXPECT_NE(m.find("(limit: physical RAM)"), std::string::npos) << m;
   }
+}
+
+// Qwen3-235B-A22B's shapes: 235B parameters, nearly all in its 94 x 128 experts, which the error names.
+TEST(HFConfigLimits, MixtureOfExpertsSizeCountsEveryExpert) {
+  HFConfig c = test::tiny_config(Arch::Qwen3);
+  c.moe.enabled = true;
+  c.moe.num_experts = 128;
+  c.moe.num_experts_per_tok = 8;
+  c.moe.moe_intermediate_size = 1536;
+  c.hidden_size = 4096;
+  c.intermediate_size = 12288;
+  c.num_hidden_layers = 94;
+  c.num_attention_heads = 64;
+  c.num_key_value_heads = 4;
+  c.head_dim = 128;
+  c.vocab_size = 151936;
+  EXPECT_NEAR(parameter_count(c) / 1e9, 235.1, 0.1);
+  const std::string m = test::error_of([&] { check_model_fits_in_memory(c, "m/config.json"); });
+  EXPECT_NE(m.find("intermediate_size=12288, num_experts=128, moe_intermediate_size=1536, vocab_size=151936"),
+            std::string::npos)
+      << m;
 }
 
 }  // namespace
