@@ -33,7 +33,9 @@ TEST(MoeE2E, GaeTrainsTheRouterAndExpertsAndExportsAQwen3MoeFolder) {
        {"algorithm.adv_estimator=gae", "actor_rollout_ref.rollout.n=2", "trainer.total_training_steps=2",
         "trainer.save_freq=2", "actor_rollout_ref.actor.use_kl_loss=true",
         "actor_rollout_ref.model.use_remove_padding=true", "critic.model.use_remove_padding=true",
-        "actor_rollout_ref.model.enable_gradient_checkpointing=true"}) {
+        "actor_rollout_ref.model.enable_gradient_checkpointing=true",
+        // No weight decay: a weight that moved got a gradient (decay alone moves every weight).
+        "actor_rollout_ref.actor.optim.weight_decay=0"}) {
     o.push_back(extra);
   }
   TrainRun run = run_verl_train(o, run_dir);
