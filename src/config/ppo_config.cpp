@@ -467,18 +467,18 @@ int64_t read_ulysses_size(ConfigReader& in, const std::string& role_key, const s
   return size;
 }
 
-// verl's megatron config under `p`. Only tensor parallelism is implemented: the other parallelisms accept their
-// "off" value and anything else is an error naming the key.
+// verl's megatron config under `p`. Tensor and pipeline parallelism are implemented: the other parallelisms accept
+// their "off" value and anything else is an error naming the key.
 MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains) {
   MegatronConfig m;
   m.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
   check_positive(m.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
-  const int64_t pp = in.get_int(p + ".pipeline_model_parallel_size");
-  VERL_CHECK(pp == 1, "config", p, ".pipeline_model_parallel_size=", pp,
-             ": pipeline parallelism is not implemented (every rank holds all layers; use 1)");
+  m.pipeline_model_parallel_size = in.get_int(p + ".pipeline_model_parallel_size");
+  check_positive(m.pipeline_model_parallel_size, p + ".pipeline_model_parallel_size");
   const auto vpp = in.get_optional_int(p + ".virtual_pipeline_model_parallel_size");
-  VERL_CHECK(!vpp.has_value(), "config", p, ".virtual_pipeline_model_parallel_size=", vpp.value_or(0),
-             ": pipeline parallelism is not implemented (use null)");
+  VERL_CHECK(!vpp.has_value() || *vpp == 1, "config", p, ".virtual_pipeline_model_parallel_size=", vpp.value_or(0),
+             ": interleaved pipeline stages (several runs of layers per stage) are not supported; use null (each "
+             "stage holds one run of pipeline_model_parallel_size's even split)");
   const int64_t cp = in.get_int(p + ".context_parallel_size");
   VERL_CHECK(cp == 1, "config", p, ".context_parallel_size=", cp,
              ": context parallelism is not implemented (every rank sees whole sequences; use 1)");
@@ -734,6 +734,9 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
                "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=",
                c.ref.ulysses_sequence_parallel_size, " unlike the actor's ", c.actor.ulysses_sequence_parallel_size,
                " is not implemented (the reference is the actor's base with the adapters off); use the same size");
+    VERL_CHECK(c.actor.pipeline_parallel_size() == 1, "config",
+               "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=",
+               c.actor.pipeline_parallel_size(), " is not supported (LoRA adapters run on whole-depth models); use 1");
   }
   return c;
 }
@@ -752,6 +755,9 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.use_remove_padding = in.get_bool("critic.model.use_remove_padding");
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
+  VERL_CHECK(!(c.model.lora.enabled() || c.model.lora.lora_adapter_path) || c.pipeline_parallel_size() == 1, "config",
+             "critic.model.lora_rank > 0 with critic.megatron.pipeline_model_parallel_size=", c.pipeline_parallel_size(),
+             " is not supported (LoRA adapters run on whole-depth models); use 1");
   c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",
                                                        "critic.fsdp.ulysses_sequence_parallel_size", c.strategy);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");

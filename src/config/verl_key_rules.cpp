@@ -38,7 +38,9 @@ std::vector<Entry> megatron_entries() {
       "Megatron's activation recompute (verl.cpp recomputes each layer when model.enable_gradient_checkpointing is "
       "true: the same numbers)";
   constexpr const char* kKernels = "Megatron's kernel choices (the same numbers)";
-  constexpr const char* kPipelineLayout = "the pipeline layout (verl.cpp runs pipeline_model_parallel_size=1)";
+  constexpr const char* kPipelineLayout =
+      "Megatron's uneven pipeline layouts (verl.cpp splits the layers evenly over pipeline_model_parallel_size "
+      "stages: the same numbers)";
   const std::vector<Entry> engine = {
       {"expert_model_parallel_size", N, kExperts},
       {"expert_tensor_parallel_size", N, kExperts},

@@ -3,6 +3,7 @@
 #include "verl/common/error.h"
 #include "verl/common/strings.h"
 #include "verl/model/lora.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::model {
@@ -67,6 +68,10 @@ NamedTensors gather_full_state(CausalLM& model) {
 }
 
 CausalLM gather_full_model(CausalLM& model) {
+  if (model->pp.active()) {
+    CausalLM all_layers = gather_pipeline_stages(model);
+    return gather_full_model(all_layers);
+  }
   if (!model->tp.active()) return model;
   NamedTensors state = gather_full_state(model);
   const auto first = model->parameters().front();

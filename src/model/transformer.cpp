@@ -453,16 +453,45 @@ AttentionBiases attention_biases(const HFConfig& config, const torch::Tensor& at
 
 }  // namespace
 
-DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_) : config(c), tp(std::move(tp_)) {
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
+DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_, PipelineParallelGroup pp_, bool tied_lm_head)
+    : config(c), tp(std::move(tp_)), pp(std::move(pp_)) {
+  if (!pp.active()) pp = PipelineParallelGroup{nullptr, 0, c.num_hidden_layers};
+  VERL_ASSERT(0 <= pp.first_layer && pp.first_layer < pp.end_layer && pp.end_layer <= c.num_hidden_layers,
+              kTransformerComponent, "pipeline stage layers [", pp.first_layer, ", ", pp.end_layer, ") of ",
+              c.num_hidden_layers);
+  if (pp.first() || (pp.last() && tied_lm_head)) {
+    embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
+  }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (i < pp.first_layer || i >= pp.end_layer) {
+      layers->push_back(torch::nn::Identity());  // another stage's layer: keeps the HF index of the ones after it
+      continue;
+    }
     layer_list.push_back(DecoderLayer(c, tp, i));
     layers->push_back(layer_list.back());
   }
-  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  if (pp.last()) norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   inv_freq = rope_inv_freq(c);
 }
+
+torch::TensorOptions DecoderImpl::weight_options() const {
+  const auto& weight = embed_tokens ? embed_tokens->weight : layer_list.front()->input_layernorm->weight;
+  return weight.options();
+}
+
+namespace {
+
+// Whether this forward will be backpropagated: the same decision on every stage (grad mode, and the model trains).
+bool backpropagated(torch::nn::Module& module) {
+  if (!torch::GradMode::is_enabled()) return false;
+  for (const auto& p : module.parameters()) {
+    if (p.requires_grad()) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                    const torch::Tensor& position_ids, KVCache* cache) {
@@ -476,15 +505,18 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
              input_ids.sizes(), ", got ", position_ids.sizes());
   if (cache)
     VERL_CHECK(cache->batch() == B, kTransformerComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
-  auto device = embed_tokens->weight.device();
-  auto dtype = embed_tokens->weight.scalar_type();
+  const auto device = weight_options().device();
+  const auto dtype = weight_options().dtype().toScalarType();
   // Ulysses: this rank embeds its part of the sequence with the global positions; the mask below stays whole.
   const bool ulysses = sequence_parallel.active() && cache == nullptr;
   const auto ids = ulysses ? parallel::slice_sequence(input_ids, 1, *sequence_parallel.comm) : input_ids;
   const auto positions = ulysses ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
+  VERL_ASSERT(!pp.active() || cache == nullptr, kTransformerComponent,
+              "a pipeline stage runs no KV-cache forward (generation runs on the gathered model)");
   // embedding_rows: the table may be packed for the decode step (tied to the LM head).
-  auto h = tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
-                       : embedding_rows(embed_tokens->weight, ids.to(device));
+  auto h = !pp.first()   ? parallel::receive_activation(pp.links, device, backpropagated(*this))
+           : tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
+                         : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
   const auto masks = attention_biases(config, attention_mask.to(device), past, dtype);
   return run_layers(h, cos, sin, masks.full, masks.sliding, cache, torch::Tensor());
@@ -500,11 +532,12 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
               "the packing is of a [", packing.rows, ", ", packing.width, "] batch, input_ids is ", input_ids.sizes());
   VERL_ASSERT(!sequence_parallel.active(), kTransformerComponent,
               "a packed forward does not split the sequence (Ulysses)");
-  const auto device = embed_tokens->weight.device();
-  const auto dtype = embed_tokens->weight.scalar_type();
+  const auto device = weight_options().device();
+  const auto dtype = weight_options().dtype().toScalarType();
   const auto ids = packing.pack(input_ids.to(device)).unsqueeze(0);  // [1,N]
-  auto h = tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm)
-                       : embedding_rows(embed_tokens->weight, ids);
+  auto h = !pp.first()   ? parallel::receive_activation(pp.links, device, backpropagated(*this))
+           : tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm)
+                         : embedding_rows(embed_tokens->weight, ids);
   const auto [cos, sin] =
       rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype, rope_attention_scaling(config));
   const auto masks = attention_biases(config, attention_mask.to(device), 0, dtype);
@@ -516,23 +549,28 @@ torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos,
                                       const torch::Tensor& packed) {
   const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layer_list.size(); ++i) {
-    const auto& mask_bias = config.layer_slides(static_cast<int64_t>(i)) ? sliding_bias : full_bias;
+    const int64_t layer = pp.first_layer + static_cast<int64_t>(i);  // the config's index (a pipeline stage's offset)
+    const auto& mask_bias = config.layer_slides(layer) ? sliding_bias : full_bias;
     if (layer_runner && cache == nullptr) {
       h = layer_runner(i, h, cos, sin, mask_bias, packed);
     } else {
       h = checkpoint ? checkpointed_layer_forward(layer_list[i], h, cos, sin, mask_bias, packed)
-                     : layer_list[i]->forward(h, cos, sin, mask_bias, cache, static_cast<int64_t>(i), packed);
+                     : layer_list[i]->forward(h, cos, sin, mask_bias, cache, layer, packed);
     }
   }
   const int64_t B = h.size(0), T = h.size(1);
   if (cache) cache->length += T;
+  if (!pp.last()) {
+    pipeline_output = h;  // the head's outputs are the last stage's: pipeline_head_outputs sends h there
+    return h;
+  }
   if (cache && T == 1 && decode_kernels_apply(h) && norm->weight.scalar_type() == torch::kFloat32) {
     return rms_norm_rows(h.reshape({B, -1}), norm->weight, norm->eps).view(h.sizes());
   }
   return norm->forward(h);
 }
 
-CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGroup tp_)
+CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGroup tp_, PipelineParallelGroup pp_)
     : config(c), head(head_), tp(std::move(tp_)) {
   c.validate();
   if (tp.active()) {
@@ -546,7 +584,9 @@ CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGrou
                  " must divide config.json's ", what, " (", n, ")");
     }
   }
-  model = register_module("model", Decoder(c, tp));
+  model = register_module("model", Decoder(c, tp, pp_, head == HeadKind::LM && c.tie_word_embeddings));
+  pp = model->pp;
+  if (!pp.last()) return;  // the head is the last stage's
   if (head == HeadKind::Value) {
     score = register_module("score", make_linear(c.hidden_size, 1, true));
   } else if (!c.tie_word_embeddings) {
@@ -563,14 +603,43 @@ torch::Tensor CausalLMImpl::logits_shard(const torch::Tensor& hidden) {
   return torch::nn::functional::linear(column_input(hidden, tp), weight);
 }
 
+namespace {
+
+// The head's outputs under pipeline parallelism: the last stage computes them (`head`) and broadcasts them; a stage
+// before the last sends its latest forward's output on and receives them. Without pipeline parallelism, `head`.
+std::vector<torch::Tensor> pipeline_head_outputs(DecoderImpl& trunk,
+                                                 const std::function<std::vector<torch::Tensor>()>& head) {
+  if (!trunk.pp.active()) return head();
+  const auto device = trunk.weight_options().device();
+  if (trunk.pp.last()) return parallel::broadcast_outputs(head(), *trunk.pp.links, device);
+  VERL_ASSERT(trunk.pipeline_output.defined(), kTransformerComponent,
+              "a pipeline stage's head outputs were asked for with no forward before them");
+  const auto token = parallel::send_activation(trunk.pipeline_output, trunk.pp.links);
+  trunk.pipeline_output = torch::Tensor();
+  auto outputs = parallel::broadcast_outputs({}, *trunk.pp.links, device);
+  for (auto& t : outputs) {
+    // A zero added to each floating output, so that this stage's backward reaches the send (and receives the
+    // gradient of what it sent).
+    if (t.defined() && t.is_floating_point() && token.requires_grad()) t = t + token.to(t.scalar_type());
+  }
+  return outputs;
+}
+
+// This stage's whole logits (the last stage's under pipeline parallelism).
+torch::Tensor whole_logits(CausalLMImpl& model, const torch::Tensor& hidden) {
+  auto shard = model.logits_shard(hidden);
+  return model.tp.active() ? parallel::gather_from_tp_region(shard, model.tp.comm) : shard;
+}
+
+}  // namespace
+
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
-  auto shard = logits_shard(hidden);
-  return tp.active() ? parallel::gather_from_tp_region(shard, tp.comm) : shard;
+  return pipeline_head_outputs(*model, [&] { return std::vector<torch::Tensor>{whole_logits(*this, hidden)}; })[0];
 }
 
 torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
   VERL_CHECK(head == HeadKind::Value, kTransformerComponent, "this model has an LM head, not a value head");
-  return score->forward(hidden).squeeze(-1);
+  return pipeline_head_outputs(*model, [&] { return std::vector<torch::Tensor>{score->forward(hidden).squeeze(-1)}; })[0];
 }
 
 torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
@@ -606,6 +675,8 @@ void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> grou
     const auto& c = model->config;
     const int64_t n = sp.size();
     VERL_CHECK(!model->tp.active(), kTransformerComponent, key, "=", n, " with tensor parallelism is not implemented");
+    VERL_CHECK(!model->pp.active(), kTransformerComponent, key, "=", n,
+               " with pipeline parallelism (pipeline_model_parallel_size > 1) is not supported");
     VERL_CHECK(c.num_attention_heads % n == 0, kTransformerComponent, key, "=", n,
                " must divide config.json's "
                "num_attention_heads (",
@@ -652,8 +723,9 @@ namespace {
 
 // log p(labels) (and entropy, sum_v pi_v^2) at every position of `hidden` [B,n,H]; labels [B,n].
 // `query`'s gather_ids are laid out as labels [B,n,K].
-ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, const torch::Tensor& labels,
-                              double temperature, bool with_entropy, bool with_sum_pi_squared, const TopKQuery& query) {
+ResponseLogProbs head_log_probs(CausalLM& model, const torch::Tensor& hidden, const torch::Tensor& labels,
+                                double temperature, bool with_entropy, bool with_sum_pi_squared,
+                                const TopKQuery& query) {
   ResponseLogProbs out;
   if (model->tp.active()) {
     VERL_CHECK(!with_sum_pi_squared, kTransformerComponent,
@@ -674,7 +746,7 @@ ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, cons
   }
   // One autograd node over the logits in their own dtype (model/fused_log_probs.h): no fp32 vocabulary-wide
   // copies kept for backward.
-  const torch::Tensor raw_logits = model->logits(hidden);
+  const torch::Tensor raw_logits = whole_logits(*model, hidden);
   auto fused = fused_log_probs(raw_logits, labels.to(raw_logits.device()), temperature, with_entropy);
   out.log_probs = fused.log_probs;
   if (with_entropy) out.entropy = fused.entropy;
@@ -685,6 +757,17 @@ ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, cons
   }
   if (query.active()) out.top_k = top_k_log_probs(raw_logits, temperature, query);
   return out;
+}
+
+// head_log_probs, on every pipeline stage the last stage's.
+ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, const torch::Tensor& labels,
+                              double temperature, bool with_entropy, bool with_sum_pi_squared, const TopKQuery& query) {
+  const auto outputs = pipeline_head_outputs(*model->model, [&] {
+    const auto out = head_log_probs(model, hidden, labels, temperature, with_entropy, with_sum_pi_squared, query);
+    return std::vector<torch::Tensor>{out.log_probs,          out.entropy,          out.sum_pi_squared,
+                                      out.top_k.top_k_log_probs, out.top_k.top_k_ids, out.top_k.gathered_log_probs};
+  });
+  return {outputs.at(0), outputs.at(1), outputs.at(2), TopKLogProbs{outputs.at(3), outputs.at(4), outputs.at(5)}};
 }
 
 // Ulysses: the sequence padded on the right to a multiple of the group size (padding masked, after every real
@@ -800,7 +883,7 @@ torch::Tensor dense_response_values(CausalLM& model, const torch::Tensor& input_
 // rank holds a slice of whole rows) and where pack_responses declines.
 std::optional<PackedResponses> response_packing(CausalLM& model, const torch::Tensor& attention_mask, int64_t R) {
   if (model->model->sequence_parallel.active()) return std::nullopt;
-  return pack_responses(attention_mask, R, model->model->embed_tokens->weight.device());
+  return pack_responses(attention_mask, R, model->model->weight_options().device());
 }
 
 // The packed trunk's hidden state before each real response token [M, H].

@@ -6,6 +6,7 @@
 
 #include "verl/common/error.h"
 #include "verl/model/model_size.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
 
 namespace verl::model {
@@ -222,7 +223,10 @@ CausalLM load_model(const std::string& dir, const LoadOptions& options) {
   model->to(options.dtype);
   load_state(model, ckpt, options);
   model->eval();
-  return options.tensor_parallel.active() ? shard_model(model, options.tensor_parallel) : model;
+  if (options.tensor_parallel.active()) model = shard_model(model, options.tensor_parallel);
+  if (options.pipeline_stages == nullptr || options.pipeline_stages->size() == 1) return model;
+  return pipeline_stage_model(
+      model, pipeline_parallel_group(options.pipeline_stages, config.num_hidden_layers, options.pipeline_key));
 }
 
 void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options) {

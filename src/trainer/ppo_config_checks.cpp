@@ -36,15 +36,24 @@ void check_mini_batch(const std::string& section, int64_t train_batch_size, int6
   }
 }
 
-// strategy=megatron: the worker group's devices form DP x TP. What the implementation needs of the other keys:
-// the ref and the rollout work on the actor's mesh, so their tensor-parallel sizes are the actor's.
+// strategy=megatron: the worker group's devices form DP x PP x TP. What the implementation needs of the other keys:
+// the ref and the rollout work on the actor's mesh, so their tensor-parallel sizes are the actor's (and the ref's
+// pipeline size too; the rollout generates with all the stages' layers gathered).
 void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, const std::string& devices) {
   const auto& arr = config.actor_rollout_ref;
   const int64_t actor_tp = arr.actor.tensor_parallel_size();
+  const int64_t actor_pp = arr.actor.pipeline_parallel_size();
   const std::string m = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size";
+  const std::string mp = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size";
   if (arr.actor.strategy == "megatron") {
-    VERL_CHECK(role_gpus % actor_tp == 0, "config", m, "=", actor_tp, " must divide the actor's ", role_gpus,
+    const std::string sizes = m + "=" + std::to_string(actor_tp) +
+                              (actor_pp > 1 ? " x " + mp + "=" + std::to_string(actor_pp) : std::string());
+    VERL_CHECK(role_gpus % (actor_tp * actor_pp) == 0, "config", sizes, " must divide the actor's ", role_gpus,
                " devices (", devices, ")");
+    VERL_CHECK(arr.ref.megatron.pipeline_model_parallel_size == actor_pp, "config",
+               "actor_rollout_ref.ref.megatron.pipeline_model_parallel_size (",
+               arr.ref.megatron.pipeline_model_parallel_size, ") must equal ", mp, " (", actor_pp,
+               "): the ref shares the actor's worker group");
     VERL_CHECK(arr.ref.megatron.tensor_model_parallel_size == actor_tp, "config",
                "actor_rollout_ref.ref.megatron.tensor_model_parallel_size (", arr.ref.megatron.tensor_model_parallel_size,
                ") must equal ", m, " (", actor_tp, "): the ref shares the actor's worker group");
@@ -62,8 +71,12 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
   }
   if (need_critic(config) && config.critic.strategy == "megatron") {
     const int64_t critic_tp = config.critic.tensor_parallel_size();
-    VERL_CHECK(role_gpus % critic_tp == 0, "config", "critic.megatron.tensor_model_parallel_size=", critic_tp,
-               " must divide the critic's ", role_gpus, " devices (", devices, ")");
+    const int64_t critic_pp = config.critic.pipeline_parallel_size();
+    const std::string sizes =
+        "critic.megatron.tensor_model_parallel_size=" + std::to_string(critic_tp) +
+        (critic_pp > 1 ? " x critic.megatron.pipeline_model_parallel_size=" + std::to_string(critic_pp) : std::string());
+    VERL_CHECK(role_gpus % (critic_tp * critic_pp) == 0, "config", sizes, " must divide the critic's ", role_gpus,
+               " devices (", devices, ")");
   }
   VERL_CHECK(!(config.reward_model.enable && config.reward_model.strategy == "megatron"), "config",
              "reward_model.strategy=megatron is not implemented (use fsdp: each reward-model rank holds the whole "
@@ -123,9 +136,10 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   check_tensor_parallel(config, role_gpus, devices);
   check_ulysses(config, role_gpus, devices);
   // Batches split over data-parallel ranks: the role's devices / its tensor- or sequence-parallel size.
-  const int64_t actor_tp = actor.tensor_parallel_size();
+  const int64_t actor_tp = actor.model_parallel_size();
   const int64_t actor_sp = actor.ulysses_sequence_parallel_size;
-  const std::string tp_note = actor_tp > 1 ? " / actor megatron.tensor_model_parallel_size " + std::to_string(actor_tp)
+  const std::string tp_note = actor_tp > 1 ? " / actor megatron tensor x pipeline model parallel size " +
+                                                 std::to_string(actor_tp)
                               : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
                                              : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
@@ -141,11 +155,12 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   }
   if (need_critic(config)) {
     const auto& critic = config.critic;
-    const int64_t critic_tp = critic.tensor_parallel_size();
+    const int64_t critic_tp = critic.model_parallel_size();
     const int64_t critic_sp = critic.ulysses_sequence_parallel_size;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
                      critic.use_dynamic_bsz, n, role_gpus / (critic_tp * critic_sp),
-                     critic_tp > 1   ? devices + " / critic megatron.tensor_model_parallel_size " + std::to_string(critic_tp)
+                     critic_tp > 1   ? devices + " / critic megatron tensor x pipeline model parallel size " +
+                                           std::to_string(critic_tp)
                      : critic_sp > 1 ? devices + " / critic.ulysses_sequence_parallel_size " + std::to_string(critic_sp)
                                      : devices);
   }

@@ -18,6 +18,7 @@
 #include "verl/common/strings.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/lora.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/mixed_precision.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
@@ -158,12 +159,11 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   const auto& arr = config_->actor_rollout_ref;
   actor_cfg_ = arr.actor;
   tp_size_ = arr.actor.tensor_parallel_size();
+  pp_size_ = arr.actor.pipeline_parallel_size();
   sp_size_ = arr.actor.ulysses_sequence_parallel_size;
   ref_sp_size_ = arr.ref.ulysses_sequence_parallel_size;
-  // Batches split over the data-parallel ranks (all ranks under fsdp, less the tensor- or sequence-parallel ones).
-  const int64_t W = data_parallel_size(world_size(), tp_size_ * sp_size_,
-                                       sp_size_ > 1 ? "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
-                                                    : "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+  // Batches split over the data-parallel ranks (all ranks under fsdp, less the model- or sequence-parallel ones).
+  const int64_t W = data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key());
   const int64_t n = arr.rollout.sampling.n;
   const std::string a = "actor_rollout_ref.actor.";
   if (is_actor_) {
@@ -204,13 +204,14 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
 
-  // Under megatron the T ranks of a DP rank compute together: nd dispatch over mesh "actor". Under Ulysses the S
+  // Under megatron the T x P ranks of a DP rank compute together: nd dispatch over mesh "actor". Under Ulysses the S
   // ranks of a DP rank do, for the log-prob and update passes only (mesh "actor", and "ref" for the ref's S); the
   // ranks are laid out the same way (consecutive), so the TP mesh's placement serves both.
-  const Dispatch compute = tp_size_ > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
-  const std::string mesh = tp_size_ > 1 ? "actor" : "";
-  const auto mesh_place = tensor_parallel_mesh_info(rank(), tp_size_);
-  if (tp_size_ > 1) set_mesh_info(mesh, mesh_place);
+  const int64_t copy_size = tp_size_ * pp_size_;
+  const Dispatch compute = copy_size > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
+  const std::string mesh = copy_size > 1 ? "actor" : "";
+  const auto mesh_place = tensor_parallel_mesh_info(rank(), copy_size);
+  if (copy_size > 1) set_mesh_info(mesh, mesh_place);
   if (sp_size_ > 1) set_mesh_info("actor", tensor_parallel_mesh_info(rank(), sp_size_));
   if (ref_sp_size_ > 1) set_mesh_info("ref", tensor_parallel_mesh_info(rank(), ref_sp_size_));
   const Dispatch actor_compute = sp_size_ > 1 ? Dispatch::NdComputeProto : compute;
@@ -231,6 +232,12 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   register_method({"load_checkpoint", Dispatch::OneToAll, single_controller::Execute::All, ""}, [this](const DataProto& in) { return load_checkpoint(in); });
   register_method({"sync_rollout_weights", Dispatch::OneToAll, single_controller::Execute::All, ""},
                   [this](const DataProto& in) { return sync_rollout_weights(in); });
+}
+
+std::string ActorRolloutRefWorker::model_parallel_key() const {
+  const std::string a = "actor_rollout_ref.actor.";
+  if (sp_size_ > 1) return a + "ulysses_sequence_parallel_size";
+  return a + (pp_size_ > 1 ? "megatron.pipeline_model_parallel_size" : "megatron.tensor_model_parallel_size");
 }
 
 void ActorRolloutRefWorker::require_initialised(const char* method) const {
@@ -291,8 +298,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     actor_offload_ = OffloadPolicy{device_, fsdp.param_offload, fsdp.param_offload, fsdp.optimizer_offload};
     ref_offload_ = OffloadPolicy{device_, arr.ref.fsdp_config.param_offload, false, false};
   }
-  const ParallelLayout layout =
-      make_parallel_layout(context(), tp_size_, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", device_);
+  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, pp_size_, model_parallel_key(), device_);
   // Ulysses groups (collective splits of the whole group; the same on every rank: one config).
   auto ulysses_group = [&](int64_t sp, const std::string& key) -> std::shared_ptr<parallel::Comm> {
     if (sp == 1) return nullptr;
@@ -310,6 +316,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
                                                                     : ulysses_group(ref_sp_size_, ref_sp_key);
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
+  load_options.pipeline_stages = layout.stages;
+  load_options.pipeline_key = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size";
   load_options.config_overrides = arr.model.override_config;  // verl: the same overridden config for all three
   if (!arr.model.hf_config_path.empty()) load_options.config_dir = expand_home(arr.model.hf_config_path);
   const auto& lora = arr.model.lora;
@@ -335,7 +343,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       const torch::ScalarType reduce_dtype = actor_cfg_.strategy == "megatron"
                                                  ? torch::kFloat32
                                                  : model::parse_precision(fsdp.reduce_dtype, fsdp_size_key);
-      if (tp_size_ == 1 && fsdp.reshard_after_forward) {
+      if (tp_size_ * pp_size_ == 1 && fsdp.reshard_after_forward) {
         actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key,
                                      kActorRolloutRefWorkerComponent, reduce_dtype);
       }
@@ -350,14 +358,15 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       if (actor_sharded_) actor_->fully_sharded = actor_sharded_;
       if (!actor_sharded_ || lora.enabled()) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
-        auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, actor_cfg_.megatron.use_distributed_optimizer,
+        auto shard_group = optimizer_sharding_group(layout.dp, tp_size_ * pp_size_,
+                                                    actor_cfg_.megatron.use_distributed_optimizer,
                                                     fsdp.fsdp_size, fsdp_size_key);
         actor_->optimizer_shard =
             optimizer_shard(shard_group, params, kActorRolloutRefWorkerComponent, layout.dp, reduce_dtype);
       }
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
       // The T (or S) ranks of a DP rank share its place, as nd dispatch gives them its rows.
-      actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_).dp_rank;
+      actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), tp_size_ * pp_size_ * sp_size_).dp_rank;
     } else {
       freeze(actor_module_);
     }
@@ -373,7 +382,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     ref_module_->remove_padding = arr.model.use_remove_padding;
     freeze(ref_module_);
     model::set_sequence_parallel(ref_module_, ref_sp_group, ref_sp_key);
-    if (tp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {
+    if (tp_size_ * pp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {
       ref_sharded_ = fully_shard(ref_module_, layout.dp, -1, "actor_rollout_ref.ref.fsdp_config", "ref");
     }
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);
@@ -487,7 +496,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
   // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
   const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
-  VERL_CHECK(rollout_dtype == actor_module_->model->embed_tokens->weight.scalar_type() || !actor_module_->tp.active(),
+  VERL_CHECK(rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() ||
+                 !actor_module_->tp.active(),
              kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
              " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
@@ -503,11 +513,14 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     // qwen2.5-0.5b (the fused decode step needs plain weights). The merge + unmerge (0.03 s for 25M, 0.5 s for
     // 0.5B at r=32) is repaid within a few dozen decode steps even at batch 1, sooner at larger batches.
     model::MergedAdapter merged(actor_module_);
-    model::ScopedParameterCast cast(*actor_module_, rollout_dtype);
+    // Pipeline stages: every rank generates with all the layers (gathered from the stages for this generation, as
+    // verl syncs the stages' weights into its rollout engine), its TP slices still slices.
+    model::CausalLM generator = model::gather_pipeline_stages(actor_module_);
+    model::ScopedParameterCast cast(*generator, rollout_dtype);
     if (multi_turn_) {
-      multi_turn_out = multi_turn_->generate(actor_module_, prompts, params, trace_writer_ ? &agent_runs : nullptr);
+      multi_turn_out = multi_turn_->generate(generator, prompts, params, trace_writer_ ? &agent_runs : nullptr);
     } else {
-      out = rollout::generate(actor_module_, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+      out = rollout::generate(generator, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
     }
   }
   if (trace_writer_) {
@@ -589,7 +602,7 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   require_initialised("update_actor");
   VERL_CHECK(is_actor_, kActorRolloutRefWorkerComponent, "update_actor needs an actor role; this worker's role is '",
              role_, "'");
-  VERL_CHECK(world_size() == tp_size_ || actor_->gradient_all_reduce || actor_->fully_sharded,
+  VERL_CHECK(world_size() == tp_size_ * pp_size_ || actor_->gradient_all_reduce || actor_->fully_sharded,
              kActorRolloutRefWorkerComponent, "update_actor with world size ", world_size(),
              " needs gradients averaged across ranks; the in-process transport keeps one model per rank with no "
              "all-reduce, so use one rank (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with mpirun "
@@ -838,37 +851,42 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
     copy_side_files(hf, hf, out_dir);
     return;
   }
-  // Under megatron each rank's file holds its slices: ranks 0..T-1 (data-parallel rank 0's tensor-parallel group)
-  // together hold the model, T read off the embedding's rows.
+  // Under megatron each rank's file holds its slices of its pipeline stage: ranks 0..T*P-1 (data-parallel rank 0's
+  // copy) together hold the model, stage s's TP group the ranks [s T, (s+1) T), T read off the embedding's rows (the
+  // first stage holds the embedding). A parameter's slices sit in the T ranks from the first file holding it.
   const int64_t embed_rows = io::SafetensorsCheckpoint(weights.string()).get("model.embed_tokens.weight").shape.at(0);
   const int64_t vocab = module->config.vocab_size;
   VERL_CHECK(embed_rows > 0 && vocab % embed_rows == 0 && (vocab / embed_rows) <= W, kActorRolloutRefWorkerComponent,
              "'", weights.string(), "' holds ", embed_rows,
              " embedding rows, which is no tensor-parallel slice of the vocabulary (", vocab, ") over ", W, " ranks");
   const int tp = static_cast<int>(vocab / embed_rows);
-  if (tp == 1) {
-    load_module_state(module, weights.string());
-  } else {
-    std::vector<std::unique_ptr<io::SafetensorsCheckpoint>> slices;
-    for (int r = 0; r < tp; ++r) {
-      check_checkpoint_rank_file(dir.string(), model_file_name(W, r), W);
-      slices.push_back(std::make_unique<io::SafetensorsCheckpoint>((dir / model_file_name(W, r)).string()));
+  std::vector<std::unique_ptr<io::SafetensorsCheckpoint>> files;
+  const auto file = [&](int r) -> io::SafetensorsCheckpoint& {
+    while (static_cast<int>(files.size()) <= r) {
+      const int next = static_cast<int>(files.size());
+      check_checkpoint_rank_file(dir.string(), model_file_name(W, next), W);
+      files.push_back(std::make_unique<io::SafetensorsCheckpoint>((dir / model_file_name(W, next)).string()));
     }
-    torch::NoGradGuard no_grad;
-    for (auto& item : module->named_parameters()) {
-      const int split = model::tensor_parallel_dim(item.key());
-      std::vector<torch::Tensor> parts;
-      for (int r = 0; r < (split < 0 ? 1 : tp); ++r) {
-        VERL_CHECK(slices[r]->contains(item.key()), kActorRolloutRefWorkerComponent, "'",
-                   (dir / model_file_name(W, r)).string(), "' lacks tensor '", item.key(), "'");
-        parts.push_back(model::tensor_from_view(slices[r]->get(item.key())));
-      }
-      torch::Tensor whole = split < 0 ? parts[0] : torch::cat(parts, split);
-      VERL_CHECK(whole.sizes() == item.value().sizes(), kActorRolloutRefWorkerComponent, "tensor '", item.key(),
-                 "' of the ", tp, " tensor-parallel slices in '", dir.string(), "' has shape ", whole.sizes(),
-                 ", config.json implies ", item.value().sizes());
-      item.value().copy_(whole.to(item.value().scalar_type()));
+    return *files[static_cast<size_t>(r)];
+  };
+  torch::NoGradGuard no_grad;
+  int stage_start = 0;  // the parameters come in stage order: a later one is never in an earlier stage's files
+  for (auto& item : module->named_parameters()) {
+    while (stage_start < W && !file(stage_start).contains(item.key())) stage_start += tp;
+    VERL_CHECK(stage_start + tp <= W, kActorRolloutRefWorkerComponent, "no model_world_size_", W,
+               "_rank_*.safetensors in '", dir.string(), "' holds tensor '", item.key(), "'");
+    const int split = model::tensor_parallel_dim(item.key());
+    std::vector<torch::Tensor> parts;
+    for (int r = stage_start; r < stage_start + (split < 0 || tp == 1 ? 1 : tp); ++r) {
+      VERL_CHECK(file(r).contains(item.key()), kActorRolloutRefWorkerComponent, "'",
+                 (dir / model_file_name(W, r)).string(), "' lacks tensor '", item.key(), "'");
+      parts.push_back(model::tensor_from_view(file(r).get(item.key())));
     }
+    torch::Tensor whole = parts.size() == 1 ? parts[0] : torch::cat(parts, split);
+    VERL_CHECK(whole.sizes() == item.value().sizes(), kActorRolloutRefWorkerComponent, "tensor '", item.key(),
+               "' of the ", tp, " tensor-parallel slices in '", dir.string(), "' has shape ", whole.sizes(),
+               ", config.json implies ", item.value().sizes());
+    item.value().copy_(whole.to(item.value().scalar_type()));
   }
   model::save_model(module, out_dir);
   copy_side_files(hf, hf, out_dir);

@@ -89,14 +89,13 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
   // dispatch over mesh "critic", TP rank 0 answering).
   // Under Ulysses the S ranks of a DP rank likewise get the same rows and split each sequence (SP rank 0 answering).
   tp_size_ = config_->critic.tensor_parallel_size();
+  pp_size_ = config_->critic.pipeline_parallel_size();
   sp_size_ = config_->critic.ulysses_sequence_parallel_size;
   critic_config_ = normalize_critic_config(
-      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * sp_size_,
-                                                    sp_size_ > 1 ? "critic.ulysses_sequence_parallel_size"
-                                                                 : "critic.megatron.tensor_model_parallel_size")));
-  const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), tp_size_ * sp_size_);
-  critic_config_.data_parallel_rank = place.dp_rank;  // the T (or S) ranks of a DP rank share it
-  const bool nd = tp_size_ > 1 || sp_size_ > 1;
+      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key())));
+  const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), tp_size_ * pp_size_ * sp_size_);
+  critic_config_.data_parallel_rank = place.dp_rank;  // the T x P (or S) ranks of a DP rank share it
+  const bool nd = tp_size_ * pp_size_ > 1 || sp_size_ > 1;
   const Dispatch compute = nd ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = nd ? "critic" : "";
   if (nd) set_mesh_info(mesh, place);
@@ -114,6 +113,11 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
                   [this](const DataProto& in) { return load_checkpoint(in); });
 }
 
+std::string CriticWorker::model_parallel_key() const {
+  if (sp_size_ > 1) return "critic.ulysses_sequence_parallel_size";
+  return pp_size_ > 1 ? "critic.megatron.pipeline_model_parallel_size" : "critic.megatron.tensor_model_parallel_size";
+}
+
 uint64_t CriticWorker::value_head_seed() const {
   return static_cast<uint64_t>(config_->data.seed.value_or(0));
 }
@@ -123,7 +127,7 @@ void CriticWorker::require_initialized(const char* method) const {
 }
 
 void CriticWorker::require_gradient_sync(const char* what) const {
-  VERL_CHECK(world_size() == tp_size_ || context().comm != nullptr, kCriticWorkerComponent, what, " with ",
+  VERL_CHECK(world_size() == tp_size_ * pp_size_ || context().comm != nullptr, kCriticWorkerComponent, what, " with ",
              world_size(),
              " critic ranks needs a gradient all-reduce between ranks, which the in-process transport does not "
              "provide; run the critic on 1 slot (trainer.n_gpus_per_node=1, trainer.nnodes=1) or launch with "
@@ -151,8 +155,10 @@ DataProto CriticWorker::init_model(const DataProto& in) {
   options.config_overrides = config_->critic.model.override_config;
   if (!config_->critic.model.hf_config_path.empty())
     options.config_dir = expand_user(config_->critic.model.hf_config_path);
-  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, "critic.megatron.tensor_model_parallel_size", device);
+  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, pp_size_, model_parallel_key(), device);
   options.tensor_parallel = layout.tp;
+  options.pipeline_stages = layout.stages;
+  options.pipeline_key = "critic.megatron.pipeline_model_parallel_size";
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
   (*module_)->model->gradient_checkpointing = config_->critic.model.enable_gradient_checkpointing;
@@ -182,7 +188,7 @@ DataProto CriticWorker::init_model(const DataProto& in) {
   const torch::ScalarType reduce_dtype =
       config_->critic.strategy == "megatron" ? torch::kFloat32
                                              : model::parse_precision(fsdp.reduce_dtype, "critic.model.fsdp_config");
-  if (tp_size_ == 1 && fsdp.reshard_after_forward) {
+  if (tp_size_ * pp_size_ == 1 && fsdp.reshard_after_forward) {
     fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size",
                                  kCriticWorkerComponent, reduce_dtype);
   }
@@ -196,7 +202,8 @@ DataProto CriticWorker::init_model(const DataProto& in) {
     // ZeRO-3 averages the gradients into the shards itself and its optimizer holds only this rank's shards.
     critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
   } else {
-    auto shard_group = optimizer_sharding_group(layout.dp, tp_size_, config_->critic.megatron.use_distributed_optimizer,
+    auto shard_group = optimizer_sharding_group(layout.dp, tp_size_ * pp_size_,
+                                                config_->critic.megatron.use_distributed_optimizer,
                                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
     critic_ = std::make_unique<DataParallelPPOCritic>(
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),

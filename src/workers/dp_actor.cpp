@@ -8,6 +8,7 @@
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
 #include "verl/model/mixed_precision.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
@@ -51,18 +52,20 @@ DataParallelPPOActor::DataParallelPPOActor(config::ActorConfig config, model::Ca
                                            torch::optim::Optimizer* optimizer)
     : config_(std::move(config)), model_(std::move(model)), optimizer_(optimizer) {
   const std::vector<bool> is_slice = model::parameter_is_slice(model_);
+  const std::vector<bool> counts = model::parameter_counts_in_norm(model_);
   const std::vector<torch::Tensor> all = model_->parameters();
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].requires_grad()) continue;
     parameters_.push_back(all[i]);
     parameter_is_slice_.push_back(is_slice[i]);
+    parameter_counts_in_norm_.push_back(counts[i]);
   }
 }
 
 std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::forward_micro_batch(
     const protocol::DataProto& micro, double temperature, bool calculate_entropy, torch::Tensor* sum_pi_squared,
     const model::TopKQuery& query, model::TopKLogProbs* top_k) {
-  model::AutocastGuard autocast(model_->model->embed_tokens->weight.device(), param_dtype);
+  model::AutocastGuard autocast(model_->model->weight_options().device(), param_dtype);
   auto out = model::response_log_probs(model_, micro.tensor("input_ids"), micro.tensor("attention_mask"),
                                        micro.tensor("position_ids"), micro.tensor("responses"), temperature,
                                        calculate_entropy, /*with_sum_pi_squared=*/sum_pi_squared != nullptr, query);
@@ -81,7 +84,7 @@ std::pair<torch::Tensor, torch::Tensor> DataParallelPPOActor::compute_log_prob(c
   const double temperature = meta_double(data_in, "temperature");
   const bool use_dynamic_bsz = data_in.meta_info.value("use_dynamic_bsz", false);
   protocol::DataProto data = data_in.select(keys);
-  const auto device = model_->model->embed_tokens->weight.device();
+  const auto device = model_->model->weight_options().device();
 
   std::vector<protocol::DataProto> micro_batches;
   MicroBatchPlan plan;
@@ -126,9 +129,11 @@ double DataParallelPPOActor::optimizer_step() {
   }
   // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from the
   // slices.
-  const GradientPlacement placement =
+  model::sum_tied_embedding_gradients(model_);  // pipeline stages: the first and last stages' copies
+  GradientPlacement placement =
       average_gradients(parameters_, optimizer_shard.get(), gradient_all_reduce,
                         model_->tp.active() ? model_->tp.comm.get() : nullptr, parameter_is_slice_);
+  add_pipeline_stages(placement, model_, parameter_counts_in_norm_);
   const double grad_norm = clip_grad_norm(parameters_, config_.grad_clip, placement);
   if (!std::isfinite(grad_norm)) {
     VERL_LOG(Warn, kDpActorComponent) << "grad_norm is not finite (" << grad_norm << "); skipping this optimizer step";
@@ -160,7 +165,7 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   if (data_in.has_tensor("rollout_is_weights")) keys.push_back("rollout_is_weights");
   protocol::DataProto data = data_in.select(keys);
   VERL_CHECK(data.size() > 0, kDpActorComponent, "update_actor got an empty batch");
-  const auto device = model_->model->embed_tokens->weight.device();
+  const auto device = model_->model->weight_options().device();
 
   const int64_t mini_size = config_.ppo_mini_batch_size;
   VERL_CHECK(mini_size > 0, kDpActorComponent, "ppo_mini_batch_size per rank must be positive, got ", mini_size);

@@ -5,6 +5,7 @@
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
 #include "verl/model/mixed_precision.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
@@ -72,7 +73,7 @@ int64_t DataParallelPPOCritic::sequence_parallel_size() const { return module_->
 torch::Tensor DataParallelPPOCritic::forward_micro_batch(const protocol::DataProto& micro) {
   const int64_t R = micro.tensor("responses").size(1);
   // Batches arrive in host memory; the micro-batch moves to the model's device (a no-op on the CPU).
-  const auto device = module_->model->embed_tokens->weight.device();
+  const auto device = module_->model->weight_options().device();
   model::AutocastGuard autocast(device, param_dtype);
   return model::response_values(module_, micro.tensor("input_ids").to(device), micro.tensor("attention_mask").to(device),
                                 micro.tensor("position_ids").to(device), R);
@@ -164,9 +165,11 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
     }
     // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
     // the slices.
-    const GradientPlacement placement =
+    model::sum_tied_embedding_gradients(module_);  // a no-op for a value head (its embedding is not tied to it)
+    GradientPlacement placement =
         average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
                           model::parameter_is_slice(module_));
+    add_pipeline_stages(placement, module_, model::parameter_counts_in_norm(module_));
     const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
     if (std::isfinite(grad_norm)) {
       if (shard_) {

@@ -149,6 +149,12 @@ GradientPlacement average_gradients(const std::vector<torch::Tensor>& parameters
   return placement;
 }
 
+void add_pipeline_stages(GradientPlacement& placement, model::CausalLM& model, std::vector<bool> counts_in_norm) {
+  if (!model->pp.active()) return;
+  placement.pipeline = model->pp.links->stages.get();
+  placement.counts_in_norm = std::move(counts_in_norm);
+}
+
 std::shared_ptr<parallel::Comm> optimizer_sharding_group(const std::shared_ptr<parallel::Comm>& data_parallel,
                                                          int64_t tp_size, bool use_distributed_optimizer,
                                                          int64_t fsdp_size, const std::string& fsdp_size_key) {

@@ -231,11 +231,15 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
 
 double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
                       const GradientPlacement& placement) {
-  if (placement.owners == nullptr && placement.tensor_parallel == nullptr && placement.sharded == nullptr) {
+  if (placement.owners == nullptr && placement.tensor_parallel == nullptr && placement.sharded == nullptr &&
+      placement.pipeline == nullptr) {
     return clip_grad_norm(parameters, max_norm);
   }
   VERL_ASSERT(placement.tensor_parallel == nullptr || placement.is_slice.size() == parameters.size(), "optim",
               "clip_grad_norm: ", placement.is_slice.size(), " slice flags for ", parameters.size(), " parameters");
+  VERL_ASSERT(placement.pipeline == nullptr || placement.counts_in_norm.size() == parameters.size(), "optim",
+              "clip_grad_norm: ", placement.counts_in_norm.size(), " norm flags for ", parameters.size(),
+              " parameters");
   torch::NoGradGuard no_grad;
   // Per-tensor norms as torch computes them; a gradient held elsewhere counts 0 here.
   std::vector<torch::Tensor> norms;
@@ -260,7 +264,15 @@ double clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_n
     placement.tensor_parallel->all_reduce(squares, parallel::ReduceOp::Sum);
     per_tensor = torch::where(slice, squares.sqrt(), per_tensor);
   }
-  const torch::Tensor total = per_tensor.norm(2);
+  torch::Tensor total = per_tensor.norm(2);
+  if (placement.pipeline != nullptr) {
+    // The stages hold different parameters: their sums of squares add up (in stage order, so every stage agrees).
+    auto counted = torch::tensor(std::vector<uint8_t>(placement.counts_in_norm.begin(), placement.counts_in_norm.end()))
+                       .to(torch::kBool);
+    torch::Tensor squares = (per_tensor.pow(2) * counted).sum();
+    placement.pipeline->all_reduce(squares, parallel::ReduceOp::Sum);
+    total = squares.sqrt();
+  }
   const double total_value = total.item<double>();
   if (!std::isfinite(total_value)) return total_value;
   const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);

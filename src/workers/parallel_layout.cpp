@@ -2,6 +2,7 @@
 
 #include "verl/common/error.h"
 #include "verl/parallel/nccl_comm.h"
+#include "verl/parallel/pipeline_parallel.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::workers {
@@ -18,23 +19,32 @@ single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_s
 }
 
 ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
-                                    const std::string& key, const torch::Device& device) {
-  data_parallel_size(context.world_size, tp_size, key);
+                                    int64_t pp_size, const std::string& key, const torch::Device& device) {
+  data_parallel_size(context.world_size, tp_size * pp_size, key);
   ParallelLayout layout;
   std::shared_ptr<parallel::Comm> group = parallel::device_comm(context.comm, device);
-  if (tp_size == 1) {
+  if (tp_size * pp_size == 1) {
     layout.dp = group;
     layout.dp_rank = context.rank;
     return layout;
   }
-  VERL_CHECK(context.comm != nullptr, "worker", key, "=", tp_size, " needs a communicator between the worker group's ",
-             context.world_size, " ranks, which the in-process transport does not provide; launch with mpirun "
-             "(docs/distributed.md)");
-  auto split = parallel::tensor_parallel_mesh(group, static_cast<int>(tp_size));
-  layout.tp = model::TensorParallelGroup{split.tp};
-  layout.dp = split.dp;
-  layout.dp_rank = split.dp_rank;
-  layout.collects = split.tp_rank == 0;
+  VERL_CHECK(context.comm != nullptr, "worker", key, "=", tp_size * pp_size,
+             " needs a communicator between the worker group's ", context.world_size,
+             " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
+  if (pp_size == 1) {
+    auto split = parallel::tensor_parallel_mesh(group, static_cast<int>(tp_size));
+    layout.tp = model::TensorParallelGroup{split.tp};
+    layout.dp = split.dp;
+    layout.dp_rank = split.dp_rank;
+    layout.collects = split.tp_rank == 0;
+    return layout;
+  }
+  auto mesh = parallel::pipeline_parallel_mesh(group, static_cast<int>(tp_size), static_cast<int>(pp_size));
+  layout.tp = model::TensorParallelGroup{mesh.tp};
+  layout.stages = mesh.stages;
+  layout.dp = mesh.dp;
+  layout.dp_rank = mesh.dp_rank;
+  layout.collects = mesh.tp_rank == 0 && mesh.stage == 0;
   return layout;
 }
 

@@ -1,4 +1,4 @@
-// strategy=megatron (tensor parallelism) under mpirun, against the 1-rank fsdp run on the same global batch:
+// strategy=megatron (tensor and pipeline parallelism) under mpirun, against the 1-rank fsdp run on the same global batch:
 //   - TP=2 (mpirun -np 3) and DP=2 x TP=2 (-np 5): three GAE steps with greedy rollouts end with the actor's
 //     and the critic's whole weights (huggingface/, gathered from the slices) within 1e-3 of the 1-rank run's,
 //     the same metrics, and the same greedy validation (so generation on the slices gave the same tokens);
@@ -6,8 +6,10 @@
 //     resumed at step 2 ends bit-identical to the uninterrupted one;
 //   - a Qwen2-MoE under TP=2 (every expert split as a dense MLP, the router whole) is the 1-rank run too;
 //   - model_engine=megatron: each worker rank schedules its LR (Megatron's cosine / linear) over the trainer's steps;
-//   - a TP size that does not divide the devices, a rollout TP other than the actor's, and TP without mpirun
-//     are one error line.
+//   - pipeline parallelism: 2 stages (mpirun -np 3) and 2 stages x TP=2 (-np 5) are the 1-rank run too, the stages'
+//     files export and resume bit-identical;
+//   - a TP size that does not divide the devices, a rollout TP other than the actor's, TP without mpirun, and
+//     TP x PP ranks that do not divide the devices are one error line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +51,7 @@ const std::string& moe_model() {
 }
 
 std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, bool sampled = false,
-                                 const std::string& model_dir = "") {
+                                 const std::string& model_dir = "", int pp = 1) {
   DigitCompletionSetup data = setup();
   if (!model_dir.empty()) data.model_dir = model_dir;
   std::vector<std::string> o = data.base_overrides(run_dir);
@@ -66,12 +68,15 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, 
         "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
     o.push_back(extra);
   }
-  if (tp > 1) {
+  if (tp * pp > 1) {
     for (const std::string& extra :
          {std::string("actor_rollout_ref.actor.strategy=megatron"), std::string("critic.strategy=megatron"),
           "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" + std::to_string(tp),
           "actor_rollout_ref.rollout.tensor_model_parallel_size=" + std::to_string(tp),
-          "critic.megatron.tensor_model_parallel_size=" + std::to_string(tp)}) {
+          "critic.megatron.tensor_model_parallel_size=" + std::to_string(tp),
+          // verl's ref pipeline size follows the actor's (oc.select); the critic's is its own.
+          "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=" + std::to_string(pp),
+          "critic.megatron.pipeline_model_parallel_size=" + std::to_string(pp)}) {
       o.push_back(extra);
     }
   }
@@ -174,6 +179,69 @@ TEST(Megatron, MixtureOfExpertsTensorParallelTwoEqualsOneRank) {
   EXPECT_EQ(slice.get("model.layers.1.mlp.gate.weight").shape, (std::vector<int64_t>{4, 32}));
 }
 
+// Pipeline parallelism: two stages of one layer each (the first holding the embedding, the last the final norm and
+// the heads), the hidden states passed between them; with TP=2 inside each stage too (mpirun -np 5). The same run as
+// one rank's, the HF weights gathered from the stages, `verl model export` puts the rank files back together, and a
+// run resumed at step 2 from the stages' own files ends bit-identical to the uninterrupted one.
+TEST(Megatron, PipelineParallelTwoStagesEqualOneRankAndResumeBitIdentical) {
+  const std::string one_dir = make_temp_dir("dist_megatron_pp1");
+  const std::string pp_dir = make_temp_dir("dist_megatron_pp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> every_step = gae_run(pp_dir, 2, 1, false, "", /*pp=*/2);
+  every_step.push_back("trainer.save_freq=1");
+  CommandResult two = run_command(mpirun(3) + verl_train_command(every_step));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(one_dir, pp_dir);
+
+  // Each stage's file holds its own layer: the embedding on the first, the final norm on the last.
+  const std::string actor = pp_dir + "/global_step_3/actor";
+  io::SafetensorsCheckpoint first(actor + "/model_world_size_2_rank_0.safetensors");
+  io::SafetensorsCheckpoint last(actor + "/model_world_size_2_rank_1.safetensors");
+  EXPECT_TRUE(first.contains("model.embed_tokens.weight"));
+  EXPECT_TRUE(first.contains("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_FALSE(first.contains("model.layers.1.self_attn.q_proj.weight"));
+  EXPECT_FALSE(first.contains("model.norm.weight"));
+  EXPECT_TRUE(last.contains("model.layers.1.self_attn.q_proj.weight"));
+  EXPECT_FALSE(last.contains("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_TRUE(last.contains("model.norm.weight"));
+  const std::string exported = make_temp_dir("dist_megatron_pp_export");
+  CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + pp_dir + "/global_step_3' --out '" +
+                                 exported + "'");
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  auto [diff, name] = max_relative_difference(exported + "/model.safetensors", actor + "/huggingface/model.safetensors");
+  EXPECT_EQ(diff, 0.0) << name;
+
+  // Stopped after step 2 and resumed from the stages' files.
+  const std::string resumed_dir = make_temp_dir("dist_megatron_pp_resumed");
+  fs::copy(pp_dir, resumed_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::remove_all(resumed_dir + "/global_step_3");
+  std::ofstream(resumed_dir + "/latest_checkpointed_iteration.txt") << "2";
+  std::vector<std::string> again = gae_run(resumed_dir, 2, 1, false, "", /*pp=*/2);
+  again.push_back("trainer.save_freq=1");
+  CommandResult part2 = run_command(mpirun(3) + verl_train_command(again));
+  ASSERT_EQ(part2.exit_code, 0) << part2.out << part2.err;
+  for (const std::string role : {"actor", "critic"}) {
+    for (int r = 0; r < 2; ++r) {
+      const std::string file =
+          "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+      ASSERT_TRUE(fs::exists(resumed_dir + file)) << file;
+      auto [resumed_diff, resumed_name] = max_relative_difference(resumed_dir + file, pp_dir + file);
+      EXPECT_EQ(resumed_diff, 0.0) << role << " rank " << r << ": " << resumed_name;
+    }
+  }
+}
+
+TEST(Megatron, PipelineTimesTensorParallelEqualsOneRankForThreePpoSteps) {
+  const std::string one_dir = make_temp_dir("dist_megatron_pptp1");
+  const std::string mesh_dir = make_temp_dir("dist_megatron_pp2tp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, false, "", /*pp=*/2)));
+  ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
+  expect_same_run(one_dir, mesh_dir);
+}
+
 // Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and
 // resumed ends where the uninterrupted one does, bit for bit. Sampled rollouts: the TP ranks of a copy must draw
 // the same tokens (the worker checks it after every generation and fails otherwise).
@@ -246,9 +314,13 @@ TEST(Megatron, BadTensorParallelConfigsAreOneErrorLine) {
   one_line(run_command(verl_train_command(rollout)),
            "actor_rollout_ref.rollout.tensor_model_parallel_size (1) must equal "
            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size (2)");
+  // A model copy of TP 2 x PP 2 ranks does not fit in 2 devices.
   std::vector<std::string> pipeline = gae_run(dir, 2, 2);
   pipeline.push_back("critic.megatron.pipeline_model_parallel_size=2");
-  one_line(run_command(verl_train_command(pipeline)), "critic.megatron.pipeline_model_parallel_size=2");
+  one_line(run_command(verl_train_command(pipeline)),
+           "critic.megatron.tensor_model_parallel_size=2 x critic.megatron.pipeline_model_parallel_size=2 must divide "
+           "the critic's 2 devices");
+
   // Tensor parallelism needs collectives between the ranks: in one process there are none.
   CommandResult in_process = run_command(verl_train_command(gae_run(dir, 2, 2)));
   EXPECT_NE(in_process.exit_code, 0);

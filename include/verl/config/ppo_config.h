@@ -146,6 +146,7 @@ struct FSDPConfig {
 // context parallelism and sequence parallelism are not implemented (their keys accept only the "off" value).
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;  // stages of the layers (model/pipeline_parallel_model.h)
   bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's
   bool grad_offload = false;
@@ -237,8 +238,12 @@ struct ActorConfig {
   // Ulysses sequence-parallel ranks per data-parallel rank (verl's fsdp_config.ulysses_sequence_parallel_size,
   // or the deprecated actor-level key when > 1): the sequence is split across them (parallel/ulysses.h).
   int64_t ulysses_sequence_parallel_size = 1;
-  // Tensor-parallel ranks per model copy: megatron's tensor_model_parallel_size, 1 under fsdp.
+  // Tensor-parallel ranks per pipeline stage: megatron's tensor_model_parallel_size, 1 under fsdp.
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
+  // Pipeline stages per model copy: megatron's pipeline_model_parallel_size, 1 under fsdp.
+  int64_t pipeline_parallel_size() const { return strategy == "megatron" ? megatron.pipeline_model_parallel_size : 1; }
+  // The ranks holding one model copy (TP x PP), which get the same rows.
+  int64_t model_parallel_size() const { return tensor_parallel_size() * pipeline_parallel_size(); }
 };
 
 struct RefConfig {
@@ -356,6 +361,8 @@ struct CriticConfig {
   CheckpointContentsConfig checkpoint;
   int64_t ulysses_sequence_parallel_size = 1;  // as the actor's (critic.fsdp.* or the deprecated critic-level key)
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
+  int64_t pipeline_parallel_size() const { return strategy == "megatron" ? megatron.pipeline_model_parallel_size : 1; }
+  int64_t model_parallel_size() const { return tensor_parallel_size() * pipeline_parallel_size(); }
 };
 
 // verl 0.9.1's RateLimitedRewardManager (reward_manager=rate_limited) for reward functions that call an API: at most

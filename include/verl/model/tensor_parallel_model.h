@@ -34,7 +34,7 @@ CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp);
 // Every parameter whole, in named_parameters() order (collective over model->tp: call on every rank).
 NamedTensors gather_full_state(CausalLM& model);
 // A whole model holding gather_full_state (collective), with LoRA adapters when `model` has them; `model` itself
-// when it is not tensor parallel.
+// when it is not tensor parallel. A pipeline stage's model gathers its stages first (collective over them too).
 CausalLM gather_full_model(CausalLM& model);
 
 // For each parameter (parameters() order): whether this rank holds a slice of it (true) or all of it, the same

@@ -14,6 +14,12 @@
 // by input columns (their biases whole, added once), the embedding and LM head by vocabulary rows; norms and
 // the value head whole. Forward puts the slices together with parallel/tensor_parallel.h, so every rank gets
 // the same hidden states, and the gradient of a loss computed the same on every rank reaches each slice.
+//
+// Pipeline parallelism (the megatron strategy, model/pipeline_parallel_model.h): built with a PipelineParallelGroup
+// of P > 1 stages, stage s holds layers [first_layer, end_layer) under their HF names (model.layers.<global index>),
+// the first stage the embedding, the last the final norm and the head (and the embedding too when the LM head is tied
+// to it). A forward without a cache passes the hidden states from stage to stage (parallel/pipeline_parallel.h); the
+// head's outputs (logits, log-probs, values) are the last stage's, broadcast, so every stage returns the same.
 #pragma once
 
 #include <torch/torch.h>
@@ -28,6 +34,7 @@
 #include "verl/model/packed_tokens.h"
 #include "verl/model/top_k_log_probs.h"
 #include "verl/parallel/comm.h"
+#include "verl/parallel/pipeline_parallel.h"
 
 namespace verl::model {
 
@@ -39,6 +46,15 @@ struct TensorParallelGroup {
   bool active() const { return comm != nullptr && comm->size() > 1; }
   int64_t size() const { return active() ? comm->size() : 1; }
   int64_t rank() const { return active() ? comm->rank() : 0; }
+};
+
+// This rank's pipeline stage; no links (or one stage): every layer.
+struct PipelineParallelGroup {
+  std::shared_ptr<parallel::PipelineLinks> links;
+  int64_t first_layer = 0, end_layer = 0;  // this stage's layers
+  bool active() const { return links != nullptr && links->count() > 1; }
+  bool first() const { return !active() || links->first(); }
+  bool last() const { return !active() || links->last(); }
 };
 
 // This rank's Ulysses sequence-parallel group (parallel/ulysses.h; set_sequence_parallel); none (or one rank):
@@ -164,9 +180,12 @@ TORCH_MODULE(DecoderLayer);
 
 // HF's `model` submodule: embeddings, layers, final norm.
 struct DecoderImpl : torch::nn::Module {
-  explicit DecoderImpl(const HFConfig& config, TensorParallelGroup tp = {});
+  // `pp`: the stage's layers only; the embedding on the first stage, and on the last too with `tied_lm_head`.
+  explicit DecoderImpl(const HFConfig& config, TensorParallelGroup tp = {}, PipelineParallelGroup pp = {},
+                       bool tied_lm_head = false);
   // input_ids [B,T]; attention_mask [B,S] (S = cached length + T; 1 = real token); position_ids [B,T].
-  // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T.
+  // Returns the final-normed hidden states [B,T,hidden]. Advances cache->length by T. On a pipeline stage before
+  // the last: this stage's output (not normed), also kept in pipeline_output for the head's send.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& position_ids, KVCache* cache = nullptr);
   // The same forward without a cache over only the real tokens (use_remove_padding; packing from pack_tokens or
@@ -181,10 +200,12 @@ struct DecoderImpl : torch::nn::Module {
   // sliding layers (one bias over the cache cannot hold two masks; rollout/cuda_graph_decode.h keeps them eager).
   torch::Tensor decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
                                    const torch::Tensor& bias, KVCache& cache);
-  torch::nn::Embedding embed_tokens{nullptr};
-  torch::nn::ModuleList layers{nullptr};
-  std::vector<DecoderLayer> layer_list;
-  RMSNorm norm{nullptr};
+  // The device and dtype of the weights (the embedding's, or on a pipeline stage without it, the first layer's).
+  torch::TensorOptions weight_options() const;
+  torch::nn::Embedding embed_tokens{nullptr};  // null on a pipeline stage without it
+  torch::nn::ModuleList layers{nullptr};       // on a pipeline stage, parameterless Identity at the other stages' layers
+  std::vector<DecoderLayer> layer_list;        // this stage's layers: global index = pp.first_layer + i
+  RMSNorm norm{nullptr};                       // null on a pipeline stage before the last
   torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
   HFConfig config;
   TensorParallelGroup tp;
@@ -200,6 +221,10 @@ struct DecoderImpl : torch::nn::Module {
   // this rank's 1/sp of it (global position ids, so rotary embeddings are those of the whole sequence) and returns
   // this rank's part of the hidden states [B, T/sp, hidden].
   SequenceParallelGroup sequence_parallel;
+  PipelineParallelGroup pp;
+  // A stage before the last: the output of its latest forward, sent on to the next stage when the head's outputs
+  // (logits, values, log-probs) are asked for.
+  torch::Tensor pipeline_output;
 
  private:
   // The layers, then the final norm; `packed` as the layer's. The config's sliding layers attend with
@@ -216,8 +241,10 @@ torch::Tensor rope_inv_freq(const HFConfig& config);
 double rope_attention_scaling(const HFConfig& config);
 
 struct CausalLMImpl : torch::nn::Module {
-  // With an active `tp`, the config must split (model/tensor_parallel_model.h: check_tensor_parallel).
-  CausalLMImpl(const HFConfig& config, HeadKind head = HeadKind::LM, TensorParallelGroup tp = {});
+  // With an active `tp`, the config must split (model/tensor_parallel_model.h: check_tensor_parallel). With an active
+  // `pp`, the head (lm_head or score) sits on the last stage only.
+  CausalLMImpl(const HFConfig& config, HeadKind head = HeadKind::LM, TensorParallelGroup tp = {},
+               PipelineParallelGroup pp = {});
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& position_ids, KVCache* cache = nullptr) {
     return model->forward(input_ids, attention_mask, position_ids, cache);
@@ -241,6 +268,7 @@ struct CausalLMImpl : torch::nn::Module {
   HFConfig config;
   HeadKind head;
   TensorParallelGroup tp;
+  PipelineParallelGroup pp;
   // verl's use_remove_padding for response_log_probs / response_values. They run the trunk only over the columns
   // that hold a token in some row of their batch (the prompts' shared left padding and the responses' shared
   // right padding are skipped), packed (model/packed_tokens.h): projections, MLPs and the LM / value head compute

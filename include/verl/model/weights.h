@@ -35,6 +35,10 @@ struct LoadOptions {
   uint64_t value_head_seed = 0;
   // Active: the folder is read whole and this rank keeps its slices (model/tensor_parallel_model.h).
   TensorParallelGroup tensor_parallel;
+  // More than one rank: this rank keeps its stage of the (sliced) model (model/pipeline_parallel_model.h), the
+  // layers split evenly over the stages (an error naming `pipeline_key` when they do not divide).
+  std::shared_ptr<parallel::Comm> pipeline_stages;
+  std::string pipeline_key = "pipeline_model_parallel_size";
   // verl's model.override_config, applied to config.json before the model is built (model/hf_config.h).
   HFConfigOverrides config_overrides;
   // verl's model.hf_config_path: config.json from this folder instead of the weights' (empty: the weights').

@@ -14,8 +14,8 @@
 //                                     LM head's output): global max, sum of exp and the label's logit are
 //                                     reduced across ranks; no rank holds the full vocabulary
 //
-// Reductions are the Comm's (deterministic, in rank order). Status: the building blocks; the model does not
-// use them yet (actor/critic strategy=megatron is not implemented).
+// Reductions are the Comm's (deterministic, in rank order). The model's layers use them under the megatron strategy
+// (model/tensor_parallel_model.h).
 #pragma once
 
 #include <torch/torch.h>

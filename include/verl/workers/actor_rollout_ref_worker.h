@@ -87,6 +87,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   torch::Device device() const { return device_; }
 
  private:
+  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline or tensor parallel size).
+  std::string model_parallel_key() const;
   void require_initialised(const char* method) const;
   protocol::DataProto save_rollout_state(const protocol::DataProto& input);
   protocol::DataProto load_rollout_state(const protocol::DataProto& input);
@@ -95,7 +97,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::string role_;
   bool is_actor_ = false, is_rollout_ = false, is_ref_ = false;
   config::ActorConfig actor_cfg_;
-  int64_t tp_size_ = 1;  // tensor-parallel ranks per model copy (megatron), 1 under fsdp
+  int64_t tp_size_ = 1;  // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
+  int64_t pp_size_ = 1;  // pipeline stages per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};

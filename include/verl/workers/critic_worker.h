@@ -49,13 +49,16 @@ class CriticWorker : public single_controller::Worker {
   torch::optim::Optimizer& optimizer();
 
  private:
+  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline or tensor parallel size).
+  std::string model_parallel_key() const;
   void require_initialized(const char* method) const;
   void require_gradient_sync(const char* what) const;
   uint64_t value_head_seed() const;
 
   std::shared_ptr<const config::PPOConfig> config_;
   DPCriticConfig critic_config_;
-  int64_t tp_size_ = 1;  // tensor-parallel ranks per model copy (megatron), 1 under fsdp
+  int64_t tp_size_ = 1;  // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
+  int64_t pp_size_ = 1;  // pipeline stages per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1;  // Ulysses sequence-parallel ranks per data-parallel rank (critic.ulysses_sequence_parallel_size)
   std::string model_path_;
   std::string tokenizer_path_;

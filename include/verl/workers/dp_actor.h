@@ -81,6 +81,7 @@ class DataParallelPPOActor {
   torch::optim::Optimizer* optimizer_;
   std::vector<torch::Tensor> parameters_;
   std::vector<bool> parameter_is_slice_;  // per parameters_: a tensor-parallel slice (clipping sums them over TP)
+  std::vector<bool> parameter_counts_in_norm_;  // per parameters_: false for a pipeline stage's copy of a tied one
 };
 
 // Rows of `data` moved to `device` (tensors only; columns and meta kept).

@@ -76,6 +76,10 @@ GradientPlacement average_gradients(const std::vector<torch::Tensor>& parameters
                                     const GradientAverager& all_reduce, parallel::Comm* tensor_parallel,
                                     std::vector<bool> is_slice);
 
+// Pipeline parallelism: the norm sums over `model`'s stages, `counts_in_norm` (per parameter of the placement)
+// leaving out duplicates. Nothing without stages.
+void add_pipeline_stages(GradientPlacement& placement, model::CausalLM& model, std::vector<bool> counts_in_norm);
+
 // The group a role's optimizer state is sharded over: fsdp, groups of fsdp_size consecutive DP ranks
 // (sharding_group); megatron (tp_size > 1), every DP rank with use_distributed_optimizer and none without.
 std::shared_ptr<parallel::Comm> optimizer_sharding_group(const std::shared_ptr<parallel::Comm>& data_parallel,

@@ -98,6 +98,10 @@ struct GradientPlacement {
   // ZeRO-3: every parameter is this rank's shard of a flat vector split over this group (model/
   // fully_sharded_model.h); the squares of the shards' gradients sum over the group.
   parallel::Comm* sharded = nullptr;
+  // Pipeline parallelism: each stage holds its own layers; the squares of the stages' norms sum over this group,
+  // a parameter with counts_in_norm[i] false (the last stage's copy of a tied embedding) left out.
+  parallel::Comm* pipeline = nullptr;
+  std::vector<bool> counts_in_norm;
 };
 // clip_grad_norm by the norm of the whole model's gradient, the same on every rank: per-tensor norms (each from
 // the rank holding it; a slice's from all TP ranks), the norm of those, one coefficient for the gradients held

@@ -137,7 +137,7 @@ TEST(MegatronEngineConfig, FeaturesOffTheirDefaultsAreErrorsNamingThem) {
   EXPECT_TRUE(has_text(config_error_of({"critic.optim.exp_avg_dtype=bf16"}), "reduced-precision"));
   EXPECT_TRUE(
       has_text(config_error_of({"actor_rollout_ref.model.lora.rank=8"}), "verl.cpp's LoRA takes model.lora_rank"));
-  EXPECT_TRUE(has_text(config_error_of({a + "pipeline_model_parallel_size=2"}), "pipeline parallelism"));
+  EXPECT_TRUE(has_text(config_error_of({a + "virtual_pipeline_model_parallel_size=2"}), "interleaved pipeline stages"));
 }
 
 // Megatron's scheduler keeps the config's LR on resume (verl's override_opt_param_scheduler); only the step count

@@ -161,6 +161,35 @@ TEST(PPOConfig, QuickstartRolloutAndModelKeysLoad) {
             std::string::npos);
 }
 
+// strategy=megatron's pipeline stages: read for the actor (the ref follows it, verl's oc.select) and the critic;
+// a model copy is TP x PP ranks; LoRA with stages and a pipeline size below 1 are errors naming the key.
+TEST(PPOConfig, MegatronPipelineKeys) {
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
+                                 "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                                 "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=3",
+                                 "critic.strategy=megatron", "critic.megatron.pipeline_model_parallel_size=2"})
+                    .ppo;
+  EXPECT_EQ(c.actor_rollout_ref.actor.pipeline_parallel_size(), 3);
+  EXPECT_EQ(c.actor_rollout_ref.actor.model_parallel_size(), 6);
+  EXPECT_EQ(c.actor_rollout_ref.ref.megatron.pipeline_model_parallel_size, 3);
+  EXPECT_EQ(c.critic.model_parallel_size(), 2);
+  PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"}).ppo;
+  EXPECT_EQ(fsdp.actor_rollout_ref.actor.model_parallel_size(), 1);  // only megatron reads it
+  EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.strategy=megatron",
+                                 "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+                                 "actor_rollout_ref.model.lora_rank=8"})
+                .find("actor_rollout_ref.model.lora_rank > 0 with "
+                      "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 is not supported"),
+            std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"critic.strategy=megatron", "critic.megatron.pipeline_model_parallel_size=2",
+                                 "critic.model.lora_rank=8"})
+                .find("critic.model.lora_rank > 0 with critic.megatron.pipeline_model_parallel_size=2"),
+            std::string::npos);
+  EXPECT_NE(ppo_config_error_of({"critic.megatron.pipeline_model_parallel_size=0"})
+                .find("critic.megatron.pipeline_model_parallel_size"),
+            std::string::npos);
+}
+
 // strategy=megatron's keys: tensor parallelism is read; the parallelisms verl.cpp lacks are errors naming the key.
 TEST(PPOConfig, MegatronKeys) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",

@@ -1,0 +1,64 @@
+// Pipeline parallelism (Megatron-LM's pipeline_model_parallel_size) over a Comm: the P stages of one model copy each
+// hold a run of its layers; a forward passes the hidden states from stage to stage and the last stage's outputs
+// (log-probs, values) are broadcast to every stage, so every stage computes the same loss from the same batch, as
+// the ranks of a tensor-parallel group do. Its backward runs the other way: each stage sends the gradient of the
+// hidden states it received back to the stage before.
+//
+//   receive_activation(links, grad)        forward: the previous stage's hidden states;
+//                                          backward: their gradient sent back to it
+//   send_activation(h, links)              forward: h to the next stage, returns a scalar 0 to add to this stage's
+//                                          outputs (so the loss reaches the send); backward: h's gradient received
+//                                          from the next stage
+//   broadcast_outputs(outputs, links)      the last stage's outputs on every stage (undefined entries stay undefined)
+//
+// The stages take turns (one micro-batch passes through them at a time; Megatron's 1F1B schedule overlaps them):
+// pipeline parallelism here divides the model's memory, not its time. Transfers go over a communicator of the
+// two neighbouring stages; each carries a small header (dtype and shape) before the data.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "verl/parallel/comm.h"
+
+namespace verl::parallel {
+
+struct PipelineLinks {
+  std::shared_ptr<Comm> stages;    // the P stages of one model copy, rank = stage
+  std::shared_ptr<Comm> previous;  // stages (s-1, s), this stage rank 1; null on the first stage
+  std::shared_ptr<Comm> next;      // stages (s, s+1), this stage rank 0; null on the last stage
+  std::shared_ptr<Comm> embedding; // the first and last stages (tied word embeddings); null on the others
+  int stage() const { return stages ? stages->rank() : 0; }
+  int count() const { return stages ? stages->size() : 1; }
+  bool first() const { return stage() == 0; }
+  bool last() const { return stage() == count() - 1; }
+};
+// Collective over `stages`.
+std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages);
+
+// The groups of a worker group of D x P x T ranks: rank = dp_rank * (P * T) + stage * T + tp_rank, so that the
+// P * T ranks of one model copy are consecutive (as the TP ranks are without pipeline parallelism: verl's dispatch
+// gives them the same rows). Megatron puts the pipeline outermost instead; the numbers are the same either way.
+// Collective on `group`.
+struct PipelineParallelMesh {
+  std::shared_ptr<Comm> tp;      // the T ranks holding slices of the same layers
+  std::shared_ptr<Comm> dp;      // the D ranks holding the same slice of the same layers
+  std::shared_ptr<Comm> stages;  // the P ranks holding one model copy's stages
+  int tp_rank = 0, dp_rank = 0, stage = 0;
+};
+PipelineParallelMesh pipeline_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size, int pp_size);
+
+// The layers [first, end) of stage `stage` of `stages`: an even split (Megatron's default), an error naming `key`
+// when `stages` does not divide `num_layers`.
+std::pair<int64_t, int64_t> pipeline_stage_layers(int64_t num_layers, int stages, int stage, const std::string& key);
+
+// See the top of this file. `requires_grad`: whether this forward will be backpropagated (the same on every stage).
+torch::Tensor receive_activation(const std::shared_ptr<PipelineLinks>& links, const torch::Device& device,
+                                 bool requires_grad);
+torch::Tensor send_activation(const torch::Tensor& h, const std::shared_ptr<PipelineLinks>& links);
+std::vector<torch::Tensor> broadcast_outputs(const std::vector<torch::Tensor>& outputs, const PipelineLinks& links,
+                                             const torch::Device& device);
+
+}  // namespace verl::parallel
