@@ -475,10 +475,10 @@ MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains
   check_positive(m.tensor_model_parallel_size, p + ".tensor_model_parallel_size");
   m.pipeline_model_parallel_size = in.get_int(p + ".pipeline_model_parallel_size");
   check_positive(m.pipeline_model_parallel_size, p + ".pipeline_model_parallel_size");
-  const auto vpp = in.get_optional_int(p + ".virtual_pipeline_model_parallel_size");
-  VERL_CHECK(!vpp.has_value() || *vpp == 1, "config", p, ".virtual_pipeline_model_parallel_size=", vpp.value_or(0),
-             ": interleaved pipeline stages (several runs of layers per stage) are not supported; use null (each "
-             "stage holds one run of pipeline_model_parallel_size's even split)");
+  // Megatron's interleaved layout: each stage holds this many runs of layers (null: one).
+  m.virtual_pipeline_model_parallel_size =
+      in.get_optional_int(p + ".virtual_pipeline_model_parallel_size").value_or(1);
+  check_positive(m.virtual_pipeline_model_parallel_size, p + ".virtual_pipeline_model_parallel_size");
   const int64_t cp = in.get_int(p + ".context_parallel_size");
   VERL_CHECK(cp == 1, "config", p, ".context_parallel_size=", cp,
              ": context parallelism is not implemented (every rank sees whole sequences; use 1)");

@@ -21,15 +21,16 @@ int64_t layer_index(const std::string& name) {
 }  // namespace
 
 PipelineParallelGroup pipeline_parallel_group(const std::shared_ptr<parallel::Comm>& stages, int64_t num_layers,
-                                              const std::string& key) {
+                                              const std::string& key, int64_t virtual_stages,
+                                              const std::string& virtual_key) {
   if (stages == nullptr || stages->size() == 1) return {};
-  const auto [first, end] = parallel::pipeline_stage_layers(num_layers, stages->size(), stages->rank(), key);
-  return PipelineParallelGroup{parallel::pipeline_links(stages), first, end};
+  const int64_t chunk = parallel::pipeline_chunk_layers(num_layers, stages->size(), virtual_stages, key, virtual_key);
+  return PipelineParallelGroup{parallel::pipeline_links(stages, /*ring=*/virtual_stages > 1), chunk, virtual_stages};
 }
 
-int pipeline_stage_of(const std::string& name, const HFConfig& config, int stages) {
+int pipeline_stage_of(const std::string& name, const HFConfig& config, int stages, int64_t virtual_stages) {
   const int64_t layer = layer_index(name);
-  if (layer >= 0) return static_cast<int>(layer / (config.num_hidden_layers / stages));
+  if (layer >= 0) return static_cast<int>((layer / (config.num_hidden_layers / (stages * virtual_stages))) % stages);
   return name == "model.embed_tokens.weight" ? 0 : stages - 1;
 }
 
@@ -62,7 +63,7 @@ CausalLM gather_pipeline_stages(CausalLM& model) {
   std::map<int, std::vector<torch::Tensor>> by_stage;
   torch::NoGradGuard no_grad;
   for (auto& item : whole->named_parameters()) {
-    const int owner = pipeline_stage_of(item.key(), model->config, stages.size());
+    const int owner = pipeline_stage_of(item.key(), model->config, stages.size(), model->pp.chunks);
     if (owner == stages.rank()) item.value().copy_(mine[item.key()]);
     by_stage[owner].push_back(item.value());
   }

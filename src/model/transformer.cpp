@@ -455,16 +455,17 @@ AttentionBiases attention_biases(const HFConfig& config, const torch::Tensor& at
 
 DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_, PipelineParallelGroup pp_, bool tied_lm_head)
     : config(c), tp(std::move(tp_)), pp(std::move(pp_)) {
-  if (!pp.active()) pp = PipelineParallelGroup{nullptr, 0, c.num_hidden_layers};
-  VERL_ASSERT(0 <= pp.first_layer && pp.first_layer < pp.end_layer && pp.end_layer <= c.num_hidden_layers,
-              kTransformerComponent, "pipeline stage layers [", pp.first_layer, ", ", pp.end_layer, ") of ",
-              c.num_hidden_layers);
+  if (!pp.active()) pp = PipelineParallelGroup{};
+  VERL_ASSERT(!pp.active() || (pp.chunk_layers > 0 && pp.chunks >= 1 &&
+                               pp.chunk_layers * pp.chunks * pp.links->count() == c.num_hidden_layers),
+              kTransformerComponent, "pipeline stages of ", pp.chunks, " runs of ", pp.chunk_layers,
+              " layers do not make config.json's ", c.num_hidden_layers);
   if (pp.first() || (pp.last() && tied_lm_head)) {
     embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size / tp.size(), c.hidden_size));
   }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    if (i < pp.first_layer || i >= pp.end_layer) {
+    if (!pp.holds(i)) {
       layers->push_back(torch::nn::Identity());  // another stage's layer: keeps the HF index of the ones after it
       continue;
     }
@@ -548,8 +549,15 @@ torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos,
                                       const torch::Tensor& full_bias, const torch::Tensor& sliding_bias, KVCache* cache,
                                       const torch::Tensor& packed) {
   const bool checkpoint = gradient_checkpointing && cache == nullptr && torch::GradMode::is_enabled();
+  pipeline_sends.clear();
   for (size_t i = 0; i < layer_list.size(); ++i) {
-    const int64_t layer = pp.first_layer + static_cast<int64_t>(i);  // the config's index (a pipeline stage's offset)
+    const int64_t layer = pp.layer(static_cast<int64_t>(i));  // the config's index
+    if (i > 0 && layer != pp.layer(static_cast<int64_t>(i) - 1) + 1) {
+      // Virtual stages: this run is done; the next stage takes it on, and this stage's next run starts from the
+      // previous stage's output (round the ring).
+      pipeline_sends.push_back(parallel::send_activation(h, pp.links));
+      h = parallel::receive_activation(pp.links, h.device(), backpropagated(*this));
+    }
     const auto& mask_bias = config.layer_slides(layer) ? sliding_bias : full_bias;
     if (layer_runner && cache == nullptr) {
       h = layer_runner(i, h, cos, sin, mask_bias, packed);
@@ -611,16 +619,27 @@ std::vector<torch::Tensor> pipeline_head_outputs(DecoderImpl& trunk,
                                                  const std::function<std::vector<torch::Tensor>()>& head) {
   if (!trunk.pp.active()) return head();
   const auto device = trunk.weight_options().device();
-  if (trunk.pp.last()) return parallel::broadcast_outputs(head(), *trunk.pp.links, device);
-  VERL_ASSERT(trunk.pipeline_output.defined(), kTransformerComponent,
-              "a pipeline stage's head outputs were asked for with no forward before them");
-  const auto token = parallel::send_activation(trunk.pipeline_output, trunk.pp.links);
-  trunk.pipeline_output = torch::Tensor();
-  auto outputs = parallel::broadcast_outputs({}, *trunk.pp.links, device);
+  std::vector<torch::Tensor> sends = std::move(trunk.pipeline_sends);
+  trunk.pipeline_sends.clear();
+  std::vector<torch::Tensor> outputs;
+  if (trunk.pp.last()) {
+    outputs = parallel::broadcast_outputs(head(), *trunk.pp.links, device);
+  } else {
+    VERL_ASSERT(trunk.pipeline_output.defined(), kTransformerComponent,
+                "a pipeline stage's head outputs were asked for with no forward before them");
+    sends.push_back(parallel::send_activation(trunk.pipeline_output, trunk.pp.links));
+    trunk.pipeline_output = torch::Tensor();
+    outputs = parallel::broadcast_outputs({}, *trunk.pp.links, device);
+  }
+  // The sends' zeros added to each floating output, so that this stage's backward reaches them (and receives the
+  // gradient of what each sent, the latest send first: autograd runs the most recent ready node first).
+  torch::Tensor zero;
+  for (const auto& token : sends) {
+    if (token.requires_grad()) zero = zero.defined() ? zero + token : token;
+  }
+  if (!zero.defined()) return outputs;
   for (auto& t : outputs) {
-    // A zero added to each floating output, so that this stage's backward reaches the send (and receives the
-    // gradient of what it sent).
-    if (t.defined() && t.is_floating_point() && token.requires_grad()) t = t + token.to(t.scalar_type());
+    if (t.defined() && t.is_floating_point()) t = t + zero.to(t.scalar_type());
   }
   return outputs;
 }

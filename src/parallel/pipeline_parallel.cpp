@@ -81,7 +81,7 @@ struct SendActivation : torch::autograd::Function<SendActivation> {
 
 }  // namespace
 
-std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages) {
+std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages, bool ring) {
   VERL_CHECK(stages != nullptr, kPipelineParallelComponent, "pipeline parallelism needs a communicator");
   auto links = std::make_shared<PipelineLinks>();
   links->stages = stages;
@@ -94,6 +94,12 @@ std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stage
   const bool ends = s == 0 || s == count - 1;
   auto embedding = stages->split(ends ? 0 : 1 + s, s);
   if (ends && count > 1) links->embedding = embedding;
+  if (ring && count > 1) {
+    // (P-1, 0): the last stage rank 0 (it sends forward), the first rank 1.
+    auto wrap = stages->split(ends ? 0 : 1 + s, s == count - 1 ? 0 : 1);
+    if (s == 0) links->previous = wrap;
+    if (s == count - 1) links->next = wrap;
+  }
   return links;
 }
 
@@ -115,11 +121,18 @@ PipelineParallelMesh pipeline_parallel_mesh(const std::shared_ptr<Comm>& group, 
   return mesh;
 }
 
-std::pair<int64_t, int64_t> pipeline_stage_layers(int64_t num_layers, int stages, int stage, const std::string& key) {
-  VERL_CHECK(stages >= 1 && num_layers % stages == 0, "config", key, "=", stages, " must divide config.json's ",
-             "num_hidden_layers (", num_layers, "): each stage holds the same number of layers");
-  const int64_t per_stage = num_layers / stages;
-  return {stage * per_stage, (stage + 1) * per_stage};
+int64_t pipeline_chunk_layers(int64_t num_layers, int64_t stages, int64_t virtual_stages, const std::string& key,
+                              const std::string& virtual_key) {
+  VERL_CHECK(virtual_stages >= 1, "config", virtual_key, "=", virtual_stages, " must be >= 1");
+  if (virtual_stages == 1) {
+    VERL_CHECK(stages >= 1 && num_layers % stages == 0, "config", key, "=", stages, " must divide config.json's ",
+               "num_hidden_layers (", num_layers, "): each stage holds the same number of layers");
+  } else {
+    VERL_CHECK(stages >= 1 && num_layers % (stages * virtual_stages) == 0, "config", key, "=", stages, " x ",
+               virtual_key, "=", virtual_stages, " must divide config.json's num_hidden_layers (", num_layers,
+               "): each virtual stage holds the same number of layers");
+  }
+  return num_layers / (stages * virtual_stages);
 }
 
 torch::Tensor receive_activation(const std::shared_ptr<PipelineLinks>& links, const torch::Device& device,

@@ -57,6 +57,12 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
     VERL_CHECK(arr.ref.megatron.tensor_model_parallel_size == actor_tp, "config",
                "actor_rollout_ref.ref.megatron.tensor_model_parallel_size (", arr.ref.megatron.tensor_model_parallel_size,
                ") must equal ", m, " (", actor_tp, "): the ref shares the actor's worker group");
+    VERL_CHECK(arr.ref.megatron.virtual_pipeline_model_parallel_size ==
+                   arr.actor.megatron.virtual_pipeline_model_parallel_size,
+               "config", "actor_rollout_ref.ref.megatron.virtual_pipeline_model_parallel_size (",
+               arr.ref.megatron.virtual_pipeline_model_parallel_size,
+               ") must equal actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size (",
+               arr.actor.megatron.virtual_pipeline_model_parallel_size, "): the ref shares the actor's worker group");
     VERL_CHECK(arr.rollout.tensor_model_parallel_size == actor_tp, "config",
                "actor_rollout_ref.rollout.tensor_model_parallel_size (", arr.rollout.tensor_model_parallel_size,
                ") must equal ", m, " (", actor_tp, "): the rollout generates on the actor's tensor-parallel slices");

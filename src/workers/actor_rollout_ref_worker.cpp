@@ -318,6 +318,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   load_options.tensor_parallel = layout.tp;
   load_options.pipeline_stages = layout.stages;
   load_options.pipeline_key = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size";
+  load_options.pipeline_virtual_stages = actor_cfg_.megatron.virtual_pipeline_model_parallel_size;
+  load_options.pipeline_virtual_key = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size";
   load_options.config_overrides = arr.model.override_config;  // verl: the same overridden config for all three
   if (!arr.model.hf_config_path.empty()) load_options.config_dir = expand_home(arr.model.hf_config_path);
   const auto& lora = arr.model.lora;
@@ -870,8 +872,8 @@ void export_hf_model(const std::string& checkpoint_actor_dir, const std::string&
     return *files[static_cast<size_t>(r)];
   };
   torch::NoGradGuard no_grad;
-  int stage_start = 0;  // the parameters come in stage order: a later one is never in an earlier stage's files
   for (auto& item : module->named_parameters()) {
+    int stage_start = 0;  // the first stage holding it (with virtual stages a stage's layers are not contiguous)
     while (stage_start < W && !file(stage_start).contains(item.key())) stage_start += tp;
     VERL_CHECK(stage_start + tp <= W, kActorRolloutRefWorkerComponent, "no model_world_size_", W,
                "_rank_*.safetensors in '", dir.string(), "' holds tensor '", item.key(), "'");

@@ -159,6 +159,8 @@ DataProto CriticWorker::init_model(const DataProto& in) {
   options.tensor_parallel = layout.tp;
   options.pipeline_stages = layout.stages;
   options.pipeline_key = "critic.megatron.pipeline_model_parallel_size";
+  options.pipeline_virtual_stages = config_->critic.megatron.virtual_pipeline_model_parallel_size;
+  options.pipeline_virtual_key = "critic.megatron.virtual_pipeline_model_parallel_size";
   module_ = std::make_unique<model::CausalLM>(model::load_model(model_path_, options));
   (*module_)->to(device);  // before the optimizer: its state is made next to the parameters
   (*module_)->model->gradient_checkpointing = config_->critic.model.enable_gradient_checkpointing;

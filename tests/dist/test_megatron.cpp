@@ -6,8 +6,8 @@
 //     resumed at step 2 ends bit-identical to the uninterrupted one;
 //   - a Qwen2-MoE under TP=2 (every expert split as a dense MLP, the router whole) is the 1-rank run too;
 //   - model_engine=megatron: each worker rank schedules its LR (Megatron's cosine / linear) over the trainer's steps;
-//   - pipeline parallelism: 2 stages (mpirun -np 3) and 2 stages x TP=2 (-np 5) are the 1-rank run too, the stages'
-//     files export and resume bit-identical;
+//   - pipeline parallelism: 2 stages (mpirun -np 3), 2 stages x TP=2 (-np 5) and 2 stages of 2 interleaved runs
+//     with a tied LM head are the 1-rank run too, the stages' files export and resume bit-identical;
 //   - a TP size that does not divide the devices, a rollout TP other than the actor's, TP without mpirun, and
 //     TP x PP ranks that do not divide the devices are one error line.
 #include <gtest/gtest.h>
@@ -47,6 +47,16 @@ const std::string& moe_model() {
       "--arch qwen2_moe --hidden-size 32 --num-layers 2 --num-heads 4 --num-kv-heads 4 --intermediate-size 64 "
       "--num-experts 4 --experts-per-token 2 --moe-intermediate-size 32 --shared-expert-intermediate-size 48 "
       "--decoder-sparse-step 2");
+  return dir;
+}
+
+// Four layers (two virtual stages of one layer on each of two stages), the LM head tied to the embedding (the first
+// and last stages each hold a copy, their gradients summed).
+const std::string& four_layer_tied_model() {
+  static const std::string dir = make_digit_completion_model(
+      setup(), "four_layers_tied",
+      "--arch qwen3 --hidden-size 32 --num-layers 4 --num-heads 4 --num-kv-heads 4 --intermediate-size 64 "
+      "--tie-word-embeddings");
   return dir;
 }
 
@@ -240,6 +250,38 @@ TEST(Megatron, PipelineTimesTensorParallelEqualsOneRankForThreePpoSteps) {
   CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, false, "", /*pp=*/2)));
   ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
   expect_same_run(one_dir, mesh_dir);
+}
+
+// Megatron's interleaved layout: virtual_pipeline_model_parallel_size=2 puts layers 0 and 2 on the first stage, 1 and 3
+// on the last; a forward goes round the two stages twice. A tied LM head keeps a copy of the embedding on the last
+// stage. The run is the 1-rank run.
+TEST(Megatron, VirtualPipelineStagesWithTiedEmbeddingsEqualOneRank) {
+  const std::string one_dir = make_temp_dir("dist_megatron_vpp1");
+  const std::string vpp_dir = make_temp_dir("dist_megatron_vpp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1, false, four_layer_tied_model())));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> interleaved = gae_run(vpp_dir, 2, 1, false, four_layer_tied_model(), /*pp=*/2);
+  interleaved.push_back("actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2");
+  interleaved.push_back("critic.megatron.virtual_pipeline_model_parallel_size=2");
+  CommandResult two = run_command(mpirun(3) + verl_train_command(interleaved));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(one_dir, vpp_dir, four_layer_tied_model());
+  io::SafetensorsCheckpoint first(vpp_dir + "/global_step_3/actor/model_world_size_2_rank_0.safetensors");
+  io::SafetensorsCheckpoint last(vpp_dir + "/global_step_3/actor/model_world_size_2_rank_1.safetensors");
+  for (int layer = 0; layer < 4; ++layer) {
+    const std::string name = "model.layers." + std::to_string(layer) + ".mlp.up_proj.weight";
+    EXPECT_EQ(first.contains(name), layer % 2 == 0) << name;
+    EXPECT_EQ(last.contains(name), layer % 2 == 1) << name;
+  }
+  EXPECT_TRUE(first.contains("model.embed_tokens.weight"));
+  EXPECT_TRUE(last.contains("model.embed_tokens.weight"));  // the tied LM head's copy
+  const std::string exported = make_temp_dir("dist_megatron_vpp_export");
+  CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + vpp_dir + "/global_step_3' --out '" +
+                                 exported + "'");
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  auto [diff, name] = max_relative_difference(exported + "/model.safetensors",
+                                              vpp_dir + "/global_step_3/actor/huggingface/model.safetensors");
+  EXPECT_EQ(diff, 0.0) << name;
 }
 
 // Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and

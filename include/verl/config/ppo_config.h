@@ -147,6 +147,7 @@ struct FSDPConfig {
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;  // stages of the layers (model/pipeline_parallel_model.h)
+  int64_t virtual_pipeline_model_parallel_size = 1;  // runs of layers per stage (null: 1)
   bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's
   bool grad_offload = false;

@@ -1,7 +1,8 @@
 // The megatron strategy's pipeline stages on the model side (pipeline_model_parallel_size): which stage holds which
 // HF parameters, and the moves between a whole-depth model and one stage's part.
 //
-//   stage s of P (layers split evenly)   model.layers.<i>.* for i in [s L/P, (s+1) L/P)
+//   stage s of P (layers split evenly)   model.layers.<i>.* for i in [s L/P, (s+1) L/P); with V virtual stages
+//                                        (interleaved), the runs s, s + P, ... of L / (P V) layers each
 //   first stage                          model.embed_tokens.weight
 //   last stage                           model.norm.weight, lm_head.weight or score.*, and with tied word embeddings
 //                                        a copy of model.embed_tokens.weight (its gradient summed with the first
@@ -20,13 +21,15 @@
 
 namespace verl::model {
 
-// This rank's stage of `stages` for a model of `num_layers` layers; an error naming `key` when the stage count
-// does not divide the layers. Collective over `stages`; one stage (or none): inactive.
+// This rank's stage of `stages` for a model of `num_layers` layers in `virtual_stages` runs per stage; an error
+// naming `key` (and `virtual_key`) when they do not divide the layers. Collective over `stages`; one stage (or
+// none): inactive.
 PipelineParallelGroup pipeline_parallel_group(const std::shared_ptr<parallel::Comm>& stages, int64_t num_layers,
-                                              const std::string& key);
+                                              const std::string& key, int64_t virtual_stages = 1,
+                                              const std::string& virtual_key = "virtual_pipeline_model_parallel_size");
 
 // The stage whose model holds `name` (the first stage for the embedding, also held by the last when tied).
-int pipeline_stage_of(const std::string& name, const HFConfig& config, int stages);
+int pipeline_stage_of(const std::string& name, const HFConfig& config, int stages, int64_t virtual_stages = 1);
 
 // A model holding `pp`'s stage of `whole` (same config, head, TP group, dtype, device and flags), its parameters
 // copied from whole's.

@@ -16,7 +16,7 @@
 // the same hidden states, and the gradient of a loss computed the same on every rank reaches each slice.
 //
 // Pipeline parallelism (the megatron strategy, model/pipeline_parallel_model.h): built with a PipelineParallelGroup
-// of P > 1 stages, stage s holds layers [first_layer, end_layer) under their HF names (model.layers.<global index>),
+// of P > 1 stages, stage s holds its runs of layers under their HF names (model.layers.<the config's index>),
 // the first stage the embedding, the last the final norm and the head (and the embedding too when the LM head is tied
 // to it). A forward without a cache passes the hidden states from stage to stage (parallel/pipeline_parallel.h); the
 // head's outputs (logits, log-probs, values) are the last stage's, broadcast, so every stage returns the same.
@@ -48,13 +48,22 @@ struct TensorParallelGroup {
   int64_t rank() const { return active() ? comm->rank() : 0; }
 };
 
-// This rank's pipeline stage; no links (or one stage): every layer.
+// This rank's pipeline stage; no links (or one stage): every layer. The layers split into P x V runs of
+// `chunk_layers` each (Megatron's virtual stages: V = virtual_pipeline_model_parallel_size, 1 by default); run c sits
+// on stage c % P, so stage s holds runs s, s + P, ..., and a forward visits the stages V times round the ring.
 struct PipelineParallelGroup {
   std::shared_ptr<parallel::PipelineLinks> links;
-  int64_t first_layer = 0, end_layer = 0;  // this stage's layers
+  int64_t chunk_layers = 0;  // layers per run
+  int64_t chunks = 1;        // runs on each stage (V)
   bool active() const { return links != nullptr && links->count() > 1; }
   bool first() const { return !active() || links->first(); }
   bool last() const { return !active() || links->last(); }
+  // Whether this stage holds the config's layer `layer`, and the config's index of its i-th layer.
+  bool holds(int64_t layer) const { return !active() || (layer / chunk_layers) % links->count() == links->stage(); }
+  int64_t layer(int64_t i) const {
+    if (!active()) return i;
+    return ((i / chunk_layers) * links->count() + links->stage()) * chunk_layers + i % chunk_layers;
+  }
 };
 
 // This rank's Ulysses sequence-parallel group (parallel/ulysses.h; set_sequence_parallel); none (or one rank):
@@ -204,7 +213,7 @@ struct DecoderImpl : torch::nn::Module {
   torch::TensorOptions weight_options() const;
   torch::nn::Embedding embed_tokens{nullptr};  // null on a pipeline stage without it
   torch::nn::ModuleList layers{nullptr};       // on a pipeline stage, parameterless Identity at the other stages' layers
-  std::vector<DecoderLayer> layer_list;        // this stage's layers: global index = pp.first_layer + i
+  std::vector<DecoderLayer> layer_list;        // this stage's layers: the config's index pp.layer(i)
   RMSNorm norm{nullptr};                       // null on a pipeline stage before the last
   torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
   HFConfig config;
@@ -225,6 +234,9 @@ struct DecoderImpl : torch::nn::Module {
   // A stage before the last: the output of its latest forward, sent on to the next stage when the head's outputs
   // (logits, values, log-probs) are asked for.
   torch::Tensor pipeline_output;
+  // Virtual stages: the sends of the latest forward between this stage's runs (parallel::send_activation's zeros),
+  // added to the head's outputs so that the backward reaches them.
+  std::vector<torch::Tensor> pipeline_sends;
 
  private:
   // The layers, then the final norm; `packed` as the layer's. The config's sliding layers attend with

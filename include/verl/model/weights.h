@@ -39,6 +39,9 @@ struct LoadOptions {
   // layers split evenly over the stages (an error naming `pipeline_key` when they do not divide).
   std::shared_ptr<parallel::Comm> pipeline_stages;
   std::string pipeline_key = "pipeline_model_parallel_size";
+  // Runs of layers per stage (virtual_pipeline_model_parallel_size; the layers split into stages x this many runs).
+  int64_t pipeline_virtual_stages = 1;
+  std::string pipeline_virtual_key = "virtual_pipeline_model_parallel_size";
   // verl's model.override_config, applied to config.json before the model is built (model/hf_config.h).
   HFConfigOverrides config_overrides;
   // verl's model.hf_config_path: config.json from this folder instead of the weights' (empty: the weights').

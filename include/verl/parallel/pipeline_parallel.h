@@ -27,16 +27,17 @@ namespace verl::parallel {
 
 struct PipelineLinks {
   std::shared_ptr<Comm> stages;    // the P stages of one model copy, rank = stage
-  std::shared_ptr<Comm> previous;  // stages (s-1, s), this stage rank 1; null on the first stage
-  std::shared_ptr<Comm> next;      // stages (s, s+1), this stage rank 0; null on the last stage
+  std::shared_ptr<Comm> previous;  // stages (s-1, s), this stage rank 1; on the first stage null, or (P-1, 0) in a ring
+  std::shared_ptr<Comm> next;      // stages (s, s+1), this stage rank 0; on the last stage null, or (P-1, 0) in a ring
   std::shared_ptr<Comm> embedding; // the first and last stages (tied word embeddings); null on the others
   int stage() const { return stages ? stages->rank() : 0; }
   int count() const { return stages ? stages->size() : 1; }
   bool first() const { return stage() == 0; }
   bool last() const { return stage() == count() - 1; }
 };
-// Collective over `stages`.
-std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages);
+// Collective over `stages`. `ring`: the last stage links on to the first (virtual stages: a forward goes round
+// several times).
+std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages, bool ring = false);
 
 // The groups of a worker group of D x P x T ranks: rank = dp_rank * (P * T) + stage * T + tp_rank, so that the
 // P * T ranks of one model copy are consecutive (as the TP ranks are without pipeline parallelism: verl's dispatch
@@ -50,9 +51,10 @@ struct PipelineParallelMesh {
 };
 PipelineParallelMesh pipeline_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size, int pp_size);
 
-// The layers [first, end) of stage `stage` of `stages`: an even split (Megatron's default), an error naming `key`
-// when `stages` does not divide `num_layers`.
-std::pair<int64_t, int64_t> pipeline_stage_layers(int64_t num_layers, int stages, int stage, const std::string& key);
+// The layers of each run when `num_layers` split evenly into stages x virtual_stages runs (Megatron's default
+// layout); an error naming `key` (and `virtual_key`) when they do not divide.
+int64_t pipeline_chunk_layers(int64_t num_layers, int64_t stages, int64_t virtual_stages, const std::string& key,
+                              const std::string& virtual_key);
 
 // See the top of this file. `requires_grad`: whether this forward will be backpropagated (the same on every stage).
 torch::Tensor receive_activation(const std::shared_ptr<PipelineLinks>& links, const torch::Device& device,

@@ -137,7 +137,8 @@ TEST(MegatronEngineConfig, FeaturesOffTheirDefaultsAreErrorsNamingThem) {
   EXPECT_TRUE(has_text(config_error_of({"critic.optim.exp_avg_dtype=bf16"}), "reduced-precision"));
   EXPECT_TRUE(
       has_text(config_error_of({"actor_rollout_ref.model.lora.rank=8"}), "verl.cpp's LoRA takes model.lora_rank"));
-  EXPECT_TRUE(has_text(config_error_of({a + "virtual_pipeline_model_parallel_size=2"}), "interleaved pipeline stages"));
+  EXPECT_TRUE(has_text(config_error_of({a + "virtual_pipeline_model_parallel_size=0"}),
+                       "virtual_pipeline_model_parallel_size' must be > 0"));
 }
 
 // Megatron's scheduler keeps the config's LR on resume (verl's override_opt_param_scheduler); only the step count

@@ -1,5 +1,5 @@
 // The megatron strategy's pipeline stages: a tiny 4-layer model cut into 2 and 4 stages (and 2 stages of 2
-// tensor-parallel ranks) on thread ranks, against the whole model: logits, response log-probs, entropy and top-k
+// tensor-parallel ranks; and 2 stages of 2 interleaved runs each) on thread ranks, against the whole model: logits, response log-probs, entropy and top-k
 // reads, values, every parameter's gradient (each from the stage holding it; a tied embedding's summed over the first
 // and last stage), the clipped-gradient norm, the gathered model and its generation, and the errors.
 #include <gtest/gtest.h>
@@ -42,6 +42,7 @@ CausalLM pipeline_whole(const HFConfig& c, HeadKind head = HeadKind::LM) {
 struct PipelineLayout {
   int ranks, tp, pp;
   bool checkpointing;
+  int virtual_stages = 1;  // runs of layers per stage (interleaved)
 };
 
 // The stage model of this rank of a (tp x pp) mesh of thread ranks, cut from `whole`.
@@ -49,7 +50,8 @@ CausalLM cut_stage(CausalLM& whole, const std::shared_ptr<parallel::Comm>& comm,
                   std::shared_ptr<parallel::Comm>* stages_out = nullptr) {
   const auto mesh = parallel::pipeline_parallel_mesh(comm, layout.tp, layout.pp);
   CausalLM base = layout.tp > 1 ? shard_model(whole, TensorParallelGroup{mesh.tp}) : whole;
-  const auto pp = pipeline_parallel_group(mesh.stages, whole->config.num_hidden_layers, "pipeline_model_parallel_size");
+  const auto pp = pipeline_parallel_group(mesh.stages, whole->config.num_hidden_layers, "pipeline_model_parallel_size",
+                                          layout.virtual_stages);
   if (stages_out != nullptr) *stages_out = mesh.stages;
   CausalLM stage = pipeline_stage_model(base, pp);
   stage->model->gradient_checkpointing = layout.checkpointing;
@@ -88,12 +90,14 @@ TEST_P(PipelineParallelModel, StagesGiveTheWholeModelsOutputsAndGradients) {
     test::on_thread_ranks(layout.ranks, [&](const std::shared_ptr<parallel::Comm>& comm) {
       std::shared_ptr<parallel::Comm> stages;
       CausalLM stage = cut_stage(whole, comm, layout, &stages);
-      // A stage holds its layers only, under their HF names.
-      const int64_t per_stage = c.num_hidden_layers / layout.pp;
-      EXPECT_EQ(static_cast<int64_t>(stage->model->layer_list.size()), per_stage);
+      // A stage holds its layers only, under their HF names: runs s, s + P, ... of the P x V runs.
+      const int64_t per_run = c.num_hidden_layers / (layout.pp * layout.virtual_stages);
+      EXPECT_EQ(static_cast<int64_t>(stage->model->layer_list.size()), per_run * layout.virtual_stages);
       const auto names = stage->named_parameters();
-      const std::string own = "model.layers." + std::to_string(stages->rank() * per_stage) + ".input_layernorm.weight";
-      EXPECT_TRUE(names.contains(own)) << own;
+      for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+        const std::string name = "model.layers." + std::to_string(layer) + ".input_layernorm.weight";
+        EXPECT_EQ(names.contains(name), (layer / per_run) % layout.pp == stages->rank()) << name;
+      }
       EXPECT_EQ(names.contains("model.norm.weight"), stages->rank() == layout.pp - 1);
 
       const auto logits = stage->forward(b.input_ids, b.attention_mask, b.position_ids).detach();
@@ -136,14 +140,17 @@ std::string pipeline_case_name(const ::testing::TestParamInfo<std::tuple<Arch, b
   const PipelineLayout layout = std::get<2>(info.param);
   return std::string(arch == Arch::Qwen2 ? "Qwen2" : arch == Arch::Qwen3 ? "Qwen3" : "Llama") +
          (std::get<1>(info.param) ? "Tied" : "") + "Tp" + std::to_string(layout.tp) + "Pp" +
-         std::to_string(layout.pp) + (layout.checkpointing ? "Checkpointed" : "");
+         std::to_string(layout.pp) + (layout.virtual_stages > 1 ? "Vpp" + std::to_string(layout.virtual_stages) : "") +
+         (layout.checkpointing ? "Checkpointed" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, PipelineParallelModel,
                          ::testing::Values(std::make_tuple(Arch::Qwen2, false, PipelineLayout{2, 1, 2, false}),
                                            std::make_tuple(Arch::Qwen3, true, PipelineLayout{2, 1, 2, true}),
                                            std::make_tuple(Arch::Llama, true, PipelineLayout{4, 1, 4, false}),
-                                           std::make_tuple(Arch::Qwen2, true, PipelineLayout{4, 2, 2, false})),
+                                           std::make_tuple(Arch::Qwen2, true, PipelineLayout{4, 2, 2, false}),
+                                           std::make_tuple(Arch::Qwen3, false, PipelineLayout{2, 1, 2, false, 2}),
+                                           std::make_tuple(Arch::Llama, true, PipelineLayout{4, 2, 2, true, 2})),
                          pipeline_case_name);
 
 TEST(PipelineParallelModelTest, ValueHeadStagesGiveTheWholeValuesAndGradients) {
@@ -188,7 +195,7 @@ TEST(PipelineParallelModelTest, GatheredStagesAreTheWholeModelAndGenerateItsToke
   const auto expected = rollout::generate(whole, prompts, prompt_mask, params);
   test::on_thread_ranks(4, [&](const std::shared_ptr<parallel::Comm>& comm) {
     torch::NoGradGuard no_grad_here;
-    CausalLM stage = cut_stage(whole, comm, PipelineLayout{4, 2, 2, false});
+    CausalLM stage = cut_stage(whole, comm, PipelineLayout{4, 2, 2, false, 2});
     CausalLM depth = gather_pipeline_stages(stage);
     EXPECT_FALSE(depth->pp.active());
     EXPECT_TRUE(depth->tp.active());  // TP slices stay slices
@@ -216,6 +223,17 @@ TEST(PipelineParallelModelTest, StagesThatDoNotDivideTheLayersAreAnErrorNamingTh
               std::string::npos)
         << e;
   }
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    try {
+      pipeline_parallel_group(comm, 4, "pipeline_model_parallel_size", 3, "virtual_pipeline_model_parallel_size");
+      ADD_FAILURE() << "2 stages x 3 virtual stages of 4 layers";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("pipeline_model_parallel_size=2 x virtual_pipeline_model_parallel_size=3 "
+                                           "must divide config.json's num_hidden_layers (4)"),
+                std::string::npos)
+          << e.what();
+    }
+  });
 }
 
 TEST(PipelineParallelModelTest, ParametersBelongToTheStageHoldingThem) {
@@ -226,6 +244,10 @@ TEST(PipelineParallelModelTest, ParametersBelongToTheStageHoldingThem) {
   EXPECT_EQ(pipeline_stage_of("model.layers.3.input_layernorm.weight", c, 4), 3);
   EXPECT_EQ(pipeline_stage_of("model.norm.weight", c, 4), 3);
   EXPECT_EQ(pipeline_stage_of("lm_head.weight", c, 2), 1);
+  // Two virtual stages of 1 layer on each of 2 stages: layers 0 and 2 on the first, 1 and 3 on the last.
+  EXPECT_EQ(pipeline_stage_of("model.layers.2.mlp.up_proj.weight", c, 2, 2), 0);
+  EXPECT_EQ(pipeline_stage_of("model.layers.1.mlp.up_proj.weight", c, 2, 2), 1);
+  EXPECT_EQ(pipeline_stage_of("model.layers.3.mlp.up_proj.weight", c, 2, 2), 1);
 }
 
 }  // namespace
