@@ -476,8 +476,7 @@ MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains
   m.pipeline_model_parallel_size = in.get_int(p + ".pipeline_model_parallel_size");
   check_positive(m.pipeline_model_parallel_size, p + ".pipeline_model_parallel_size");
   // Megatron's interleaved layout: each stage holds this many runs of layers (null: one).
-  m.virtual_pipeline_model_parallel_size =
-      in.get_optional_int(p + ".virtual_pipeline_model_parallel_size").value_or(1);
+  m.virtual_pipeline_model_parallel_size = in.get_optional_int(p + ".virtual_pipeline_model_parallel_size").value_or(1);
   check_positive(m.virtual_pipeline_model_parallel_size, p + ".virtual_pipeline_model_parallel_size");
   const int64_t cp = in.get_int(p + ".context_parallel_size");
   VERL_CHECK(cp == 1, "config", p, ".context_parallel_size=", cp,
@@ -734,9 +733,10 @@ ActorRolloutRefConfig read_actor_rollout_ref(ConfigReader& in) {
                "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=",
                c.ref.ulysses_sequence_parallel_size, " unlike the actor's ", c.actor.ulysses_sequence_parallel_size,
                " is not implemented (the reference is the actor's base with the adapters off); use the same size");
-    VERL_CHECK(c.actor.pipeline_parallel_size() == 1, "config",
-               "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=",
-               c.actor.pipeline_parallel_size(), " is not supported (LoRA adapters run on whole-depth models); use 1");
+    VERL_CHECK(
+        c.actor.pipeline_parallel_size() == 1, "config",
+        "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=",
+        c.actor.pipeline_parallel_size(), " is not supported (LoRA adapters run on whole-depth models); use 1");
   }
   return c;
 }
@@ -756,8 +756,8 @@ CriticConfig read_critic(ConfigReader& in) {
   c.model.fsdp_config = read_fsdp(in, "critic.model.fsdp_config", /*trains=*/true);
   c.megatron = read_megatron(in, "critic.megatron", /*trains=*/true);
   VERL_CHECK(!(c.model.lora.enabled() || c.model.lora.lora_adapter_path) || c.pipeline_parallel_size() == 1, "config",
-             "critic.model.lora_rank > 0 with critic.megatron.pipeline_model_parallel_size=", c.pipeline_parallel_size(),
-             " is not supported (LoRA adapters run on whole-depth models); use 1");
+             "critic.model.lora_rank > 0 with critic.megatron.pipeline_model_parallel_size=",
+             c.pipeline_parallel_size(), " is not supported (LoRA adapters run on whole-depth models); use 1");
   c.ulysses_sequence_parallel_size = read_ulysses_size(in, "critic.ulysses_sequence_parallel_size",
                                                        "critic.fsdp.ulysses_sequence_parallel_size", c.strategy);
   c.ppo_mini_batch_size = in.get_int("critic.ppo_mini_batch_size");

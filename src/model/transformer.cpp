@@ -658,7 +658,8 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
 
 torch::Tensor CausalLMImpl::values(const torch::Tensor& hidden) {
   VERL_CHECK(head == HeadKind::Value, kTransformerComponent, "this model has an LM head, not a value head");
-  return pipeline_head_outputs(*model, [&] { return std::vector<torch::Tensor>{score->forward(hidden).squeeze(-1)}; })[0];
+  return pipeline_head_outputs(*model,
+                               [&] { return std::vector<torch::Tensor>{score->forward(hidden).squeeze(-1)}; })[0];
 }
 
 torch::Tensor DecoderImpl::decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
@@ -783,8 +784,9 @@ ResponseLogProbs log_probs_at(CausalLM& model, const torch::Tensor& hidden, cons
                               double temperature, bool with_entropy, bool with_sum_pi_squared, const TopKQuery& query) {
   const auto outputs = pipeline_head_outputs(*model->model, [&] {
     const auto out = head_log_probs(model, hidden, labels, temperature, with_entropy, with_sum_pi_squared, query);
-    return std::vector<torch::Tensor>{out.log_probs,          out.entropy,          out.sum_pi_squared,
-                                      out.top_k.top_k_log_probs, out.top_k.top_k_ids, out.top_k.gathered_log_probs};
+    return std::vector<torch::Tensor>{out.log_probs,       out.entropy,
+                                      out.sum_pi_squared,  out.top_k.top_k_log_probs,
+                                      out.top_k.top_k_ids, out.top_k.gathered_log_probs};
   });
   return {outputs.at(0), outputs.at(1), outputs.at(2), TopKLogProbs{outputs.at(3), outputs.at(4), outputs.at(5)}};
 }

@@ -1,10 +1,10 @@
 #include "verl/model/weights.h"
-#include "verl/model/lora.h"
 
 #include <filesystem>
 #include <set>
 
 #include "verl/common/error.h"
+#include "verl/model/lora.h"
 #include "verl/model/model_size.h"
 #include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
@@ -225,9 +225,9 @@ CausalLM load_model(const std::string& dir, const LoadOptions& options) {
   model->eval();
   if (options.tensor_parallel.active()) model = shard_model(model, options.tensor_parallel);
   if (options.pipeline_stages == nullptr || options.pipeline_stages->size() == 1) return model;
-  return pipeline_stage_model(model, pipeline_parallel_group(options.pipeline_stages, config.num_hidden_layers,
-                                                             options.pipeline_key, options.pipeline_virtual_stages,
-                                                             options.pipeline_virtual_key));
+  return pipeline_stage_model(
+      model, pipeline_parallel_group(options.pipeline_stages, config.num_hidden_layers, options.pipeline_key,
+                                     options.pipeline_virtual_stages, options.pipeline_virtual_key));
 }
 
 void save_model(CausalLM& model, const std::string& dir, const SaveOptions& options) {

@@ -80,7 +80,8 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
     const int64_t critic_pp = config.critic.pipeline_parallel_size();
     const std::string sizes =
         "critic.megatron.tensor_model_parallel_size=" + std::to_string(critic_tp) +
-        (critic_pp > 1 ? " x critic.megatron.pipeline_model_parallel_size=" + std::to_string(critic_pp) : std::string());
+        (critic_pp > 1 ? " x critic.megatron.pipeline_model_parallel_size=" + std::to_string(critic_pp)
+                       : std::string());
     VERL_CHECK(role_gpus % (critic_tp * critic_pp) == 0, "config", sizes, " must divide the critic's ", role_gpus,
                " devices (", devices, ")");
   }
@@ -144,10 +145,10 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   // Batches split over data-parallel ranks: the role's devices / its tensor- or sequence-parallel size.
   const int64_t actor_tp = actor.model_parallel_size();
   const int64_t actor_sp = actor.ulysses_sequence_parallel_size;
-  const std::string tp_note = actor_tp > 1 ? " / actor megatron tensor x pipeline model parallel size " +
-                                                 std::to_string(actor_tp)
-                              : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
-                                             : std::string();
+  const std::string tp_note =
+      actor_tp > 1   ? " / actor megatron tensor x pipeline model parallel size " + std::to_string(actor_tp)
+      : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
+                     : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
                    actor.ppo_micro_batch_size_per_gpu, actor.use_dynamic_bsz, n, role_gpus / (actor_tp * actor_sp),
                    devices + tp_note);

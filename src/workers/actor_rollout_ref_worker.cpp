@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -18,8 +18,8 @@
 #include "verl/common/strings.h"
 #include "verl/model/hf_config.h"
 #include "verl/model/lora.h"
-#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/mixed_precision.h"
+#include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/weights.h"
 #include "verl/parallel/nccl_comm.h"
@@ -360,9 +360,9 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       if (actor_sharded_) actor_->fully_sharded = actor_sharded_;
       if (!actor_sharded_ || lora.enabled()) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
-        auto shard_group = optimizer_sharding_group(layout.dp, tp_size_ * pp_size_,
-                                                    actor_cfg_.megatron.use_distributed_optimizer,
-                                                    fsdp.fsdp_size, fsdp_size_key);
+        auto shard_group =
+            optimizer_sharding_group(layout.dp, tp_size_ * pp_size_, actor_cfg_.megatron.use_distributed_optimizer,
+                                     fsdp.fsdp_size, fsdp_size_key);
         actor_->optimizer_shard =
             optimizer_shard(shard_group, params, kActorRolloutRefWorkerComponent, layout.dp, reduce_dtype);
       }
@@ -498,10 +498,10 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
   // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
   const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
-  VERL_CHECK(rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() ||
-                 !actor_module_->tp.active(),
-             kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
-             " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
+  VERL_CHECK(
+      rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() || !actor_module_->tp.active(),
+      kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
+      " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
   std::vector<agent::TraceSpan> agent_runs;  // rollout.trace with the tool agent loop: ToolAgentLoop.run per row

@@ -92,7 +92,8 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
   pp_size_ = config_->critic.pipeline_parallel_size();
   sp_size_ = config_->critic.ulysses_sequence_parallel_size;
   critic_config_ = normalize_critic_config(
-      *config_, static_cast<int>(data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key())));
+      *config_,
+      static_cast<int>(data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key())));
   const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), tp_size_ * pp_size_ * sp_size_);
   critic_config_.data_parallel_rank = place.dp_rank;  // the T x P (or S) ranks of a DP rank share it
   const bool nd = tp_size_ * pp_size_ > 1 || sp_size_ > 1;
@@ -204,9 +205,9 @@ DataProto CriticWorker::init_model(const DataProto& in) {
     // ZeRO-3 averages the gradients into the shards itself and its optimizer holds only this rank's shards.
     critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
   } else {
-    auto shard_group = optimizer_sharding_group(layout.dp, tp_size_ * pp_size_,
-                                                config_->critic.megatron.use_distributed_optimizer,
-                                                fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
+    auto shard_group =
+        optimizer_sharding_group(layout.dp, tp_size_ * pp_size_, config_->critic.megatron.use_distributed_optimizer,
+                                 fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
     critic_ = std::make_unique<DataParallelPPOCritic>(
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),
         optimizer_shard(shard_group, trainable, kCriticWorkerComponent, layout.dp, reduce_dtype));

@@ -18,8 +18,8 @@ single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_s
   return single_controller::MeshRankInfo{static_cast<int>(rank / tp_size), rank % tp_size == 0};
 }
 
-ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
-                                    int64_t pp_size, const std::string& key, const torch::Device& device) {
+ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size, int64_t pp_size,
+                                    const std::string& key, const torch::Device& device) {
   data_parallel_size(context.world_size, tp_size * pp_size, key);
   ParallelLayout layout;
   std::shared_ptr<parallel::Comm> group = parallel::device_comm(context.comm, device);

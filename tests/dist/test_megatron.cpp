@@ -1,4 +1,5 @@
-// strategy=megatron (tensor and pipeline parallelism) under mpirun, against the 1-rank fsdp run on the same global batch:
+// strategy=megatron (tensor and pipeline parallelism) under mpirun, against the 1-rank fsdp run on the same global
+// batch:
 //   - TP=2 (mpirun -np 3) and DP=2 x TP=2 (-np 5): three GAE steps with greedy rollouts end with the actor's
 //     and the critic's whole weights (huggingface/, gathered from the slices) within 1e-3 of the 1-rank run's,
 //     the same metrics, and the same greedy validation (so generation on the slices gave the same tokens);
@@ -216,10 +217,11 @@ TEST(Megatron, PipelineParallelTwoStagesEqualOneRankAndResumeBitIdentical) {
   EXPECT_FALSE(last.contains("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_TRUE(last.contains("model.norm.weight"));
   const std::string exported = make_temp_dir("dist_megatron_pp_export");
-  CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + pp_dir + "/global_step_3' --out '" +
-                                 exported + "'");
+  CommandResult ex =
+      run_command(verl_binary() + " model export --checkpoint '" + pp_dir + "/global_step_3' --out '" + exported + "'");
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  auto [diff, name] = max_relative_difference(exported + "/model.safetensors", actor + "/huggingface/model.safetensors");
+  auto [diff, name] =
+      max_relative_difference(exported + "/model.safetensors", actor + "/huggingface/model.safetensors");
   EXPECT_EQ(diff, 0.0) << name;
 
   // Stopped after step 2 and resumed from the stages' files.

@@ -142,11 +142,12 @@ struct FSDPConfig {
 };
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for
-// strategy=megatron: tensor parallelism inside a worker group of DP x TP ranks. Pipeline, virtual-pipeline and
-// context parallelism and sequence parallelism are not implemented (their keys accept only the "off" value).
+// strategy=megatron: tensor and pipeline parallelism (and Megatron's virtual pipeline stages) inside a worker group
+// of DP x PP x TP ranks. Context parallelism and sequence parallelism are not implemented (their keys accept only the
+// "off" value).
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
-  int64_t pipeline_model_parallel_size = 1;  // stages of the layers (model/pipeline_parallel_model.h)
+  int64_t pipeline_model_parallel_size = 1;          // stages of the layers (model/pipeline_parallel_model.h)
   int64_t virtual_pipeline_model_parallel_size = 1;  // runs of layers per stage (null: 1)
   bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's

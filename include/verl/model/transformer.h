@@ -212,9 +212,9 @@ struct DecoderImpl : torch::nn::Module {
   // The device and dtype of the weights (the embedding's, or on a pipeline stage without it, the first layer's).
   torch::TensorOptions weight_options() const;
   torch::nn::Embedding embed_tokens{nullptr};  // null on a pipeline stage without it
-  torch::nn::ModuleList layers{nullptr};       // on a pipeline stage, parameterless Identity at the other stages' layers
-  std::vector<DecoderLayer> layer_list;        // this stage's layers: the config's index pp.layer(i)
-  RMSNorm norm{nullptr};                       // null on a pipeline stage before the last
+  torch::nn::ModuleList layers{nullptr};  // on a pipeline stage, parameterless Identity at the other stages' layers
+  std::vector<DecoderLayer> layer_list;   // this stage's layers: the config's index pp.layer(i)
+  RMSNorm norm{nullptr};                  // null on a pipeline stage before the last
   torch::Tensor inv_freq;  // not a parameter or buffer (HF does not persist it)
   HFConfig config;
   TensorParallelGroup tp;

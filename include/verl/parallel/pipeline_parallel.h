@@ -29,7 +29,7 @@ struct PipelineLinks {
   std::shared_ptr<Comm> stages;    // the P stages of one model copy, rank = stage
   std::shared_ptr<Comm> previous;  // stages (s-1, s), this stage rank 1; on the first stage null, or (P-1, 0) in a ring
   std::shared_ptr<Comm> next;      // stages (s, s+1), this stage rank 0; on the last stage null, or (P-1, 0) in a ring
-  std::shared_ptr<Comm> embedding; // the first and last stages (tied word embeddings); null on the others
+  std::shared_ptr<Comm> embedding;  // the first and last stages (tied word embeddings); null on the others
   int stage() const { return stages ? stages->rank() : 0; }
   int count() const { return stages ? stages->size() : 1; }
   bool first() const { return stage() == 0; }

@@ -97,8 +97,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::string role_;
   bool is_actor_ = false, is_rollout_ = false, is_ref_ = false;
   config::ActorConfig actor_cfg_;
-  int64_t tp_size_ = 1;  // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
-  int64_t pp_size_ = 1;  // pipeline stages per model copy (megatron), 1 under fsdp
+  int64_t tp_size_ = 1;                    // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
+  int64_t pp_size_ = 1;                    // pipeline stages per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};

@@ -17,7 +17,7 @@ namespace verl::workers {
 
 struct ParallelLayout {
   model::TensorParallelGroup tp;          // inactive under fsdp
-  std::shared_ptr<parallel::Comm> stages; // the pipeline stages of this rank's model copy; null with one stage
+  std::shared_ptr<parallel::Comm> stages;  // the pipeline stages of this rank's model copy; null with one stage
   std::shared_ptr<parallel::Comm> dp;     // gradient averaging / optimizer sharding; null with no communicator
   int dp_rank = 0;
   bool collects = true;                   // this rank's outputs are the ones gathered (TP rank 0)
@@ -36,7 +36,7 @@ single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_s
 // CUDA `device` the group's collectives run over NCCL (parallel::device_comm, collective too), so gradients, shards,
 // TP activations and the stages' hidden states never leave the GPU. A model-parallel group without a communicator is
 // an error naming `key` (the in-process transport has none: launch with mpirun).
-ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size,
-                                    int64_t pp_size, const std::string& key, const torch::Device& device);
+ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size, int64_t pp_size,
+                                    const std::string& key, const torch::Device& device);
 
 }  // namespace verl::workers

@@ -173,7 +173,7 @@ TEST(PPOConfig, MegatronPipelineKeys) {
   EXPECT_EQ(c.actor_rollout_ref.actor.pipeline_parallel_size(), 3);
   EXPECT_EQ(c.actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size, 2);
   EXPECT_EQ(c.actor_rollout_ref.ref.megatron.virtual_pipeline_model_parallel_size, 2);  // follows the actor's
-  EXPECT_EQ(c.critic.megatron.virtual_pipeline_model_parallel_size, 1);                  // null
+  EXPECT_EQ(c.critic.megatron.virtual_pipeline_model_parallel_size, 1);                 // null
   EXPECT_EQ(c.actor_rollout_ref.actor.model_parallel_size(), 6);
   EXPECT_EQ(c.actor_rollout_ref.ref.megatron.pipeline_model_parallel_size, 3);
   EXPECT_EQ(c.critic.model_parallel_size(), 2);

@@ -1,7 +1,8 @@
 // The megatron strategy's pipeline stages: a tiny 4-layer model cut into 2 and 4 stages (and 2 stages of 2
-// tensor-parallel ranks; and 2 stages of 2 interleaved runs each) on thread ranks, against the whole model: logits, response log-probs, entropy and top-k
-// reads, values, every parameter's gradient (each from the stage holding it; a tied embedding's summed over the first
-// and last stage), the clipped-gradient norm, the gathered model and its generation, and the errors.
+// tensor-parallel ranks; and 2 stages of 2 interleaved runs each) on thread ranks, against the whole model: logits,
+// response log-probs, entropy and top-k reads, values, every parameter's gradient (each from the stage holding it; a
+// tied embedding's summed over the first and last stage), the clipped-gradient norm, the gathered model and its
+// generation, and the errors.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -47,7 +48,7 @@ struct PipelineLayout {
 
 // The stage model of this rank of a (tp x pp) mesh of thread ranks, cut from `whole`.
 CausalLM cut_stage(CausalLM& whole, const std::shared_ptr<parallel::Comm>& comm, const PipelineLayout& layout,
-                  std::shared_ptr<parallel::Comm>* stages_out = nullptr) {
+                   std::shared_ptr<parallel::Comm>* stages_out = nullptr) {
   const auto mesh = parallel::pipeline_parallel_mesh(comm, layout.tp, layout.pp);
   CausalLM base = layout.tp > 1 ? shard_model(whole, TensorParallelGroup{mesh.tp}) : whole;
   const auto pp = pipeline_parallel_group(mesh.stages, whole->config.num_hidden_layers, "pipeline_model_parallel_size",
@@ -69,8 +70,8 @@ TEST_P(PipelineParallelModel, StagesGiveTheWholeModelsOutputsAndGradients) {
   query.top_k = 3;
   query.gather_ids = (b.responses.unsqueeze(-1) + torch::tensor(std::vector<int64_t>{0, 5})) % c.vocab_size;
   const auto loss_of = [&](CausalLM& m, ResponseLogProbs* out) {
-    auto lp = response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true, false,
-                                 query);
+    auto lp =
+        response_log_probs(m, b.input_ids, b.attention_mask, b.position_ids, b.responses, 0.7, true, false, query);
     if (out != nullptr) *out = lp;
     return (lp.log_probs.to(torch::kFloat64) * (1.0 + torch::arange(lp.log_probs.size(1)))).sum() +
            0.3 * lp.entropy.to(torch::kFloat64).sum() + 0.25 * lp.top_k.gathered_log_probs.to(torch::kFloat64).sum();
@@ -138,9 +139,11 @@ TEST_P(PipelineParallelModel, StagesGiveTheWholeModelsOutputsAndGradients) {
 std::string pipeline_case_name(const ::testing::TestParamInfo<std::tuple<Arch, bool, PipelineLayout>>& info) {
   const Arch arch = std::get<0>(info.param);
   const PipelineLayout layout = std::get<2>(info.param);
-  return std::string(arch == Arch::Qwen2 ? "Qwen2" : arch == Arch::Qwen3 ? "Qwen3" : "Llama") +
-         (std::get<1>(info.param) ? "Tied" : "") + "Tp" + std::to_string(layout.tp) + "Pp" +
-         std::to_string(layout.pp) + (layout.virtual_stages > 1 ? "Vpp" + std::to_string(layout.virtual_stages) : "") +
+  return std::string(arch == Arch::Qwen2   ? "Qwen2"
+                     : arch == Arch::Qwen3 ? "Qwen3"
+                                           : "Llama") +
+         (std::get<1>(info.param) ? "Tied" : "") + "Tp" + std::to_string(layout.tp) + "Pp" + std::to_string(layout.pp) +
+         (layout.virtual_stages > 1 ? "Vpp" + std::to_string(layout.virtual_stages) : "") +
          (layout.checkpointing ? "Checkpointed" : "");
 }
 
