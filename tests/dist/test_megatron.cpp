@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -137,6 +138,42 @@ void expect_same_run(const std::string& one_dir, const std::string& tp_dir, cons
   EXPECT_GT(validation_keys, 0);
 }
 
+// `verl model export` of run_dir's step-3 checkpoint (from the ranks' files) is bit for bit the HF folder the run
+// gathered itself.
+void expect_export_is_the_gathered_model(const std::string& run_dir, const std::string& name) {
+  const std::string exported = make_temp_dir(name);
+  const std::string checkpoint = run_dir + "/global_step_3";
+  CommandResult ex =
+      run_command(verl_binary() + " model export --checkpoint '" + checkpoint + "' --out '" + exported + "'");
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  auto [diff, tensor] = max_relative_difference(exported + "/model.safetensors",
+                                                checkpoint + "/actor/huggingface/model.safetensors");
+  EXPECT_EQ(diff, 0.0) << tensor;
+}
+
+// `whole_dir`'s run (2 worker ranks, saving every step) stopped after step 2 and resumed with `overrides_for(its
+// folder)`: each rank's step-3 files of both roles are bit-identical to the uninterrupted run's.
+void expect_resumed_run_bit_identical(const std::string& whole_dir, const std::string& name,
+                                      const std::function<std::vector<std::string>(const std::string&)>& overrides_for) {
+  const std::string resumed_dir = make_temp_dir(name);
+  fs::copy(whole_dir, resumed_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::remove_all(resumed_dir + "/global_step_3");
+  std::ofstream(resumed_dir + "/latest_checkpointed_iteration.txt") << "2";
+  std::vector<std::string> again = overrides_for(resumed_dir);
+  again.push_back("trainer.save_freq=1");
+  CommandResult part2 = run_command(mpirun(3) + verl_train_command(again));
+  ASSERT_EQ(part2.exit_code, 0) << part2.out << part2.err;
+  for (const std::string role : {"actor", "critic"}) {
+    for (int r = 0; r < 2; ++r) {
+      const std::string file =
+          "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
+      ASSERT_TRUE(fs::exists(resumed_dir + file)) << file;
+      auto [diff, tensor] = max_relative_difference(resumed_dir + file, whole_dir + file);
+      EXPECT_EQ(diff, 0.0) << role << " rank " << r << ": " << tensor;
+    }
+  }
+}
+
 TEST(Megatron, TensorParallelTwoEqualsOneRankForThreePpoSteps) {
   const std::string one_dir = make_temp_dir("dist_megatron_tp1");
   const std::string tp_dir = make_temp_dir("dist_megatron_tp2");
@@ -154,12 +191,7 @@ TEST(Megatron, TensorParallelTwoEqualsOneRankForThreePpoSteps) {
     EXPECT_EQ(slice.get("model.layers.0.self_attn.o_proj.weight").shape.at(1), 16) << "rank " << r;
   }
   // ... and the exporter puts them back together.
-  const std::string exported = make_temp_dir("dist_megatron_export");
-  CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + tp_dir + "/global_step_3' --out '" +
-                                 exported + "'");
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  auto [diff, name] = max_relative_difference(exported + "/model.safetensors", actor + "/huggingface/model.safetensors");
-  EXPECT_EQ(diff, 0.0) << name;
+  expect_export_is_the_gathered_model(tp_dir, "dist_megatron_export");
 }
 
 TEST(Megatron, DataTimesTensorParallelEqualsOneRankForThreePpoSteps) {
@@ -216,32 +248,12 @@ TEST(Megatron, PipelineParallelTwoStagesEqualOneRankAndResumeBitIdentical) {
   EXPECT_TRUE(last.contains("model.layers.1.self_attn.q_proj.weight"));
   EXPECT_FALSE(last.contains("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_TRUE(last.contains("model.norm.weight"));
-  const std::string exported = make_temp_dir("dist_megatron_pp_export");
-  CommandResult ex =
-      run_command(verl_binary() + " model export --checkpoint '" + pp_dir + "/global_step_3' --out '" + exported + "'");
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  auto [diff, name] =
-      max_relative_difference(exported + "/model.safetensors", actor + "/huggingface/model.safetensors");
-  EXPECT_EQ(diff, 0.0) << name;
+  expect_export_is_the_gathered_model(pp_dir, "dist_megatron_pp_export");
 
   // Stopped after step 2 and resumed from the stages' files.
-  const std::string resumed_dir = make_temp_dir("dist_megatron_pp_resumed");
-  fs::copy(pp_dir, resumed_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  fs::remove_all(resumed_dir + "/global_step_3");
-  std::ofstream(resumed_dir + "/latest_checkpointed_iteration.txt") << "2";
-  std::vector<std::string> again = gae_run(resumed_dir, 2, 1, false, "", /*pp=*/2);
-  again.push_back("trainer.save_freq=1");
-  CommandResult part2 = run_command(mpirun(3) + verl_train_command(again));
-  ASSERT_EQ(part2.exit_code, 0) << part2.out << part2.err;
-  for (const std::string role : {"actor", "critic"}) {
-    for (int r = 0; r < 2; ++r) {
-      const std::string file =
-          "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
-      ASSERT_TRUE(fs::exists(resumed_dir + file)) << file;
-      auto [resumed_diff, resumed_name] = max_relative_difference(resumed_dir + file, pp_dir + file);
-      EXPECT_EQ(resumed_diff, 0.0) << role << " rank " << r << ": " << resumed_name;
-    }
-  }
+  expect_resumed_run_bit_identical(pp_dir, "dist_megatron_pp_resumed", [](const std::string& dir) {
+    return gae_run(dir, 2, 1, false, "", /*pp=*/2);
+  });
 }
 
 TEST(Megatron, PipelineTimesTensorParallelEqualsOneRankForThreePpoSteps) {
@@ -277,13 +289,7 @@ TEST(Megatron, VirtualPipelineStagesWithTiedEmbeddingsEqualOneRank) {
   }
   EXPECT_TRUE(first.contains("model.embed_tokens.weight"));
   EXPECT_TRUE(last.contains("model.embed_tokens.weight"));  // the tied LM head's copy
-  const std::string exported = make_temp_dir("dist_megatron_vpp_export");
-  CommandResult ex = run_command(verl_binary() + " model export --checkpoint '" + vpp_dir + "/global_step_3' --out '" +
-                                 exported + "'");
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  auto [diff, name] = max_relative_difference(exported + "/model.safetensors",
-                                              vpp_dir + "/global_step_3/actor/huggingface/model.safetensors");
-  EXPECT_EQ(diff, 0.0) << name;
+  expect_export_is_the_gathered_model(vpp_dir, "dist_megatron_vpp_export");
 }
 
 // Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and
@@ -296,23 +302,9 @@ TEST(Megatron, ResumedTensorParallelRunEndsBitIdentical) {
   CommandResult whole = run_command(mpirun(3) + verl_train_command(every_step));
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
   // The same run stopped after step 2: its folder without step 3.
-  const std::string resumed_dir = make_temp_dir("dist_megatron_resumed");
-  fs::copy(whole_dir, resumed_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  fs::remove_all(resumed_dir + "/global_step_3");
-  std::ofstream(resumed_dir + "/latest_checkpointed_iteration.txt") << "2";
-  std::vector<std::string> again = gae_run(resumed_dir, 2, 2, /*sampled=*/true);
-  again.push_back("trainer.save_freq=1");
-  CommandResult part2 = run_command(mpirun(3) + verl_train_command(again));
-  ASSERT_EQ(part2.exit_code, 0) << part2.out << part2.err;
-  for (const std::string role : {"actor", "critic"}) {
-    for (int r = 0; r < 2; ++r) {
-      const std::string file =
-          "/global_step_3/" + role + "/model_world_size_2_rank_" + std::to_string(r) + ".safetensors";
-      ASSERT_TRUE(fs::exists(resumed_dir + file)) << file;
-      auto [diff, name] = max_relative_difference(resumed_dir + file, whole_dir + file);
-      EXPECT_EQ(diff, 0.0) << role << " rank " << r << ": " << name;
-    }
-  }
+  expect_resumed_run_bit_identical(whole_dir, "dist_megatron_resumed", [](const std::string& dir) {
+    return gae_run(dir, 2, 2, /*sampled=*/true);
+  });
 }
 
 // model_engine=megatron under mpirun: every worker rank (this rank read its own config, where the step budget is
