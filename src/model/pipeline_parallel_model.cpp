@@ -38,16 +38,8 @@ CausalLM pipeline_stage_model(CausalLM& whole, const PipelineParallelGroup& pp) 
   VERL_CHECK(!whole->pp.active(), kPipelineModelComponent, "pipeline_stage_model needs a whole-depth model");
   VERL_CHECK(!lora_state(whole), kPipelineModelComponent,
              "LoRA adapters with pipeline parallelism (pipeline_model_parallel_size > 1) are not supported");
-  const auto first = whole->parameters().front();
-  CausalLM stage(whole->config, whole->head, whole->tp, pp);
-  stage->to(first.device(), first.scalar_type());
   auto whole_params = whole->named_parameters();
-  torch::NoGradGuard no_grad;
-  for (auto& item : stage->named_parameters()) item.value().copy_(whole_params[item.key()]);
-  stage->train(whole->is_training());
-  stage->model->gradient_checkpointing = whole->model->gradient_checkpointing;
-  stage->remove_padding = whole->remove_padding;
-  return stage;
+  return rebuild_model(whole, whole->tp, pp, [&](const std::string& name) { return whole_params[name]; });
 }
 
 CausalLM gather_pipeline_stages(CausalLM& model) {
@@ -55,31 +47,25 @@ CausalLM gather_pipeline_stages(CausalLM& model) {
   VERL_CHECK(!lora_state(model), kPipelineModelComponent,
              "LoRA adapters with pipeline parallelism (pipeline_model_parallel_size > 1) are not supported");
   parallel::Comm& stages = *model->pp.links->stages;
-  const auto first = model->parameters().front();
-  CausalLM whole(model->config, model->head, model->tp);
-  whole->to(first.device(), first.scalar_type());
   auto mine = model->named_parameters();
+  const auto owner = [&](const std::string& name) {
+    return pipeline_stage_of(name, model->config, stages.size(), model->pp.chunks);
+  };
+  CausalLM whole = rebuild_model(model, model->tp, {}, [&](const std::string& name) {
+    return owner(name) == stages.rank() ? mine[name] : torch::Tensor();
+  });
   // Each stage broadcasts its parameters (bucketed), in named_parameters() order within a stage.
   std::map<int, std::vector<torch::Tensor>> by_stage;
-  torch::NoGradGuard no_grad;
-  for (auto& item : whole->named_parameters()) {
-    const int owner = pipeline_stage_of(item.key(), model->config, stages.size(), model->pp.chunks);
-    if (owner == stages.rank()) item.value().copy_(mine[item.key()]);
-    by_stage[owner].push_back(item.value());
-  }
-  for (auto& [owner, tensors] : by_stage) parallel::broadcast_coalesced(stages, tensors, owner);
-  whole->train(model->is_training());
-  whole->model->gradient_checkpointing = model->model->gradient_checkpointing;
-  whole->remove_padding = model->remove_padding;
+  for (auto& item : whole->named_parameters()) by_stage[owner(item.key())].push_back(item.value());
+  for (auto& [stage, tensors] : by_stage) parallel::broadcast_coalesced(stages, tensors, stage);
   return whole;
 }
 
 void sum_tied_embedding_gradients(CausalLM& model) {
   const auto& pp = model->pp;
-  if (!pp.active() || pp.links->embedding == nullptr || !model->model->embed_tokens || !(pp.first() || pp.last())) {
-    return;
-  }
-  if (model->head != HeadKind::LM || !model->config.tie_word_embeddings) return;
+  // Only the first and last stages have the embedding group; only a tied LM head puts a copy on the last.
+  const bool tied = model->head == HeadKind::LM && model->config.tie_word_embeddings;
+  if (!pp.active() || pp.links->embedding == nullptr || !tied) return;
   auto& weight = model->model->embed_tokens->weight;
   if (!weight.requires_grad()) return;
   // A stage whose backward left no gradient (none of its rows used) contributes zeros.

@@ -44,18 +44,9 @@ torch::Tensor shard_parameter(const std::string& name, const torch::Tensor& whol
 
 CausalLM shard_model(CausalLM& whole, const TensorParallelGroup& tp) {
   VERL_CHECK(!whole->tp.active(), kTensorParallelModelComponent, "shard_model needs a whole model");
-  const auto first = whole->parameters().front();
-  CausalLM sharded(whole->config, whole->head, tp);
-  sharded->to(first.device(), first.scalar_type());
   auto whole_params = whole->named_parameters();
-  torch::NoGradGuard no_grad;
-  for (auto& item : sharded->named_parameters()) {
-    item.value().copy_(shard_parameter(item.key(), whole_params[item.key()], tp));
-  }
-  sharded->train(whole->is_training());
-  sharded->model->gradient_checkpointing = whole->model->gradient_checkpointing;
-  sharded->remove_padding = whole->remove_padding;
-  return sharded;
+  return rebuild_model(whole, tp, whole->pp,
+                       [&](const std::string& name) { return shard_parameter(name, whole_params[name], tp); });
 }
 
 NamedTensors gather_full_state(CausalLM& model) {

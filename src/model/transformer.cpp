@@ -1004,6 +1004,24 @@ torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, con
   return model->values(last).to(torch::kFloat32);
 }
 
+CausalLM rebuild_model(CausalLM& source, TensorParallelGroup tp, PipelineParallelGroup pp,
+                       const std::function<torch::Tensor(const std::string& name)>& value) {
+  const auto first = source->parameters().front();
+  CausalLM out(source->config, source->head, std::move(tp), std::move(pp));
+  out->to(first.device(), first.scalar_type());
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : out->named_parameters()) {
+      const torch::Tensor v = value(item.key());
+      if (v.defined()) item.value().copy_(v);
+    }
+  }
+  out->train(source->is_training());
+  out->model->gradient_checkpointing = source->model->gradient_checkpointing;
+  out->remove_padding = source->remove_padding;
+  return out;
+}
+
 void init_weights(CausalLM& model, uint64_t seed, bool perturb) {
   auto gen = at::detail::createCPUGenerator(seed);
   const double std = model->config.initializer_range;

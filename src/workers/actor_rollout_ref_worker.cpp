@@ -501,7 +501,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   VERL_CHECK(
       rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() || !actor_module_->tp.active(),
       kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
-      " under tensor parallelism is not implemented yet; set actor_rollout_ref.rollout.dtype=float32");
+      " under tensor parallelism is not supported (the slices generate in the actor's dtype); set "
+             "actor_rollout_ref.rollout.dtype=float32");
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
   std::vector<agent::TraceSpan> agent_runs;  // rollout.trace with the tool agent loop: ToolAgentLoop.run per row

@@ -143,8 +143,8 @@ struct FSDPConfig {
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for
 // strategy=megatron: tensor and pipeline parallelism (and Megatron's virtual pipeline stages) inside a worker group
-// of DP x PP x TP ranks. Context parallelism and sequence parallelism are not implemented (their keys accept only the
-// "off" value).
+// of DP x PP x TP ranks. Context parallelism and sequence parallelism are config errors: their keys accept only the
+// "off" value.
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;          // stages of the layers (model/pipeline_parallel_model.h)

@@ -337,6 +337,12 @@ torch::Tensor response_values(CausalLM& model, const torch::Tensor& input_ids, c
 torch::Tensor reward_scores(CausalLM& model, const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                             const torch::Tensor& position_ids);
 
+// A model of `source`'s config and head built with `tp` and `pp` (on source's device and dtype, with its train mode,
+// gradient checkpointing and remove_padding), each parameter set to value(name); an undefined value leaves the
+// parameter as built. The moves between whole models, TP slices and pipeline stages are made of it.
+CausalLM rebuild_model(CausalLM& source, TensorParallelGroup tp, PipelineParallelGroup pp,
+                       const std::function<torch::Tensor(const std::string& name)>& value);
+
 // HF-style random init, seeded: Linear / Embedding weights ~ N(0, initializer_range), biases 0, norms 1.
 // With perturb_norms_and_biases, norm weights get 1 + N(0, 0.1) and biases N(0, initializer_range), so a
 // test model exercises every parameter.
