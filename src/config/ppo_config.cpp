@@ -467,8 +467,8 @@ int64_t read_ulysses_size(ConfigReader& in, const std::string& role_key, const s
   return size;
 }
 
-// verl's megatron config under `p`. Tensor and pipeline parallelism are implemented: the other parallelisms accept
-// their "off" value and anything else is an error naming the key.
+// verl's megatron config under `p`. Tensor, context and pipeline parallelism are implemented: Megatron's sequence
+// parallelism accepts its "off" value and anything else is an error naming the key.
 MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains) {
   MegatronConfig m;
   m.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
@@ -478,9 +478,8 @@ MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains
   // Megatron's interleaved layout: each stage holds this many runs of layers (null: one).
   m.virtual_pipeline_model_parallel_size = in.get_optional_int(p + ".virtual_pipeline_model_parallel_size").value_or(1);
   check_positive(m.virtual_pipeline_model_parallel_size, p + ".virtual_pipeline_model_parallel_size");
-  const int64_t cp = in.get_int(p + ".context_parallel_size");
-  VERL_CHECK(cp == 1, "config", p, ".context_parallel_size=", cp,
-             ": context parallelism is not implemented (every rank sees whole sequences; use 1)");
+  m.context_parallel_size = in.get_int(p + ".context_parallel_size");
+  check_positive(m.context_parallel_size, p + ".context_parallel_size");
   VERL_CHECK(!in.get_bool(p + ".sequence_parallel"), "config", p,
              ".sequence_parallel=true is not implemented: activations outside the tensor-parallel layers stay whole "
              "on every rank (set it to false)");

@@ -14,6 +14,7 @@
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/model/lora.h"
 #include "verl/model/used_columns.h"
+#include "verl/parallel/context_parallel.h"
 #include "verl/parallel/tensor_parallel.h"
 #include "verl/parallel/ulysses.h"
 #include "verl/model/mixed_precision.h"
@@ -104,7 +105,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   q = q * c + rotate_half(q) * s;
   k = k * c + rotate_half(k) * s;
   // Ulysses: rotary applied on this rank's positions, then the whole sequence for 1/sp of the heads.
-  const bool ulysses = sequence_parallel.active() && cache == nullptr;
+  const bool split_sequence = sequence_parallel.active() && cache == nullptr;
+  const bool ulysses = split_sequence && sequence_parallel.split == SequenceSplit::Ulysses;
+  if (split_sequence && !ulysses) {
+    // Context parallelism: every rank's keys and values (rotated at their own positions), this rank's queries under
+    // its rows of the whole sequence's mask.
+    const auto keys = parallel::gather_context(k, /*dim=*/2, sequence_parallel.comm);
+    const auto vals = parallel::gather_context(v, 2, sequence_parallel.comm);
+    const auto rows = mask_bias.narrow(3, sequence_parallel.comm->rank() * T_local, T_local).contiguous();
+    const auto attended = attend(q, keys, vals, rows);
+    return row_output(o_proj, attended.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
+  }
   int64_t heads = num_heads, kv_heads = num_kv_heads;
   if (ulysses) {
     const int64_t sp = sequence_parallel.size();
@@ -689,9 +700,10 @@ KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
   return cache;
 }
 
-void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key) {
-  const SequenceParallelGroup sp{std::move(group)};
-  if (sp.active()) {
+void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key,
+                           SequenceSplit split) {
+  const SequenceParallelGroup sp{std::move(group), split};
+  if (sp.active() && split == SequenceSplit::Ulysses) {
     const auto& c = model->config;
     const int64_t n = sp.size();
     VERL_CHECK(!model->tp.active(), kTransformerComponent, key, "=", n, " with tensor parallelism is not implemented");
@@ -748,9 +760,6 @@ ResponseLogProbs head_log_probs(CausalLM& model, const torch::Tensor& hidden, co
                                 const TopKQuery& query) {
   ResponseLogProbs out;
   if (model->tp.active()) {
-    VERL_CHECK(!with_sum_pi_squared, kTransformerComponent,
-               "actor.calculate_sum_pi_squared is not implemented with tensor "
-               "parallelism (megatron.tensor_model_parallel_size > 1); use tensor_model_parallel_size=1");
     // No rank holds the whole vocabulary: softmax statistics are reduced over the group.
     const auto raw_shard = model->logits_shard(hidden);
     auto shard = raw_shard.to(torch::kFloat32) / temperature;
@@ -758,6 +767,11 @@ ResponseLogProbs head_log_probs(CausalLM& model, const torch::Tensor& hidden, co
                                                            model->tp.comm);
     out.log_probs = parallel_out.log_probs;
     if (with_entropy) out.entropy = parallel_out.entropy;
+    if (with_sum_pi_squared) {
+      // sum_v pi_v^2 = exp(logsumexp(2 z) - 2 logsumexp(z)), each logsumexp reduced over the vocabulary's slices.
+      out.sum_pi_squared = torch::exp(parallel::vocab_parallel_logsumexp(2.0 * shard, model->tp.comm) -
+                                      2.0 * parallel::vocab_parallel_logsumexp(shard, model->tp.comm));
+    }
     if (query.active()) {
       // The top-k tokens may be anywhere in the vocabulary: every rank gathers the whole logits (backward: its slice).
       out.top_k = top_k_log_probs(parallel::gather_from_tp_region(raw_shard, model->tp.comm), temperature, query);

@@ -103,24 +103,6 @@ std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stage
   return links;
 }
 
-PipelineParallelMesh pipeline_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size, int pp_size) {
-  VERL_CHECK(group != nullptr, kPipelineParallelComponent, "pipeline parallelism needs a communicator");
-  const int world = group->size();
-  VERL_CHECK(tp_size >= 1 && pp_size >= 1 && world % (tp_size * pp_size) == 0, kPipelineParallelComponent,
-             "tensor_model_parallel_size ", tp_size, " x pipeline_model_parallel_size ", pp_size,
-             " must divide the worker group's ", world, " ranks");
-  const int rank = group->rank();
-  const int copy = tp_size * pp_size;  // the ranks of one model copy, consecutive
-  PipelineParallelMesh mesh;
-  mesh.tp_rank = rank % tp_size;
-  mesh.stage = (rank / tp_size) % pp_size;
-  mesh.dp_rank = rank / copy;
-  mesh.tp = group->split(rank / tp_size, mesh.tp_rank);
-  mesh.dp = group->split(mesh.stage * tp_size + mesh.tp_rank, mesh.dp_rank);
-  mesh.stages = group->split(mesh.dp_rank * tp_size + mesh.tp_rank, mesh.stage);
-  return mesh;
-}
-
 int64_t pipeline_chunk_layers(int64_t num_layers, int64_t stages, int64_t virtual_stages, const std::string& key,
                               const std::string& virtual_key) {
   VERL_CHECK(virtual_stages >= 1, "config", virtual_key, "=", virtual_stages, " must be >= 1");

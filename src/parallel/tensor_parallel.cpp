@@ -148,4 +148,14 @@ VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard
   return {label_logit - log_sum_exp, log_sum_exp - expected_logit};
 }
 
+torch::Tensor vocab_parallel_logsumexp(const torch::Tensor& logits_shard, const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked_tp_comm(comm);
+  torch::Tensor logits = logits_shard.to(torch::kFloat32);
+  // As in vocab_parallel_log_probs: the max only keeps exp in range, and stays out of the graph.
+  torch::Tensor global_max = std::get<0>(logits.detach().max(-1, /*keepdim=*/true)).contiguous();
+  c.all_reduce(global_max, ReduceOp::Max);
+  torch::Tensor sum_exp = reduce_from_tp_region((logits - global_max).exp().sum(-1), comm);
+  return global_max.squeeze(-1) + sum_exp.log();
+}
+
 }  // namespace verl::parallel

@@ -36,9 +36,23 @@ void check_mini_batch(const std::string& section, int64_t train_batch_size, int6
   }
 }
 
-// strategy=megatron: the worker group's devices form DP x PP x TP. What the implementation needs of the other keys:
-// the ref and the rollout work on the actor's mesh, so their tensor-parallel sizes are the actor's (and the ref's
-// pipeline size too; the rollout generates with all the stages' layers gathered).
+// "<p>tensor_model_parallel_size=T x <p>pipeline_model_parallel_size=P x <p>context_parallel_size=C", the sizes
+// above 1 after the first.
+std::string megatron_sizes(const std::string& p, const config::MegatronConfig& m) {
+  std::string sizes = p + "tensor_model_parallel_size=" + std::to_string(m.tensor_model_parallel_size);
+  if (m.pipeline_model_parallel_size > 1) {
+    sizes += " x " + p + "pipeline_model_parallel_size=" + std::to_string(m.pipeline_model_parallel_size);
+  }
+  if (m.context_parallel_size > 1) {
+    sizes += " x " + p + "context_parallel_size=" + std::to_string(m.context_parallel_size);
+  }
+  return sizes;
+}
+
+// strategy=megatron: the worker group's devices form DP x PP x CP x TP. What the implementation needs of the other
+// keys: the ref and the rollout work on the actor's mesh, so their tensor-parallel sizes are the actor's (and the
+// ref's pipeline and context-parallel sizes too; the rollout generates with all the stages' layers gathered, whole
+// sequences on every rank).
 void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, const std::string& devices) {
   const auto& arr = config.actor_rollout_ref;
   const int64_t actor_tp = arr.actor.tensor_parallel_size();
@@ -46,10 +60,13 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
   const std::string m = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size";
   const std::string mp = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size";
   if (arr.actor.strategy == "megatron") {
-    const std::string sizes = m + "=" + std::to_string(actor_tp) +
-                              (actor_pp > 1 ? " x " + mp + "=" + std::to_string(actor_pp) : std::string());
-    VERL_CHECK(role_gpus % (actor_tp * actor_pp) == 0, "config", sizes, " must divide the actor's ", role_gpus,
-               " devices (", devices, ")");
+    VERL_CHECK(role_gpus % arr.actor.model_parallel_size() == 0, "config",
+               megatron_sizes("actor_rollout_ref.actor.megatron.", arr.actor.megatron), " must divide the actor's ",
+               role_gpus, " devices (", devices, ")");
+    VERL_CHECK(arr.ref.megatron.context_parallel_size == arr.actor.megatron.context_parallel_size, "config",
+               "actor_rollout_ref.ref.megatron.context_parallel_size (", arr.ref.megatron.context_parallel_size,
+               ") must equal actor_rollout_ref.actor.megatron.context_parallel_size (",
+               arr.actor.megatron.context_parallel_size, "): the ref shares the actor's worker group");
     VERL_CHECK(arr.ref.megatron.pipeline_model_parallel_size == actor_pp, "config",
                "actor_rollout_ref.ref.megatron.pipeline_model_parallel_size (",
                arr.ref.megatron.pipeline_model_parallel_size, ") must equal ", mp, " (", actor_pp,
@@ -76,13 +93,8 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
                "or strategy=megatron with the same megatron.tensor_model_parallel_size)");
   }
   if (need_critic(config) && config.critic.strategy == "megatron") {
-    const int64_t critic_tp = config.critic.tensor_parallel_size();
-    const int64_t critic_pp = config.critic.pipeline_parallel_size();
-    const std::string sizes =
-        "critic.megatron.tensor_model_parallel_size=" + std::to_string(critic_tp) +
-        (critic_pp > 1 ? " x critic.megatron.pipeline_model_parallel_size=" + std::to_string(critic_pp)
-                       : std::string());
-    VERL_CHECK(role_gpus % (critic_tp * critic_pp) == 0, "config", sizes, " must divide the critic's ", role_gpus,
+    VERL_CHECK(role_gpus % config.critic.model_parallel_size() == 0, "config",
+               megatron_sizes("critic.megatron.", config.critic.megatron), " must divide the critic's ", role_gpus,
                " devices (", devices, ")");
   }
   VERL_CHECK(!(config.reward_model.enable && config.reward_model.strategy == "megatron"), "config",
@@ -146,7 +158,7 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   const int64_t actor_tp = actor.model_parallel_size();
   const int64_t actor_sp = actor.ulysses_sequence_parallel_size;
   const std::string tp_note =
-      actor_tp > 1   ? " / actor megatron tensor x pipeline model parallel size " + std::to_string(actor_tp)
+      actor_tp > 1   ? " / actor megatron model-parallel size (TP x PP x CP) " + std::to_string(actor_tp)
       : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
                      : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
@@ -166,7 +178,7 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
     const int64_t critic_sp = critic.ulysses_sequence_parallel_size;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
                      critic.use_dynamic_bsz, n, role_gpus / (critic_tp * critic_sp),
-                     critic_tp > 1   ? devices + " / critic megatron tensor x pipeline model parallel size " +
+                     critic_tp > 1   ? devices + " / critic megatron model-parallel size (TP x PP x CP) " +
                                            std::to_string(critic_tp)
                      : critic_sp > 1 ? devices + " / critic.ulysses_sequence_parallel_size " + std::to_string(critic_sp)
                                      : devices);

@@ -160,10 +160,11 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
   actor_cfg_ = arr.actor;
   tp_size_ = arr.actor.tensor_parallel_size();
   pp_size_ = arr.actor.pipeline_parallel_size();
+  cp_size_ = arr.actor.context_parallel_size();
   sp_size_ = arr.actor.ulysses_sequence_parallel_size;
   ref_sp_size_ = arr.ref.ulysses_sequence_parallel_size;
   // Batches split over the data-parallel ranks (all ranks under fsdp, less the model- or sequence-parallel ones).
-  const int64_t W = data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key());
+  const int64_t W = data_parallel_size(world_size(), copy_size() * sp_size_, model_parallel_key());
   const int64_t n = arr.rollout.sampling.n;
   const std::string a = "actor_rollout_ref.actor.";
   if (is_actor_) {
@@ -204,10 +205,10 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz is false");
   }
 
-  // Under megatron the T x P ranks of a DP rank compute together: nd dispatch over mesh "actor". Under Ulysses the S
-  // ranks of a DP rank do, for the log-prob and update passes only (mesh "actor", and "ref" for the ref's S); the
-  // ranks are laid out the same way (consecutive), so the TP mesh's placement serves both.
-  const int64_t copy_size = tp_size_ * pp_size_;
+  // Under megatron the T x P x C ranks of a DP rank compute together: nd dispatch over mesh "actor". Under Ulysses
+  // the S ranks of a DP rank do, for the log-prob and update passes only (mesh "actor", and "ref" for the ref's S);
+  // the ranks are laid out the same way (consecutive), so the TP mesh's placement serves both.
+  const int64_t copy_size = this->copy_size();
   const Dispatch compute = copy_size > 1 ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = copy_size > 1 ? "actor" : "";
   const auto mesh_place = tensor_parallel_mesh_info(rank(), copy_size);
@@ -237,7 +238,8 @@ ActorRolloutRefWorker::ActorRolloutRefWorker(const single_controller::WorkerCont
 std::string ActorRolloutRefWorker::model_parallel_key() const {
   const std::string a = "actor_rollout_ref.actor.";
   if (sp_size_ > 1) return a + "ulysses_sequence_parallel_size";
-  return a + (pp_size_ > 1 ? "megatron.pipeline_model_parallel_size" : "megatron.tensor_model_parallel_size");
+  if (pp_size_ > 1) return a + "megatron.pipeline_model_parallel_size";
+  return a + (cp_size_ > 1 ? "megatron.context_parallel_size" : "megatron.tensor_model_parallel_size");
 }
 
 void ActorRolloutRefWorker::require_initialised(const char* method) const {
@@ -298,7 +300,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     actor_offload_ = OffloadPolicy{device_, fsdp.param_offload, fsdp.param_offload, fsdp.optimizer_offload};
     ref_offload_ = OffloadPolicy{device_, arr.ref.fsdp_config.param_offload, false, false};
   }
-  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, pp_size_, model_parallel_key(), device_);
+  const ParallelLayout layout =
+      make_parallel_layout(context(), tp_size_, pp_size_, cp_size_, model_parallel_key(), device_);
   // Ulysses groups (collective splits of the whole group; the same on every rank: one config).
   auto ulysses_group = [&](int64_t sp, const std::string& key) -> std::shared_ptr<parallel::Comm> {
     if (sp == 1) return nullptr;
@@ -314,6 +317,17 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   const auto ref_sp_group = !is_ref_                     ? nullptr
                             : ref_sp_size_ == sp_size_ && is_actor_ ? actor_sp_group
                                                                     : ulysses_group(ref_sp_size_, ref_sp_key);
+  // How the actor's and the ref's models split sequences: Ulysses under fsdp, the context-parallel ranks under
+  // megatron (the ref's context_parallel_size is the actor's: trainer/ppo_config_checks.cpp).
+  auto set_sequence_split = [&](model::CausalLM& module, const std::shared_ptr<parallel::Comm>& ulysses,
+                                const std::string& ulysses_key) {
+    if (layout.cp) {
+      model::set_sequence_parallel(module, layout.cp, "actor_rollout_ref.actor.megatron.context_parallel_size",
+                                   model::SequenceSplit::ContextParallel);
+    } else {
+      model::set_sequence_parallel(module, ulysses, ulysses_key);
+    }
+  };
   model::LoadOptions load_options;
   load_options.tensor_parallel = layout.tp;
   load_options.pipeline_stages = layout.stages;
@@ -336,7 +350,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       }
     }
     if (is_actor_) {
-      model::set_sequence_parallel(actor_module_, actor_sp_group, actor_sp_key);
+      set_sequence_split(actor_module_, actor_sp_group, actor_sp_key);
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       actor_module_->remove_padding = arr.model.use_remove_padding;
       const auto& fsdp = actor_cfg_.fsdp_config;
@@ -345,7 +359,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       const torch::ScalarType reduce_dtype = actor_cfg_.strategy == "megatron"
                                                  ? torch::kFloat32
                                                  : model::parse_precision(fsdp.reduce_dtype, fsdp_size_key);
-      if (tp_size_ * pp_size_ == 1 && fsdp.reshard_after_forward) {
+      if (copy_size() == 1 && fsdp.reshard_after_forward) {
         actor_sharded_ = fully_shard(actor_module_, layout.dp, fsdp.fsdp_size, fsdp_size_key,
                                      kActorRolloutRefWorkerComponent, reduce_dtype);
       }
@@ -361,14 +375,14 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       if (!actor_sharded_ || lora.enabled()) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
         auto shard_group =
-            optimizer_sharding_group(layout.dp, tp_size_ * pp_size_, actor_cfg_.megatron.use_distributed_optimizer,
+            optimizer_sharding_group(layout.dp, copy_size(), actor_cfg_.megatron.use_distributed_optimizer,
                                      fsdp.fsdp_size, fsdp_size_key);
         actor_->optimizer_shard =
             optimizer_shard(shard_group, params, kActorRolloutRefWorkerComponent, layout.dp, reduce_dtype);
       }
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
-      // The T (or S) ranks of a DP rank share its place, as nd dispatch gives them its rows.
-      actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), tp_size_ * pp_size_ * sp_size_).dp_rank;
+      // The T x P x C (or S) ranks of a DP rank share its place, as nd dispatch gives them its rows.
+      actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), copy_size() * sp_size_).dp_rank;
     } else {
       freeze(actor_module_);
     }
@@ -383,8 +397,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     ref_module_->to(device_);
     ref_module_->remove_padding = arr.model.use_remove_padding;
     freeze(ref_module_);
-    model::set_sequence_parallel(ref_module_, ref_sp_group, ref_sp_key);
-    if (tp_size_ * pp_size_ == 1 && arr.ref.fsdp_config.reshard_after_forward) {
+    set_sequence_split(ref_module_, ref_sp_group, ref_sp_key);
+    if (copy_size() == 1 && arr.ref.fsdp_config.reshard_after_forward) {
       ref_sharded_ = fully_shard(ref_module_, layout.dp, -1, "actor_rollout_ref.ref.fsdp_config", "ref");
     }
     ref_policy_ = std::make_unique<DataParallelPPOActor>(actor_cfg_, ref_module_, nullptr);

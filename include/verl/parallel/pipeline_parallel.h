@@ -39,17 +39,7 @@ struct PipelineLinks {
 // several times).
 std::shared_ptr<PipelineLinks> pipeline_links(const std::shared_ptr<Comm>& stages, bool ring = false);
 
-// The groups of a worker group of D x P x T ranks: rank = dp_rank * (P * T) + stage * T + tp_rank, so that the
-// P * T ranks of one model copy are consecutive (as the TP ranks are without pipeline parallelism: verl's dispatch
-// gives them the same rows). Megatron puts the pipeline outermost instead; the numbers are the same either way.
-// Collective on `group`.
-struct PipelineParallelMesh {
-  std::shared_ptr<Comm> tp;      // the T ranks holding slices of the same layers
-  std::shared_ptr<Comm> dp;      // the D ranks holding the same slice of the same layers
-  std::shared_ptr<Comm> stages;  // the P ranks holding one model copy's stages
-  int tp_rank = 0, dp_rank = 0, stage = 0;
-};
-PipelineParallelMesh pipeline_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size, int pp_size);
+// The mesh of stages, tensor- and context-parallel ranks: parallel/model_parallel_mesh.h.
 
 // The layers of each run when `num_layers` split evenly into stages x virtual_stages runs (Megatron's default
 // layout); an error naming `key` (and `virtual_key`) when they do not divide.

@@ -13,6 +13,7 @@
 //   vocab_parallel_log_probs          log p(label) and entropy from logits split along the vocabulary (the
 //                                     LM head's output): global max, sum of exp and the label's logit are
 //                                     reduced across ranks; no rank holds the full vocabulary
+//   vocab_parallel_logsumexp          log sum exp over the whole vocabulary of logits split along it
 //
 // Reductions are the Comm's (deterministic, in rank order). The model's layers use them under the megatron strategy
 // (model/tensor_parallel_model.h).
@@ -67,5 +68,8 @@ struct VocabParallelLogProbs {
 // the whole vocabulary.
 VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
                                                const std::shared_ptr<Comm>& comm);
+// log sum_v exp(logits_v) over the whole vocabulary [...], fp32, from this rank's slice [..., V / tp] (autograd:
+// each rank's slice gets its softmax share).
+torch::Tensor vocab_parallel_logsumexp(const torch::Tensor& logits_shard, const std::shared_ptr<Comm>& comm);
 
 }  // namespace verl::parallel

@@ -87,8 +87,11 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   torch::Device device() const { return device_; }
 
  private:
-  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline or tensor parallel size).
+  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline, context or tensor parallel
+  // size).
   std::string model_parallel_key() const;
+  // The ranks of one megatron model copy (TP x PP x CP), which get the same rows; 1 under fsdp.
+  int64_t copy_size() const { return tp_size_ * pp_size_ * cp_size_; }
   void require_initialised(const char* method) const;
   protocol::DataProto save_rollout_state(const protocol::DataProto& input);
   protocol::DataProto load_rollout_state(const protocol::DataProto& input);
@@ -99,6 +102,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   config::ActorConfig actor_cfg_;
   int64_t tp_size_ = 1;                    // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
   int64_t pp_size_ = 1;                    // pipeline stages per model copy (megatron), 1 under fsdp
+  int64_t cp_size_ = 1;                    // context-parallel ranks per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};

@@ -49,8 +49,11 @@ class CriticWorker : public single_controller::Worker {
   torch::optim::Optimizer& optimizer();
 
  private:
-  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline or tensor parallel size).
+  // The key that names the ranks per data-parallel rank in errors (Ulysses, pipeline, context or tensor parallel
+  // size).
   std::string model_parallel_key() const;
+  // The ranks of one megatron model copy (TP x PP x CP), which get the same rows; 1 under fsdp.
+  int64_t copy_size() const { return tp_size_ * pp_size_ * cp_size_; }
   void require_initialized(const char* method) const;
   void require_gradient_sync(const char* what) const;
   uint64_t value_head_seed() const;
@@ -59,6 +62,7 @@ class CriticWorker : public single_controller::Worker {
   DPCriticConfig critic_config_;
   int64_t tp_size_ = 1;  // tensor-parallel ranks per pipeline stage (megatron), 1 under fsdp
   int64_t pp_size_ = 1;  // pipeline stages per model copy (megatron), 1 under fsdp
+  int64_t cp_size_ = 1;  // context-parallel ranks per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1;  // Ulysses sequence-parallel ranks per data-parallel rank (critic.ulysses_sequence_parallel_size)
   std::string model_path_;
   std::string tokenizer_path_;

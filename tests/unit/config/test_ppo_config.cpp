@@ -194,7 +194,28 @@ TEST(PPOConfig, MegatronPipelineKeys) {
             std::string::npos);
 }
 
-// strategy=megatron's keys: tensor parallelism is read; the parallelisms verl.cpp lacks are errors naming the key.
+// Context parallelism: the ranks of one model copy are TP x PP x CP; the ref's size follows the actor's (verl's
+// oc.select), the critic's is its own; fsdp ignores the key (Ulysses has its own).
+TEST(PPOConfig, MegatronContextParallelKeys) {
+  PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
+                                 "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                                 "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+                                 "actor_rollout_ref.actor.megatron.context_parallel_size=2", "critic.strategy=megatron",
+                                 "critic.megatron.context_parallel_size=4"})
+                    .ppo;
+  EXPECT_EQ(c.actor_rollout_ref.actor.context_parallel_size(), 2);
+  EXPECT_EQ(c.actor_rollout_ref.actor.model_parallel_size(), 8);
+  EXPECT_EQ(c.actor_rollout_ref.ref.megatron.context_parallel_size, 2);  // follows the actor's
+  EXPECT_EQ(c.critic.context_parallel_size(), 4);
+  EXPECT_EQ(c.critic.model_parallel_size(), 4);
+  PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.context_parallel_size=2"}).ppo;
+  EXPECT_EQ(fsdp.actor_rollout_ref.actor.model_parallel_size(), 1);  // only megatron reads it
+  EXPECT_NE(ppo_config_error_of({"critic.megatron.context_parallel_size=0"})
+                .find("critic.megatron.context_parallel_size"),
+            std::string::npos);
+}
+
+// strategy=megatron's keys: tensor parallelism is read; Megatron's sequence parallelism is an error naming the key.
 TEST(PPOConfig, MegatronKeys) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
                                  "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
@@ -206,10 +227,6 @@ TEST(PPOConfig, MegatronKeys) {
   EXPECT_TRUE(c.critic.megatron.use_distributed_optimizer);
   PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
   EXPECT_EQ(fsdp.actor_rollout_ref.actor.tensor_parallel_size(), 1);  // only megatron reads it
-  EXPECT_NE(
-      ppo_config_error_of({"actor_rollout_ref.actor.megatron.context_parallel_size=2"})
-          .find("actor_rollout_ref.actor.megatron.context_parallel_size=2: context parallelism is not implemented"),
-      std::string::npos);
   EXPECT_NE(ppo_config_error_of({"critic.megatron.sequence_parallel=true"})
                 .find("critic.megatron.sequence_parallel=true is not"),
             std::string::npos);

@@ -16,6 +16,7 @@
 #include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
 #include "verl/model/transformer.h"
+#include "verl/parallel/model_parallel_mesh.h"
 #include "verl/parallel/pipeline_parallel.h"
 #include "verl/rollout/generator.h"
 #include "verl/workers/optimizer.h"
@@ -49,7 +50,7 @@ struct PipelineLayout {
 // The stage model of this rank of a (tp x pp) mesh of thread ranks, cut from `whole`.
 CausalLM cut_stage(CausalLM& whole, const std::shared_ptr<parallel::Comm>& comm, const PipelineLayout& layout,
                    std::shared_ptr<parallel::Comm>* stages_out = nullptr) {
-  const auto mesh = parallel::pipeline_parallel_mesh(comm, layout.tp, layout.pp);
+  const auto mesh = parallel::model_parallel_mesh(comm, layout.tp, /*cp_size=*/1, layout.pp);
   CausalLM base = layout.tp > 1 ? shard_model(whole, TensorParallelGroup{mesh.tp}) : whole;
   const auto pp = pipeline_parallel_group(mesh.stages, whole->config.num_hidden_layers, "pipeline_model_parallel_size",
                                           layout.virtual_stages);

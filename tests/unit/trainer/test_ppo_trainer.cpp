@@ -463,5 +463,31 @@ TEST(PPOTrainer, BadBatchSizesFailBeforeAnyWorkerStarts) {
   EXPECT_EQ(h.log->calls.size(), 0u);
 }
 
+// Megatron's context parallelism: the copy's TP x CP ranks must divide the devices, and the ref shares the actor's
+// ranks, so its size is the actor's.
+TEST(PPOTrainer, BadContextParallelSizesFailBeforeAnyWorkerStarts) {
+  const auto error_of = [](const std::string& name, const std::vector<std::string>& overrides) {
+    Harness h(name, overrides);
+    try {
+      trainer::validate_ppo_config(*h.config, 2);
+    } catch (const verl::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string megatron = "actor_rollout_ref.actor.strategy=megatron";
+  EXPECT_NE(error_of("ppo_trainer_bad_cp", {megatron, "actor_rollout_ref.actor.megatron.context_parallel_size=3"})
+                .find("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1 x "
+                      "actor_rollout_ref.actor.megatron.context_parallel_size=3 must divide the actor's 2 devices"),
+            std::string::npos);
+  EXPECT_NE(error_of("ppo_trainer_bad_ref_cp", {megatron, "actor_rollout_ref.actor.megatron.context_parallel_size=2",
+                                                "actor_rollout_ref.ref.megatron.context_parallel_size=1"})
+                .find("actor_rollout_ref.ref.megatron.context_parallel_size (1) must equal "
+                      "actor_rollout_ref.actor.megatron.context_parallel_size (2)"),
+            std::string::npos);
+  EXPECT_EQ(error_of("ppo_trainer_ok_cp", {megatron, "actor_rollout_ref.actor.megatron.context_parallel_size=2"}),
+            "no error");
+}
+
 }  // namespace
 }  // namespace verl::test
