@@ -13,11 +13,11 @@
 #include "verl/model/fused_log_probs.h"
 #include "verl/model/gradient_checkpointing.h"
 #include "verl/model/lora.h"
+#include "verl/model/mixed_precision.h"
 #include "verl/model/used_columns.h"
 #include "verl/parallel/context_parallel.h"
 #include "verl/parallel/tensor_parallel.h"
 #include "verl/parallel/ulysses.h"
-#include "verl/model/mixed_precision.h"
 
 namespace verl::model {
 namespace {

@@ -27,7 +27,8 @@ struct GatherContext : public torch::autograd::Function<GatherContext> {
 }  // namespace
 
 torch::Tensor gather_context(const torch::Tensor& x, int64_t dim, const std::shared_ptr<Comm>& comm) {
-  VERL_CHECK(comm != nullptr, "context_parallel", "context parallelism needs the context-parallel group's communicator");
+  VERL_CHECK(comm != nullptr, "context_parallel",
+             "context parallelism needs the context-parallel group's communicator");
   if (comm->size() == 1) return x;
   return GatherContext::apply(x, dim < 0 ? dim + x.dim() : dim, comm.get());
 }

@@ -23,8 +23,8 @@ ModelParallelMesh model_parallel_mesh(const std::shared_ptr<Comm>& group, int tp
   mesh.cp = group->split((mesh.dp_rank * pp_size + mesh.stage) * tp_size + mesh.tp_rank, mesh.cp_rank);
   mesh.stages = group->split((mesh.dp_rank * cp_size + mesh.cp_rank) * tp_size + mesh.tp_rank, mesh.stage);
   mesh.dp = group->split((mesh.stage * cp_size + mesh.cp_rank) * tp_size + mesh.tp_rank, mesh.dp_rank);
-  mesh.gradients = cp_size == 1 ? mesh.dp
-                                : group->split(mesh.stage * tp_size + mesh.tp_rank, mesh.dp_rank * cp_size + mesh.cp_rank);
+  mesh.gradients =
+      cp_size == 1 ? mesh.dp : group->split(mesh.stage * tp_size + mesh.tp_rank, mesh.dp_rank * cp_size + mesh.cp_rank);
   return mesh;
 }
 

@@ -158,7 +158,7 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
   const int64_t actor_tp = actor.model_parallel_size();
   const int64_t actor_sp = actor.ulysses_sequence_parallel_size;
   const std::string tp_note =
-      actor_tp > 1   ? " / actor megatron model-parallel size (TP x PP x CP) " + std::to_string(actor_tp)
+      actor_tp > 1   ? " / actor megatron TP x PP x CP size " + std::to_string(actor_tp)
       : actor_sp > 1 ? " / actor ulysses_sequence_parallel_size " + std::to_string(actor_sp)
                      : std::string();
   check_mini_batch("actor_rollout_ref.actor", data.train_batch_size, actor.ppo_mini_batch_size,
@@ -178,8 +178,7 @@ void validate_ppo_config(const config::PPOConfig& config, int64_t n_gpus) {
     const int64_t critic_sp = critic.ulysses_sequence_parallel_size;
     check_mini_batch("critic", data.train_batch_size, critic.ppo_mini_batch_size, critic.ppo_micro_batch_size_per_gpu,
                      critic.use_dynamic_bsz, n, role_gpus / (critic_tp * critic_sp),
-                     critic_tp > 1   ? devices + " / critic megatron model-parallel size (TP x PP x CP) " +
-                                           std::to_string(critic_tp)
+                     critic_tp > 1   ? devices + " / critic megatron TP x PP x CP size " + std::to_string(critic_tp)
                      : critic_sp > 1 ? devices + " / critic.ulysses_sequence_parallel_size " + std::to_string(critic_sp)
                                      : devices);
   }

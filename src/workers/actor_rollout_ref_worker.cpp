@@ -374,9 +374,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       if (actor_sharded_) actor_->fully_sharded = actor_sharded_;
       if (!actor_sharded_ || lora.enabled()) {
         actor_->gradient_all_reduce = gradient_averager(layout.dp, reduce_dtype);
-        auto shard_group =
-            optimizer_sharding_group(layout.dp, copy_size(), actor_cfg_.megatron.use_distributed_optimizer,
-                                     fsdp.fsdp_size, fsdp_size_key);
+        auto shard_group = optimizer_sharding_group(
+            layout.dp, copy_size(), actor_cfg_.megatron.use_distributed_optimizer, fsdp.fsdp_size, fsdp_size_key);
         actor_->optimizer_shard =
             optimizer_shard(shard_group, params, kActorRolloutRefWorkerComponent, layout.dp, reduce_dtype);
       }

@@ -93,8 +93,7 @@ CriticWorker::CriticWorker(const single_controller::WorkerContext& context,
   cp_size_ = config_->critic.context_parallel_size();
   sp_size_ = config_->critic.ulysses_sequence_parallel_size;
   critic_config_ = normalize_critic_config(
-      *config_,
-      static_cast<int>(data_parallel_size(world_size(), copy_size() * sp_size_, model_parallel_key())));
+      *config_, static_cast<int>(data_parallel_size(world_size(), copy_size() * sp_size_, model_parallel_key())));
   const single_controller::MeshRankInfo place = tensor_parallel_mesh_info(rank(), copy_size() * sp_size_);
   critic_config_.data_parallel_rank = place.dp_rank;  // the T x P x C (or S) ranks of a DP rank share it
   const bool nd = copy_size() > 1 || sp_size_ > 1;

@@ -1,8 +1,8 @@
 #include "verl/workers/parallel_layout.h"
 
 #include "verl/common/error.h"
-#include "verl/parallel/nccl_comm.h"
 #include "verl/parallel/model_parallel_mesh.h"
+#include "verl/parallel/nccl_comm.h"
 #include "verl/parallel/tensor_parallel.h"
 
 namespace verl::workers {

@@ -13,10 +13,10 @@
 namespace verl::parallel {
 
 struct ModelParallelMesh {
-  std::shared_ptr<Comm> tp;        // the T ranks holding slices of the same layers
-  std::shared_ptr<Comm> cp;        // the C ranks holding the same slice, each a part of every sequence
-  std::shared_ptr<Comm> stages;    // the P ranks holding one model copy's stages
-  std::shared_ptr<Comm> dp;        // the D ranks holding the same slice of the same part: one per model copy
+  std::shared_ptr<Comm> tp;         // the T ranks holding slices of the same layers
+  std::shared_ptr<Comm> cp;         // the C ranks holding the same slice, each a part of every sequence
+  std::shared_ptr<Comm> stages;     // the P ranks holding one model copy's stages
+  std::shared_ptr<Comm> dp;         // the D ranks holding the same slice of the same part: one per model copy
   std::shared_ptr<Comm> gradients;  // the D x C ranks whose gradients are averaged (Megatron's data-parallel group
                                     // with context parallelism); dp itself when C = 1
   int tp_rank = 0, cp_rank = 0, stage = 0, dp_rank = 0;

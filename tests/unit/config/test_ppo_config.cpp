@@ -210,9 +210,9 @@ TEST(PPOConfig, MegatronContextParallelKeys) {
   EXPECT_EQ(c.critic.model_parallel_size(), 4);
   PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.context_parallel_size=2"}).ppo;
   EXPECT_EQ(fsdp.actor_rollout_ref.actor.model_parallel_size(), 1);  // only megatron reads it
-  EXPECT_NE(ppo_config_error_of({"critic.megatron.context_parallel_size=0"})
-                .find("critic.megatron.context_parallel_size"),
-            std::string::npos);
+  EXPECT_NE(
+      ppo_config_error_of({"critic.megatron.context_parallel_size=0"}).find("critic.megatron.context_parallel_size"),
+      std::string::npos);
 }
 
 // strategy=megatron's keys: tensor parallelism is read; Megatron's sequence parallelism is an error naming the key.

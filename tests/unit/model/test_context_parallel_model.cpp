@@ -6,9 +6,8 @@
 // q_norm / k_norm, gradient checkpointing, LoRA adapters, and combined with tensor parallelism, pipeline stages and
 // both (8 thread ranks: TP 2 x CP 2 x PP 2). Under TP, sum_pi_squared's logsumexps are reduced over the vocabulary's
 // slices.
-#include <gtest/gtest.h>
-
 #include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
 
 #include <map>
 #include <string>
@@ -179,8 +178,10 @@ TEST_P(ContextParallelModel, RanksGiveTheWholeModelsOutputsAndGradients) {
 
 std::string context_case_name(const ::testing::TestParamInfo<ContextLayout>& info) {
   const ContextLayout& l = info.param;
-  return std::string(l.arch == Arch::Qwen2 ? "Qwen2" : l.arch == Arch::Qwen3 ? "Qwen3" : "Llama") + "Tp" +
-         std::to_string(l.tp) + "Cp" + std::to_string(l.cp) + "Pp" + std::to_string(l.pp) +
+  return std::string(l.arch == Arch::Qwen2   ? "Qwen2"
+                     : l.arch == Arch::Qwen3 ? "Qwen3"
+                                             : "Llama") +
+         "Tp" + std::to_string(l.tp) + "Cp" + std::to_string(l.cp) + "Pp" + std::to_string(l.pp) +
          (l.single_kv_head ? "OneKvHead" : "") + (l.checkpointing ? "Checkpointed" : "") + (l.lora ? "Lora" : "");
 }
 
