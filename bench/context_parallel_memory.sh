@@ -4,8 +4,8 @@
 # runs the cache-less forwards and backwards on 1/C of every sequence, gathering one layer's keys and values at a
 # time; generation stays whole on every rank). glibc's mmap threshold is fixed at 1 MiB and verl.cpp's heap reuse
 # is off, so the resident size follows the live tensors (runtime/heap_reuse.h). Model: Qwen2-shaped, hidden 512,
-# 4 layers, 8 / 2 heads, intermediate 1408 (13M parameters); 4 responses of 2048 tokens (ignore_eos) after prompts
-# of up to 32, micro-batches of 2 rows: activations, not weights, fill the memory.
+# 4 layers, 8 / 2 heads, intermediate 1408 (13M parameters); 4 responses of 4064 tokens (ignore_eos) after prompts
+# of up to 32, one micro-batch of all 4 rows: activations, not weights, fill the memory.
 #
 # usage: bench/context_parallel_memory.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -20,8 +20,8 @@ fi
 RUN=(data.train_files="$WORK/demo/data/train.parquet" data.val_files="$WORK/demo/data/test.parquet"
   actor_rollout_ref.model.path="$WORK/model" algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=true
   data.train_batch_size=2 actor_rollout_ref.rollout.n=2 actor_rollout_ref.actor.ppo_mini_batch_size=2
-  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2
-  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2 data.max_prompt_length=32 data.max_response_length=2048
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4
+  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 data.max_prompt_length=32 data.max_response_length=4064
   actor_rollout_ref.rollout.ignore_eos=true actor_rollout_ref.actor.strategy=megatron
   trainer.total_training_steps=1 trainer.test_freq=-1 trainer.val_before_train=false trainer.save_freq=-1
   'trainer.logger=[jsonl]' trainer.num_cpu_threads=1 trainer.device=cpu trainer.nnodes=1)
@@ -33,8 +33,11 @@ env "${ENVS[@]}" /usr/bin/time -f "MAXRSS_KB %M" "$V" train "${RUN[@]}" trainer.
 for C in 2 4; do
   rm -rf "$WORK/run_$C"
   echo "context_parallel_size $C: peak RSS (KiB) of the controller and the $C ranks, in rank order"
-  env "${ENVS[@]}" mpirun --oversubscribe --allow-run-as-root -np $((C + 1)) --tag-output \
-    /usr/bin/time -f "MAXRSS_KB %M" "$V" train "${RUN[@]}" trainer.n_gpus_per_node=$C \
-    actor_rollout_ref.actor.megatron.context_parallel_size=$C \
-    trainer.default_local_dir="$WORK/run_$C" 2>&1 | grep MAXRSS_KB | sort
+  # Each rank's figure to a file of its own (mpirun's merged output can swallow a line).
+  rm -f "$WORK"/rss_"$C"_*
+  env "${ENVS[@]}" mpirun --oversubscribe --allow-run-as-root -np $((C + 1)) \
+    sh -c 'exec /usr/bin/time -o "$0_$OMPI_COMM_WORLD_RANK" -f "MAXRSS_KB %M" "$@"' "$WORK/rss_$C" \
+    "$V" train "${RUN[@]}" trainer.n_gpus_per_node=$C actor_rollout_ref.actor.megatron.context_parallel_size=$C \
+    trainer.default_local_dir="$WORK/run_$C" >/dev/null 2>&1
+  for f in "$WORK"/rss_"$C"_*; do echo "rank ${f##*_}: $(cat "$f")"; done
 done

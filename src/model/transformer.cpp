@@ -109,11 +109,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const bool ulysses = split_sequence && sequence_parallel.split == SequenceSplit::Ulysses;
   if (split_sequence && !ulysses) {
     // Context parallelism: every rank's keys and values (rotated at their own positions), this rank's queries under
-    // its rows of the whole sequence's mask.
+    // its rows of the mask (the decoder built only those).
     const auto keys = parallel::gather_context(k, /*dim=*/2, sequence_parallel.comm);
     const auto vals = parallel::gather_context(v, 2, sequence_parallel.comm);
-    const auto rows = mask_bias.narrow(3, sequence_parallel.comm->rank() * T_local, T_local).contiguous();
-    const auto attended = attend(q, keys, vals, rows);
+    const auto attended = attend(q, keys, vals, mask_bias);
     return row_output(o_proj, attended.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
   }
   int64_t heads = num_heads, kv_heads = num_kv_heads;
@@ -428,8 +427,9 @@ std::pair<torch::Tensor, torch::Tensor> rotary(torch::Tensor& inv_freq, const to
 }
 
 // The additive attention masks [B,1,1,T,S] for T new tokens after `past` cached ones (attention_mask [B,S],
-// S = past + T, on the model's device): `full` the causal + padding mask, for the layers that do not slide;
-// `sliding` that mask narrowed to the keys of the last config.sliding_window real tokens of the query's row,
+// S = past + T, on the model's device), or with query_count > 0 for the T = query_count queries at positions
+// [past, past + T) of S (a context-parallel rank's own): `full` the causal + padding mask, for the layers that do not
+// slide; `sliding` that mask narrowed to the keys of the last config.sliding_window real tokens of the query's row,
 // itself included, for the sliding layers. Each is undefined when no layer uses it. The window counts tokens,
 // not columns, so that a multi-turn continuation's cache (agent/continuation_engine.h), whose turns sit apart,
 // windows as vLLM does; where a row's tokens are contiguous (any padded batch) it is transformers' column window.
@@ -437,11 +437,11 @@ struct AttentionBiases {
   torch::Tensor full, sliding;
 };
 AttentionBiases attention_biases(const HFConfig& config, const torch::Tensor& attention_mask, int64_t past,
-                                 torch::ScalarType dtype) {
+                                 torch::ScalarType dtype, int64_t query_count = 0) {
   const auto device = attention_mask.device();
-  const int64_t B = attention_mask.size(0), S = attention_mask.size(1), T = S - past;
+  const int64_t B = attention_mask.size(0), S = attention_mask.size(1), T = query_count > 0 ? query_count : S - past;
   auto key_pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  auto query_pos = torch::arange(past, S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto query_pos = torch::arange(past, past + T, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto causal = key_pos.view({1, 1, S}) <= query_pos.view({1, T, 1});      // [1,T,S]
   auto allowed = causal.logical_and(attention_mask.view({B, 1, S}) != 0);  // [B,T,S]
   // Masked positions get the most negative value of the dtype attention runs in (autocast's under autocast).
@@ -519,10 +519,10 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
     VERL_CHECK(cache->batch() == B, kTransformerComponent, "KV cache has ", cache->batch(), " rows, batch has ", B);
   const auto device = weight_options().device();
   const auto dtype = weight_options().dtype().toScalarType();
-  // Ulysses: this rank embeds its part of the sequence with the global positions; the mask below stays whole.
-  const bool ulysses = sequence_parallel.active() && cache == nullptr;
-  const auto ids = ulysses ? parallel::slice_sequence(input_ids, 1, *sequence_parallel.comm) : input_ids;
-  const auto positions = ulysses ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
+  // A split sequence (Ulysses, context parallelism): this rank embeds its part with the global positions.
+  const bool split = sequence_parallel.active() && cache == nullptr;
+  const auto ids = split ? parallel::slice_sequence(input_ids, 1, *sequence_parallel.comm) : input_ids;
+  const auto positions = split ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
   VERL_ASSERT(!pp.active() || cache == nullptr, kTransformerComponent,
               "a pipeline stage runs no KV-cache forward (generation runs on the gathered model)");
   // embedding_rows: the table may be packed for the decode step (tied to the LM head).
@@ -530,7 +530,13 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
            : tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
                          : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
-  const auto masks = attention_biases(config, attention_mask.to(device), past, dtype);
+  // Ulysses attends over the whole sequence: the whole mask. A context-parallel rank's queries are its own positions:
+  // their rows only (the whole [B,T,T] mask on each rank would not shrink with the ranks).
+  const bool own_rows = split && sequence_parallel.split == SequenceSplit::ContextParallel;
+  const int64_t T_local = ids.size(1);
+  const auto masks = own_rows ? attention_biases(config, attention_mask.to(device),
+                                                 sequence_parallel.comm->rank() * T_local, dtype, T_local)
+                              : attention_biases(config, attention_mask.to(device), past, dtype);
   return run_layers(h, cos, sin, masks.full, masks.sliding, cache, torch::Tensor());
 }
 

@@ -132,10 +132,10 @@ struct AttentionImpl : torch::nn::Module {
   TensorParallelGroup tp;
   AttentionKernel kernel = AttentionKernel::Sdpa;
   std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on q/k/v/o_proj; null: none
-  // Active: without a cache, x holds this rank's 1/sp of the sequence and mask_bias covers the whole sequence.
-  // Ulysses: q/k/v are exchanged for the whole sequence of num_heads / sp heads around the attention (KV heads
-  // repeated first when fewer than sp). Context parallelism: k/v are gathered along the sequence; this rank's
-  // queries attend over them under its rows of mask_bias.
+  // Active: without a cache, x holds this rank's 1/sp of the sequence. Ulysses: q/k/v are exchanged for the whole
+  // sequence of num_heads / sp heads around the attention (KV heads repeated first when fewer than sp), under
+  // mask_bias of the whole sequence. Context parallelism: k/v are gathered along the sequence; this rank's queries
+  // attend over them under mask_bias [B,1,1,T/sp,T], the rows of its own positions.
   SequenceParallelGroup sequence_parallel;
 
  private:

@@ -2,10 +2,10 @@
 // SequenceSplit::ContextParallel) on thread ranks, against the whole model: the key/value gather and its adjoint;
 // response log-probs, entropy, sum_pi_squared and top-k reads, values, and every parameter's gradient averaged over
 // the context-parallel ranks (as the trainer averages over the DP x CP ranks), for 2, 3 and 4 ranks (sequences of 9
-// tokens: padded to a multiple), a single KV head (no head has to divide the ranks, unlike Ulysses), Qwen3's
-// q_norm / k_norm, gradient checkpointing, LoRA adapters, and combined with tensor parallelism, pipeline stages and
-// both (8 thread ranks: TP 2 x CP 2 x PP 2). Under TP, sum_pi_squared's logsumexps are reduced over the vocabulary's
-// slices.
+// tokens: padded to a multiple), a single KV head (no head has to divide the ranks, unlike Ulysses), sliding-window
+// layers (each rank builds its queries' rows of the masks), Qwen3's q_norm / k_norm, gradient checkpointing, LoRA
+// adapters, and combined with tensor parallelism, pipeline stages and both (8 thread ranks: TP 2 x CP 2 x PP 2).
+// Under TP, sum_pi_squared's logsumexps are reduced over the vocabulary's slices.
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
@@ -53,6 +53,7 @@ struct ContextLayout {
   bool single_kv_head;
   bool checkpointing;
   bool lora = false;
+  bool sliding = false;  // the first layer of each stage attends to a window of 3 tokens (Qwen2's sliding layers)
   int ranks() const { return tp * cp * pp; }
 };
 
@@ -63,6 +64,10 @@ HFConfig context_tiny(const ContextLayout& layout) {
   c.num_attention_heads = 4;
   c.num_key_value_heads = layout.single_kv_head ? 1 : 2;
   c.head_dim = 8;
+  if (layout.sliding) {
+    c.sliding_window = 3;
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) c.sliding_layers.push_back(i % 2 == 0);
+  }
   return c;
 }
 
@@ -182,7 +187,8 @@ std::string context_case_name(const ::testing::TestParamInfo<ContextLayout>& inf
                      : l.arch == Arch::Qwen3 ? "Qwen3"
                                              : "Llama") +
          "Tp" + std::to_string(l.tp) + "Cp" + std::to_string(l.cp) + "Pp" + std::to_string(l.pp) +
-         (l.single_kv_head ? "OneKvHead" : "") + (l.checkpointing ? "Checkpointed" : "") + (l.lora ? "Lora" : "");
+         (l.single_kv_head ? "OneKvHead" : "") + (l.checkpointing ? "Checkpointed" : "") + (l.lora ? "Lora" : "") +
+         (l.sliding ? "SlidingWindow" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ContextParallelModel,
@@ -190,6 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ContextParallelModel,
                                            ContextLayout{Arch::Qwen2, 1, 3, 1, true, false},
                                            ContextLayout{Arch::Qwen3, 1, 4, 1, false, true},
                                            ContextLayout{Arch::Qwen2, 1, 2, 1, false, false, /*lora=*/true},
+                                           ContextLayout{Arch::Qwen2, 1, 3, 1, false, false, false, /*sliding=*/true},
                                            ContextLayout{Arch::Qwen2, 2, 2, 1, false, false},
                                            ContextLayout{Arch::Llama, 1, 2, 2, false, true},
                                            ContextLayout{Arch::Qwen3, 1, 2, 2, false, false},
