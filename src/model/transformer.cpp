@@ -104,7 +104,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
   q = q * c + rotate_half(q) * s;
   k = k * c + rotate_half(k) * s;
-  // Ulysses: rotary applied on this rank's positions, then the whole sequence for 1/sp of the heads.
   const bool split_sequence = sequence_parallel.active() && cache == nullptr;
   const bool ulysses = split_sequence && sequence_parallel.split == SequenceSplit::Ulysses;
   if (split_sequence && !ulysses) {
@@ -115,6 +114,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     const auto attended = attend(q, keys, vals, mask_bias);
     return row_output(o_proj, attended.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
   }
+  // Ulysses: rotary applied on this rank's positions, then the whole sequence for 1/sp of the heads.
   int64_t heads = num_heads, kv_heads = num_kv_heads;
   if (ulysses) {
     const int64_t sp = sequence_parallel.size();
