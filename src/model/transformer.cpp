@@ -107,12 +107,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const bool split_sequence = sequence_parallel.active() && cache == nullptr;
   const bool ulysses = split_sequence && sequence_parallel.split == SequenceSplit::Ulysses;
   if (split_sequence && !ulysses) {
-    // Context parallelism: every rank's keys and values (rotated at their own positions), this rank's queries under
-    // its rows of the mask (the decoder built only those).
-    const auto keys = parallel::gather_context(k, /*dim=*/2, sequence_parallel.comm);
-    const auto vals = parallel::gather_context(v, 2, sequence_parallel.comm);
-    const auto attended = attend(q, keys, vals, mask_bias);
-    return row_output(o_proj, attended.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
+    // Context parallelism: every rank's keys and values (rotated at their own positions); this rank's queries attend
+    // over them under its rows of the mask (the decoder built only those).
+    k = parallel::gather_context(k, /*dim=*/2, sequence_parallel.comm);
+    v = parallel::gather_context(v, 2, sequence_parallel.comm);
   }
   // Ulysses: rotary applied on this rank's positions, then the whole sequence for 1/sp of the heads.
   int64_t heads = num_heads, kv_heads = num_kv_heads;

@@ -1,6 +1,6 @@
 #pragma once
-// Private to src/parallel: how the custom autograd functions of tensor_parallel.cpp and ulysses.cpp keep their
-// communicator between forward and backward.
+// Private to src/parallel: how the custom autograd functions of tensor_parallel.cpp, ulysses.cpp and
+// context_parallel.cpp keep their communicator between forward and backward, and the gather they share.
 
 #include <cstdint>
 
@@ -18,6 +18,11 @@ inline void save_comm(torch::autograd::AutogradContext* ctx, Comm* comm) {
 
 inline Comm& saved_comm(torch::autograd::AutogradContext* ctx) {
   return *reinterpret_cast<Comm*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
+}
+
+// Every rank's x concatenated along `dim`, in rank order (the forward of a gather along a sequence).
+inline torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, Comm& comm) {
+  return comm.all_gather(x.movedim(dim, 0).contiguous()).movedim(0, dim).contiguous();
 }
 
 }  // namespace verl::parallel::detail

@@ -14,7 +14,7 @@ struct GatherContext : public torch::autograd::Function<GatherContext> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm) {
     detail::save_comm(ctx, comm);
     ctx->saved_data["dim"] = dim;
-    return comm->all_gather(x.movedim(dim, 0).contiguous()).movedim(0, dim).contiguous();
+    return detail::all_gather_along(x, dim, *comm);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     Comm& comm = detail::saved_comm(ctx);

@@ -110,18 +110,6 @@ torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Te
   return reduce_from_tp_region(looked_up, comm);
 }
 
-TensorParallelMesh tensor_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size) {
-  Comm& c = checked_tp_comm(group);
-  VERL_CHECK(tp_size >= 1 && c.size() % tp_size == 0, kTensorParallelComponent, "tensor_model_parallel_size ", tp_size,
-             " must divide the worker group's ", c.size(), " ranks");
-  TensorParallelMesh mesh;
-  mesh.tp_rank = c.rank() % tp_size;
-  mesh.dp_rank = c.rank() / tp_size;
-  mesh.tp = group->split(mesh.dp_rank, mesh.tp_rank);
-  mesh.dp = group->split(mesh.tp_rank, mesh.dp_rank);
-  return mesh;
-}
-
 VocabParallelLogProbs vocab_parallel_log_probs(const torch::Tensor& logits_shard, const torch::Tensor& labels,
                                                const std::shared_ptr<Comm>& comm) {
   Comm& c = checked_tp_comm(comm);

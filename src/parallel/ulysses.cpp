@@ -57,7 +57,7 @@ struct GatherSequence : public torch::autograd::Function<GatherSequence> {
     save_comm(ctx, comm);
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["width"] = x.size(dim);
-    return comm->all_gather(x.movedim(dim, 0).contiguous()).movedim(0, dim).contiguous();
+    return detail::all_gather_along(x, dim, *comm);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     Comm& comm = saved_comm(ctx);

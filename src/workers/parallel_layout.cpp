@@ -3,7 +3,6 @@
 #include "verl/common/error.h"
 #include "verl/parallel/model_parallel_mesh.h"
 #include "verl/parallel/nccl_comm.h"
-#include "verl/parallel/tensor_parallel.h"
 
 namespace verl::workers {
 
@@ -14,7 +13,7 @@ int64_t data_parallel_size(int64_t world_size, int64_t tp_size, const std::strin
 }
 
 single_controller::MeshRankInfo tensor_parallel_mesh_info(int rank, int64_t tp_size) {
-  // As parallel::tensor_parallel_mesh splits: TP ranks consecutive.
+  // As parallel::model_parallel_mesh splits: a copy's ranks consecutive.
   return single_controller::MeshRankInfo{static_cast<int>(rank / tp_size), rank % tp_size == 0};
 }
 
@@ -32,14 +31,6 @@ ParallelLayout make_parallel_layout(const single_controller::WorkerContext& cont
   VERL_CHECK(context.comm != nullptr, "worker", key, "=", copy_size,
              " needs a communicator between the worker group's ", context.world_size,
              " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
-  if (pp_size == 1 && cp_size == 1) {
-    auto split = parallel::tensor_parallel_mesh(group, static_cast<int>(tp_size));
-    layout.tp = model::TensorParallelGroup{split.tp};
-    layout.dp = split.dp;
-    layout.dp_rank = split.dp_rank;
-    layout.collects = split.tp_rank == 0;
-    return layout;
-  }
   auto mesh = parallel::model_parallel_mesh(group, static_cast<int>(tp_size), static_cast<int>(cp_size),
                                             static_cast<int>(pp_size));
   layout.tp = model::TensorParallelGroup{mesh.tp};

@@ -9,7 +9,6 @@
 //   row_parallel_linear               y = sum_r x_r W_r^T + b with W split by input columns (o, down)
 //   vocab_parallel_embedding          the embedding lookup with the table split by vocabulary rows: each rank
 //                                     looks up the ids it holds, the others give zeros, and the sum is the row
-//   tensor_parallel_mesh              a group split into DP x TP (Megatron's order: TP ranks are consecutive)
 //   vocab_parallel_log_probs          log p(label) and entropy from logits split along the vocabulary (the
 //                                     LM head's output): global max, sum of exp and the label's logit are
 //                                     reduced across ranks; no rank holds the full vocabulary
@@ -49,16 +48,6 @@ torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Ten
 // Returns [..., H] on every rank.
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        const std::shared_ptr<Comm>& comm);
-
-// The data- and tensor-parallel groups of a worker group of D x T ranks: rank = dp_rank * T + tp_rank, so a
-// TP group is T consecutive ranks (one node's devices, in Megatron's layout). Collective on `group`.
-struct TensorParallelMesh {
-  std::shared_ptr<Comm> tp;  // the T ranks holding slices of the same replica
-  std::shared_ptr<Comm> dp;  // the D ranks holding the same slice (gradients averaged over them)
-  int tp_rank = 0;
-  int dp_rank = 0;
-};
-TensorParallelMesh tensor_parallel_mesh(const std::shared_ptr<Comm>& group, int tp_size);
 
 struct VocabParallelLogProbs {
   torch::Tensor log_probs;  // [...]: log softmax(logits)[label], fp32

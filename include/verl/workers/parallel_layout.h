@@ -1,9 +1,9 @@
 // How one worker group's ranks divide between data, pipeline, context and tensor parallelism (the strategy's mesh):
 //   fsdp      every rank is a data-parallel rank holding the whole model
-//   megatron  DP x PP x CP x TP, the PP x CP x TP ranks of one model copy consecutive (parallel/tensor_parallel.h:
-//             tensor_parallel_mesh, parallel/model_parallel_mesh.h); they hold slices and stages of one copy (and
-//             parts of each sequence), get the same batch chunk, and the copy's first rank answers for them (verl's
-//             nd dispatch: the worker reports its place under a mesh name, the controller chunks by it)
+//   megatron  DP x PP x CP x TP, the PP x CP x TP ranks of one model copy consecutive
+//             (parallel/model_parallel_mesh.h); they hold slices and stages of one copy (and parts of each
+//             sequence), get the same batch chunk, and the copy's first rank answers for them (verl's nd dispatch:
+//             the worker reports its place under a mesh name, the controller chunks by it)
 #pragma once
 
 #include <cstdint>

@@ -117,30 +117,6 @@ TEST_P(TensorParallelOnRanks, VocabParallelEmbeddingMatchesTheWholeTable) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelOnRanks, ::testing::Values(2, 3));
 
-TEST(TensorParallel, MeshPutsTensorParallelRanksNextToEachOther) {
-  // 6 ranks as DP 3 x TP 2: TP groups {0,1} {2,3} {4,5}, DP groups {0,2,4} {1,3,5}. Each rank all-reduces its
-  // rank number in both groups, which names the members.
-  test::on_thread_ranks(6, [](const std::shared_ptr<Comm>& group) {
-    TensorParallelMesh mesh = tensor_parallel_mesh(group, 2);
-    const int r = group->rank();
-    EXPECT_EQ(mesh.tp_rank, r % 2);
-    EXPECT_EQ(mesh.dp_rank, r / 2);
-    EXPECT_EQ(mesh.tp->size(), 2);
-    EXPECT_EQ(mesh.dp->size(), 3);
-    EXPECT_EQ(mesh.tp->rank(), r % 2);
-    EXPECT_EQ(mesh.dp->rank(), r / 2);
-    torch::Tensor in_tp = torch::full({1}, static_cast<double>(r));
-    mesh.tp->all_reduce(in_tp);
-    EXPECT_EQ(in_tp.item<double>(), 2.0 * (r / 2) * 2 + 1);  // (2d) + (2d + 1)
-    torch::Tensor in_dp = torch::full({1}, static_cast<double>(r));
-    mesh.dp->all_reduce(in_dp);
-    EXPECT_EQ(in_dp.item<double>(), 3.0 * (r % 2) + 6);  // t + (2 + t) + (4 + t)
-  });
-  test::on_thread_ranks(2, [](const std::shared_ptr<Comm>& group) {
-    EXPECT_THROW(tensor_parallel_mesh(group, 3), std::exception);
-  });
-}
-
 TEST(TensorParallel, AWeightThatDoesNotSplitEvenlyIsAnError) {
   test::on_thread_ranks(2, [](const std::shared_ptr<Comm>& comm) {
     EXPECT_THROW(tp_shard(torch::zeros({5, 4}), 0, *comm), std::exception);
