@@ -775,6 +775,7 @@ CriticConfig read_critic(ConfigReader& in) {
   c.grad_clip = in.get_double("critic.grad_clip");
   c.cliprange_value = in.get_double("critic.cliprange_value");
   c.loss_agg_mode = in.get_choice("critic.loss_agg_mode", supported_loss_agg_modes());
+  c.loss_scale_factor = in.get_optional_double("critic.loss_scale_factor");
   c.checkpoint = read_checkpoint(in, "critic.checkpoint");
   return c;
 }

@@ -183,7 +183,6 @@ const std::vector<Entry>& ppo_entries() {
       {"*.*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
       {"*.checkpoint.async_save", N, "asynchronous checkpoint writes"},
       {"actor_rollout_ref.actor.checkpoint.strict", N, "strict loading (verl.cpp always loads strictly)"},
-      {"critic.loss_scale_factor", N, "the critic's loss (aggregated with loss_agg_mode)"},
       {"*.*.profiler", N, "profilers"},
       {"critic.profiler", N, "profilers"},
       {"global_profiler", N, "profilers"},

@@ -382,6 +382,8 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       actor_->param_dtype = resolved_precision(fsdp.param_dtype, device_);
       // The T x P x C (or S) ranks of a DP rank share its place, as nd dispatch gives them its rows.
       actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), copy_size() * sp_size_).dp_rank;
+      // The gradients' group holds each row once per Ulysses / context-parallel part of its sequence.
+      actor_->data_parallel_group = DataParallelGroup(layout.dp, sp_size_ * cp_size_);
     } else {
       freeze(actor_module_);
     }

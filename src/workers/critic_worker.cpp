@@ -62,6 +62,7 @@ DPCriticConfig normalize_critic_config(const config::PPOConfig& config, int worl
   out.grad_clip = c.grad_clip;
   out.cliprange_value = c.cliprange_value;
   out.loss_agg_mode = c.loss_agg_mode;
+  out.loss_scale_factor = c.loss_scale_factor;
   if (!out.use_dynamic_bsz) {
     VERL_CHECK(out.ppo_micro_batch_size_per_gpu.has_value(), kCriticWorkerComponent,
                "critic.ppo_micro_batch_size_per_gpu must be set when critic.use_dynamic_bsz is false");
@@ -219,6 +220,8 @@ DataProto CriticWorker::init_model(const DataProto& in) {
         optimizer_shard(shard_group, trainable, kCriticWorkerComponent, layout.dp, reduce_dtype));
   }
   critic_->fully_sharded = fully_sharded_;  // null without ZeRO-3
+  // The gradients' group holds each row once per Ulysses / context-parallel part of its sequence.
+  critic_->data_parallel_group = DataParallelGroup(layout.dp, sp_size_ * cp_size_);
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   offload_.rest(state(), optimizer_.get());
   return DataProto();

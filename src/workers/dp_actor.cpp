@@ -5,16 +5,20 @@
 
 #include "verl/algo/core_algos.h"
 #include "verl/algo/distillation_loss.h"
+#include "verl/algo/ppo_loss.h"
 #include "verl/common/error.h"
 #include "verl/common/logging.h"
+#include "verl/common/strings.h"
 #include "verl/model/mixed_precision.h"
 #include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
+#include "verl/workers/global_batch.h"
 #include "verl/workers/gradient_sync.h"
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
 #include "verl/workers/seqlen_balancing.h"
+#include "verl/workers/update_metrics.h"
 
 namespace verl::workers {
 namespace {
@@ -27,9 +31,13 @@ double meta_double(const protocol::DataProto& data, const std::string& key) {
   return data.meta_info[key].get<double>();
 }
 
-void append(nlohmann::json& metrics, const std::string& key, double value) {
-  if (!metrics.contains(key)) metrics[key] = nlohmann::json::array();
-  metrics[key].push_back(value);
+// verl 0.9.1's aggregation of the distillation loss's metrics: Metric MIN / MAX for the ranges, MEAN for abs_loss,
+// plain numbers (kept per micro-batch) for the rest.
+MetricAggregation distillation_metric_aggregation(const std::string& key) {
+  if (ends_with(key, "_min")) return MetricAggregation::Min;
+  if (ends_with(key, "_max")) return MetricAggregation::Max;
+  if (key == "distillation/abs_loss") return MetricAggregation::Mean;
+  return MetricAggregation::Each;
 }
 
 void require_keys(const protocol::DataProto& data, const std::vector<std::string>& keys, const std::string& what) {
@@ -39,6 +47,18 @@ void require_keys(const protocol::DataProto& data, const std::vector<std::string
 }
 
 }  // namespace
+
+void add_ppo_loss_metrics(UpdateMetrics& metrics, const algo::PpoLossOutput& ppo, double kl_loss_coef) {
+  for (const auto& [k, v] : ppo.pg_metrics) metrics.add(k, v, MetricAggregation::Mean);
+  metrics.add("actor/pg_loss", ppo.pg_loss.item<double>(), MetricAggregation::Sum);
+  if (ppo.entropy_loss.defined()) {
+    metrics.add("actor/entropy_loss", ppo.entropy_loss.item<double>(), MetricAggregation::Sum);
+  }
+  if (ppo.kl_loss.defined()) {
+    metrics.add("actor/kl_loss", ppo.kl_loss.item<double>(), MetricAggregation::Sum);
+    metrics.add("actor/kl_coef", kl_loss_coef, MetricAggregation::Each);
+  }
+}
 
 protocol::DataProto to_device(const protocol::DataProto& data, const torch::Device& device) {
   protocol::DataProto out;
@@ -174,39 +194,43 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   const std::vector<std::vector<int64_t>> mini_batches = mini_batch_rows(
       data.size(), mini_size, config_.ppo_epochs, {config_.shuffle, config_.data_loader_seed + data_parallel_rank});
   const bool on_policy = mini_batches.size() == 1;  // one mini-batch, one epoch
-  const auto& loss_fn = algo::get_policy_loss_fn(config_.policy_loss_mode);
   const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
   const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0;
 
   // verl's distillation_ppo_loss: without task rewards or a policy gradient the PPO loss is not computed at all.
   const bool task_loss = distillation == nullptr || algo::distillation_computes_task_loss(*distillation);
-  double pg_loss_sum = 0.0, kl_loss_sum = 0.0, distillation_loss_sum = 0.0;
-  nlohmann::json metrics = nlohmann::json::object();
+  algo::PpoLossOptions ppo_options;
+  ppo_options.loss_mode = config_.policy_loss_mode;
+  ppo_options.loss_agg_mode = config_.loss_agg_mode;
+  ppo_options.policy = loss_cfg;
+  ppo_options.entropy_coeff = config_.entropy_coeff;
+  ppo_options.use_kl_loss = config_.use_kl_loss;
+  ppo_options.kl_loss_coef = config_.kl_loss_coef;
+  ppo_options.kl_loss_type = config_.kl_loss_type;
+  UpdateMetrics metrics;
   for (const auto& mini_rows : mini_batches) {
     const protocol::DataProto mini = take_rows(data, mini_rows);
+    // verl 0.9.1's global_batch_info: every micro-batch's loss is taken against the whole mini-batch on every
+    // data-parallel rank (workers/global_batch.h), so the micro-batch gradients add up to the mini-batch's.
+    ppo_options.policy.agg =
+        global_batch_info(data_parallel_group, mini.tensor("response_mask"), mini_size, config_.loss_scale_factor);
     std::vector<protocol::DataProto> micro_batches;
-    int64_t grad_accum = 1;
     if (config_.use_dynamic_bsz) {
+      // Every data-parallel rank runs as many micro-batches (verl's same_micro_num_in_dp).
       auto plan = micro_batch_plan(mini.tensor("attention_mask"),
                                    config_.ppo_max_token_len_per_gpu * model_->model->sequence_parallel.size(),
-                                   fully_sharded.get());
+                                   fully_sharded.get(), &data_parallel_group);
       for (const auto& rows : plan.micro_batches) micro_batches.push_back(mini.index(rows));
     } else {
       VERL_CHECK(config_.ppo_micro_batch_size_per_gpu.has_value(), kDpActorComponent,
                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set when use_dynamic_bsz is false");
-      const int64_t micro = *config_.ppo_micro_batch_size_per_gpu;
-      grad_accum = mini_size / micro;
-      micro_batches = mini.split(micro);
+      micro_batches = mini.split(*config_.ppo_micro_batch_size_per_gpu);
     }
     optimizer_->zero_grad();
     for (const auto& mb_cpu : micro_batches) {
       auto mb = to_device(mb_cpu, device);
       model::RootGathered root(fully_sharded.get());
       const auto& response_mask = mb.tensor("response_mask");
-      const auto& advantages = mb.tensor("advantages");
-      const double scale = config_.use_dynamic_bsz
-                               ? static_cast<double>(response_mask.size(0)) / static_cast<double>(mini_size)
-                               : 1.0 / static_cast<double>(grad_accum);
       model::TopKQuery query;
       model::TopKLogProbs student_top_k;
       if (distill_top_k) {
@@ -218,28 +242,22 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
       const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
       torch::Tensor is_weights;
       if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
-      torch::Tensor policy_loss = torch::zeros({}, log_prob.options());
-      nlohmann::json micro_metrics = nlohmann::json::object();
+      torch::Tensor loss;
       if (task_loss) {
-        auto pg =
-            loss_fn(old_log_prob, log_prob, advantages, response_mask, config_.loss_agg_mode, loss_cfg, is_weights);
-        policy_loss = pg.pg_loss;
-        for (const auto& [k, v] : pg.metrics) micro_metrics[k] = v;
-        if (calculate_entropy) {
-          auto entropy_agg = algo::agg_loss(entropy, response_mask, config_.loss_agg_mode);
-          micro_metrics["actor/entropy"] = entropy_agg.item<double>();
-          if (config_.entropy_coeff != 0) policy_loss = policy_loss - entropy_agg * config_.entropy_coeff;
-        }
-        if (config_.use_kl_loss) {
-          auto kld = algo::kl_penalty(log_prob, mb.tensor("ref_log_prob"), config_.kl_loss_type);
-          auto kl_loss = algo::agg_loss(kld, response_mask, config_.loss_agg_mode);
-          policy_loss = policy_loss + kl_loss * config_.kl_loss_coef;
-          kl_loss_sum += kl_loss.item<double>() * scale;
-          micro_metrics["actor/kl_coef"] = config_.kl_loss_coef;
-        }
-        pg_loss_sum += pg.pg_loss.item<double>() * scale;
+        algo::PpoLossInputs in;
+        in.log_prob = log_prob;
+        in.entropy = calculate_entropy ? entropy : torch::Tensor();
+        in.old_log_prob = old_log_prob;
+        in.advantages = mb.tensor("advantages");
+        in.response_mask = response_mask;
+        if (config_.use_kl_loss) in.ref_log_prob = mb.tensor("ref_log_prob");
+        in.rollout_is_weights = is_weights;
+        const algo::PpoLossOutput ppo = algo::ppo_loss(in, ppo_options);
+        loss = ppo.loss;
+        add_ppo_loss_metrics(metrics, ppo, config_.kl_loss_coef);
       }
       if (distillation != nullptr) {
+        const algo::AggLossOptions& agg = ppo_options.policy.agg;
         const auto distill =
             distill_top_k
                 ? algo::distillation_loss_from_tokens(
@@ -247,27 +265,22 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
                       algo::forward_kl_topk_token_losses(*distillation, student_top_k.gathered_log_probs,
                                                          student_top_k.top_k_ids, mb.tensor("teacher_logprobs"),
                                                          mb.tensor("teacher_ids"), response_mask),
-                      log_prob, old_log_prob, response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights)
+                      log_prob, old_log_prob, response_mask, config_.loss_agg_mode, agg, is_weights)
                 : algo::distillation_loss(*distillation, log_prob, old_log_prob, mb.tensor("teacher_logprobs"),
-                                          response_mask, config_.loss_agg_mode, loss_cfg.agg, is_weights);
-        policy_loss =
-            algo::loss_with_distillation(*distillation, task_loss ? policy_loss : torch::Tensor(), distill.loss);
-        distillation_loss_sum += distill.loss.item<double>() * scale;
-        for (const auto& [k, v] : distill.metrics) micro_metrics["actor/" + k] = v;
+                                          response_mask, config_.loss_agg_mode, agg, is_weights);
+        loss = algo::loss_with_distillation(*distillation, task_loss ? loss : torch::Tensor(), distill.loss);
+        metrics.add("actor/distillation/loss", distill.loss.item<double>(), MetricAggregation::Sum);
+        for (const auto& [k, v] : distill.metrics) metrics.add("actor/" + k, v, distillation_metric_aggregation(k));
       }
-      (policy_loss * scale).backward();
+      metrics.add("actor/loss", loss.item<double>(), MetricAggregation::Sum);
+      loss.backward();
       root.reduce_gradients();
-      for (auto it = micro_metrics.begin(); it != micro_metrics.end(); ++it) {
-        append(metrics, it.key(), it.value().get<double>());
-      }
     }
-    append(metrics, "actor/grad_norm", optimizer_step());
+    metrics.end_mini_batch();
+    metrics.add_per_mini_batch("actor/grad_norm", optimizer_step());
   }
   optimizer_->zero_grad();
-  if (task_loss) metrics["actor/pg_loss"] = nlohmann::json::array({pg_loss_sum});
-  metrics["actor/kl_loss"] = nlohmann::json::array({kl_loss_sum});
-  if (distillation != nullptr) metrics["actor/distillation/loss"] = nlohmann::json::array({distillation_loss_sum});
-  return metrics;
+  return metrics.to_json();
 }
 
 }  // namespace verl::workers

@@ -11,6 +11,7 @@
 #include "verl/workers/micro_batches.h"
 #include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
+#include "verl/workers/update_metrics.h"
 
 namespace verl::workers {
 
@@ -102,26 +103,23 @@ torch::Tensor DataParallelPPOCritic::compute_values(const protocol::DataProto& d
   return values * response_mask_of(data).to(values.scalar_type());
 }
 
-std::vector<std::pair<protocol::DataProto, double>> DataParallelPPOCritic::update_micro_batches(
-    const protocol::DataProto& mini) {
-  std::vector<std::pair<protocol::DataProto, double>> out;
-  const double mini_size = static_cast<double>(config_.ppo_mini_batch_size);
+void add_value_loss_metrics(UpdateMetrics& metrics, const algo::ValueLossOutput& loss, const torch::Tensor& vpreds,
+                            const torch::Tensor& response_mask) {
+  const double vf_loss = loss.vf_loss.detach().item<double>();
+  metrics.add("critic/vf_loss", vf_loss, MetricAggregation::Sum);
+  metrics.add("critic/loss", vf_loss, MetricAggregation::Sum);  // the engine's loss: vf_loss alone
+  metrics.add("critic/vf_clipfrac", loss.vf_clipfrac.item<double>(), MetricAggregation::Each);
+  metrics.add("critic/vpred_mean", algo::masked_mean(vpreds.detach(), response_mask).item<double>(),
+              MetricAggregation::Each);
+}
+
+std::vector<protocol::DataProto> DataParallelPPOCritic::update_micro_batches(const protocol::DataProto& mini) {
   if (config_.use_dynamic_bsz) {
-    // verl: loss scale = rows of the micro-batch / ppo_mini_batch_size.
-    MicroBatches micro = dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu * sequence_parallel_size(),
-                                               "critic.ppo_max_token_len_per_gpu",
-                                               fully_sharded.get());
-    for (auto& part : micro.parts) {
-      const double scale = static_cast<double>(part.size()) / mini_size;
-      out.emplace_back(std::move(part), scale);
-    }
-  } else {
-    // verl: loss scale = 1 / (ppo_mini_batch_size // ppo_micro_batch_size_per_gpu), whatever the rows.
-    const int64_t micro_size = *config_.ppo_micro_batch_size_per_gpu;
-    const double scale = 1.0 / static_cast<double>(config_.ppo_mini_batch_size / micro_size);
-    for (auto& part : mini.split(micro_size)) out.emplace_back(std::move(part), scale);
+    return dynamic_micro_batches(mini, config_.ppo_max_token_len_per_gpu * sequence_parallel_size(),
+                                 "critic.ppo_max_token_len_per_gpu", fully_sharded.get(), &data_parallel_group)
+        .parts;
   }
-  return out;
+  return mini.split(*config_.ppo_micro_batch_size_per_gpu);
 }
 
 MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data) {
@@ -137,55 +135,56 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
       mini_batch_rows(selected.size(), config_.ppo_mini_batch_size, config_.ppo_epochs,
                       {config_.shuffle, config_.data_loader_seed + config_.data_parallel_rank});
 
-  MetricLists metrics;
-  double vf_loss_sum = 0.0;
-  auto& clipfracs = metrics["critic/vf_clipfrac"];
-  auto& vpred_means = metrics["critic/vpred_mean"];
-  auto& grad_norms = metrics["critic/grad_norm"];
+  UpdateMetrics metrics;
   for (const auto& mini_rows : mini_batches) {
     const protocol::DataProto mini = take_rows(selected, mini_rows);
+    // verl 0.9.1's global_batch_info: each micro-batch's loss is taken against the whole mini-batch on every
+    // data-parallel rank, so the micro-batch gradients add up to the mini-batch's.
+    const algo::AggLossOptions global = global_batch_info(data_parallel_group, mini.tensor("response_mask"),
+                                                          config_.ppo_mini_batch_size, config_.loss_scale_factor);
     optimizer_.zero_grad();
-    for (auto& [micro, scale] : update_micro_batches(mini)) {
+    for (const protocol::DataProto& micro : update_micro_batches(mini)) {
       model::RootGathered root(fully_sharded.get());
       torch::Tensor vpreds = forward_micro_batch(micro);
       const torch::Tensor response_mask = micro.tensor("response_mask").to(vpreds.device());
       algo::ValueLossOutput loss =
           algo::compute_value_loss(vpreds, micro.tensor("returns").to(vpreds.device(), vpreds.scalar_type()),
                                    micro.tensor("values").to(vpreds.device(), vpreds.scalar_type()), response_mask,
-                                   config_.cliprange_value, config_.loss_agg_mode);
-      (loss.vf_loss * scale).backward();
+                                   config_.cliprange_value, config_.loss_agg_mode, global);
+      loss.vf_loss.backward();
       root.reduce_gradients();
-      vf_loss_sum += loss.vf_loss.detach().item<double>() * scale;
-      clipfracs.push_back(loss.vf_clipfrac.item<double>());
-      vpred_means.push_back(algo::masked_mean(vpreds.detach(), response_mask).item<double>());
+      add_value_loss_metrics(metrics, loss, vpreds, response_mask);
     }
-    if (fully_sharded && fully_sharded->trains_shards()) {
-      grad_norms.push_back(sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kDpCriticComponent));
-      continue;
-    }
-    // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
-    // the slices.
-    model::sum_tied_embedding_gradients(module_);  // a no-op for a value head (its embedding is not tied to it)
-    GradientPlacement placement =
-        average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
-                          model::parameter_is_slice(module_));
-    add_pipeline_stages(placement, module_, model::parameter_counts_in_norm(module_));
-    const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
-    if (std::isfinite(grad_norm)) {
-      if (shard_) {
-        shard_->step(optimizer_);
-      } else {
-        optimizer_.step();
-      }
-    } else {
-      // verl: a non-finite norm skips the step and drops the gradients.
-      optimizer_.zero_grad();
-    }
-    grad_norms.push_back(grad_norm);
+    metrics.end_mini_batch();
+    metrics.add_per_mini_batch("critic/grad_norm", optimizer_step(params));
   }
   optimizer_.zero_grad();
-  metrics["critic/vf_loss"] = {vf_loss_sum};
-  return metrics;
+  return metrics.lists();
+}
+
+double DataParallelPPOCritic::optimizer_step(const std::vector<torch::Tensor>& params) {
+  if (fully_sharded && fully_sharded->trains_shards()) {
+    return sharded_optimizer_step(*fully_sharded, optimizer_, config_.grad_clip, kDpCriticComponent);
+  }
+  // The norm is the whole model's: ZeRO-2 assembles it from the gradients' owners, tensor parallelism from
+  // the slices.
+  model::sum_tied_embedding_gradients(module_);  // a no-op for a value head (its embedding is not tied to it)
+  GradientPlacement placement =
+      average_gradients(params, shard_.get(), all_reduce_, module_->tp.active() ? module_->tp.comm.get() : nullptr,
+                        model::parameter_is_slice(module_));
+  add_pipeline_stages(placement, module_, model::parameter_counts_in_norm(module_));
+  const double grad_norm = clip_grad_norm(params, config_.grad_clip, placement);
+  if (std::isfinite(grad_norm)) {
+    if (shard_) {
+      shard_->step(optimizer_);
+    } else {
+      optimizer_.step();
+    }
+  } else {
+    // verl: a non-finite norm skips the step and drops the gradients.
+    optimizer_.zero_grad();
+  }
+  return grad_norm;
 }
 
 }  // namespace verl::workers

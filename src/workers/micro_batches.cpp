@@ -27,20 +27,22 @@ MicroBatches fixed_micro_batches(const protocol::DataProto& data, int64_t micro_
 }
 
 MicroBatchPlan micro_batch_plan(const torch::Tensor& attention_mask, int64_t max_token_len,
-                                const model::FullyShardedModel* sharded) {
+                                const model::FullyShardedModel* sharded, const DataParallelGroup* group) {
   MicroBatchPlan plan = rearrange_micro_batches(attention_mask, max_token_len);
-  if (sharded == nullptr) return plan;
-  const int64_t count = sharded->max_over_group(static_cast<int64_t>(plan.micro_batches.size()));
-  VERL_CHECK(count <= attention_mask.size(0), "workers", "use_dynamic_bsz under ZeRO-3: another rank of the shard group needs ",
-             count, " micro-batches, more than this rank's ", attention_mask.size(0), " rows");
+  if (sharded == nullptr && group == nullptr) return plan;
+  int64_t count = static_cast<int64_t>(plan.micro_batches.size());
+  if (sharded != nullptr) count = sharded->max_over_group(count);
+  if (group != nullptr) count = group->max(count);
+  VERL_CHECK(count <= attention_mask.size(0), "workers", "use_dynamic_bsz: another data-parallel rank needs ", count,
+             " micro-batches, more than this rank's ", attention_mask.size(0), " rows");
   if (count == static_cast<int64_t>(plan.micro_batches.size())) return plan;
   return rearrange_micro_batches(attention_mask, max_token_len, count);
 }
 
 MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what,
-                                   const model::FullyShardedModel* sharded) {
+                                   const model::FullyShardedModel* sharded, const DataParallelGroup* group) {
   VERL_CHECK(max_token_len > 0, "workers", what, " must be > 0 with use_dynamic_bsz, got ", max_token_len);
-  MicroBatchPlan plan = micro_batch_plan(data.tensor("attention_mask"), max_token_len, sharded);
+  MicroBatchPlan plan = micro_batch_plan(data.tensor("attention_mask"), max_token_len, sharded, group);
   MicroBatches out;
   for (const auto& rows : plan.micro_batches) {
     out.parts.push_back(data.index(rows));

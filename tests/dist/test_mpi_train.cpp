@@ -31,13 +31,14 @@ const DigitCompletionSetup& mpi_train_setup() {
 }
 
 // Three GAE steps with greedy rollouts (so every rank count draws the same responses), one mini-batch per
-// step split into micro-batches of 4 rows: the gradient of a step is then the same sum on 1 and 2 ranks.
-std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots) {
+// step split into micro-batches of `micro` rows. Each micro-batch's loss is taken against the whole mini-batch
+// (verl 0.9.1's global batch info), so the gradient of a step is the same on 1 and 2 ranks whatever the split.
+std::vector<std::string> data_parallel_run(const std::string& run_dir, int slots, int micro = 4) {
   std::vector<std::string> o = mpi_train_setup().base_overrides(run_dir);
   for (const std::string& extra :
        {std::string("algorithm.adv_estimator=gae"), std::string("actor_rollout_ref.rollout.do_sample=false"),
-        std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
-        std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.balance_batch=false"),
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(micro),
+        "critic.ppo_micro_batch_size_per_gpu=" + std::to_string(micro), std::string("trainer.balance_batch=false"),
         std::string("trainer.total_training_steps=3"), std::string("trainer.save_freq=3"),
         std::string("trainer.num_cpu_threads=1"),
         // Large steps, so a rank that applied only its own gradients would end far from the 1-rank run.
@@ -55,7 +56,8 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
   const std::string two_dir = make_temp_dir("dist_dp2");
   CommandResult one = run_command(verl_train_command(data_parallel_run(one_dir, 1)));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  CommandResult two = run_command(mpirun(3) + verl_train_command(data_parallel_run(two_dir, 2)));
+  // Micro-batches of 2 rows on 2 ranks against 4 on one: other token counts per micro-batch, the same loss.
+  CommandResult two = run_command(mpirun(3) + verl_train_command(data_parallel_run(two_dir, 2, 2)));
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
 
   for (const std::string role : {"actor", "critic"}) {
@@ -89,8 +91,9 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
   // The controller's metrics, gathered from both ranks, are the 1-rank run's.
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(two_dir + "/metrics.jsonl");
-  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/grad_norm",
-                          "critic/values/mean", "critic/advantages/mean", "response_length/mean", "critic/lr"}) {
+  for (const char* key : {"actor/pg_loss", "actor/loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss",
+                          "critic/grad_norm", "critic/values/mean", "critic/advantages/mean", "response_length/mean",
+                          "critic/lr"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 3; ++step) {
       ASSERT_TRUE(m1.at(key).count(step) && m2.at(key).count(step)) << key << " step " << step;

@@ -365,6 +365,7 @@ struct CriticConfig {
   double grad_clip = 1.0;
   double cliprange_value = 0.5;
   std::string loss_agg_mode;
+  std::optional<double> loss_scale_factor;  // seq-mean-token-sum-norm's divisor (null: the response length)
   CheckpointContentsConfig checkpoint;
   int64_t ulysses_sequence_parallel_size = 1;  // as the actor's (critic.fsdp.* or the deprecated critic-level key)
   int64_t tensor_parallel_size() const { return strategy == "megatron" ? megatron.tensor_model_parallel_size : 1; }

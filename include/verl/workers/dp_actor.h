@@ -1,10 +1,12 @@
-// verl's DataParallelPPOActor (verl/workers/actor/dp_actor.py, spec §4.2-4.4): the per-rank policy trainer.
+// verl's policy trainer on one rank (verl 0.9.1's engine actor: workers/engine_workers.py with the losses of
+// workers/utils/losses.py; spec §4.2-4.4 for the rest).
 //   compute_log_prob  eval, no grad, micro-batches of meta micro_batch_size or dynamic batches under
 //                     meta max_token_len; log-probs (and entropy) [B,R] fp32 in the input's row order
 //   update_policy     mini-batches of ppo_mini_batch_size rows (already normalised: prompts x n / dp),
-//                     ppo_epochs passes, micro-batches (or dynamic batches) with gradient-accumulation
-//                     scaling, the on-policy shortcut, entropy coefficient, KL loss, gradient clipping and a
-//                     skipped step on a non-finite norm; verl's metric names and accumulation
+//                     ppo_epochs passes, micro-batches (or dynamic batches, as many on every data-parallel rank),
+//                     each loss taken against the whole mini-batch (workers/global_batch.h), the on-policy
+//                     shortcut, entropy coefficient, KL loss, gradient clipping and a skipped step on a non-finite
+//                     norm; verl's metric names and aggregation (workers/update_metrics.h)
 #pragma once
 
 #include <torch/torch.h>
@@ -14,10 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "verl/algo/ppo_loss.h"
 #include "verl/config/ppo_config.h"
 #include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
 #include "verl/protocol/data_proto.h"
+#include "verl/workers/global_batch.h"
+#include "verl/workers/update_metrics.h"
 
 namespace verl::workers {
 
@@ -39,11 +44,11 @@ class DataParallelPPOActor {
   // data: responses, response_mask, input_ids, attention_mask, position_ids, old_log_probs, advantages
   // (+ ref_log_prob with use_kl_loss, + teacher_logprobs with config().distillation (algo/distillation_loss.h),
   // + rollout_is_weights when present); meta_info: temperature.
-  // Returns verl's metrics as key -> list of numbers: actor/pg_loss and actor/kl_loss are one number each
-  // (sums over mini-batches and epochs of the scaled micro-batch losses), actor/pg_clipfrac, actor/ppo_kl,
-  // actor/pg_clipfrac_lower (+ actor/entropy, actor/kl_coef) one per micro-batch, actor/grad_norm one per
-  // optimizer step; with distillation, actor/distillation/loss (summed as pg_loss) and the loss's metrics per
-  // micro-batch (actor/pg_loss only when the PPO loss is computed).
+  // Returns verl 0.9.1's metrics as key -> list of numbers, one per mini-batch: actor/pg_loss, actor/loss (+
+  // actor/entropy_loss when the entropy is computed, actor/kl_loss with use_kl_loss; with distillation
+  // actor/distillation/loss) summed over its micro-batches, so each is the mini-batch's loss; actor/pg_clipfrac,
+  // actor/ppo_kl, actor/pg_clipfrac_lower their mean over its micro-batches; actor/grad_norm. actor/kl_coef and the
+  // distillation loss's plain metrics one per micro-batch (actor/pg_loss only when the PPO loss is computed).
   nlohmann::json update_policy(const protocol::DataProto& data);
 
   // Data-parallel gradient averaging across ranks, called after the backward passes of a mini-batch and
@@ -61,6 +66,9 @@ class DataParallelPPOActor {
   // This rank's place among the data-parallel groups: with actor.shuffle the mini-batch order is drawn from
   // data_loader_seed + it (workers/mini_batch_order.h), as verl 0.9.1's engine seeds each DP rank.
   int64_t data_parallel_rank = 0;
+  // The ranks the gradients are averaged over, which each loss's global batch spans (workers/global_batch.h).
+  // Default: this rank alone.
+  DataParallelGroup data_parallel_group;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }
@@ -83,6 +91,10 @@ class DataParallelPPOActor {
   std::vector<bool> parameter_is_slice_;  // per parameters_: a tensor-parallel slice (clipping sums them over TP)
   std::vector<bool> parameter_counts_in_norm_;  // per parameters_: false for a pipeline stage's copy of a tied one
 };
+
+// One micro-batch's ppo_loss metrics under verl 0.9.1's names and aggregation: the policy loss's own (Mean),
+// actor/pg_loss, actor/entropy_loss, actor/kl_loss (Sum: global-batch-normalised), actor/kl_coef (Each).
+void add_ppo_loss_metrics(UpdateMetrics& metrics, const algo::PpoLossOutput& ppo, double kl_loss_coef);
 
 // Rows of `data` moved to `device` (tensors only; columns and meta kept).
 protocol::DataProto to_device(const protocol::DataProto& data, const torch::Device& device);

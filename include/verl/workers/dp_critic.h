@@ -1,17 +1,18 @@
-// verl's DataParallelPPOCritic (workers/critic/dp_critic.py): the critic's forward and update on one
-// data-parallel rank. Sizes here are per rank, already normalized by the worker (spec §4.1).
+// verl's critic on one data-parallel rank (verl 0.9.1's engine TrainingWorker with workers/utils/losses.py's
+// value_loss). Sizes here are per rank, already normalized by the worker (spec §4.1).
 //
 // compute_values: eval mode, no grad, micro-batches of forward_micro_batch_size_per_gpu (or token-budget
 //   micro-batches with use_dynamic_bsz, order restored); values[b, t] = value head at position P+t-1,
 //   multiplied by response_mask.
 // update_critic: ppo_epochs passes over mini-batches of ppo_mini_batch_size rows (contiguous, or with shuffle a new
 //   order each pass, as verl 0.9.1's engine: workers/mini_batch_order.h);
-//   per mini-batch: zero_grad, micro-batches of ppo_micro_batch_size_per_gpu each backpropagating
-//   compute_value_loss * (1 / grad_accum) (dynamic bsz: * rows / ppo_mini_batch_size), then
-//   clip_grad_norm(grad_clip) and an optimizer step, skipped when the norm is not finite.
-//   Metrics (verl's accumulation): critic/vf_loss one value = sum over every micro-batch of vf_loss * scale
-//   (so the sum over mini-batches and epochs of the mini-batch mean); critic/vf_clipfrac and
-//   critic/vpred_mean one value per micro-batch; critic/grad_norm one value per mini-batch.
+//   per mini-batch: zero_grad, micro-batches of ppo_micro_batch_size_per_gpu (or token budgets, as many on every
+//   data-parallel rank) each backpropagating compute_value_loss taken against the whole mini-batch
+//   (workers/global_batch.h), then clip_grad_norm(grad_clip) and an optimizer step, skipped when the norm is not
+//   finite.
+//   Metrics (verl 0.9.1's aggregation, workers/update_metrics.h): critic/vf_loss and critic/loss one value per
+//   mini-batch (the sum over its micro-batches: the mini-batch's loss); critic/vf_clipfrac and critic/vpred_mean
+//   one value per micro-batch; critic/grad_norm one value per mini-batch.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +25,12 @@
 
 #include <torch/torch.h>
 
+#include "verl/algo/core_algos.h"
 #include "verl/model/fully_sharded_model.h"
 #include "verl/model/transformer.h"
 #include "verl/protocol/data_proto.h"
+#include "verl/workers/global_batch.h"
+#include "verl/workers/update_metrics.h"
 
 namespace verl::workers {
 
@@ -52,7 +56,13 @@ struct DPCriticConfig {
   double grad_clip = 1.0;
   double cliprange_value = 0.5;
   std::string loss_agg_mode = "token-mean";
+  std::optional<double> loss_scale_factor;  // critic.loss_scale_factor: seq-mean-token-sum-norm's divisor
 };
+
+// One micro-batch's value_loss metrics under verl 0.9.1's names and aggregation: critic/vf_loss and critic/loss
+// (Sum: global-batch-normalised), critic/vf_clipfrac and critic/vpred_mean (Each: plain numbers in verl).
+void add_value_loss_metrics(UpdateMetrics& metrics, const algo::ValueLossOutput& loss, const torch::Tensor& vpreds,
+                            const torch::Tensor& response_mask);
 
 // Averages gradients across data-parallel ranks before clipping (FSDP's reduce); unset for one rank.
 using GradientAllReduce = std::function<void(const std::vector<torch::Tensor>& parameters)>;
@@ -77,13 +87,18 @@ class DataParallelPPOCritic {
   std::shared_ptr<model::FullyShardedModel> fully_sharded;
   // The dtype forwards compute in (critic.model.fsdp_config.mixed_precision.param_dtype), as the actor's.
   torch::ScalarType param_dtype = torch::kFloat32;
+  // The ranks the gradients are averaged over, which each loss's global batch spans (workers/global_batch.h).
+  // Default: this rank alone.
+  DataParallelGroup data_parallel_group;
 
  private:
   // Value-head outputs for the rows of one micro-batch: [b, R] fp32.
   torch::Tensor forward_micro_batch(const protocol::DataProto& micro);
   int64_t sequence_parallel_size() const;  // the module's Ulysses group (1: whole sequences)
-  // Row groups of one mini-batch (fixed micro-batches or the token-budget plan) with their loss scales.
-  std::vector<std::pair<protocol::DataProto, double>> update_micro_batches(const protocol::DataProto& mini);
+  // Row groups of one mini-batch: fixed micro-batches or the token-budget plan (as many on every data-parallel rank).
+  std::vector<protocol::DataProto> update_micro_batches(const protocol::DataProto& mini);
+  // Clip, then step or skip (non-finite norm). Returns the norm before clipping.
+  double optimizer_step(const std::vector<torch::Tensor>& params);
 
   model::CausalLM module_;
   torch::optim::Optimizer& optimizer_;

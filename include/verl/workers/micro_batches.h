@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "verl/protocol/data_proto.h"
+#include "verl/workers/global_batch.h"
 #include "verl/workers/seqlen_balancing.h"
 
 namespace verl::model {
@@ -30,14 +31,17 @@ struct MicroBatches {
 // errors (e.g. "critic.forward_micro_batch_size_per_gpu").
 MicroBatches fixed_micro_batches(const protocol::DataProto& data, int64_t micro_batch_size, const std::string& what);
 
-// rearrange_micro_batches, except that under ZeRO-3 (`sharded` set), whose collectives run per micro-batch, every
-// rank of the shard group gets the group's largest count (verl's same_micro_num_in_dp). Collective then.
+// rearrange_micro_batches, except that every rank gets the largest count (verl's same_micro_num_in_dp) of the ZeRO-3
+// shard group (`sharded` set: its collectives run per micro-batch) and of `group` (set for updates: verl 0.9.1's
+// engine equalises the count over the data-parallel ranks). Collective then.
 MicroBatchPlan micro_batch_plan(const torch::Tensor& attention_mask, int64_t max_token_len,
-                                const model::FullyShardedModel* sharded = nullptr);
+                                const model::FullyShardedModel* sharded = nullptr,
+                                const DataParallelGroup* group = nullptr);
 
 // Token-budget parts: at most `max_token_len` attention-mask tokens each (verl's rearrange_micro_batches, through
 // micro_batch_plan). `what` names the config key in errors.
 MicroBatches dynamic_micro_batches(const protocol::DataProto& data, int64_t max_token_len, const std::string& what,
-                                   const model::FullyShardedModel* sharded = nullptr);
+                                   const model::FullyShardedModel* sharded = nullptr,
+                                   const DataParallelGroup* group = nullptr);
 
 }  // namespace verl::workers

@@ -9,9 +9,12 @@ An independent float64 implementation of verl's actor side, written from the spe
     row's valid tokens only (no padding), so the C++ side's padded batch, masks and positions are checked too;
   * log-probs of response token t are read from the logits at the position before it, divided by the
     temperature; entropy is that of softmax(logits / T);
-  * update_policy: contiguous mini-batches, micro-batches scaled by 1/grad_accum, on-policy shortcut,
-    vanilla PPO clip with dual clip, token-mean aggregation, entropy bonus, low_var_kl KL loss,
-    torch.nn.utils.clip_grad_norm_, skip on a non-finite norm, torch.optim.AdamW (eps 1e-8).
+  * update_policy: contiguous mini-batches, on-policy shortcut, vanilla PPO clip with dual clip, token-mean
+    aggregation against the whole mini-batch (verl 0.9.1's engine: each micro-batch's sum over its tokens divided
+    by the mini-batch's token count, so the micro-batches' losses add up to the mini-batch's token-mean), entropy
+    bonus, low_var_kl KL loss, torch.nn.utils.clip_grad_norm_, skip on a non-finite norm, torch.optim.AdamW
+    (eps 1e-8). Metrics as verl 0.9.1's engine aggregates them: the losses summed over a mini-batch's
+    micro-batches, pg_clipfrac / ppo_kl / pg_clipfrac_lower averaged over them, one number per mini-batch.
 
 SPEC_JSON: {input_ids, attention_mask, response_mask, advantages, delta: B x (P+R) / B x R lists,
             prompt_length, temperature, updates, config: {ppo_mini_batch_size, ppo_micro_batch_size_per_gpu,
@@ -19,9 +22,9 @@ SPEC_JSON: {input_ids, attention_mask, response_mask, advantages, delta: B x (P+
             kl_loss_coef, grad_clip, lr, weight_decay, betas}}
 The batch of every update holds old_log_probs = logp_0 + delta and ref_log_prob = logp_0, where logp_0 are
 the initial policy's log-probs (written as old_log_probs0 together with entropy0).
-Output: old_log_probs0, entropy0 [B,R]; per update k (1-based): u{k}.pg_loss, u{k}.kl_loss [1],
-u{k}.pg_clipfrac, u{k}.ppo_kl, u{k}.pg_clipfrac_lower, u{k}.entropy [micro-batches], u{k}.grad_norm
-[optimizer steps]; final parameters as param.<name>. All float64.
+Output: old_log_probs0, entropy0 [B,R]; per update k (1-based), one number per mini-batch: u{k}.pg_loss,
+u{k}.kl_loss, u{k}.entropy_loss, u{k}.pg_clipfrac, u{k}.ppo_kl, u{k}.pg_clipfrac_lower, u{k}.grad_norm; final
+parameters as param.<name>. All float64.
 """
 import json
 import math
@@ -70,8 +73,9 @@ def masked_mean(v, m):
     return (v * m).sum() / (m.sum() + 1e-8)
 
 
-def token_mean(v, m):
-    return (v * m).sum() / m.sum()
+def token_share(v, m, mini_tokens):
+    """A micro-batch's part of the mini-batch's token-mean."""
+    return (v * m).sum() / mini_tokens
 
 
 def main():
@@ -106,18 +110,20 @@ def main():
 
     mini = c["ppo_mini_batch_size"]
     micro = c["ppo_micro_batch_size_per_gpu"]
-    grad_accum = mini // micro
     lo, hi, cc = c["clip_ratio_low"], c["clip_ratio_high"], c["clip_ratio_c"]
     minis = [list(range(s, min(s + mini, B))) for s in range(0, B, mini)]
     on_policy = len(minis) == 1 and c["ppo_epochs"] == 1
     calc_entropy = c["entropy_coeff"] != 0
 
     for k in range(1, spec["updates"] + 1):
-        pg_sum, kl_sum = 0.0, 0.0
-        lists = {"pg_clipfrac": [], "ppo_kl": [], "pg_clipfrac_lower": [], "entropy": [], "grad_norm": []}
+        lists = {name: [] for name in ("pg_loss", "kl_loss", "entropy_loss", "pg_clipfrac", "ppo_kl",
+                                       "pg_clipfrac_lower", "grad_norm")}
         for _ in range(c["ppo_epochs"]):
             for rows in minis:
                 opt.zero_grad()
+                mini_tokens = m_all[rows].sum()
+                sums = {"pg_loss": 0.0, "kl_loss": 0.0, "entropy_loss": 0.0}
+                means = {"pg_clipfrac": [], "ppo_kl": [], "pg_clipfrac_lower": []}
                 for s in range(0, len(rows), micro):
                     mrows = rows[s:s + micro]
                     logp, ent = batch_log_probs(cfg, W, spec, mrows, P, R, T)
@@ -135,34 +141,35 @@ def main():
                     ldual = torch.minimum(l3, lclip)
                     clipfrac_lower = masked_mean(((lclip > l3) & (A < 0)).double(), m)
                     L = torch.where(A < 0, ldual, lclip)
-                    pg_loss = token_mean(L, m)
+                    pg_loss = token_share(L, m, mini_tokens)
                     loss = pg_loss
                     if calc_entropy:
-                        e = token_mean(ent, m)
-                        lists["entropy"].append(e.item())
+                        e = token_share(ent, m, mini_tokens)
+                        sums["entropy_loss"] += e.item()
                         loss = loss - c["entropy_coeff"] * e
                     if c["use_kl_loss"]:
                         x = torch.clamp(ref_all[mrows] - logp, -20.0, 20.0)
                         kld = torch.clamp(torch.exp(x) - x - 1, -10.0, 10.0)
-                        kl = token_mean(kld, m)
+                        kl = token_share(kld, m, mini_tokens)
                         loss = loss + c["kl_loss_coef"] * kl
-                        kl_sum += kl.item() / grad_accum
-                    (loss / grad_accum).backward()
-                    pg_sum += pg_loss.item() / grad_accum
-                    lists["pg_clipfrac"].append(clipfrac.item())
-                    lists["ppo_kl"].append(ppo_kl.item())
-                    lists["pg_clipfrac_lower"].append(clipfrac_lower.item())
+                        sums["kl_loss"] += kl.item()
+                    loss.backward()
+                    sums["pg_loss"] += pg_loss.item()
+                    means["pg_clipfrac"].append(clipfrac.item())
+                    means["ppo_kl"].append(ppo_kl.item())
+                    means["pg_clipfrac_lower"].append(clipfrac_lower.item())
                 gn = torch.nn.utils.clip_grad_norm_(params, max_norm=c["grad_clip"])
                 if math.isfinite(gn.item()):
                     opt.step()
                 else:
                     opt.zero_grad()
                 lists["grad_norm"].append(gn.item())
-        out["u%d.pg_loss" % k] = torch.tensor([pg_sum], dtype=torch.float64)
-        out["u%d.kl_loss" % k] = torch.tensor([kl_sum], dtype=torch.float64)
+                for name, value in sums.items():
+                    lists[name].append(value)
+                for name, values in means.items():
+                    lists[name].append(sum(values) / len(values))
         for name, vals in lists.items():
-            if vals:
-                out["u%d.%s" % (k, name)] = torch.tensor(vals, dtype=torch.float64)
+            out["u%d.%s" % (k, name)] = torch.tensor(vals, dtype=torch.float64)
     for name, p in W.items():
         out["param." + name] = p.detach().clone()
     st_format.write(out_path, out)

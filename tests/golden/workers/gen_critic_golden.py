@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference for verl's critic update (DataParallelPPOCritic.update_critic + CriticWorker.update_critic).
+"""Reference for verl's critic update (verl 0.9.1's engine TrainingWorker.train_mini_batch with value_loss).
 
 usage: gen_critic_golden.py MODEL_DIR BATCH.safetensors SETTINGS.json OUT_PREFIX
 
@@ -9,8 +9,12 @@ An independent float64 plain-PyTorch computation, written from verl's descriptio
     unpadded) followed by the `score` head, read at the position before each response token;
   * value loss: vclip = clip(vpred, old - c, old + c); 0.5 * agg(max((vpred-R)^2, (vclip-R)^2)),
     clipfrac = masked mean of (clipped loss > unclipped loss);
-  * mini-batches of `mini` rows (contiguous), micro-batches of `micro`, loss * 1/(mini // micro),
-    `epochs` passes; torch.nn.utils.clip_grad_norm_(grad_clip), step skipped when the norm is not finite;
+  * mini-batches of `mini` rows (contiguous), micro-batches of `micro`, each micro-batch's loss aggregated against
+    the whole mini-batch (verl 0.9.1's global batch: token-mean divides by the mini-batch's tokens, the seq-mean
+    modes by its rows), so the micro-batch losses add up to the mini-batch's loss; `epochs` passes;
+    torch.nn.utils.clip_grad_norm_(grad_clip), step skipped when the norm is not finite;
+  * metrics as verl 0.9.1's engine aggregates them: vf_loss one number per mini-batch (the sum over its
+    micro-batches), vf_clipfrac and vpred_mean one per micro-batch, grad_norm one per mini-batch;
   * torch.optim.<optimizer> (AdamW by default) as verl's build_optimizer makes it (lr, weight_decay, betas for
     *adam* classes, then optimizer_kwargs) with a LambdaLR schedule (constant or cosine with linear warmup)
     stepped once per call; the lr reported is the one the call used.
@@ -55,25 +59,27 @@ def response_values(cfg, W, input_ids, attention_mask, P, R):
     return torch.stack(out)
 
 
-def agg(L, m, mode):
+def agg(L, m, mode, mini_tokens, mini_rows):
+    """A micro-batch's share of the mini-batch's aggregate (one data-parallel rank)."""
     if mode == "token-mean":
-        return (L * m).sum() / m.sum()
-    if mode in ("seq-mean-token-sum", "seq-mean-token-mean"):
+        return (L * m).sum() / mini_tokens
+    if mode == "token-sum":
+        return (L * m).sum()
+    if mode in ("seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"):
         seq = (L * m).sum(-1)
         if mode == "seq-mean-token-mean":
             seq = seq / (m.sum(-1) + 1e-8)
         has = (m.sum(-1) > 0).to(L.dtype)
-        return (seq * has).sum() / has.sum()
-    if mode == "seq-mean-token-sum-norm":
-        return (L * m).sum() / m.shape[-1]
+        loss = (seq * has).sum() / mini_rows
+        return loss / m.shape[-1] if mode == "seq-mean-token-sum-norm" else loss
     raise SystemExit("unknown loss_agg_mode " + mode)
 
 
-def value_loss(vpred, returns, old, m, c, mode):
+def value_loss(vpred, returns, old, m, c, mode, mini_tokens, mini_rows):
     vclip = torch.max(torch.min(vpred, old + c), old - c)
     l1 = (vpred - returns) ** 2
     l2 = (vclip - returns) ** 2
-    loss = 0.5 * agg(torch.max(l1, l2), m, mode)
+    loss = 0.5 * agg(torch.max(l1, l2), m, mode, mini_tokens, mini_rows)
     clipfrac = ((l2 > l1).to(vpred.dtype) * m).sum() / (m.sum() + 1e-8)
     return loss, clipfrac
 
@@ -118,23 +124,24 @@ def main():
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(s))
     B = batch["input_ids"].shape[0]
     mini, micro = s["mini"], s["micro"]
-    grad_accum = mini // micro
     calls = []
     for _ in range(s["calls"]):
         lr_used = opt.param_groups[0]["lr"]
-        vf_loss_sum, clipfracs, vpred_means, grad_norms = 0.0, [], [], []
+        vf_losses, clipfracs, vpred_means, grad_norms = [], [], [], []
         for _epoch in range(s["epochs"]):
             for m0 in range(0, B, mini):
                 opt.zero_grad()
+                mini_tokens = batch["response_mask"][m0:m0 + mini].to(torch.float64).sum()
+                vf_loss_sum = 0.0
                 for u0 in range(m0, min(m0 + mini, B), micro):
                     sl = slice(u0, min(u0 + micro, m0 + mini, B))
                     mask = batch["response_mask"][sl].to(torch.float64)
                     vpred = response_values(cfg, W, batch["input_ids"][sl], batch["attention_mask"][sl], P, R)
                     loss, clipfrac = value_loss(vpred, batch["returns"][sl].to(torch.float64),
                                                 batch["values"][sl].to(torch.float64), mask, s["cliprange_value"],
-                                                s["loss_agg_mode"])
-                    (loss / grad_accum).backward()
-                    vf_loss_sum += loss.item() / grad_accum
+                                                s["loss_agg_mode"], mini_tokens, mini)
+                    loss.backward()
+                    vf_loss_sum += loss.item()
                     clipfracs.append(clipfrac.item())
                     vpred_means.append(((vpred * mask).sum() / (mask.sum() + 1e-8)).item())
                 norm = torch.nn.utils.clip_grad_norm_(params, s["grad_clip"])
@@ -143,8 +150,9 @@ def main():
                 else:
                     opt.zero_grad()
                 grad_norms.append(norm.item())
+                vf_losses.append(vf_loss_sum)
         sched.step()
-        calls.append({"critic/vf_loss": [vf_loss_sum], "critic/vf_clipfrac": clipfracs,
+        calls.append({"critic/vf_loss": vf_losses, "critic/vf_clipfrac": clipfracs,
                       "critic/vpred_mean": vpred_means, "critic/grad_norm": grad_norms, "critic/lr": [lr_used]})
     with open(out_prefix + ".json", "w") as f:
         json.dump(calls, f)

@@ -137,7 +137,7 @@ TEST(ActorGolden, ThreePpoUpdatesMatchIndependentReference) {
     expect_close_list(mt["actor/pg_loss"], g.at(u + "pg_loss"), 1e-4, 1e-6, u + "pg_loss");
     expect_close_list(mt["actor/kl_loss"], g.at(u + "kl_loss"), 1e-4, 1e-6, u + "kl_loss");
     expect_close_list(mt["actor/ppo_kl"], g.at(u + "ppo_kl"), 1e-4, 1e-6, u + "ppo_kl");
-    expect_close_list(mt["actor/entropy"], g.at(u + "entropy"), 1e-4, 1e-6, u + "entropy");
+    expect_close_list(mt["actor/entropy_loss"], g.at(u + "entropy_loss"), 1e-4, 1e-6, u + "entropy_loss");
     expect_close_list(mt["actor/grad_norm"], g.at(u + "grad_norm"), 1e-4, 1e-6, u + "grad_norm");
     expect_close_list(mt["actor/pg_clipfrac"], g.at(u + "pg_clipfrac"), 0, 1e-6, u + "pg_clipfrac");
     expect_close_list(mt["actor/pg_clipfrac_lower"], g.at(u + "pg_clipfrac_lower"), 0, 1e-6, u + "pg_clipfrac_lower");

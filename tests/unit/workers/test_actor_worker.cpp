@@ -66,28 +66,55 @@ double max_grad_abs(const UpdateResult& a) {
   return m;
 }
 
-TEST(ActorWorker, DynamicBszGivesFixedMicroBatchGradientsWhenNormalisationAgrees) {
-  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum"});
-  config::ActorConfig fixed = cfg->actor_rollout_ref.actor;
-  fixed.ppo_mini_batch_size = 8;  // one mini-batch: the on-policy path
-  fixed.ppo_micro_batch_size_per_gpu = 2;
-  config::ActorConfig dynamic = fixed;
-  dynamic.use_dynamic_bsz = true;
-  dynamic.ppo_max_token_len_per_gpu = 24;  // 60 valid tokens -> 3 micro-batches of different sizes
+// verl 0.9.1's global-batch normalisation (workers/global_batch.h): every micro-batch's loss is taken against the
+// whole mini-batch, so the gradients and the mini-batch's loss do not depend on how it is split, whatever the
+// loss_agg_mode, though the ragged rows give the micro-batches different token counts.
+TEST(ActorWorker, EveryMicroBatchSplitGivesTheMiniBatchsGradientsAndLoss) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01",
+                                              "actor_rollout_ref.actor.use_kl_loss=true"});
+  config::ActorConfig whole = cfg->actor_rollout_ref.actor;
+  whole.ppo_mini_batch_size = 8;  // one mini-batch: the on-policy path
+  whole.ppo_micro_batch_size_per_gpu = 8;
   auto batch = ragged_actor_batch();
-  // seq-mean-token-sum: a micro-batch's loss is (sum of its sequence losses) / rows; scaled by rows / mini
-  // (dynamic) or 1 / grad_accum = micro / mini (fixed), both sum to (sum of all sequence losses) / mini.
-  auto a = one_update(fixed, batch), b = one_update(dynamic, batch);
-  EXPECT_EQ(a.metrics["actor/pg_clipfrac"].size(), 4u);
-  EXPECT_EQ(b.metrics["actor/pg_clipfrac"].size(), 3u);
-  EXPECT_LT(max_grad_diff(a, b), 1e-6 * std::max(1.0, max_grad_abs(a)));
-  EXPECT_NEAR(a.metrics["actor/pg_loss"][0].get<double>(), b.metrics["actor/pg_loss"][0].get<double>(), 1e-6);
-  // grad_norm relative, like the gradients: at ~22 one fp32 ulp is 1.9e-6, which another summation order moves.
-  const double grad_norm = a.metrics["actor/grad_norm"][0].get<double>();
-  EXPECT_NEAR(grad_norm, b.metrics["actor/grad_norm"][0].get<double>(), 1e-6 * std::max(1.0, grad_norm));
-  // token-mean normalises per micro-batch, so differently composed micro-batches give other gradients.
-  fixed.loss_agg_mode = dynamic.loss_agg_mode = "token-mean";
-  EXPECT_GT(max_grad_diff(one_update(fixed, batch), one_update(dynamic, batch)), 1e-5);
+  for (const std::string mode :
+       {"token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}) {
+    whole.loss_agg_mode = mode;
+    config::ActorConfig fixed = whole;
+    fixed.ppo_micro_batch_size_per_gpu = 3;  // 3 + 3 + 2 rows
+    config::ActorConfig dynamic = whole;
+    dynamic.use_dynamic_bsz = true;
+    dynamic.ppo_max_token_len_per_gpu = 24;  // 60 valid tokens -> 3 micro-batches of different sizes
+    const UpdateResult w = one_update(whole, batch), a = one_update(fixed, batch), b = one_update(dynamic, batch);
+    const double scale = std::max(1.0, max_grad_abs(w));
+    EXPECT_LT(max_grad_diff(w, a), 1e-6 * scale) << mode;
+    EXPECT_LT(max_grad_diff(w, b), 1e-6 * scale) << mode;
+    for (const char* key : {"actor/pg_loss", "actor/entropy_loss", "actor/kl_loss", "actor/loss"}) {
+      ASSERT_EQ(w.metrics[key].size(), 1u) << key;  // one number per mini-batch
+      const double expected = w.metrics[key][0].get<double>();
+      EXPECT_NEAR(a.metrics[key][0].get<double>(), expected, 1e-6 * std::max(1.0, std::abs(expected))) << mode << key;
+      EXPECT_NEAR(b.metrics[key][0].get<double>(), expected, 1e-6 * std::max(1.0, std::abs(expected))) << mode << key;
+    }
+    EXPECT_EQ(a.metrics["actor/pg_clipfrac"].size(), 1u);  // the mean over the mini-batch's micro-batches
+    EXPECT_EQ(a.metrics["actor/kl_coef"].size(), 3u);      // a plain number per micro-batch, as verl logs it
+    EXPECT_EQ(b.metrics["actor/kl_coef"].size(), 3u);
+  }
+}
+
+// On policy (ratio 1) vanilla PPO's token-mean loss is -sum(A m) / sum(m) over the mini-batch: what actor/pg_loss
+// reports, one number per mini-batch, however the mini-batch is split.
+TEST(ActorWorker, PgLossIsTheMiniBatchsTokenMean) {
+  auto cfg = tiny_ppo_config(shared_model(), {});
+  config::ActorConfig actor = cfg->actor_rollout_ref.actor;
+  actor.loss_agg_mode = "token-mean";
+  actor.ppo_mini_batch_size = 8;  // one mini-batch: on policy
+  actor.ppo_micro_batch_size_per_gpu = 3;  // 3 + 3 + 2 rows of 12, 10 and 11 response tokens
+  const auto batch = ragged_actor_batch();
+  const UpdateResult r = one_update(actor, batch);
+  const auto adv = batch.tensor("advantages");
+  const auto m = batch.tensor("response_mask").to(torch::kFloat32);
+  const double expected = -(adv * m).sum().item<double>() / m.sum().item<double>();
+  ASSERT_EQ(r.metrics["actor/pg_loss"].size(), 1u);
+  EXPECT_NEAR(r.metrics["actor/pg_loss"][0].get<double>(), expected, 1e-6);
 }
 
 // actor.shuffle: each epoch's mini-batches in verl 0.9.1's order (workers/mini_batch_order.h, checked against verl
@@ -293,11 +320,13 @@ TEST(ActorWorker, WorkerGroupFlowMetricsAndHfExport) {
   gen.meta_info["temperature"] = 1.0;
   auto metrics = group.call("update_actor", gen).meta_info["metrics"];
   for (const char* k : {"actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower",
-                        "actor/entropy", "actor/kl_loss", "actor/kl_coef", "actor/grad_norm", "actor/lr"}) {
+                        "actor/entropy_loss", "actor/kl_loss", "actor/kl_coef", "actor/loss", "actor/grad_norm",
+                        "actor/lr"}) {
     EXPECT_TRUE(metrics.contains(k)) << k;
   }
   EXPECT_EQ(metrics["actor/grad_norm"].size(), 2u);  // two mini-batches of 4
-  EXPECT_EQ(metrics["actor/pg_clipfrac"].size(), 4u);
+  EXPECT_EQ(metrics["actor/pg_clipfrac"].size(), 2u);
+  EXPECT_EQ(metrics["actor/kl_coef"].size(), 4u);  // micro-batches of 2
 
   const std::string dir = make_temp_dir("actor_export");
   DataProto save;

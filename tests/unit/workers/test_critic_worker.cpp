@@ -145,25 +145,36 @@ TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
   ASSERT_EQ(clipfrac.size(), 8u);
   ASSERT_EQ(vpred.size(), 8u);
   ASSERT_EQ(numbers(metrics.at("critic/grad_norm")).size(), 4u);
-  ASSERT_EQ(numbers(metrics.at("critic/vf_loss")).size(), 1u);
+  // verl 0.9.1: one loss per mini-batch, its micro-batches' global-batch-normalised losses summed.
+  const auto vf_loss = numbers(metrics.at("critic/vf_loss"));
+  ASSERT_EQ(vf_loss.size(), 4u);
+  EXPECT_EQ(numbers(metrics.at("critic/loss")), vf_loss);
   ASSERT_EQ(numbers(metrics.at("critic/lr")).size(), 1u);
 
   torch::NoGradGuard no_grad;
-  double loss_sum = 0;
-  size_t k = 0;
+  size_t k = 0, mini = 0;
   for (int epoch = 0; epoch < 2; ++epoch) {
-    for (int64_t start = 0; start < 8; start += 2, ++k) {
-      DataProto micro = batch.slice(start, start + 2);
-      torch::Tensor vpreds = model::response_values(worker->module(), micro.tensor("input_ids"),
-                                                    micro.tensor("attention_mask"), micro.tensor("position_ids"), 3);
-      auto m = micro.tensor("response_mask");
-      auto loss = algo::compute_value_loss(vpreds, micro.tensor("returns"), micro.tensor("values"), m, 0.1);
-      loss_sum += loss.vf_loss.item<double>() * 0.5;  // 1 / grad_accum
-      EXPECT_NEAR(clipfrac[k], loss.vf_clipfrac.item<double>(), 1e-6) << k;
-      EXPECT_NEAR(vpred[k], algo::masked_mean(vpreds, m).item<double>(), 1e-6) << k;
+    for (int64_t first = 0; first < 8; first += 4, ++mini) {
+      // token-mean over the whole mini-batch: the sum of its micro-batches' shares
+      const DataProto rows = batch.slice(first, first + 4);
+      const torch::Tensor all = model::response_values(worker->module(), rows.tensor("input_ids"),
+                                                       rows.tensor("attention_mask"), rows.tensor("position_ids"), 3);
+      const double expected =
+          algo::compute_value_loss(all, rows.tensor("returns"), rows.tensor("values"), rows.tensor("response_mask"),
+                                   0.1)
+              .vf_loss.item<double>();
+      EXPECT_NEAR(vf_loss[mini], expected, 1e-5 * std::abs(expected)) << mini;
+      for (int64_t start = first; start < first + 4; start += 2, ++k) {
+        DataProto micro = batch.slice(start, start + 2);
+        torch::Tensor vpreds = model::response_values(worker->module(), micro.tensor("input_ids"),
+                                                      micro.tensor("attention_mask"), micro.tensor("position_ids"), 3);
+        auto m = micro.tensor("response_mask");
+        auto loss = algo::compute_value_loss(vpreds, micro.tensor("returns"), micro.tensor("values"), m, 0.1);
+        EXPECT_NEAR(clipfrac[k], loss.vf_clipfrac.item<double>(), 1e-6) << k;
+        EXPECT_NEAR(vpred[k], algo::masked_mean(vpreds, m).item<double>(), 1e-6) << k;
+      }
     }
   }
-  EXPECT_NEAR(metrics.at("critic/vf_loss")[0].get<double>(), loss_sum, 1e-5 * std::abs(loss_sum));
   bool some_clipped = false;
   for (double c : clipfrac) some_clipped = some_clipped || c > 0;
   EXPECT_TRUE(some_clipped) << "the test batch should exercise value clipping";
@@ -367,12 +378,12 @@ TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTrainin
   EXPECT_NE(message.find("gradient all-reduce"), std::string::npos) << message;
 }
 
-// With seq-mean-token-mean each micro-batch loss is a mean over its rows, so verl's scales (1/grad_accum for
-// fixed micro-batches, rows/mini for token-budget ones) both give the mini-batch mean: same loss, same gradient.
-TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatchesWhenNormalizationAgrees) {
+// verl 0.9.1 takes every micro-batch's loss against the whole mini-batch (workers/global_batch.h), so token-budget
+// micro-batches of other sizes and token counts give the fixed micro-batches' loss and gradient.
+TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatches) {
   const std::string lm = test::make_lm_folder("critic_dynamic_lm");
   auto common = with(critic_worker_base_overrides(lm),
-                     {"critic.loss_agg_mode=seq-mean-token-mean", "critic.ppo_mini_batch_size=8"});
+                     {"critic.loss_agg_mode=token-mean", "critic.ppo_mini_batch_size=8"});
   auto fixed = critic_worker_make_worker(common);
   auto dynamic =
       critic_worker_make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
