@@ -8,11 +8,13 @@
 #include "support/actor_fixture.h"
 #include "support/error_text.h"
 #include "support/run_command.h"
+#include "support/thread_ranks.h"
 #include "verl/common/error.h"
 #include "verl/model/weights.h"
 #include "verl/single_controller/transport.h"
 #include "verl/single_controller/worker_group.h"
 #include "verl/workers/actor_rollout_ref_worker.h"
+#include "verl/workers/gradient_sync.h"
 #include "verl/workers/mini_batch_order.h"
 #include "verl/workers/optimizer.h"
 
@@ -115,6 +117,55 @@ TEST(ActorWorker, PgLossIsTheMiniBatchsTokenMean) {
   const double expected = -(adv * m).sum().item<double>() / m.sum().item<double>();
   ASSERT_EQ(r.metrics["actor/pg_loss"].size(), 1u);
   EXPECT_NEAR(r.metrics["actor/pg_loss"][0].get<double>(), expected, 1e-6);
+}
+
+// Two data-parallel ranks holding 13 and 20 of the batch's response tokens: with the mini-batch's tokens summed
+// over the ranks (workers/global_batch.h) the averaged gradient is one rank's on the whole batch, and so is the mean
+// of the ranks' pg_loss; fixed and dynamic micro-batches (the latter as many on both ranks) alike.
+TEST(ActorWorker, TwoRanksWithUnevenTokensGiveTheOneRankGradients) {
+  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01",
+                                              "actor_rollout_ref.actor.use_kl_loss=true"});
+  config::ActorConfig one = cfg->actor_rollout_ref.actor;
+  one.loss_agg_mode = "token-mean";
+  one.ppo_mini_batch_size = 8;
+  one.ppo_micro_batch_size_per_gpu = 2;
+  const DataProto batch = ragged_actor_batch();
+  const UpdateResult whole = one_update(one, batch);
+  for (const bool dynamic : {false, true}) {
+    config::ActorConfig per_rank = one;
+    per_rank.ppo_mini_batch_size = 4;
+    per_rank.use_dynamic_bsz = dynamic;
+    per_rank.ppo_max_token_len_per_gpu = 20;
+    std::vector<UpdateResult> ranks(2);
+    on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+      const int r = comm->rank();
+      auto module = model::load_model(shared_model());
+      auto params = module->parameters();
+      auto opt = workers::build_optimizer(params, per_rank.optim);
+      workers::DataParallelPPOActor actor(per_rank, module, opt.get());
+      actor.data_parallel_rank = r;
+      actor.data_parallel_group = workers::DataParallelGroup(comm, 1);
+      auto average = workers::gradient_averager(comm, torch::kFloat32);
+      UpdateResult& out = ranks[static_cast<size_t>(r)];
+      actor.gradient_all_reduce = [&](const std::vector<torch::Tensor>& ps) {
+        average(ps);
+        for (const auto& p : ps) {
+          if (p.grad().defined()) out.grads.push_back(p.grad().clone());
+        }
+      };
+      out.metrics = actor.update_policy(batch.slice(4 * r, 4 * r + 4));
+    });
+    const double scale = std::max(1.0, max_grad_abs(whole));
+    for (const UpdateResult& rank : ranks) EXPECT_LT(max_grad_diff(whole, rank), 1e-6 * scale) << dynamic;
+    for (const char* key : {"actor/pg_loss", "actor/kl_loss", "actor/entropy_loss"}) {
+      const double mean = (ranks[0].metrics[key][0].get<double>() + ranks[1].metrics[key][0].get<double>()) / 2;
+      const double expected = whole.metrics[key][0].get<double>();
+      EXPECT_NEAR(mean, expected, 1e-6 * std::max(1.0, std::abs(expected))) << key << (dynamic ? " dynamic" : "");
+    }
+    if (dynamic) {
+      EXPECT_EQ(ranks[0].metrics["actor/kl_coef"].size(), ranks[1].metrics["actor/kl_coef"].size());
+    }
+  }
 }
 
 // actor.shuffle: each epoch's mini-batches in verl 0.9.1's order (workers/mini_batch_order.h, checked against verl
