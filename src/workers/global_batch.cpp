@@ -7,8 +7,8 @@ namespace verl::workers {
 DataParallelGroup::DataParallelGroup(std::shared_ptr<parallel::Comm> comm, int64_t copies)
     : comm_(std::move(comm)), copies_(comm_ ? copies : 1) {
   const int64_t ranks = comm_ ? comm_->size() : 1;
-  VERL_CHECK(copies_ > 0 && ranks % copies_ == 0, "workers", "a data-parallel group of ", ranks,
-             " ranks cannot hold ", copies_, " copies of each row");
+  VERL_CHECK(copies_ > 0 && ranks % copies_ == 0, "workers", "a data-parallel group of ", ranks, " ranks cannot hold ",
+             copies_, " copies of each row");
 }
 
 int64_t DataParallelGroup::size() const { return comm_ ? comm_->size() / copies_ : 1; }

@@ -91,9 +91,9 @@ TEST(MpiTrain, DataParallelTwoRanksEqualsOneRankForThreePpoSteps) {
   // The controller's metrics, gathered from both ranks, are the 1-rank run's.
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(two_dir + "/metrics.jsonl");
-  for (const char* key : {"actor/pg_loss", "actor/loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss",
-                          "critic/grad_norm", "critic/values/mean", "critic/advantages/mean", "response_length/mean",
-                          "critic/lr"}) {
+  for (const char* key :
+       {"actor/pg_loss", "actor/loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/grad_norm",
+        "critic/values/mean", "critic/advantages/mean", "response_length/mean", "critic/lr"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 3; ++step) {
       ASSERT_TRUE(m1.at(key).count(step) && m2.at(key).count(step)) << key << " step " << step;

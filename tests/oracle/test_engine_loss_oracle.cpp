@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
-#include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
 #include "support/test_python.h"
@@ -59,19 +59,21 @@ json engine_loss_rank(int64_t rows, const std::vector<std::vector<int64_t>>& mic
   if (lengths[0] > 2) mask[0][1] = 0.0;
   auto opts = torch::kFloat64;
   torch::Tensor old_log_prob = -torch::rand({rows, kResponseLength}, opts) * 3.0;
-  json rank = {{"response_length", lengths},
-               {"response_mask", engine_tensor_to_json(mask)},
-               {"old_log_prob", engine_tensor_to_json(old_log_prob)},
-               // ratios spread over both clip bounds
-               {"log_prob", engine_tensor_to_json(old_log_prob + torch::randn({rows, kResponseLength}, opts) * 0.4)},
-               {"entropy", engine_tensor_to_json(torch::rand({rows, kResponseLength}, opts) * 3.0)},
-               {"advantages", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
-               {"ref_log_prob", engine_tensor_to_json(old_log_prob + torch::randn({rows, kResponseLength}, opts) * 0.2)},
-               {"vpreds", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
-               {"values", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
-               {"returns", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
-               {"micro_batches", micro_batches}};
-  if (with_is_weights) rank["rollout_is_weights"] = engine_tensor_to_json(torch::rand({rows, kResponseLength}, opts) + 0.5);
+  json rank = {
+      {"response_length", lengths},
+      {"response_mask", engine_tensor_to_json(mask)},
+      {"old_log_prob", engine_tensor_to_json(old_log_prob)},
+      // ratios spread over both clip bounds
+      {"log_prob", engine_tensor_to_json(old_log_prob + torch::randn({rows, kResponseLength}, opts) * 0.4)},
+      {"entropy", engine_tensor_to_json(torch::rand({rows, kResponseLength}, opts) * 3.0)},
+      {"advantages", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
+      {"ref_log_prob", engine_tensor_to_json(old_log_prob + torch::randn({rows, kResponseLength}, opts) * 0.2)},
+      {"vpreds", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
+      {"values", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
+      {"returns", engine_tensor_to_json(torch::randn({rows, kResponseLength}, opts))},
+      {"micro_batches", micro_batches}};
+  if (with_is_weights)
+    rank["rollout_is_weights"] = engine_tensor_to_json(torch::rand({rows, kResponseLength}, opts) + 0.5);
   return rank;
 }
 
@@ -106,8 +108,12 @@ json engine_loss_case_json(const EngineLossCase& c) {
   const std::vector<std::vector<std::vector<int64_t>>> splits = {
       {{0, 1}, {2, 3, 4}}, {{0}, {1, 2, 3, 4}}, {{0, 1, 2, 3}, {4}}};
   for (int r = 0; r < c.ranks; ++r) ranks.push_back(engine_loss_rank(5, splits[r], c.with_is_weights));
-  return {{"kind", c.kind},       {"config", config}, {"loss_mode", c.loss_mode}, {"prompt_length", kPromptLength},
-          {"global_batch_size", 5 * c.ranks}, {"ranks", ranks}};
+  return {{"kind", c.kind},
+          {"config", config},
+          {"loss_mode", c.loss_mode},
+          {"prompt_length", kPromptLength},
+          {"global_batch_size", 5 * c.ranks},
+          {"ranks", ranks}};
 }
 
 torch::Tensor engine_rows_of(const torch::Tensor& t, const json& rows) {
@@ -158,7 +164,8 @@ void check_engine_loss_case(const EngineLossCase& c, const json& input, const js
         in.advantages = engine_rows_of(engine_tensor_from_json(rank.at("advantages")), rows);
         in.response_mask = micro_mask;
         in.ref_log_prob = engine_rows_of(engine_tensor_from_json(rank.at("ref_log_prob")), rows);
-        if (c.with_is_weights) in.rollout_is_weights = engine_rows_of(engine_tensor_from_json(rank.at("rollout_is_weights")), rows);
+        if (c.with_is_weights)
+          in.rollout_is_weights = engine_rows_of(engine_tensor_from_json(rank.at("rollout_is_weights")), rows);
         algo::PpoLossOptions options;
         options.loss_mode = c.loss_mode;
         options.loss_agg_mode = c.loss_agg_mode;
@@ -176,10 +183,9 @@ void check_engine_loss_case(const EngineLossCase& c, const json& input, const js
         metrics.add("actor/loss", loss.item<double>(), workers::MetricAggregation::Sum);  // as update_policy
       } else {
         const torch::Tensor vpreds = engine_rows_of(leaves["vpreds"], rows);
-        const algo::ValueLossOutput out =
-            algo::compute_value_loss(vpreds, engine_rows_of(engine_tensor_from_json(rank.at("returns")), rows),
-                                     engine_rows_of(engine_tensor_from_json(rank.at("values")), rows), micro_mask, 0.5, c.loss_agg_mode,
-                                     global);
+        const algo::ValueLossOutput out = algo::compute_value_loss(
+            vpreds, engine_rows_of(engine_tensor_from_json(rank.at("returns")), rows),
+            engine_rows_of(engine_tensor_from_json(rank.at("values")), rows), micro_mask, 0.5, c.loss_agg_mode, global);
         loss = out.vf_loss;
         workers::add_value_loss_metrics(metrics, out, vpreds, micro_mask);
       }

@@ -38,8 +38,8 @@ struct PpoLossOptions {
 };
 
 struct PpoLossOutput {
-  torch::Tensor loss;          // scalar with autograd history
-  torch::Tensor pg_loss;       // the terms, detached; entropy_loss / kl_loss undefined when not computed
+  torch::Tensor loss;     // scalar with autograd history
+  torch::Tensor pg_loss;  // the terms, detached; entropy_loss / kl_loss undefined when not computed
   torch::Tensor entropy_loss;
   torch::Tensor kl_loss;
   std::map<std::string, double> pg_metrics;  // the policy loss's own (actor/pg_clipfrac, actor/ppo_kl, ...)

@@ -15,6 +15,8 @@
 //   one value per micro-batch; critic/grad_norm one value per mini-batch.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,8 +24,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "verl/algo/core_algos.h"
 #include "verl/model/fully_sharded_model.h"

@@ -29,9 +29,9 @@ class DataParallelGroup {
   // `comm` null: this rank alone. `copies` must divide the comm's size.
   DataParallelGroup(std::shared_ptr<parallel::Comm> comm, int64_t copies);
 
-  int64_t size() const;               // distinct data ranks (verl's dp_size)
-  double sum(double local) const;     // sum of `local` over the distinct data ranks; collective
-  int64_t max(int64_t local) const;   // largest `local` over the group; collective
+  int64_t size() const;              // distinct data ranks (verl's dp_size)
+  double sum(double local) const;    // sum of `local` over the distinct data ranks; collective
+  int64_t max(int64_t local) const;  // largest `local` over the group; collective
 
  private:
   std::shared_ptr<parallel::Comm> comm_;

@@ -3,11 +3,11 @@
 // regrouped by workload, with the order restored afterwards).
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "verl/protocol/data_proto.h"
 #include "verl/workers/global_batch.h"

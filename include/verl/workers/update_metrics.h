@@ -9,9 +9,8 @@
 //   Each  plain numbers verl logs per micro-batch (the critic's vf_clipfrac, vpred_mean): every value kept
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

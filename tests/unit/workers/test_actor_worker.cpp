@@ -72,8 +72,8 @@ double max_grad_abs(const UpdateResult& a) {
 // whole mini-batch, so the gradients and the mini-batch's loss do not depend on how it is split, whatever the
 // loss_agg_mode, though the ragged rows give the micro-batches different token counts.
 TEST(ActorWorker, EveryMicroBatchSplitGivesTheMiniBatchsGradientsAndLoss) {
-  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01",
-                                              "actor_rollout_ref.actor.use_kl_loss=true"});
+  auto cfg = tiny_ppo_config(
+      shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01", "actor_rollout_ref.actor.use_kl_loss=true"});
   config::ActorConfig whole = cfg->actor_rollout_ref.actor;
   whole.ppo_mini_batch_size = 8;  // one mini-batch: the on-policy path
   whole.ppo_micro_batch_size_per_gpu = 8;
@@ -108,7 +108,7 @@ TEST(ActorWorker, PgLossIsTheMiniBatchsTokenMean) {
   auto cfg = tiny_ppo_config(shared_model(), {});
   config::ActorConfig actor = cfg->actor_rollout_ref.actor;
   actor.loss_agg_mode = "token-mean";
-  actor.ppo_mini_batch_size = 8;  // one mini-batch: on policy
+  actor.ppo_mini_batch_size = 8;           // one mini-batch: on policy
   actor.ppo_micro_batch_size_per_gpu = 3;  // 3 + 3 + 2 rows of 12, 10 and 11 response tokens
   const auto batch = ragged_actor_batch();
   const UpdateResult r = one_update(actor, batch);
@@ -123,8 +123,8 @@ TEST(ActorWorker, PgLossIsTheMiniBatchsTokenMean) {
 // over the ranks (workers/global_batch.h) the averaged gradient is one rank's on the whole batch, and so is the mean
 // of the ranks' pg_loss; fixed and dynamic micro-batches (the latter as many on both ranks) alike.
 TEST(ActorWorker, TwoRanksWithUnevenTokensGiveTheOneRankGradients) {
-  auto cfg = tiny_ppo_config(shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01",
-                                              "actor_rollout_ref.actor.use_kl_loss=true"});
+  auto cfg = tiny_ppo_config(
+      shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01", "actor_rollout_ref.actor.use_kl_loss=true"});
   config::ActorConfig one = cfg->actor_rollout_ref.actor;
   one.loss_agg_mode = "token-mean";
   one.ppo_mini_batch_size = 8;
@@ -370,9 +370,9 @@ TEST(ActorWorker, WorkerGroupFlowMetricsAndHfExport) {
   gen.batch["advantages"] = gen.tensor("response_mask").to(torch::kFloat32);
   gen.meta_info["temperature"] = 1.0;
   auto metrics = group.call("update_actor", gen).meta_info["metrics"];
-  for (const char* k : {"actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower",
-                        "actor/entropy_loss", "actor/kl_loss", "actor/kl_coef", "actor/loss", "actor/grad_norm",
-                        "actor/lr"}) {
+  for (const char* k :
+       {"actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower", "actor/entropy_loss",
+        "actor/kl_loss", "actor/kl_coef", "actor/loss", "actor/grad_norm", "actor/lr"}) {
     EXPECT_TRUE(metrics.contains(k)) << k;
   }
   EXPECT_EQ(metrics["actor/grad_norm"].size(), 2u);  // two mini-batches of 4

@@ -159,10 +159,9 @@ TEST(CriticWorker, UpdateMetricsFollowVerlsAccumulation) {
       const DataProto rows = batch.slice(first, first + 4);
       const torch::Tensor all = model::response_values(worker->module(), rows.tensor("input_ids"),
                                                        rows.tensor("attention_mask"), rows.tensor("position_ids"), 3);
-      const double expected =
-          algo::compute_value_loss(all, rows.tensor("returns"), rows.tensor("values"), rows.tensor("response_mask"),
-                                   0.1)
-              .vf_loss.item<double>();
+      const double expected = algo::compute_value_loss(all, rows.tensor("returns"), rows.tensor("values"),
+                                                       rows.tensor("response_mask"), 0.1)
+                                  .vf_loss.item<double>();
       EXPECT_NEAR(vf_loss[mini], expected, 1e-5 * std::abs(expected)) << mini;
       for (int64_t start = first; start < first + 4; start += 2, ++k) {
         DataProto micro = batch.slice(start, start + 2);
@@ -382,8 +381,8 @@ TEST(CriticWorker, GroupOfTwoSlotsComputesValuesInOrderAndRefusesUnsyncedTrainin
 // micro-batches of other sizes and token counts give the fixed micro-batches' loss and gradient.
 TEST(CriticWorker, DynamicBatchSizeMatchesFixedMicroBatches) {
   const std::string lm = test::make_lm_folder("critic_dynamic_lm");
-  auto common = with(critic_worker_base_overrides(lm),
-                     {"critic.loss_agg_mode=token-mean", "critic.ppo_mini_batch_size=8"});
+  auto common =
+      with(critic_worker_base_overrides(lm), {"critic.loss_agg_mode=token-mean", "critic.ppo_mini_batch_size=8"});
   auto fixed = critic_worker_make_worker(common);
   auto dynamic =
       critic_worker_make_worker(with(common, {"critic.use_dynamic_bsz=true", "critic.ppo_max_token_len_per_gpu=9",
