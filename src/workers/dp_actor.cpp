@@ -193,7 +193,6 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
   // without actor.shuffle), or with actor.shuffle a new order each epoch, drawn as verl 0.9.1's engine draws it.
   const std::vector<std::vector<int64_t>> mini_batches = mini_batch_rows(
       data.size(), mini_size, config_.ppo_epochs, {config_.shuffle, config_.data_loader_seed + data_parallel_rank});
-  const bool on_policy = mini_batches.size() == 1;  // one mini-batch, one epoch
   const auto loss_cfg = algo::PolicyLossConfig::from_actor_config(config_);
   const bool calculate_entropy = config_.calculate_entropy || config_.entropy_coeff != 0;
 
@@ -239,7 +238,9 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
       }
       auto [log_prob, entropy] = forward_micro_batch(mb, temperature, calculate_entropy, nullptr, query,
                                                      distill_top_k ? &student_top_k : nullptr);
-      const auto old_log_prob = on_policy ? log_prob.detach() : mb.tensor("old_log_probs");
+      // verl 0.9.1's engine always reads the batch's old_log_probs (the recomputed ones, or the rollout's in
+      // bypass mode); verl <= 0.8's legacy actor took the live log-probs instead with one mini-batch and one epoch.
+      const torch::Tensor& old_log_prob = mb.tensor("old_log_probs");
       torch::Tensor is_weights;
       if (mb.has_tensor("rollout_is_weights")) is_weights = mb.tensor("rollout_is_weights");
       torch::Tensor loss;

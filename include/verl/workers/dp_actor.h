@@ -4,9 +4,9 @@
 //                     meta max_token_len; log-probs (and entropy) [B,R] fp32 in the input's row order
 //   update_policy     mini-batches of ppo_mini_batch_size rows (already normalised: prompts x n / dp),
 //                     ppo_epochs passes, micro-batches (or dynamic batches, as many on every data-parallel rank),
-//                     each loss taken against the whole mini-batch (workers/global_batch.h), the on-policy
-//                     shortcut, entropy coefficient, KL loss, gradient clipping and a skipped step on a non-finite
-//                     norm; verl's metric names and aggregation (workers/update_metrics.h)
+//                     each loss taken against the whole mini-batch (workers/global_batch.h), the ratio always
+//                     against the batch's old_log_probs, entropy coefficient, KL loss, gradient clipping and a
+//                     skipped step on a non-finite norm; verl's metric names and aggregation (workers/update_metrics.h)
 #pragma once
 
 #include <torch/torch.h>

@@ -9,7 +9,8 @@ An independent float64 implementation of verl's actor side, written from the spe
     row's valid tokens only (no padding), so the C++ side's padded batch, masks and positions are checked too;
   * log-probs of response token t are read from the logits at the position before it, divided by the
     temperature; entropy is that of softmax(logits / T);
-  * update_policy: contiguous mini-batches, on-policy shortcut, vanilla PPO clip with dual clip, token-mean
+  * update_policy: contiguous mini-batches, the ratio against the batch's old_log_probs (verl 0.9.1's engine has
+    no on-policy shortcut), vanilla PPO clip with dual clip, token-mean
     aggregation against the whole mini-batch (verl 0.9.1's engine: each micro-batch's sum over its tokens divided
     by the mini-batch's token count, so the micro-batches' losses add up to the mini-batch's token-mean), entropy
     bonus, low_var_kl KL loss, torch.nn.utils.clip_grad_norm_, skip on a non-finite norm, torch.optim.AdamW
@@ -112,7 +113,6 @@ def main():
     micro = c["ppo_micro_batch_size_per_gpu"]
     lo, hi, cc = c["clip_ratio_low"], c["clip_ratio_high"], c["clip_ratio_c"]
     minis = [list(range(s, min(s + mini, B))) for s in range(0, B, mini)]
-    on_policy = len(minis) == 1 and c["ppo_epochs"] == 1
     calc_entropy = c["entropy_coeff"] != 0
 
     for k in range(1, spec["updates"] + 1):
@@ -129,7 +129,7 @@ def main():
                     logp, ent = batch_log_probs(cfg, W, spec, mrows, P, R, T)
                     m = m_all[mrows]
                     A = A_all[mrows]
-                    old = logp.detach() if on_policy else old_all[mrows]
+                    old = old_all[mrows]
                     neg = torch.clamp(logp - old, -20.0, 20.0)
                     ratio = torch.exp(neg)
                     ppo_kl = masked_mean(-neg, m)

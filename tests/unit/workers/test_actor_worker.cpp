@@ -75,7 +75,7 @@ TEST(ActorWorker, EveryMicroBatchSplitGivesTheMiniBatchsGradientsAndLoss) {
   auto cfg = tiny_ppo_config(
       shared_model(), {"actor_rollout_ref.actor.entropy_coeff=0.01", "actor_rollout_ref.actor.use_kl_loss=true"});
   config::ActorConfig whole = cfg->actor_rollout_ref.actor;
-  whole.ppo_mini_batch_size = 8;  // one mini-batch: the on-policy path
+  whole.ppo_mini_batch_size = 8;  // one mini-batch
   whole.ppo_micro_batch_size_per_gpu = 8;
   auto batch = ragged_actor_batch();
   for (const std::string mode :
@@ -102,21 +102,28 @@ TEST(ActorWorker, EveryMicroBatchSplitGivesTheMiniBatchsGradientsAndLoss) {
   }
 }
 
-// On policy (ratio 1) vanilla PPO's token-mean loss is -sum(A m) / sum(m) over the mini-batch: what actor/pg_loss
-// reports, one number per mini-batch, however the mini-batch is split.
+// On policy (old_log_probs the policy's own, ratio 1) vanilla PPO's token-mean loss is -sum(A m) / sum(m) over the
+// mini-batch: what actor/pg_loss reports, one number per mini-batch, however the mini-batch is split.
 TEST(ActorWorker, PgLossIsTheMiniBatchsTokenMean) {
   auto cfg = tiny_ppo_config(shared_model(), {});
   config::ActorConfig actor = cfg->actor_rollout_ref.actor;
   actor.loss_agg_mode = "token-mean";
-  actor.ppo_mini_batch_size = 8;           // one mini-batch: on policy
+  actor.ppo_mini_batch_size = 8;           // one mini-batch
   actor.ppo_micro_batch_size_per_gpu = 3;  // 3 + 3 + 2 rows of 12, 10 and 11 response tokens
-  const auto batch = ragged_actor_batch();
+  auto batch = ragged_actor_batch();
+  {
+    workers::DataParallelPPOActor policy(actor, model::load_model(shared_model()), nullptr);
+    DataProto in = batch;
+    in.meta_info["micro_batch_size"] = 8;
+    batch.batch["old_log_probs"] = policy.compute_log_prob(in, /*calculate_entropy=*/false).first;
+  }
   const UpdateResult r = one_update(actor, batch);
   const auto adv = batch.tensor("advantages");
   const auto m = batch.tensor("response_mask").to(torch::kFloat32);
   const double expected = -(adv * m).sum().item<double>() / m.sum().item<double>();
   ASSERT_EQ(r.metrics["actor/pg_loss"].size(), 1u);
-  EXPECT_NEAR(r.metrics["actor/pg_loss"][0].get<double>(), expected, 1e-6);
+  EXPECT_NEAR(r.metrics["actor/pg_loss"][0].get<double>(), expected, 1e-5);
+  EXPECT_NEAR(r.metrics["actor/ppo_kl"][0].get<double>(), 0.0, 1e-6);  // the stored log-probs are the policy's
 }
 
 // Two data-parallel ranks holding 13 and 20 of the batch's response tokens: with the mini-batch's tokens summed
