@@ -405,6 +405,8 @@ void PPOTrainer::compute_old_log_prob(DataProto& batch, MetricMap& metrics, Metr
       algo::agg_loss(entropys, batch.tensor("response_mask"), config_->actor_rollout_ref.actor.loss_agg_mode)
           .item<double>();
   old_log_prob.batch.erase("entropys");
+  for (const auto& [key, value] : reduce_worker_metrics(old_log_prob)) metrics[key] = value;  // perf/mfu/actor_infer
+  old_log_prob.meta_info.erase("metrics");
   batch.union_rows_with(old_log_prob);
   if (batch.has_tensor("rollout_log_probs")) {  // verl's calculate_debug_metrics: rollout vs actor probabilities
     const int64_t response_length = batch.tensor("responses").size(1);

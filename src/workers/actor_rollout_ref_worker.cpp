@@ -384,6 +384,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
       actor_->data_parallel_rank = tensor_parallel_mesh_info(rank(), copy_size() * sp_size_).dp_rank;
       // The gradients' group holds each row once per Ulysses / context-parallel part of its sequence.
       actor_->data_parallel_group = DataParallelGroup(layout.dp, sp_size_ * cp_size_);
+      actor_->world_size = world_size();
     } else {
       freeze(actor_module_);
     }
@@ -586,11 +587,19 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
   torch::Tensor sum_pi_squared;
   const bool with_sum_pi_squared = config_->actor_rollout_ref.actor.calculate_sum_pi_squared;
   OnDevice on_device(actor_offload_, actor_state(), nullptr);
+  const model::SequenceLengthSums lengths =
+      global_sequence_lengths(actor_->data_parallel_group, in.tensor("attention_mask"));
+  const auto start = std::chrono::steady_clock::now();
   auto [log_probs, entropys] = actor_->compute_log_prob(in, /*calculate_entropy=*/true,
                                                         with_sum_pi_squared ? &sum_pi_squared : nullptr);
+  // verl's perf/mfu/actor_infer: the batch's forward FLOPs on every rank over this rank's time (a third of a step's).
+  const double mfu = model::model_flops_utilization(actor_module_->config, lengths, seconds_since(start), device_,
+                                                    world_size(), /*forward_only=*/true);
   protocol::TensorMap out = {{"old_log_probs", log_probs}, {"entropys", entropys}};
   if (with_sum_pi_squared) out["sum_pi_squared"] = sum_pi_squared;
-  return DataProto::from_dict(std::move(out), {}, Json{{"temperature", r.sampling.temperature}});
+  return DataProto::from_dict(std::move(out), {},
+                              Json{{"temperature", r.sampling.temperature},
+                                   {"metrics", {{"perf/mfu/actor_infer", Json::array({mfu})}}}});
 }
 
 DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {

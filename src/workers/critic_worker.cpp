@@ -222,6 +222,7 @@ DataProto CriticWorker::init_model(const DataProto& in) {
   critic_->fully_sharded = fully_sharded_;  // null without ZeRO-3
   // The gradients' group holds each row once per Ulysses / context-parallel part of its sequence.
   critic_->data_parallel_group = DataParallelGroup(layout.dp, sp_size_ * cp_size_);
+  critic_->world_size = world_size();
   critic_->param_dtype = resolved_precision(fsdp.param_dtype, device);
   offload_.rest(state(), optimizer_.get());
   return DataProto();

@@ -1,9 +1,12 @@
 #include "verl/workers/dp_critic.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "verl/algo/core_algos.h"
 #include "verl/common/error.h"
+#include "verl/common/stopwatch.h"
+#include "verl/model/flops_counter.h"
 #include "verl/model/mixed_precision.h"
 #include "verl/model/pipeline_parallel_model.h"
 #include "verl/model/tensor_parallel_model.h"
@@ -142,6 +145,8 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
     // data-parallel rank, so the micro-batch gradients add up to the mini-batch's.
     const algo::AggLossOptions global = global_batch_info(data_parallel_group, mini.tensor("response_mask"),
                                                           config_.ppo_mini_batch_size, config_.loss_scale_factor);
+    const model::SequenceLengthSums lengths = global_sequence_lengths(data_parallel_group, mini.tensor("attention_mask"));
+    const auto mini_start = std::chrono::steady_clock::now();
     optimizer_.zero_grad();
     for (const protocol::DataProto& micro : update_micro_batches(mini)) {
       model::RootGathered root(fully_sharded.get());
@@ -157,6 +162,11 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
     }
     metrics.end_mini_batch();
     metrics.add_per_mini_batch("critic/grad_norm", optimizer_step(params));
+    // verl's perf/mfu/critic: the mini-batch's FLOPs on every rank over this rank's time for it.
+    metrics.add_per_mini_batch(
+        "perf/mfu/critic",
+        model::model_flops_utilization(module_->config, lengths, seconds_since(mini_start),
+                                       module_->model->weight_options().device(), world_size, /*forward_only=*/false));
   }
   optimizer_.zero_grad();
   return metrics.lists();

@@ -38,4 +38,11 @@ algo::AggLossOptions global_batch_info(const DataParallelGroup& group, const tor
   return info;
 }
 
+model::SequenceLengthSums global_sequence_lengths(const DataParallelGroup& group, const torch::Tensor& attention_mask) {
+  model::SequenceLengthSums sums = model::SequenceLengthSums::of_attention_mask(attention_mask);
+  sums.tokens = group.sum(sums.tokens);
+  sums.squared_tokens = group.sum(sums.squared_tokens);
+  return sums;
+}
+
 }  // namespace verl::workers

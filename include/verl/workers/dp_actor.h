@@ -69,6 +69,8 @@ class DataParallelPPOActor {
   // The ranks the gradients are averaged over, which each loss's global batch spans (workers/global_batch.h).
   // Default: this rank alone.
   DataParallelGroup data_parallel_group;
+  // The worker group's ranks, by which verl divides its MFU (perf/mfu/actor).
+  int64_t world_size = 1;
 
   const config::ActorConfig& config() const { return config_; }
   model::CausalLM& module() { return model_; }

@@ -12,7 +12,7 @@
 //   finite.
 //   Metrics (verl 0.9.1's aggregation, workers/update_metrics.h): critic/vf_loss and critic/loss one value per
 //   mini-batch (the sum over its micro-batches: the mini-batch's loss); critic/vf_clipfrac and critic/vpred_mean
-//   one value per micro-batch; critic/grad_norm one value per mini-batch.
+//   one value per micro-batch; critic/grad_norm and perf/mfu/critic (model/flops_counter.h) one value per mini-batch.
 #pragma once
 
 #include <torch/torch.h>
@@ -90,6 +90,8 @@ class DataParallelPPOCritic {
   // The ranks the gradients are averaged over, which each loss's global batch spans (workers/global_batch.h).
   // Default: this rank alone.
   DataParallelGroup data_parallel_group;
+  // The worker group's ranks, by which verl divides its MFU (perf/mfu/critic).
+  int64_t world_size = 1;
 
  private:
   // Value-head outputs for the rows of one micro-batch: [b, R] fp32.

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "verl/algo/core_algos.h"
+#include "verl/model/flops_counter.h"
 #include "verl/parallel/comm.h"
 
 namespace verl::workers {
@@ -43,5 +44,9 @@ class DataParallelGroup {
 // seq-mean-token-sum-norm divisor. Collective over `group`.
 algo::AggLossOptions global_batch_info(const DataParallelGroup& group, const torch::Tensor& response_mask,
                                        int64_t rows_per_rank, std::optional<double> loss_scale_factor);
+
+// The sequence lengths of a mini-batch on every data-parallel rank (`attention_mask` [b, T] this rank's rows), as
+// verl's MFU estimate reads them. Collective over `group`.
+model::SequenceLengthSums global_sequence_lengths(const DataParallelGroup& group, const torch::Tensor& attention_mask);
 
 }  // namespace verl::workers

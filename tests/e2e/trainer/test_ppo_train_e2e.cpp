@@ -50,7 +50,8 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
       "actor/pg_clipfrac",    "actor/ppo_kl",        "actor/grad_norm",     "actor/lr",
       "critic/score/mean",    "critic/rewards/mean", "critic/advantages/mean", "critic/returns/mean",
       "response_length/mean", "prompt_length/mean",  "timing_s/gen",        "timing_s/step",
-      "timing_s/update_actor", "perf/throughput",    "global_seqlen/mean"};
+      "timing_s/update_actor", "perf/throughput",    "global_seqlen/mean",  "actor/loss",
+      "perf/mfu/actor",       "perf/mfu/actor_infer"};
   for (const std::string estimator :
        {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "gpg"}) {
     SCOPED_TRACE(estimator);
@@ -62,10 +63,17 @@ TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
       EXPECT_TRUE(has_step(history, key, 1) && has_step(history, key, 2)) << key;
     }
     const bool gae = estimator == "gae";
-    for (const char* key : {"critic/vf_loss", "critic/values/mean", "critic/vf_explained_var", "timing_s/values"}) {
+    for (const char* key : {"critic/vf_loss", "critic/loss", "critic/values/mean", "critic/vf_explained_var",
+                            "timing_s/values", "perf/mfu/critic"}) {
       EXPECT_EQ(has_step(history, key, 2), gae) << key;
     }
     EXPECT_EQ(has_step(history, "timing_s/gen_max", 2), estimator == "remax");
+    // verl's MFU against its 448 GFLOP/s for a CPU: some work was counted, never more than the peak.
+    for (const char* key : {"perf/mfu/actor", "perf/mfu/actor_infer"}) {
+      if (!has_step(history, key, 2)) continue;
+      EXPECT_GT(history.at(key).at(2), 0.0) << key;
+      EXPECT_LT(history.at(key).at(2), 1.0) << key;
+    }
     EXPECT_TRUE(fs::exists(run_dir + "/config.yaml"));
   }
 }
