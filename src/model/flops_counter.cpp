@@ -35,11 +35,10 @@ double promised_flops_of_device_name(const std::string& name) {
   // verl's _DEVICE_FLOPS, tried as verl does: in reverse lexicographic order of the names, the first one the
   // device's name contains.
   std::vector<std::pair<std::string, double>> table = {
-      {"CPU", 448e9},         {"GB200", 2.5e15},     {"B200", 2.25e15},     {"MI300X", 1307e12},
-      {"MI350X", 2300e12},    {"MI355X", 2500e12},   {"H100", 989e12},      {"H800", 989e12},
-      {"H200", 989e12},       {"A100", 312e12},      {"A800", 312e12},      {"L40S", 362.05e12},
-      {"L40", 181.05e12},     {"A40", 149.7e12},     {"L20", 119.5e12},     {"H20", 148e12},
-      {"910B", 354e12},       {"A2G3", 354e12},      {"Ascend950DT", 432e12}, {"Ascend910", 354e12},
+      {"CPU", 448e9},           {"GB200", 2.5e15},   {"B200", 2.25e15},  {"MI300X", 1307e12},     {"MI350X", 2300e12},
+      {"MI355X", 2500e12},      {"H100", 989e12},    {"H800", 989e12},   {"H200", 989e12},        {"A100", 312e12},
+      {"A800", 312e12},         {"L40S", 362.05e12}, {"L40", 181.05e12}, {"A40", 149.7e12},       {"L20", 119.5e12},
+      {"H20", 148e12},          {"910B", 354e12},    {"A2G3", 354e12},   {"Ascend950DT", 432e12}, {"Ascend910", 354e12},
       {"RTX 3070 Ti", 21.75e12}};
   std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [key, flops] : table) {
@@ -57,8 +56,7 @@ double promised_flops(const torch::Device& device) {
 double model_flops_utilization(const HFConfig& config, const SequenceLengthSums& sums, double seconds,
                                const torch::Device& device, int64_t world_size, bool forward_only) {
   if (seconds <= 0 || world_size <= 0) return 0.0;
-  const double mfu =
-      estimated_flops(config, sums) / seconds / promised_flops(device) / static_cast<double>(world_size);
+  const double mfu = estimated_flops(config, sums) / seconds / promised_flops(device) / static_cast<double>(world_size);
   return forward_only ? mfu / 3.0 : mfu;
 }
 

@@ -597,9 +597,9 @@ DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {
                                                     world_size(), /*forward_only=*/true);
   protocol::TensorMap out = {{"old_log_probs", log_probs}, {"entropys", entropys}};
   if (with_sum_pi_squared) out["sum_pi_squared"] = sum_pi_squared;
-  return DataProto::from_dict(std::move(out), {},
-                              Json{{"temperature", r.sampling.temperature},
-                                   {"metrics", {{"perf/mfu/actor_infer", Json::array({mfu})}}}});
+  return DataProto::from_dict(
+      std::move(out), {},
+      Json{{"temperature", r.sampling.temperature}, {"metrics", {{"perf/mfu/actor_infer", Json::array({mfu})}}}});
 }
 
 DataProto ActorRolloutRefWorker::compute_ref_log_prob(const DataProto& data) {

@@ -216,7 +216,8 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
     // data-parallel rank (workers/global_batch.h), so the micro-batch gradients add up to the mini-batch's.
     ppo_options.policy.agg =
         global_batch_info(data_parallel_group, mini.tensor("response_mask"), mini_size, config_.loss_scale_factor);
-    const model::SequenceLengthSums lengths = global_sequence_lengths(data_parallel_group, mini.tensor("attention_mask"));
+    const model::SequenceLengthSums lengths =
+        global_sequence_lengths(data_parallel_group, mini.tensor("attention_mask"));
     const auto mini_start = std::chrono::steady_clock::now();
     std::vector<protocol::DataProto> micro_batches;
     if (config_.use_dynamic_bsz) {
@@ -285,9 +286,9 @@ nlohmann::json DataParallelPPOActor::update_policy(const protocol::DataProto& da
     metrics.end_mini_batch();
     metrics.add_per_mini_batch("actor/grad_norm", optimizer_step());
     // verl's perf/mfu/actor: the mini-batch's FLOPs on every rank over this rank's time for it.
-    metrics.add_per_mini_batch("perf/mfu/actor",
-                               model::model_flops_utilization(model_->config, lengths, seconds_since(mini_start),
-                                                              device, world_size, /*forward_only=*/false));
+    metrics.add_per_mini_batch(
+        "perf/mfu/actor", model::model_flops_utilization(model_->config, lengths, seconds_since(mini_start), device,
+                                                         world_size, /*forward_only=*/false));
   }
   optimizer_->zero_grad();
   return metrics.to_json();

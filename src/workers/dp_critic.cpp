@@ -145,7 +145,8 @@ MetricLists DataParallelPPOCritic::update_critic(const protocol::DataProto& data
     // data-parallel rank, so the micro-batch gradients add up to the mini-batch's.
     const algo::AggLossOptions global = global_batch_info(data_parallel_group, mini.tensor("response_mask"),
                                                           config_.ppo_mini_batch_size, config_.loss_scale_factor);
-    const model::SequenceLengthSums lengths = global_sequence_lengths(data_parallel_group, mini.tensor("attention_mask"));
+    const model::SequenceLengthSums lengths =
+        global_sequence_lengths(data_parallel_group, mini.tensor("attention_mask"));
     const auto mini_start = std::chrono::steady_clock::now();
     optimizer_.zero_grad();
     for (const protocol::DataProto& micro : update_micro_batches(mini)) {

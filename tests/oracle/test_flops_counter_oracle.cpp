@@ -29,33 +29,61 @@ json flops_model(const std::string& arch, const std::string& model_type, json fi
 TEST(FlopsCounterOracle, EveryFamilysFlopsAndTheDeviceTableAreVerls) {
   const std::vector<json> configs = {
       flops_model("Qwen2ForCausalLM", "qwen2",
-                  {{"vocab_size", 152064}, {"hidden_size", 3584}, {"intermediate_size", 18944},
-                   {"num_hidden_layers", 28}, {"num_attention_heads", 28}, {"num_key_value_heads", 4}}),
+                  {{"vocab_size", 152064},
+                   {"hidden_size", 3584},
+                   {"intermediate_size", 18944},
+                   {"num_hidden_layers", 28},
+                   {"num_attention_heads", 28},
+                   {"num_key_value_heads", 4}}),
       flops_model("LlamaForCausalLM", "llama",
-                  {{"vocab_size", 128256}, {"hidden_size", 4096}, {"intermediate_size", 14336},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8}}),
+                  {{"vocab_size", 128256},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 14336},
+                   {"num_hidden_layers", 32},
+                   {"num_attention_heads", 32},
+                   {"num_key_value_heads", 8}}),
       flops_model("Qwen3ForCausalLM", "qwen3",
-                  {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 12288},
-                   {"num_hidden_layers", 36}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                  {{"vocab_size", 151936},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 12288},
+                   {"num_hidden_layers", 36},
+                   {"num_attention_heads", 32},
+                   {"num_key_value_heads", 8},
                    {"head_dim", 128}}),
       flops_model("MistralForCausalLM", "mistral",
-                  {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8}}),
+                  {{"vocab_size", 32000},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 14336},
+                   {"num_hidden_layers", 32},
+                   {"num_attention_heads", 32},
+                   {"num_key_value_heads", 8}}),
       flops_model("Qwen2MoeForCausalLM", "qwen2_moe",
-                  {{"vocab_size", 151936}, {"hidden_size", 2048}, {"intermediate_size", 5632},
-                   {"num_hidden_layers", 24}, {"num_attention_heads", 16}, {"num_key_value_heads", 16},
-                   {"moe_intermediate_size", 1408}, {"num_experts", 60}, {"num_experts_per_tok", 4},
+                  {{"vocab_size", 151936},
+                   {"hidden_size", 2048},
+                   {"intermediate_size", 5632},
+                   {"num_hidden_layers", 24},
+                   {"num_attention_heads", 16},
+                   {"num_key_value_heads", 16},
+                   {"moe_intermediate_size", 1408},
+                   {"num_experts", 60},
+                   {"num_experts_per_tok", 4},
                    {"shared_expert_intermediate_size", 5632}}),
       flops_model("Qwen3MoeForCausalLM", "qwen3_moe",
-                  {{"vocab_size", 151936}, {"hidden_size", 2048}, {"intermediate_size", 6144},
-                   {"num_hidden_layers", 48}, {"num_attention_heads", 32}, {"num_key_value_heads", 4},
-                   {"head_dim", 128}, {"moe_intermediate_size", 768}, {"num_experts", 128},
+                  {{"vocab_size", 151936},
+                   {"hidden_size", 2048},
+                   {"intermediate_size", 6144},
+                   {"num_hidden_layers", 48},
+                   {"num_attention_heads", 32},
+                   {"num_key_value_heads", 4},
+                   {"head_dim", 128},
+                   {"moe_intermediate_size", 768},
+                   {"num_experts", 128},
                    {"num_experts_per_tok", 8}}),
   };
   const std::vector<std::vector<int64_t>> seqlens = {{512, 1024, 37}, {4096}, {1, 2, 3, 2000}};
-  const std::vector<std::string> devices = {"CPU",         "NVIDIA H200",           "NVIDIA H20",
-                                            "NVIDIA H100 80GB HBM3", "NVIDIA L40S",  "NVIDIA A100-SXM4-80GB",
-                                            "AMD Instinct MI300X", "NVIDIA GeForce RTX 4090"};
+  const std::vector<std::string> devices = {
+      "CPU",         "NVIDIA H200",           "NVIDIA H20",          "NVIDIA H100 80GB HBM3",
+      "NVIDIA L40S", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X", "NVIDIA GeForce RTX 4090"};
   json request = {{"models", json::array()}, {"devices", devices}};
   for (size_t i = 0; i < configs.size(); ++i) {
     request["models"].push_back({{"config", configs[i]}, {"seqlens", seqlens[i % seqlens.size()]}});
@@ -90,11 +118,14 @@ TEST(FlopsCounterOracle, EveryFamilysFlopsAndTheDeviceTableAreVerls) {
 
 // verl's mfu: FLOPs / seconds / promised / ranks, a third of it for a forward-only pass.
 TEST(FlopsCounterOracle, MfuDividesByTimePromisedAndRanks) {
-  const model::HFConfig config = model::parse_hf_config_text(
-      flops_model("LlamaForCausalLM", "llama",
-                  {{"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
-                   {"num_attention_heads", 4}, {"num_key_value_heads", 2}})
-          .dump());
+  const model::HFConfig config = model::parse_hf_config_text(flops_model("LlamaForCausalLM", "llama",
+                                                                         {{"vocab_size", 1000},
+                                                                          {"hidden_size", 64},
+                                                                          {"intermediate_size", 128},
+                                                                          {"num_hidden_layers", 2},
+                                                                          {"num_attention_heads", 4},
+                                                                          {"num_key_value_heads", 2}})
+                                                                 .dump());
   const model::SequenceLengthSums sums = model::SequenceLengthSums::of_attention_mask(
       torch::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, torch::kInt64).reshape({2, 5}));
   EXPECT_DOUBLE_EQ(sums.tokens, 8.0);

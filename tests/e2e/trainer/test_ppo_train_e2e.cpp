@@ -46,12 +46,12 @@ bool has_step(const trainer::MetricHistory& history, const std::string& key, int
 
 TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
   const std::vector<std::string> common_keys = {
-      "training/global_step", "training/epoch",      "actor/entropy",       "actor/pg_loss",
-      "actor/pg_clipfrac",    "actor/ppo_kl",        "actor/grad_norm",     "actor/lr",
-      "critic/score/mean",    "critic/rewards/mean", "critic/advantages/mean", "critic/returns/mean",
-      "response_length/mean", "prompt_length/mean",  "timing_s/gen",        "timing_s/step",
-      "timing_s/update_actor", "perf/throughput",    "global_seqlen/mean",  "actor/loss",
-      "perf/mfu/actor",       "perf/mfu/actor_infer"};
+      "training/global_step",  "training/epoch",      "actor/entropy",          "actor/pg_loss",
+      "actor/pg_clipfrac",     "actor/ppo_kl",        "actor/grad_norm",        "actor/lr",
+      "critic/score/mean",     "critic/rewards/mean", "critic/advantages/mean", "critic/returns/mean",
+      "response_length/mean",  "prompt_length/mean",  "timing_s/gen",           "timing_s/step",
+      "timing_s/update_actor", "perf/throughput",     "global_seqlen/mean",     "actor/loss",
+      "perf/mfu/actor",        "perf/mfu/actor_infer"};
   for (const std::string estimator :
        {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "gpg"}) {
     SCOPED_TRACE(estimator);
