@@ -27,6 +27,7 @@
 #include "verl/rollout/generator.h"
 #include "verl/workers/checkpoint_files.h"
 #include "verl/workers/gradient_sync.h"
+#include "verl/workers/memory_metrics.h"
 #include "verl/workers/parallel_layout.h"
 #include "verl/workers/weight_sync.h"
 #include "verl/workers/worker_device.h"
@@ -637,6 +638,8 @@ DataProto ActorRolloutRefWorker::update_actor(const DataProto& data) {
   const auto start = std::chrono::steady_clock::now();
   OnDevice on_device(actor_offload_, actor_state(), optimizer_.get());
   Json metrics = actor_->update_policy(data);
+  // verl's legacy workers log the device's peaks and the machine's used memory after each update.
+  metrics.update(memory_metrics(device_));
   // verl logs the LR this update used, then steps the schedule once per training step.
   metrics["actor/lr"] = Json::array({lr_scheduler_->last_lr()});
   lr_scheduler_->step();

@@ -243,7 +243,7 @@ TEST(CudaActor, OnePpoUpdateMatchesTheCpu) {
     worst = std::max(worst, (gpu.grads[i] - cpu.grads[i]).abs().max().item<double>());
   }
   EXPECT_LT(worst, 1e-4 * std::max(1.0, largest));
-  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "actor/kl_loss"}) {
+  for (const char* key : {"actor/pg_loss", "actor/loss", "actor/grad_norm", "actor/entropy_loss", "actor/kl_loss"}) {
     ASSERT_TRUE(cpu.metrics.contains(key)) << key;
     for (size_t i = 0; i < cpu.metrics[key].size(); ++i) {
       const double want = cpu.metrics[key][i].get<double>(), got = gpu.metrics[key][i].get<double>();

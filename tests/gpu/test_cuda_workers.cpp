@@ -293,7 +293,8 @@ TEST(CudaActor, Bf16MixedPrecisionUpdateIsNearTheFp32Cpu) {
   const double grad_error = relative_error(all(gpu.grads), all(cpu.grads));
   EXPECT_LT(grad_error, 1e-1);
   EXPECT_GT(grad_error, 1e-6);  // bf16 really ran
-  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "actor/kl_loss"}) {
+  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy_loss", "actor/kl_loss"}) {
+    ASSERT_TRUE(cpu.metrics.contains(key)) << key;
     for (size_t i = 0; i < cpu.metrics[key].size(); ++i) {
       const double want = cpu.metrics[key][i].get<double>(), got = gpu.metrics[key][i].get<double>();
       EXPECT_NEAR(got, want, 5e-2 * std::max(1.0, std::abs(want))) << key << " " << i;

@@ -61,7 +61,7 @@ std::vector<int64_t> logged_steps(const std::string& run_dir) {
 int compare_step(const trainer::MetricHistory& expected, const trainer::MetricHistory& got, int64_t step) {
   int compared = 0;
   for (const auto& [key, by_step] : expected) {
-    if (is_wall_time_metric(key) || !by_step.count(step)) continue;
+    if (is_machine_measured_metric(key) || !by_step.count(step)) continue;
     const auto it = got.find(key);
     EXPECT_TRUE(it != got.end() && it->second.count(step)) << key << " missing at step " << step;
     if (it == got.end() || !it->second.count(step)) continue;

@@ -45,13 +45,31 @@ bool has_step(const trainer::MetricHistory& history, const std::string& key, int
 }
 
 TEST(PPOTrainE2E, EveryAdvantageEstimatorRunsTwoStepsWithVerlMetricKeys) {
-  const std::vector<std::string> common_keys = {
-      "training/global_step",  "training/epoch",      "actor/entropy",          "actor/pg_loss",
-      "actor/pg_clipfrac",     "actor/ppo_kl",        "actor/grad_norm",        "actor/lr",
-      "critic/score/mean",     "critic/rewards/mean", "critic/advantages/mean", "critic/returns/mean",
-      "response_length/mean",  "prompt_length/mean",  "timing_s/gen",           "timing_s/step",
-      "timing_s/update_actor", "perf/throughput",     "global_seqlen/mean",     "actor/loss",
-      "perf/mfu/actor",        "perf/mfu/actor_infer"};
+  const std::vector<std::string> common_keys = {"training/global_step",
+                                                "training/epoch",
+                                                "actor/entropy",
+                                                "actor/pg_loss",
+                                                "actor/pg_clipfrac",
+                                                "actor/ppo_kl",
+                                                "actor/grad_norm",
+                                                "actor/lr",
+                                                "critic/score/mean",
+                                                "critic/rewards/mean",
+                                                "critic/advantages/mean",
+                                                "critic/returns/mean",
+                                                "response_length/mean",
+                                                "prompt_length/mean",
+                                                "timing_s/gen",
+                                                "timing_s/step",
+                                                "timing_s/update_actor",
+                                                "perf/throughput",
+                                                "global_seqlen/mean",
+                                                "actor/loss",
+                                                "perf/mfu/actor",
+                                                "perf/mfu/actor_infer",
+                                                "perf/max_memory_allocated_gb",
+                                                "perf/max_memory_reserved_gb",
+                                                "perf/cpu_memory_used_gb"};
   for (const std::string estimator :
        {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "gpg"}) {
     SCOPED_TRACE(estimator);
@@ -110,7 +128,7 @@ TEST(PPOTrainE2E, KilledAndResumedRunMatchesTheUninterruptedRunBitwise) {
   trainer::MetricHistory resumed = ppo_train_run(resumed_dir, run);  // resume_mode=auto picks global_step_3
   int compared = 0;
   for (const auto& [key, by_step] : straight) {
-    if (is_wall_time_metric(key)) continue;
+    if (is_machine_measured_metric(key)) continue;
     for (int64_t step = 1; step <= 6; ++step) {
       if (!by_step.count(step)) continue;
       // A kill between step 3's checkpoint and its metrics line: the resumed run logs it from the checkpoint.

@@ -1,0 +1,48 @@
+#include "verl/runtime/memory_usage.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "verl/runtime/cuda_device.h"
+#include "verl/runtime/resident_memory.h"
+
+namespace verl::runtime {
+
+DeviceMemoryPeak device_memory_peak(const torch::Device& device) {
+  if (device.is_cuda()) {
+    const CudaMemoryPeak peak = cuda_memory_peak(device.has_index() ? device.index() : 0);
+    return {peak.allocated_bytes, peak.reserved_bytes};
+  }
+  const int64_t resident = peak_resident_bytes();
+  return {resident, resident};
+}
+
+int64_t system_memory_used_bytes() {
+  std::ifstream in("/proc/meminfo");
+  if (!in) return -1;
+  std::map<std::string, int64_t> bytes;  // "MemTotal" -> bytes
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream value(line.substr(colon + 1));
+    int64_t kib = 0;
+    if (value >> kib) bytes[line.substr(0, colon)] = kib * 1024;
+  }
+  const auto field = [&](const char* name) {
+    const auto it = bytes.find(name);
+    return it == bytes.end() ? int64_t{0} : it->second;
+  };
+  if (!bytes.count("MemTotal") || !bytes.count("MemFree")) return -1;
+  const int64_t total = field("MemTotal"), free = field("MemFree");
+  // psutil 7: used = total - available. A kernel before 3.14 (no MemAvailable) or one reporting 0 gets free +
+  // Cached, the older estimate psutil falls back to without /proc/zoneinfo; above the total (a container) free.
+  int64_t available = field("MemAvailable");
+  if (available <= 0) available = free + field("Cached");
+  if (available > total) available = free;
+  return total - available;
+}
+
+}  // namespace verl::runtime
