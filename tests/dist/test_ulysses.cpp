@@ -76,9 +76,11 @@ void ulysses_expect_same_run(const std::string& one_dir, const std::string& sp_d
   for (const std::string file : {actor_weights(lora), std::string("/global_step_2/critic/huggingface/model.safetensors")}) {
     ASSERT_TRUE(fs::exists(sp_dir + file)) << file;
     // AdamW's first steps move every element by ~lr (1e-3 relative to weights ~1e-1..1): a wrong gradient scale or a
-    // misplaced shard shows as ~1e-2; fp32 rounding of the split GEMMs as < 1e-5.
+    // misplaced shard shows as ~1e-2; fp32 rounding of the split GEMMs as < 1e-5. lora_B starts at zero, so all of
+    // it is those two updates and its rounding is relatively larger (1.7e-4 on an AVX2 AMD EPYC), a wrong update O(1).
+    const double tolerance = file == actor_weights(true) ? 1e-3 : 1e-4;
     auto [diff, name] = max_relative_difference(sp_dir + file, one_dir + file);
-    EXPECT_LT(diff, 1e-4) << file << ": " << name;
+    EXPECT_LT(diff, tolerance) << file << ": " << name;
   }
   if (lora) {
     // lora_B starts at zero; two AdamW steps of lr 1e-3 move it by ~1e-3 per element.

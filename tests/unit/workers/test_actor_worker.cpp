@@ -88,9 +88,10 @@ TEST(ActorWorker, EveryMicroBatchSplitGivesTheMiniBatchsGradientsAndLoss) {
     dynamic.use_dynamic_bsz = true;
     dynamic.ppo_max_token_len_per_gpu = 24;  // 60 valid tokens -> 3 micro-batches of different sizes
     const UpdateResult w = one_update(whole, batch), a = one_update(fixed, batch), b = one_update(dynamic, batch);
+    // fp32 sums in another order: up to 1.3e-6 of the largest entry on an AVX2 CPU (AMD EPYC).
     const double scale = std::max(1.0, max_grad_abs(w));
-    EXPECT_LT(max_grad_diff(w, a), 1e-6 * scale) << mode;
-    EXPECT_LT(max_grad_diff(w, b), 1e-6 * scale) << mode;
+    EXPECT_LT(max_grad_diff(w, a), 1e-5 * scale) << mode;
+    EXPECT_LT(max_grad_diff(w, b), 1e-5 * scale) << mode;
     for (const char* key : {"actor/pg_loss", "actor/entropy_loss", "actor/kl_loss", "actor/loss"}) {
       ASSERT_EQ(w.metrics[key].size(), 1u) << key;  // one number per mini-batch
       const double expected = w.metrics[key][0].get<double>();
