@@ -1,8 +1,6 @@
 #include "verl/runtime/memory_usage.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "verl/runtime/cuda_device.h"
@@ -20,17 +18,7 @@ DeviceMemoryPeak device_memory_peak(const torch::Device& device) {
 }
 
 int64_t system_memory_used_bytes() {
-  std::ifstream in("/proc/meminfo");
-  if (!in) return -1;
-  std::map<std::string, int64_t> bytes;  // "MemTotal" -> bytes
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::istringstream value(line.substr(colon + 1));
-    int64_t kib = 0;
-    if (value >> kib) bytes[line.substr(0, colon)] = kib * 1024;
-  }
+  const std::map<std::string, int64_t> bytes = proc_kib_fields("/proc/meminfo");
   const auto field = [&](const char* name) {
     const auto it = bytes.find(name);
     return it == bytes.end() ? int64_t{0} : it->second;

@@ -5,25 +5,26 @@
 #include <string>
 
 namespace verl::runtime {
-namespace {
 
-// A "Name:   123 kB" line of /proc/self/status in bytes; -1 when absent.
-int64_t status_kib_field(const std::string& name) {
-  std::ifstream in("/proc/self/status");
+std::map<std::string, int64_t> proc_kib_fields(const std::string& path) {
+  std::map<std::string, int64_t> bytes;
+  std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(name + ":", 0) != 0) continue;
-    std::istringstream fields(line.substr(name.size() + 1));
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream value(line.substr(colon + 1));
     int64_t kib = -1;
-    fields >> kib;
-    return kib < 0 ? -1 : kib * 1024;
+    if (value >> kib && kib >= 0) bytes[line.substr(0, colon)] = kib * 1024;
   }
-  return -1;
+  return bytes;
 }
 
-}  // namespace
-
-int64_t peak_resident_bytes() { return status_kib_field("VmHWM"); }
+int64_t peak_resident_bytes() {
+  const auto fields = proc_kib_fields("/proc/self/status");
+  const auto it = fields.find("VmHWM");
+  return it == fields.end() ? -1 : it->second;
+}
 
 bool reset_peak_resident() {
   std::ofstream out("/proc/self/clear_refs");

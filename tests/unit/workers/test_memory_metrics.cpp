@@ -3,10 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <fstream>
-#include <string>
-
-#include "verl/runtime/memory_usage.h"
 #include "verl/runtime/resident_memory.h"
 #include "verl/workers/memory_metrics.h"
 
@@ -14,14 +10,6 @@ namespace verl::test {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-double mem_total_gib() {
-  std::ifstream in("/proc/meminfo");
-  std::string name;
-  double kib = 0;
-  in >> name >> kib;  // "MemTotal: N kB" is the first line
-  return kib / (1024.0 * 1024.0);
-}
 
 TEST(MemoryMetrics, CpuPeaksAreThePeakResidentMemoryAndStayAfterAFree) {
   runtime::reset_peak_resident();  // earlier tests in this process may have set a higher peak
@@ -40,7 +28,7 @@ TEST(MemoryMetrics, CpuPeaksAreThePeakResidentMemoryAndStayAfterAFree) {
   EXPECT_DOUBLE_EQ(metrics["perf/max_memory_reserved_gb"][0].get<double>(), allocated);
   const double used = metrics["perf/cpu_memory_used_gb"][0].get<double>();
   EXPECT_GT(used, 0.0);
-  EXPECT_LE(used, mem_total_gib());
+  EXPECT_LE(used, runtime::proc_kib_fields("/proc/meminfo").at("MemTotal") / kGiB);
 }
 
 }  // namespace
