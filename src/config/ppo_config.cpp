@@ -398,6 +398,14 @@ DataConfig read_data(ConfigReader& in) {
   VERL_CHECK(d.apply_chat_template_kwargs.is_map(), "config",
              "config key 'data.apply_chat_template_kwargs' expects map, got ",
              kind_name(d.apply_chat_template_kwargs.kind()));
+  d.custom_cls_path = in.get_optional_string("data.custom_cls.path");
+  d.custom_cls_name = in.get_optional_string("data.custom_cls.name");
+  VERL_CHECK(!d.custom_cls_path.has_value() || d.custom_cls_name.has_value(), "config", "data.custom_cls.path is '",
+             d.custom_cls_path.value_or(""), "' but data.custom_cls.name is null: name the dataset class in that file");
+  d.custom_cls_timeout = in.get_double("data.custom_cls.timeout");
+  VERL_CHECK(std::isfinite(d.custom_cls_timeout) && d.custom_cls_timeout >= 0, "config",
+             "data.custom_cls.timeout must be a number of seconds >= 0 (0: no limit), got ", d.custom_cls_timeout);
+  d.trust_remote_code = in.get_bool("data.trust_remote_code");
   d.chat_template_timeout = in.get_double("data.chat_template_timeout");
   VERL_CHECK(std::isfinite(d.chat_template_timeout) && d.chat_template_timeout >= 0, "config",
              "data.chat_template_timeout must be a number of seconds >= 0 (0: no limit), got ",

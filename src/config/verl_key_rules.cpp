@@ -124,14 +124,12 @@ const std::vector<Entry>& ppo_entries() {
       {"data.tokenizer", N, "verl reads it nowhere either: the tokenizer is actor_rollout_ref.model.path's"},
       {"data.dataloader_num_workers", N, "PyTorch DataLoader workers"},
       {"data.filter_overlong_prompts_workers", N, "datasets.map workers"},
-      {"data.trust_remote_code", N, "transformers remote code (native tokenizer)"},
       {"data.image_key", F, kVLM},
       {"data.video_key", F, kVLM},
       {"data.audio_key", F, kVLM},
       {"data.image_patch_size", F, kVLM},
       {"data.return_multi_modal_inputs", N, "VLM processor (no multimodal inputs here)"},
       {"data.mm_processor_kwargs", F, kVLM},
-      {"data.custom_cls", F, "custom dataset classes (verl.cpp reads parquet / jsonl / json)"},
 
       // models (actor / ref / critic)
       {"*.model.use_shm", N, "verl's shared-memory model copy"},

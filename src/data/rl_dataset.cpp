@@ -150,10 +150,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> pad_or_truncate(const std:
   return {out_ids, mask};
 }
 
-RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
-                         const config::DataConfig& config, int64_t max_samples,
-                         const nlohmann::ordered_json& filter_tool_schemas)
-    : files_(data_files_from_config(files)), tokenizer_(std::move(tokenizer)), config_(config) {
+void RLHFDataset::check_config() {
   VERL_CHECK(tokenizer_ != nullptr, kRlDatasetComponent, "RLHFDataset needs a tokenizer");
   VERL_CHECK(config_.max_prompt_length > 0, kRlDatasetComponent, "data.max_prompt_length must be > 0, got ",
              config_.max_prompt_length);
@@ -176,7 +173,16 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
   } else {
     VERL_FAIL(kRlDatasetComponent, "the tokenizer has neither a pad token nor an eos token; left padding needs one");
   }
+}
 
+RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                         const config::DataConfig& config, int64_t max_samples,
+                         const nlohmann::ordered_json& filter_tool_schemas)
+    : files_(data_files_from_config(files)),
+      tokenizer_(std::move(tokenizer)),
+      config_(config),
+      prompt_column_(config.prompt_key) {
+  check_config();
   for (size_t f = 0; f < files_.size(); ++f) load_file(static_cast<int32_t>(f));
   rows_read_ = size();
   VERL_LOG(Info, kRlDatasetComponent) << "dataset len: " << rows_read_ << " (" << join(files_, ", ") << ")";
@@ -211,6 +217,26 @@ RLHFDataset::RLHFDataset(std::vector<std::string> files, std::shared_ptr<const t
     VERL_LOG(Info, kRlDatasetComponent) << "filter dataset len: " << size() << " (" << rows_filtered_out_
                                         << " prompts longer than " << config_.max_prompt_length << " tokens dropped)";
   }
+}
+
+RLHFDataset::RLHFDataset(CustomDatasetRows custom_rows, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                         const config::DataConfig& config)
+    : tokenizer_(std::move(tokenizer)),
+      config_(config),
+      prompt_column_("raw_prompt"),
+      custom_source_(custom_rows.source) {
+  check_config();
+  rows_.reserve(custom_rows.rows.size());
+  for (size_t r = 0; r < custom_rows.rows.size(); ++r) {
+    Row row{std::move(custom_rows.rows[r]), -1, static_cast<int64_t>(r)};
+    for (const auto& [key, value] : row.value.as_struct()) {
+      bool known = false;
+      for (const auto& column : columns_) known = known || column == key;
+      if (!known) columns_.push_back(key);
+    }
+    rows_.push_back(std::move(row));
+  }
+  rows_read_ = size();
 }
 
 void RLHFDataset::load_file(int32_t file_index) {
@@ -251,6 +277,7 @@ void RLHFDataset::load_file(int32_t file_index) {
 }
 
 std::string RLHFDataset::where(const Row& row) const {
+  if (row.file < 0) return str_cat(custom_source_, " row ", row.row_in_file);
   return str_cat("data file '", files_[static_cast<size_t>(row.file)], "' row ", row.row_in_file);
 }
 
@@ -258,7 +285,7 @@ std::string RLHFDataset::prompt_text(int64_t row, const nlohmann::ordered_json& 
   VERL_CHECK(row >= 0 && row < size(), kRlDatasetComponent, "row ", row, " is outside the dataset (", size(), " rows)");
   const Row& r = rows_[static_cast<size_t>(row)];
   tokenizer::ChatTemplateInputs inputs;
-  inputs.messages = value_to_ordered_json(*r.value.find(config_.prompt_key));
+  inputs.messages = value_to_ordered_json(*r.value.find(prompt_column_));
   inputs.add_generation_prompt = true;
   inputs.tools = tools;
   inputs.extra_kwargs = chat_template_kwargs_;
@@ -266,7 +293,7 @@ std::string RLHFDataset::prompt_text(int64_t row, const nlohmann::ordered_json& 
   try {
     return tokenizer::apply_chat_template(*tokenizer_, inputs);
   } catch (const Error& e) {
-    VERL_FAIL(kRlDatasetComponent, where(r), ": chat template failed on '", config_.prompt_key, "': ", e.message());
+    VERL_FAIL(kRlDatasetComponent, where(r), ": chat template failed on '", prompt_column_, "': ", e.message());
   }
 }
 
@@ -279,7 +306,7 @@ std::vector<int32_t> RLHFDataset::truncate(const Row& row, std::vector<int32_t> 
   const auto n = static_cast<int64_t>(ids.size());
   if (n <= max) return ids;
   const std::string& mode = config_.truncation;
-  VERL_CHECK(mode != "error", kRlDatasetComponent, where(row), ": prompt ('", config_.prompt_key, "') is ", n,
+  VERL_CHECK(mode != "error", kRlDatasetComponent, where(row), ": prompt ('", prompt_column_, "') is ", n,
              " tokens after the chat template, longer than data.max_prompt_length=", max,
              " (data.truncation=error; set data.filter_overlong_prompts=true or data.truncation=left|right|middle)");
   if (mode == "left") return std::vector<int32_t>(ids.end() - max, ids.end());
@@ -301,12 +328,14 @@ protocol::DataProto RLHFDataset::collate(const std::vector<int64_t>& rows) const
   auto pos_a = position_ids.accessor<int64_t, 2>();
 
   // Columns __getitem__ sets itself replace dataset columns of the same name, as in verl's row_dict.
+  // A custom class's __getitem__ is verl's row_dict itself: its index / tools_kwargs / interaction_kwargs stand.
+  const bool custom = !custom_source_.empty();
   std::set<std::string> generated = {"raw_prompt_ids", "index", "tools_kwargs", "interaction_kwargs"};
   if (config_.return_raw_chat) generated.insert("raw_prompt");
   if (config_.return_full_prompt) generated.insert("full_prompts");
   std::vector<std::string> kept_columns;
   for (const auto& column : columns_) {
-    if (column != config_.prompt_key && generated.count(column) == 0) kept_columns.push_back(column);
+    if (column != prompt_column_ && generated.count(column) == 0) kept_columns.push_back(column);
   }
   protocol::NonTensorMap columns;
   for (const auto& column : kept_columns) columns[column].reserve(rows.size());
@@ -336,10 +365,11 @@ protocol::DataProto RLHFDataset::collate(const std::vector<int64_t>& rows) const
       columns[column].push_back(value != nullptr ? value_to_json(*value) : protocol::Json(nullptr));
     }
     raw_prompt_ids.push_back(protocol::Json(std::vector<int64_t>(ids.begin(), ids.end())));
-    if (config_.return_raw_chat) columns["raw_prompt"].push_back(value_to_json(*row.value.find(config_.prompt_key)));
+    if (config_.return_raw_chat) columns["raw_prompt"].push_back(value_to_json(*row.value.find(prompt_column_)));
     if (config_.return_full_prompt) columns["full_prompts"].push_back(text);
     const io::Value* extra = row.value.find("extra_info");
     auto extra_field = [&](const char* key) -> const io::Value* {
+      if (custom) return row.value.find(key);
       return (extra != nullptr && extra->is_struct()) ? extra->find(key) : nullptr;
     };
     const io::Value* idx = extra_field("index");

@@ -86,6 +86,35 @@ void check_data_files(const std::string& key, const std::vector<std::string>& fi
   }
 }
 
+// verl's create_rl_dataset: the files read here, or a data.custom_cls class run on them (data/custom_dataset.h)
+// with the resolved `data` section as its config.
+std::shared_ptr<const data::RLHFDataset> create_rl_dataset(const config::PPOConfig& config,
+                                                           std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                                                           const std::string& resolved_yaml, bool is_train,
+                                                           const nlohmann::ordered_json& filter_tools) {
+  const config::DataConfig& d = config.data;
+  const std::vector<std::string>& files = is_train ? d.train_files : d.val_files;
+  const int64_t max_samples = is_train ? d.train_max_samples : d.val_max_samples;
+  if (!d.custom_cls_path) {
+    return std::make_shared<const data::RLHFDataset>(data::data_files_from_config(files), std::move(tokenizer), d,
+                                                     max_samples, filter_tools);
+  }
+  data::CustomDatasetRequest request;
+  request.path = data::expand_user(*d.custom_cls_path);
+  request.name = d.custom_cls_name.value_or("");
+  request.data_files = data::data_files_from_config(files);
+  request.tokenizer_path = data::expand_user(config.actor_rollout_ref.model.tokenizer_dir());
+  request.trust_remote_code = d.trust_remote_code;
+  const config::Node root = config::parse_yaml(resolved_yaml, "the resolved config");
+  const config::Node* data_section = root.find("data");
+  VERL_CHECK(data_section != nullptr, "config", "the resolved config has no data section");
+  request.config = config::node_to_json(*data_section);
+  request.max_samples = max_samples;
+  request.timeout_s = d.custom_cls_timeout;
+  request.what = is_train ? "train" : "val";
+  return std::make_shared<const data::RLHFDataset>(data::load_custom_dataset(request), std::move(tokenizer), d);
+}
+
 }  // namespace
 
 RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& config) {
@@ -151,8 +180,10 @@ RoleSetup build_role_setup(const std::shared_ptr<const config::PPOConfig>& confi
 void preflight_check(const config::PPOConfig& config, const tokenizer::Tokenizer& tokenizer) {
   validate_ppo_config(config, config.trainer.nnodes * config.trainer.n_gpus_per_node);
   workers::check_trainer_device(config.trainer);  // a CUDA request without a GPU fails before any weights load
-  check_data_files("data.train_files", config.data.train_files);
-  check_data_files("data.val_files", config.data.val_files);
+  if (!config.data.custom_cls_path) {  // a custom dataset class reads what it is given (files, folders, names)
+    check_data_files("data.train_files", config.data.train_files);
+    check_data_files("data.val_files", config.data.val_files);
+  }
   const config::ModelConfig& actor_model = config.actor_rollout_ref.model;
   check_model_folders("actor_rollout_ref.model", actor_model.path, actor_model.hf_config_path);
   // With model.override_config applied, as the workers will build the model: a field that would not fit the
@@ -240,12 +271,8 @@ PPORunResult run_ppo_with_transport(const config::PPOConfig& parsed, const std::
 
   // verl's create_rl_dataset / create_rl_sampler / _create_dataloader.
   const nlohmann::ordered_json filter_tools = workers::dataset_filter_tool_schemas(*config);
-  auto train_dataset =
-      std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.train_files), tokenizer,
-                                                config->data, config->data.train_max_samples, filter_tools);
-  auto val_dataset =
-      std::make_shared<const data::RLHFDataset>(data::data_files_from_config(config->data.val_files), tokenizer,
-                                                config->data, config->data.val_max_samples, filter_tools);
+  auto train_dataset = create_rl_dataset(*config, tokenizer, resolved_yaml, /*is_train=*/true, filter_tools);
+  auto val_dataset = create_rl_dataset(*config, tokenizer, resolved_yaml, /*is_train=*/false, filter_tools);
   const uint64_t sampler_seed = static_cast<uint64_t>(config->data.seed.value_or(1));
   auto train_loader = std::make_shared<DataLoaderAdapter>(std::make_shared<data::StatefulDataLoader>(
       train_dataset, config->data.gen_batch_size.value_or(config->data.train_batch_size), config->data.shuffle,

@@ -40,6 +40,11 @@ struct DataConfig {
   int64_t val_max_samples = -1;
   Node apply_chat_template_kwargs;  // free-form map passed to the chat template
   double chat_template_timeout = 60;  // verl.cpp's own: seconds one chat-template rendering may take (0: none)
+  // data.custom_cls: a Python dataset class (data/custom_dataset.h) instead of reading the files here.
+  std::optional<std::string> custom_cls_path;
+  std::optional<std::string> custom_cls_name;
+  double custom_cls_timeout = 600;  // verl.cpp's own: seconds the class may take to load each dataset (0: none)
+  bool trust_remote_code = false;   // for the tokenizer a custom class gets (transformers' AutoTokenizer)
 };
 
 // LoRA (model/lora.h), verl's model keys: lora_rank 0 = off; scale lora_alpha / lora_rank.

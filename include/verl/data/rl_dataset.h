@@ -25,6 +25,7 @@
 
 #include "verl/config/config_node.h"
 #include "verl/config/ppo_config.h"
+#include "verl/data/custom_dataset.h"
 #include "verl/io/value.h"
 #include "verl/protocol/data_proto.h"
 #include "verl/tokenizer/tokenizer.h"
@@ -38,6 +39,13 @@ class RLHFDataset {
   RLHFDataset(std::vector<std::string> files, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
               const config::DataConfig& config, int64_t max_samples = -1,
               const nlohmann::ordered_json& filter_tool_schemas = nullptr);
+
+  // The rows of a data.custom_cls class (data/custom_dataset.h), each prompt its `raw_prompt` messages, as verl's
+  // agent loop reads them. The class did its own max_samples and filtering (verl filters inside RLHFDataset), so
+  // none is done here; truncation and padding are as above, and a row's own index / tools_kwargs /
+  // interaction_kwargs (set by its __getitem__) are kept.
+  RLHFDataset(CustomDatasetRows custom_rows, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+              const config::DataConfig& config);
 
   int64_t size() const { return static_cast<int64_t>(rows_.size()); }
 
@@ -63,18 +71,22 @@ class RLHFDataset {
 
  private:
   struct Row {
-    io::Value value;  // the struct read from the file
-    int32_t file = 0;
+    io::Value value;  // the struct read from the file (or given by a custom class)
+    int32_t file = 0;  // -1: a custom class's row
     int64_t row_in_file = 0;
   };
 
   std::string where(const Row& row) const;
+  void check_config();  // also sets pad_token_id_
   void load_file(int32_t file_index);
   std::vector<int32_t> truncate(const Row& row, std::vector<int32_t> ids) const;
 
   std::vector<std::string> files_;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
   config::DataConfig config_;
+  // The prompt messages' field: data.prompt_key, or raw_prompt for a custom class's rows.
+  std::string prompt_column_;
+  std::string custom_source_;  // set for a custom class's rows: "data.custom_cls 'Name' (path)"
   nlohmann::ordered_json chat_template_kwargs_;
   int32_t pad_token_id_ = 0;
   std::vector<Row> rows_;

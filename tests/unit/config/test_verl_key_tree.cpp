@@ -87,6 +87,7 @@ const std::vector<std::string> kExtraSubtrees = {
     "trainer.num_cpu_threads",
     "actor_rollout_ref.rollout.multi_turn.tool_timeout",
     "data.chat_template_timeout",
+    "data.custom_cls.timeout",
     "trainer.checkpoint_callback_timeout",
     // verl <= 0.6's interactions key (issue 27)
     "actor_rollout_ref.rollout.multi_turn.interaction_config_path",

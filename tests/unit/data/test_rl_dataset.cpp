@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "support/error_text.h"
+#include "support/letter_tokenizer.h"
 #include "support/run_command.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
@@ -25,25 +26,10 @@ using io::Struct;
 using io::Value;
 using Ids = std::vector<int64_t>;
 
-// Vocab: <pad>=0 <eos>=1 <unk>=2 '|'=3 '>'=4 'a'..'z'=5..30. No pre-tokenizer and no merges: one id per
-// character. The template writes the first letter of each role, '|', the content, and '>' as the generation
-// prompt, then an optional `suffix` kwarg.
+// The letter tokenizer (support/letter_tokenizer.h): one id per character, '|' after the role's first letter, '>'
+// as the generation prompt.
 std::string tiny_tokenizer_dir(const std::string& name, bool with_pad = true) {
-  const std::string dir = test::make_temp_dir(name);
-  std::string vocab = R"("<pad>":0,"<eos>":1,"<unk>":2,"|":3,">":4)";
-  for (char c = 'a'; c <= 'z'; ++c) vocab += str_cat(",\"", c, "\":", 5 + (c - 'a'));
-  test::write_file(dir + "/tokenizer.json", R"({"model":{"type":"BPE","vocab":{)" + vocab +
-                                                R"(},"unk_token":"<unk>","merges":[]},"added_tokens":[
-    {"id":0,"content":"<pad>","lstrip":false,"rstrip":false,"single_word":false,"normalized":false,"special":true},
-    {"id":1,"content":"<eos>","lstrip":false,"rstrip":false,"single_word":false,"normalized":false,"special":true}]})");
-  nlohmann::json config = {
-      {"eos_token", "<eos>"},
-      {"chat_template",
-       "{% for m in messages %}{{ m['role'][0] }}|{{ m['content'] }}{% endfor %}"
-       "{% if add_generation_prompt %}>{% endif %}{% if suffix is defined %}{{ suffix }}{% endif %}"}};
-  if (with_pad) config["pad_token"] = "<pad>";
-  test::write_file(dir + "/tokenizer_config.json", config.dump());
-  return dir;
+  return test::letter_tokenizer_dir(name, with_pad);
 }
 
 std::shared_ptr<const tokenizer::Tokenizer> tiny_tokenizer(bool with_pad = true) {
