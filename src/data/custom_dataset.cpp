@@ -125,8 +125,7 @@ CustomDatasetRows load_custom_dataset(const CustomDatasetRequest& request) {
     VERL_CHECK(f.good(), kCustomDatasetComponent, "cannot write ", request_file.string());
   }
   const std::string python = python::embedded_python_executable();
-  VERL_LOG(Info, kCustomDatasetComponent) << out.source << ": loading the " << request.what << " data with "
-                                          << python;
+  VERL_LOG(Info, kCustomDatasetComponent) << out.source << ": loading the " << request.what << " data with " << python;
   const pid_t pid = spawn_loader(python, request_file.string(), scratch.path().string(), out.source);
   const std::optional<int> status = wait_for(pid, request.timeout_s);
   VERL_CHECK(status.has_value(), kCustomDatasetComponent, out.source, " did not finish loading the ", request.what,

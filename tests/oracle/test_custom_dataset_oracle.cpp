@@ -63,10 +63,11 @@ TEST(CustomDatasetOracle, AVerlRLHFDatasetSubclassGivesVerlsRowsAndPromptIds) {
   const int64_t max_samples = 40;
 
   // verl's side.
-  const Json spec = {{"path", kCustomDatasetClassFile},       {"name", "GsmDataset"}, {"data_files", files},
-                     {"tokenizer_dir", tokenizer_dir}, {"config", config}, {"max_samples", max_samples}};
+  const Json spec = {{"path", kCustomDatasetClassFile}, {"name", "GsmDataset"}, {"data_files", files},
+                     {"tokenizer_dir", tokenizer_dir},  {"config", config},     {"max_samples", max_samples}};
   write_file(dir + "/spec.json", spec.dump());
-  const CommandResult r = run_command(test_python() + kCustomDatasetOracle + " " + dir + "/spec.json " + dir + "/verl.json");
+  const CommandResult r =
+      run_command(test_python() + kCustomDatasetOracle + " " + dir + "/spec.json " + dir + "/verl.json");
   ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << test_python_missing_hint();
   const Json verl_rows = Json::parse(read_file(dir + "/verl.json")).at("rows");
   ASSERT_GT(verl_rows.size(), 5u);
@@ -74,8 +75,8 @@ TEST(CustomDatasetOracle, AVerlRLHFDatasetSubclassGivesVerlsRowsAndPromptIds) {
 
   // verl.cpp's side: .venv/test's packages (transformers, datasets, torch, verl) and the ray stub.
   const ScopedEnvVar site("VERL_PYTHON_SITE_PACKAGES", std::string(VERL_SOURCE_DIR_FOR_TESTS) +
-                                                        "/tests/oracle/ray_stub:" VERL_SOURCE_DIR_FOR_TESTS
-                                                        "/.venv/test/lib/python3.11/site-packages");
+                                                           "/tests/oracle/ray_stub:" VERL_SOURCE_DIR_FOR_TESTS
+                                                           "/.venv/test/lib/python3.11/site-packages");
   const ScopedEnvVar plugins("VERL_USE_EXTERNAL_PLUGINS", "none");
   data::CustomDatasetRequest request;
   request.path = kCustomDatasetClassFile;
@@ -96,8 +97,8 @@ TEST(CustomDatasetOracle, AVerlRLHFDatasetSubclassGivesVerlsRowsAndPromptIds) {
   data_config.truncation = "error";
   data_config.return_raw_chat = true;
   const data::RLHFDataset dataset(
-      std::move(rows),
-      std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(tokenizer_dir)), data_config);
+      std::move(rows), std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_folder(tokenizer_dir)),
+      data_config);
   ASSERT_EQ(dataset.size(), static_cast<int64_t>(verl_rows.size()));
   std::vector<int64_t> all(verl_rows.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);

@@ -18,10 +18,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "verl/config/config_node.h"
 #include "verl/config/ppo_config.h"
@@ -71,7 +70,7 @@ class RLHFDataset {
 
  private:
   struct Row {
-    io::Value value;  // the struct read from the file (or given by a custom class)
+    io::Value value;   // the struct read from the file (or given by a custom class)
     int32_t file = 0;  // -1: a custom class's row
     int64_t row_in_file = 0;
   };

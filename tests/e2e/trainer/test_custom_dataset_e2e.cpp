@@ -4,10 +4,9 @@
 // ends the run with one line before any step.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "support/digit_completion_setup.h"
@@ -65,9 +64,9 @@ int64_t line_count(const std::string& path) {
 CommandResult train_with_dataset_class(const std::string& run_dir, const std::string& class_name) {
   write_file(run_dir + "/my_dataset.py", kDatasetModule);
   std::vector<std::string> all = custom_dataset_setup().base_overrides(run_dir);
-  all.insert(all.end(), {"trainer.total_training_steps=2", "trainer.test_freq=2", "trainer.save_freq=-1",
-                         "data.val_max_samples=3", "data.custom_cls.path=my_dataset.py",
-                         "data.custom_cls.name=" + class_name});
+  all.insert(all.end(),
+             {"trainer.total_training_steps=2", "trainer.test_freq=2", "trainer.save_freq=-1", "data.val_max_samples=3",
+              "data.custom_cls.path=my_dataset.py", "data.custom_cls.name=" + class_name});
   return run_command("cd '" + run_dir + "' && env VERL_PYTHON_SITE_PACKAGES= " + verl_train_command(all));
 }
 
@@ -96,7 +95,8 @@ TEST(CustomDatasetE2E, TheClassRowsAreTrainedAndValidatedOn) {
   ASSERT_TRUE(history.count("actor/pg_loss"));
   EXPECT_EQ(history.at("actor/pg_loss").size(), 2u);
   bool validated = false;
-  for (const auto& [key, by_step] : history) validated = validated || (key.rfind("val-core/", 0) == 0 && by_step.count(2));
+  for (const auto& [key, by_step] : history)
+    validated = validated || (key.rfind("val-core/", 0) == 0 && by_step.count(2));
   EXPECT_TRUE(validated) << "no val-core/ metric at step 2";
 }
 
@@ -108,8 +108,7 @@ TEST(CustomDatasetE2E, AClassThatCannotBeLoadedEndsTheRunBeforeAnyStep) {
                          "'Nope'"),
             std::string::npos)
       << run.err;
-  EXPECT_FALSE(std::filesystem::exists(run_dir + "/metrics.jsonl") &&
-               !read_file(run_dir + "/metrics.jsonl").empty());
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/metrics.jsonl") && !read_file(run_dir + "/metrics.jsonl").empty());
 }
 
 }  // namespace

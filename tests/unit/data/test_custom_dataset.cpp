@@ -131,30 +131,41 @@ TEST(CustomDataset, ErrorsNameTheClassAndTheCause) {
   const std::vector<Case> cases = {
       {"no such class", kQaDataset, "Nope", "has no 'Nope'"},
       {"not a class", "def QaDataset(**kwargs):\n    return []\n", "QaDataset", "is a function, expected a class"},
-      {"constructor raises", base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
-                                    "        raise ValueError('no such split')\n"
-                                    "    def __getitem__(self, i):\n        return {}\n",
+      {"constructor raises",
+       base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
+              "        raise ValueError('no such split')\n"
+              "    def __getitem__(self, i):\n        return {}\n",
        "QaDataset", "failed on the train data: ValueError: no such split (at "},
-      {"row not a dict", base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
-                                "    def __getitem__(self, i):\n        return [1]\n",
+      {"row not a dict",
+       base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
+              "    def __getitem__(self, i):\n        return [1]\n",
        "QaDataset", "row 0 is a list, expected a dict"},
-      {"no raw_prompt", base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
-                               "    def __getitem__(self, i):\n        return {'prompt': []}\n",
+      {"no raw_prompt",
+       base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
+              "    def __getitem__(self, i):\n        return {'prompt': []}\n",
        "QaDataset", "row 0 (train) has no 'raw_prompt'"},
-      {"a set", base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
-                       "    def __getitem__(self, i):\n        return {'raw_prompt': [], 'tags': {1}}\n",
+      {"a set",
+       base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
+              "    def __getitem__(self, i):\n        return {'raw_prompt': [], 'tags': {1}}\n",
        "QaDataset", "row 0['tags'] is a builtins.set, expected JSON-like values"},
-      {"nan", base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
-                     "    def __getitem__(self, i):\n        return {'raw_prompt': [], 'extra': {'s': float('nan')}}\n",
+      {"nan",
+       base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
+              "    def __getitem__(self, i):\n        return {'raw_prompt': [], 'extra': {'s': float('nan')}}\n",
        "QaDataset", "row 0['extra']['s'] is nan, which JSON cannot hold"},
-      {"os._exit", "import os\n" + base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
-                                          "        os._exit(3)\n",
+      {"os._exit",
+       "import os\n" + base +
+           "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
+           "        os._exit(3)\n",
        "QaDataset", "exited with code 3 before every row of the train data was read"},
-      {"killed", "import os, signal\n" + base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
-                                                "        os.kill(os.getpid(), signal.SIGKILL)\n",
+      {"killed",
+       "import os, signal\n" + base +
+           "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
+           "        os.kill(os.getpid(), signal.SIGKILL)\n",
        "QaDataset", "was ended by signal 9"},
-      {"hangs", "import time\n" + base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
-                                         "        time.sleep(600)\n",
+      {"hangs",
+       "import time\n" + base +
+           "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
+           "        time.sleep(600)\n",
        "QaDataset", "did not finish loading the train data within 1 s (data.custom_cls.timeout; 0: no limit)", 1},
   };
   for (const Case& k : cases) {
