@@ -89,6 +89,11 @@ def check_dataset_class(cls, name):
     for method in ("__len__", "__getitem__"):
         if not callable(getattr(cls, method, None)):
             raise Failure(f"the custom dataset class '{name}' has no {method}")
+    if hasattr(cls, "on_batch_end"):
+        # verl's trainer calls it after each step (its experimental DynamicGenDataset); the rows here are read once.
+        raise Failure(f"the custom dataset class '{name}' defines on_batch_end (a dataset that changes after each "
+                      "training batch, verl's experimental dynamic datasets): not implemented in verl.cpp, which "
+                      "reads a custom dataset's rows once at start-up")
 
 
 class MissingTransformers:

@@ -7,11 +7,11 @@
 // verl.cpp's RLHFDataset gives (its own tokenizer and chat template).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "support/fixtures.h"
 #include "support/run_command.h"
+#include "support/scoped_env.h"
 #include "support/test_python.h"
 #include "support/tiny_sft_setup.h"
 #include "verl/data/custom_dataset.h"
@@ -24,26 +24,6 @@ using Json = nlohmann::json;
 
 const std::string kCustomDatasetOracle = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/custom_dataset_oracle.py";
 const std::string kCustomDatasetClassFile = VERL_SOURCE_DIR_FOR_TESTS "/tests/oracle/custom_dataset_class.py";
-
-// Sets an environment variable for this scope (the child Python inherits it), restoring the old value after.
-class ScopedEnvVar {
- public:
-  ScopedEnvVar(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvVar() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(CustomDatasetOracle, AVerlRLHFDatasetSubclassGivesVerlsRowsAndPromptIds) {
   if (!test_python_imports("datasets")) FAIL() << "datasets: " << test_python_missing_hint();

@@ -10,6 +10,7 @@
 #include "support/error_text.h"
 #include "support/letter_tokenizer.h"
 #include "support/run_command.h"
+#include "support/scoped_env.h"
 #include "verl/data/custom_dataset.h"
 #include "verl/data/rl_dataset.h"
 
@@ -121,6 +122,17 @@ TEST(CustomDataset, TheClassRowsFeedTheDatasetInOrderWithTheirRawPrompt) {
   EXPECT_EQ(nt.at("raw_prompt_ids")[1], Json::parse("[25, 3, 5, 6, 7, 4]"));
 }
 
+// verl's load_extern_object forms: a path, file://path, or pkg://module (imported from sys.path: PYTHONPATH here).
+TEST(CustomDataset, TheClassIsFoundByPathFileUrlOrPackage) {
+  const CustomCase c = write_case("custom_dataset_forms", kQaDataset);
+  const test::ScopedEnvVar pythonpath("PYTHONPATH", c.dir);
+  for (const std::string& path : {"file://" + c.dir + "/my_dataset.py", std::string("pkg://my_dataset")}) {
+    CustomDatasetRequest request = request_for(c);
+    request.path = path;
+    EXPECT_EQ(load_custom_dataset(request).rows.size(), 4u) << path;
+  }
+}
+
 TEST(CustomDataset, ErrorsNameTheClassAndTheCause) {
   struct Case {
     std::string what, source, name, expected;
@@ -152,6 +164,8 @@ TEST(CustomDataset, ErrorsNameTheClassAndTheCause) {
        base + "class QaDataset(Base):\n    def __init__(self, **kwargs):\n        pass\n"
               "    def __getitem__(self, i):\n        return {'raw_prompt': [], 'extra': {'s': float('nan')}}\n",
        "QaDataset", "row 0['extra']['s'] is nan, which JSON cannot hold"},
+      {"on_batch_end", base + "class QaDataset(Base):\n    def on_batch_end(self, batch):\n        pass\n", "QaDataset",
+       "defines on_batch_end (a dataset that changes after each training batch"},
       {"os._exit",
        "import os\n" + base +
            "class QaDataset(Base):\n    def __init__(self, **kwargs):\n"
