@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support/digit_completion_setup.h"
+#include "support/metric_compare.h"
 #include "support/run_command.h"
 #include "verl/trainer/tracking.h"
 
@@ -61,12 +62,15 @@ int64_t line_count(const std::string& path) {
   return n;
 }
 
-CommandResult train_with_dataset_class(const std::string& run_dir, const std::string& class_name) {
+CommandResult train_with_dataset_class(const std::string& run_dir, const std::string& class_name,
+                                       const std::vector<std::string>& more = {"trainer.total_training_steps=2",
+                                                                               "trainer.test_freq=2",
+                                                                               "trainer.save_freq=-1"}) {
   write_file(run_dir + "/my_dataset.py", kDatasetModule);
   std::vector<std::string> all = custom_dataset_setup().base_overrides(run_dir);
   all.insert(all.end(),
-             {"trainer.total_training_steps=2", "trainer.test_freq=2", "trainer.save_freq=-1", "data.val_max_samples=3",
-              "data.custom_cls.path=my_dataset.py", "data.custom_cls.name=" + class_name});
+             {"data.val_max_samples=3", "data.custom_cls.path=my_dataset.py", "data.custom_cls.name=" + class_name});
+  all.insert(all.end(), more.begin(), more.end());
   return run_command("cd '" + run_dir + "' && env VERL_PYTHON_SITE_PACKAGES= " + verl_train_command(all));
 }
 
@@ -98,6 +102,38 @@ TEST(CustomDatasetE2E, TheClassRowsAreTrainedAndValidatedOn) {
   for (const auto& [key, by_step] : history)
     validated = validated || (key.rfind("val-core/", 0) == 0 && by_step.count(2));
   EXPECT_TRUE(validated) << "no val-core/ metric at step 2";
+}
+
+// The dataloader's checkpointed position indexes the class's rows: a run stopped after step 2 and resumed (the class
+// constructed again) continues with the uninterrupted run's batches, every step-3 and step-4 metric bitwise equal.
+TEST(CustomDatasetE2E, AResumedRunContinuesWithTheSameRows) {
+  const std::string straight_dir = make_temp_dir("e2e_custom_dataset_straight");
+  const CommandResult straight = train_with_dataset_class(
+      straight_dir, "EveryOtherRow", {"trainer.total_training_steps=4", "trainer.test_freq=-1", "trainer.save_freq=2"});
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  const std::string dir = make_temp_dir("e2e_custom_dataset_resumed");
+  const CommandResult first = train_with_dataset_class(
+      dir, "EveryOtherRow", {"trainer.total_training_steps=2", "trainer.test_freq=-1", "trainer.save_freq=2"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const CommandResult resumed = train_with_dataset_class(
+      dir, "EveryOtherRow", {"trainer.total_training_steps=4", "trainer.test_freq=-1", "trainer.save_freq=2"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("global_step_2"), std::string::npos) << "did not resume: " << resumed.err;
+
+  const trainer::MetricHistory expected = trainer::read_metrics_jsonl(straight_dir + "/metrics.jsonl");
+  const trainer::MetricHistory got = trainer::read_metrics_jsonl(dir + "/metrics.jsonl");
+  int compared = 0;
+  for (const auto& [key, by_step] : expected) {
+    if (is_machine_measured_metric(key)) continue;
+    for (const int64_t step : {3, 4}) {
+      if (!by_step.count(step)) continue;
+      ASSERT_TRUE(got.count(key) && got.at(key).count(step)) << key << " missing at step " << step;
+      const double a = by_step.at(step), b = got.at(key).at(step);
+      EXPECT_TRUE(a == b || (a != a && b != b)) << key << " step " << step << ": " << a << " vs " << b;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 40);
 }
 
 TEST(CustomDatasetE2E, AClassThatCannotBeLoadedEndsTheRunBeforeAnyStep) {
