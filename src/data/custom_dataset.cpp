@@ -84,22 +84,26 @@ pid_t spawn_loader(const std::string& python, const std::string& request, const 
   return pid;
 }
 
-// The child's wait status, or nullopt when it outlived `timeout_s` (> 0); then its process group is killed.
+// The child's wait status, or nullopt when it outlived `timeout_s` (> 0). Either way its process group is killed
+// (workers the class left behind) while the child is not yet reaped: its id still names the group then.
 std::optional<int> wait_for(pid_t pid, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int status = 0;
+  bool timed_out = false;
   while (true) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) break;
+    siginfo_t info{};
+    const int rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (rc == 0 && info.si_pid == pid) break;
+    if (rc < 0 && errno != EINTR) break;  // not our child any more (SIGCHLD ignored: already reaped)
     if (timeout_s > 0 && std::chrono::steady_clock::now() > deadline) {
-      ::killpg(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return std::nullopt;
+      timed_out = true;
+      break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::killpg(pid, SIGKILL);  // workers the class left behind
+  ::killpg(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (timed_out) return std::nullopt;
   return status;
 }
 
@@ -111,7 +115,8 @@ CustomDatasetRows load_custom_dataset(const CustomDatasetRequest& request) {
   VERL_CHECK(!request.name.empty(), "config", "data.custom_cls.path is '", request.path,
              "' but data.custom_cls.name is null; name the dataset class in it");
   ScratchDir scratch;
-  nlohmann::ordered_json body = {{"path", request.path},
+  nlohmann::ordered_json body = {{"parent_pid", static_cast<int64_t>(::getpid())},
+                                 {"path", request.path},
                                  {"name", request.name},
                                  {"data_files", request.data_files},
                                  {"tokenizer_path", request.tokenizer_path},

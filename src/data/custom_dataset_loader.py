@@ -161,11 +161,26 @@ def apply_site_packages():
     sys.path[:] = [p for p in sys.path if p not in before] + before
 
 
+def die_with_parent(parent_pid):
+    """This process has a process group of its own, which a Ctrl-C or a kill of the run does not reach: it ends when
+    the verl.cpp thread that started it does (Linux's PR_SET_PDEATHSIG) instead of loading on as an orphan."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the run ended before the line above took effect
+        os._exit(1)
+
+
 def main():
     request_path, out_dir = sys.argv[1], sys.argv[2]
-    apply_site_packages()
     with open(request_path) as f:
         request = json.load(f)
+    die_with_parent(request["parent_pid"])
+    apply_site_packages()
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # where `python -m verl.trainer.main_ppo` finds the user's modules
     name = request["name"]

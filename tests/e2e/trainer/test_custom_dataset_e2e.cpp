@@ -55,6 +55,31 @@ class EveryOtherRow(Dataset):
         return row
 )PY";
 
+// Records its process id, then never finishes loading.
+constexpr const char* kHangingModule = R"PY(
+import os
+import time
+
+try:
+    from torch.utils.data import Dataset
+except ImportError:
+    Dataset = object
+
+
+class Hangs(Dataset):
+    def __init__(self, **kwargs):
+        with open("loader.pid.tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename("loader.pid.tmp", "loader.pid")
+        time.sleep(600)
+
+    def __len__(self):
+        return 0
+
+    def __getitem__(self, item):
+        return {}
+)PY";
+
 int64_t line_count(const std::string& path) {
   std::ifstream in(path);
   int64_t n = 0;
@@ -134,6 +159,25 @@ TEST(CustomDatasetE2E, AResumedRunContinuesWithTheSameRows) {
     }
   }
   EXPECT_GT(compared, 40);
+}
+
+// The loader runs in a process group of its own (so that a timeout ends the workers it forked), where a Ctrl-C or a
+// kill of the run does not reach it: it must end with the run instead of loading on as an orphan.
+TEST(CustomDatasetE2E, TheLoaderEndsWhenTheRunIsKilled) {
+  const std::string run_dir = make_temp_dir("e2e_custom_dataset_killed");
+  write_file(run_dir + "/hangs.py", kHangingModule);
+  std::vector<std::string> all = custom_dataset_setup().base_overrides(run_dir);
+  all.insert(all.end(), {"data.custom_cls.path=hangs.py", "data.custom_cls.name=Hangs"});
+  const std::string script =
+      "cd '" + run_dir + "' && { env VERL_PYTHON_SITE_PACKAGES= " + verl_train_command(all) +
+      " > run.log 2>&1 & V=$!; "
+      "for i in $(seq 600); do [ -s loader.pid ] && break; sleep 0.1; done; "
+      "[ -s loader.pid ] || { echo NO_LOADER; kill -9 $V; exit 1; }; "
+      "kill -9 $V; wait $V; "
+      "for i in $(seq 100); do kill -0 $(cat loader.pid) 2>/dev/null || { echo GONE; exit 0; }; sleep 0.1; done; "
+      "kill -9 $(cat loader.pid); echo ALIVE; }";
+  const CommandResult r = run_command(script);
+  EXPECT_EQ(r.out, "GONE\n") << r.err << read_file(run_dir + "/run.log");
 }
 
 TEST(CustomDatasetE2E, AClassThatCannotBeLoadedEndsTheRunBeforeAnyStep) {
