@@ -18,30 +18,18 @@ import importlib
 import importlib.util
 import os
 import sys
-import types
 
 VERL_VERSION = "0.9.1"
 
 
-def _no_ray(*_args, **_kwargs):
-    raise RuntimeError("verl_oracle: ray is a stub here (import only); this code path needs a real Ray")
+# The import stub, shared with the child Pythons of tests/oracle/test_custom_dataset_oracle.cpp.
+_RAY_STUB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "oracle", "ray_stub")
 
 
 def _install_ray_stub():
     if "ray" in sys.modules or importlib.util.find_spec("ray") is not None:
         return
-    ray = types.ModuleType("ray")
-    ray.__path__ = []  # a package, so `import ray.x` fails with a clear ModuleNotFoundError
-
-    class ObjectRef:  # only named in annotations by verl.protocol
-        pass
-
-    ray.ObjectRef = ObjectRef
-    for name in ("get", "put", "init", "remote", "get_runtime_context", "wait", "kill", "shutdown"):
-        setattr(ray, name, _no_ray)
-    ray.is_initialized = lambda: False
-    ray.__verl_oracle_stub__ = True
-    sys.modules["ray"] = ray
+    sys.path.append(_RAY_STUB_DIR)  # last: a real Ray installed later on the path still wins
 
 
 _ready = False

@@ -1,5 +1,5 @@
-"""An import stub for ray, put on the path of a child Python by tests that import verl's modules there
-(tests/oracle/test_custom_dataset_oracle.cpp; tests/golden/algo/verl_oracle.py installs the same in-process).
+"""An import stub for ray, put on the path by tests/golden/algo/verl_oracle.py (when no real Ray imports) and by
+tests/oracle/test_custom_dataset_oracle.cpp for its child Python (VERL_PYTHON_SITE_PACKAGES).
 verl/__init__.py imports verl.protocol, which imports ray at module level and names ray.ObjectRef in an annotation;
 the dataset code under test never calls ray, and any call here raises."""
 
