@@ -7,6 +7,7 @@
 
 #include "verl/common/error.h"
 #include "verl/model/decode_kernels.h"
+#include "verl/model/tensor_parallel_model.h"
 
 namespace verl::agent {
 
@@ -16,9 +17,6 @@ constexpr const char* kContinuationEngineComponent = "multi_turn";
 
 ContinuationEngine::ContinuationEngine(model::CausalLM& model, const rollout::SamplingParams& params)
     : model_(model), params_(params), generator_(at::detail::createCPUGenerator(params.seed)) {
-  VERL_CHECK(!model->tp.active(), kContinuationEngineComponent,
-             "the multi-turn rollout under tensor parallelism "
-             "(actor_rollout_ref.rollout.tensor_model_parallel_size > 1) is not implemented yet");
   VERL_CHECK(params.greedy() || params.temperature > 0, kContinuationEngineComponent, "temperature must be >= 0, got ",
              params.temperature);
 }
@@ -119,6 +117,9 @@ std::vector<ContinueResult> ContinuationEngine::run_batch(std::vector<ContinueRe
                                   : rollout::sample_from_probs(rollout::sampling_probs(logits, params_.temperature,
                                                                                        params_.top_k, params_.top_p),
                                                                generator_);
+    // Under tensor parallelism every rank samples from the same gathered logits with the same seed (the group's
+    // conversations are driven by its first rank: agent/tensor_parallel_turns.h); a rank that drifted is an error.
+    if (model->tp.active()) model::check_same_tokens_on_tensor_parallel_ranks(tokens, *model->tp.comm, t);
     // One copy to the host per step (the eos and budget checks need the tokens there), read through pointers.
     torch::Tensor lps;
     if (params_.calculate_log_probs) {

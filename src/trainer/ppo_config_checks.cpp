@@ -102,8 +102,8 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
              "model)");
 }
 
-// Ulysses sequence parallelism (fsdp only, ppo_config.cpp checks): each size divides the role's devices; the
-// multi-turn rollout is not combined with it.
+// Ulysses sequence parallelism (fsdp only, ppo_config.cpp checks): each size divides the role's devices. (The
+// rollout, the multi-turn one too, is data-parallel over every rank: Ulysses splits only the training passes.)
 void check_ulysses(const config::PPOConfig& config, int64_t role_gpus, const std::string& devices) {
   const auto& arr = config.actor_rollout_ref;
   std::vector<std::pair<std::string, int64_t>> sizes = {
@@ -116,8 +116,6 @@ void check_ulysses(const config::PPOConfig& config, int64_t role_gpus, const std
     if (sp == 1) continue;
     VERL_CHECK(role_gpus % sp == 0, "config", key, "=", sp, " must divide the role's ", role_gpus, " devices (", devices,
                ")");
-    VERL_CHECK(!arr.rollout.multi_turn.enable, "config", key, "=", sp, " with actor_rollout_ref.rollout.multi_turn "
-               "(or agent.default_agent_loop=tool_agent) is not implemented; use ulysses_sequence_parallel_size=1");
   }
 }
 

@@ -414,7 +414,15 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
   // Tools and interactions load here, so that a bad tool config fails before training starts.
-  if (is_rollout_ && arr.rollout.multi_turn.enable) multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
+  if (is_rollout_ && arr.rollout.multi_turn.enable) {
+    multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
+    // The copy's first rank drives its conversations; the rest of its TP group (the copy's first T ranks: stage 0,
+    // context-parallel rank 0) generates with it; the other stages' and CP ranks' outputs are not collected.
+    const int64_t in_copy = rank() % copy_size();
+    multi_turn_part_ = in_copy == 0         ? MultiTurnPart::Drive
+                       : in_copy < tp_size_ ? MultiTurnPart::FollowTensorParallel
+                                            : MultiTurnPart::Idle;
+  }
   if (is_rollout_ && arr.rollout.trace.backend) {
     trace_writer_ = agent::make_rollout_trace_writer(*arr.rollout.trace.backend, arr.rollout.trace.project_name);
   }
@@ -538,12 +546,14 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     model::CausalLM generator = model::gather_pipeline_stages(actor_module_);
     model::ScopedParameterCast cast(*generator, rollout_dtype);
     if (multi_turn_) {
-      multi_turn_out = multi_turn_->generate(generator, prompts, params, trace_writer_ ? &agent_runs : nullptr);
+      multi_turn_out =
+          multi_turn_->generate(generator, prompts, params, trace_writer_ ? &agent_runs : nullptr, multi_turn_part_);
     } else {
       out = rollout::generate(generator, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
     }
   }
-  if (trace_writer_) {
+  // The multi-turn rollout's conversations (and their traces) are the driving rank's.
+  if (trace_writer_ && (!multi_turn_ || multi_turn_part_ == MultiTurnPart::Drive)) {
     write_rollout_traces(*trace_writer_, rollout_cfg.trace, prompts, params, seed, multi_turn_ ? nullptr : &out,
                          std::move(agent_runs), trace_start, agent::trace_clock_ns());
   }

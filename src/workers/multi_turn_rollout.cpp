@@ -1,5 +1,8 @@
 #include "verl/workers/multi_turn_rollout.h"
 
+#include <optional>
+
+#include "verl/agent/tensor_parallel_turns.h"
 #include "verl/agent/tools.h"
 #include "verl/common/error.h"
 #include "verl/config/node_json.h"
@@ -50,8 +53,9 @@ MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(co
 
 MultiTurnRollout::~MultiTurnRollout() = default;
 
-agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const protocol::DataProto& prompts,
-                                             const rollout::SamplingParams& params, bool record_trace) {
+agent::AgentLoopOptions MultiTurnRollout::loop_options(const model::CausalLM& model,
+                                                       const rollout::SamplingParams& params,
+                                                       bool record_trace) const {
   const auto& rollout = config_.actor_rollout_ref.rollout;
   agent::AgentLoopOptions options;
   options.multi_turn = rollout.multi_turn;
@@ -63,6 +67,45 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
     options.chat_template_kwargs = config::node_to_json(config_.data.apply_chat_template_kwargs);
   }
   options.chat_template_timeout = config_.data.chat_template_timeout;
+  options.record_trace = record_trace;
+  options.trace_token2text = rollout.trace.token2text;
+  return options;
+}
+
+agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const protocol::DataProto& prompts,
+                                             const rollout::SamplingParams& params, bool record_trace) {
+  agent::AgentLoopOptions options = loop_options(model, params, record_trace);
+  // Under tensor parallelism the engine runs each batch on every rank of the group: built first on all of them (its
+  // checks fail on every rank alike), then the group follows this rank's loop until finish.
+  std::optional<agent::ContinuationEngine> engine;
+  std::optional<agent::TensorParallelTurns> turns;
+  if (model->tp.active()) {
+    engine.emplace(model, agent::turn_sampling(options, *tokenizer_));
+    turns.emplace(model->tp.comm, [&](std::vector<agent::ContinueRequest>& r) { return engine->continue_batch(r); });
+  }
+  try {
+    agent::AgentLoopOutput out = loop(model, prompts, options, turns ? &*turns : nullptr);
+    if (turns) {
+      turns->finish();
+      out.prefill_tokens = engine->prefill_tokens();
+    }
+    return out;
+  } catch (const std::exception& e) {
+    if (turns && !turns->failed_in_batch() && !turns->finished()) turns->finish(e.what());
+    throw;
+  }
+}
+
+void MultiTurnRollout::follow(model::CausalLM& model, const rollout::SamplingParams& params) {
+  VERL_ASSERT(model->tp.active(), kMultiTurnRolloutComponent, "only a tensor-parallel rank follows the driver");
+  agent::ContinuationEngine engine(model, agent::turn_sampling(loop_options(model, params, false), *tokenizer_));
+  agent::TensorParallelTurns turns(model->tp.comm,
+                                   [&](std::vector<agent::ContinueRequest>& r) { return engine.continue_batch(r); });
+  turns.follow();
+}
+
+agent::AgentLoopOutput MultiTurnRollout::loop(model::CausalLM& model, const protocol::DataProto& prompts,
+                                              const agent::AgentLoopOptions& options, agent::TensorParallelTurns* turns) {
   agent::AgentLoopInputs inputs;
   const auto& raw = column(prompts, "raw_prompt", "set data.return_raw_chat=true");
   const size_t n = raw.size();
@@ -92,9 +135,7 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
       inputs.tool_selection[i] = selection.get<std::vector<std::string>>();
     }
   }
-  options.record_trace = record_trace;
-  options.trace_token2text = rollout.trace.token2text;
-  if (record_trace) {
+  if (options.record_trace) {
     // verl's ToolAgentLoop.run(sampling_params, **kwargs): every column of the sample's row.
     inputs.trace_kwargs.assign(n, nlohmann::ordered_json::object());
     for (const auto& [key, values] : prompts.non_tensor_batch) {
@@ -108,12 +149,20 @@ agent::AgentLoopOutput MultiTurnRollout::run(model::CausalLM& model, const proto
     }
   }
 
-  return agent::run_tool_agent_loop(model, *tokenizer_, tools_, interactions_, options, inputs);
+  if (turns == nullptr) return agent::run_tool_agent_loop(model, *tokenizer_, tools_, interactions_, options, inputs);
+  agent::AgentLoopOptions turn_options = options;
+  turn_options.sampling = agent::turn_sampling(options, *tokenizer_);  // what the group's engines sample with
+  return agent::run_scripted_agent_loop(turns->driver(), *tokenizer_, tools_, interactions_, turn_options, inputs);
 }
 
 protocol::DataProto MultiTurnRollout::generate(model::CausalLM& model, const protocol::DataProto& prompts,
                                                const rollout::SamplingParams& params,
-                                               std::vector<agent::TraceSpan>* traces) {
+                                               std::vector<agent::TraceSpan>* traces, MultiTurnPart part) {
+  if (part == MultiTurnPart::Idle) return protocol::DataProto();
+  if (part == MultiTurnPart::FollowTensorParallel) {
+    follow(model, params);
+    return protocol::DataProto();
+  }
   agent::AgentLoopOutput out = run(model, prompts, params, traces != nullptr);
   if (traces != nullptr) *traces = std::move(out.traces);
   const size_t n = out.num_turns.size();

@@ -20,6 +20,7 @@ class Tokenizer;
 namespace verl::agent {
 class ToolSet;
 class InteractionSet;
+class TensorParallelTurns;
 }  // namespace verl::agent
 
 namespace verl::workers {
@@ -29,19 +30,40 @@ namespace verl::workers {
 // null when neither is set or data.filter_overlong_prompts is off.
 nlohmann::ordered_json dataset_filter_tool_schemas(const config::PPOConfig& config);
 
+// A rank's part in its model copy's multi-turn rollout. The ranks of one copy (megatron's T x P x C) receive the same
+// prompts and only the copy's first rank's output is collected, so the conversations are driven once, there (tools
+// and interactions run once per conversation, as behind verl's one rollout server per copy); its tensor-parallel
+// ranks generate with it on their slices (agent/tensor_parallel_turns.h); the copy's other ranks (other pipeline
+// stages, other context-parallel ranks: generation gathers every layer onto each TP group) have nothing to do.
+enum class MultiTurnPart {
+  Drive,                 // runs the loop (alone, or driving its tensor-parallel group)
+  FollowTensorParallel,  // a tensor-parallel rank of the driver's group
+  Idle,                  // returns no rows
+};
+
 class MultiTurnRollout {
  public:
   explicit MultiTurnRollout(const config::PPOConfig& config);
   ~MultiTurnRollout();
 
-  // `traces` (rollout.trace): each sample's ToolAgentLoop.run span, recorded (agent/rollout_trace.h).
+  // `traces` (rollout.trace): each sample's ToolAgentLoop.run span, recorded (agent/rollout_trace.h). The driver
+  // returns the rollout; the other parts an empty DataProto once the driver is done with them.
   protocol::DataProto generate(model::CausalLM& model, const protocol::DataProto& prompts,
-                               const rollout::SamplingParams& params, std::vector<agent::TraceSpan>* traces = nullptr);
-  // The loop's own output (the conversations included), for `verl generate`.
+                               const rollout::SamplingParams& params, std::vector<agent::TraceSpan>* traces = nullptr,
+                               MultiTurnPart part = MultiTurnPart::Drive);
+  // The loop's own output (the conversations included), for `verl generate`; under tensor parallelism, the
+  // driver's (the other ranks of its group call follow with the same params meanwhile).
   agent::AgentLoopOutput run(model::CausalLM& model, const protocol::DataProto& prompts,
                              const rollout::SamplingParams& params, bool record_trace = false);
+  void follow(model::CausalLM& model, const rollout::SamplingParams& params);
 
  private:
+  agent::AgentLoopOptions loop_options(const model::CausalLM& model, const rollout::SamplingParams& params,
+                                       bool record_trace) const;
+  // The loop over `prompts`' rows; `turns`: this rank drives its tensor-parallel group's engines.
+  agent::AgentLoopOutput loop(model::CausalLM& model, const protocol::DataProto& prompts,
+                              const agent::AgentLoopOptions& options, agent::TensorParallelTurns* turns);
+
   const config::PPOConfig& config_;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
   std::shared_ptr<agent::ToolSet> tools_;

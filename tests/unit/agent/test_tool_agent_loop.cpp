@@ -9,6 +9,8 @@
 #include <map>
 
 #include "support/run_command.h"
+#include "support/thread_ranks.h"
+#include "verl/agent/tensor_parallel_turns.h"
 #include "verl/agent/tool_agent_loop.h"
 #include "verl/agent/tools.h"
 #include "verl/common/error.h"
@@ -218,6 +220,40 @@ TEST(ToolAgentLoop, IdsEqualTheTemplateOfTheFinalConversationAndTheMaskCoversThe
   EXPECT_EQ(out.tool_errors.at(0), 0);
   EXPECT_EQ(out.tool_rewards.at(0), json::array({0.5}));
   EXPECT_EQ(out.reward_scores.at(0), (json{{"calc", 1.0}}));
+}
+
+// Under tensor parallelism (agent/tensor_parallel_turns.h) the group's first rank drives the loop: the tool runs
+// once, there, and the other ranks receive every batch of turns, the tool result's tokens included, to run on their
+// slices; the driver's rollout is the one of a single rank.
+TEST(ToolAgentLoop, UnderTensorParallelismTheFirstRankRunsTheToolsAndTheOthersGetEveryBatch) {
+  auto& f = fixture();
+  std::vector<std::vector<int64_t>> alone_fed, driver_fed, follower_fed;
+  const AgentLoopOutput alone = run_scripted_agent_loop(script({call_text("2+3"), "#### 5"}, &alone_fed), *f.tok,
+                                                        f.tools, nullptr, options(), one_sample());
+  AgentLoopOutput driven;
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    if (comm->rank() == 0) {
+      TensorParallelTurns turns(comm, script({call_text("2+3"), "#### 5"}, &driver_fed));
+      driven = run_scripted_agent_loop(turns.driver(), *f.tok, f.tools, nullptr, options(), one_sample());
+      turns.finish();
+      return;
+    }
+    // The other rank has no tools and no tokenizer: it only runs the batches it is sent.
+    TensorParallelTurns turns(comm, [&](std::vector<ContinueRequest>& requests) {
+      std::vector<ContinueResult> results(requests.size());
+      for (auto& r : requests) follower_fed.push_back(r.new_tokens);
+      return results;
+    });
+    turns.follow();
+  });
+  EXPECT_EQ(driver_fed, alone_fed);
+  EXPECT_EQ(follower_fed, driver_fed);
+  ASSERT_EQ(follower_fed.size(), 2u);
+  EXPECT_NE(follower_fed[1].size(), 1u);  // the second turn's tokens carry the tool's response
+  EXPECT_EQ(driven.tool_call_counts.at(0), 1);
+  EXPECT_EQ(driven.messages.at(0), alone.messages.at(0));
+  EXPECT_TRUE(torch::equal(driven.input_ids, alone.input_ids));
+  EXPECT_TRUE(torch::equal(driven.response_mask, alone.response_mask));
 }
 
 TEST(ToolAgentLoop, ARaisingToolGivesTheModelAnErrorAndTheRolloutGoesOn) {
