@@ -6,8 +6,8 @@
 //   - LoRA (lora_rank 4, only the adapters train, the ref is the base with the adapters off) with SP=2 and with
 //     DP=2 x SP=2 (with ZeRO-1/2 and with a ZeRO-3 base): the same two steps end with the 1-rank LoRA run's adapters (lora_adapter/) and critic, and the
 //     same metrics;
-//   - a size that does not divide the devices, Ulysses with megatron, with the multi-turn rollout, LoRA with a ref
-//     size unlike the actor's, or without mpirun: one error line.
+//   - a size that does not divide the devices, Ulysses with megatron, LoRA with a ref size unlike the actor's, or
+//     without mpirun: one error line. (With the multi-turn rollout: tests/dist/test_multi_turn_parallel.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -174,10 +174,6 @@ TEST(Ulysses, UnsupportedCombinationsAreOneErrorLine) {
   lora.push_back("actor_rollout_ref.ref.ulysses_sequence_parallel_size=1");
   one_line(run_command(verl_train_command(lora)),
            "actor_rollout_ref.model.lora_rank > 0 with actor_rollout_ref.ref.ulysses_sequence_parallel_size=1 unlike");
-  std::vector<std::string> multi_turn = ulysses_gae_run(dir, 2, 2);
-  multi_turn.push_back("actor_rollout_ref.rollout.multi_turn.enable=true");
-  one_line(run_command(verl_train_command(multi_turn)),
-           "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 with actor_rollout_ref.rollout.multi_turn");
   // Sequence parallelism needs collectives between the ranks: in one process there are none.
   CommandResult in_process = run_command(verl_train_command(ulysses_gae_run(dir, 2, 2)));
   EXPECT_NE(in_process.exit_code, 0);
