@@ -87,10 +87,11 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
                "actor_rollout_ref.hybrid_engine=false is not implemented: the weight broadcast to a separate rollout "
                "sends whole parameters (use the hybrid engine, or strategy=fsdp)");
   } else {
-    VERL_CHECK(arr.rollout.tensor_model_parallel_size == 1, "config",
-               "actor_rollout_ref.rollout.tensor_model_parallel_size=", arr.rollout.tensor_model_parallel_size,
-               ": with actor_rollout_ref.actor.strategy=fsdp each rollout rank generates with whole weights (use 1, "
-               "or strategy=megatron with the same megatron.tensor_model_parallel_size)");
+    // fsdp: each group of T consecutive ranks generates together on slices of the gathered weights (as verl's
+    // vLLM TP replicas over the FSDP ranks).
+    const int64_t t = arr.rollout.tensor_model_parallel_size;
+    VERL_CHECK(t >= 1 && role_gpus % t == 0, "config", "actor_rollout_ref.rollout.tensor_model_parallel_size=", t,
+               " must divide the rollout's ", role_gpus, " devices (", devices, ")");
   }
   if (need_critic(config) && config.critic.strategy == "megatron") {
     VERL_CHECK(role_gpus % config.critic.model_parallel_size() == 0, "config",

@@ -312,6 +312,17 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
                "(docs/distributed.md)");
     return parallel::ulysses_mesh(layout.dp, sp, key).sp;
   };
+  // fsdp with a tensor-parallel rollout: groups of T consecutive ranks (a collective split; the same on every rank).
+  const int64_t rollout_tp = arr.rollout.tensor_model_parallel_size;
+  if (is_rollout_ && copy_size() == 1 && rollout_tp > 1) {
+    const std::string key = "actor_rollout_ref.rollout.tensor_model_parallel_size";
+    VERL_CHECK(world_size() % rollout_tp == 0, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
+               " must divide the rollout's ", world_size(), " ranks");
+    VERL_CHECK(layout.dp != nullptr, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
+               " needs a communicator between the worker group's ", world_size(),
+               " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
+    rollout_tp_group_ = layout.dp->split(static_cast<int>(rank() / rollout_tp), static_cast<int>(rank() % rollout_tp));
+  }
   const std::string actor_sp_key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size";
   const std::string ref_sp_key = "actor_rollout_ref.ref.ulysses_sequence_parallel_size";
   const auto actor_sp_group = is_actor_ ? ulysses_group(sp_size_, actor_sp_key) : nullptr;
@@ -412,15 +423,20 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   if (is_actor_) actor_offload_.rest(actor_state(), optimizer_.get());
   if (is_ref_) ref_offload_.rest(ref_state(), nullptr);
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
-  rollout_generator_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + dp_rank_));
+  // (A tensor-parallel rollout group under fsdp shares one seed too: rollout seed + its replica's index.)
+  const int64_t rollout_replica = rollout_tp_group_ ? dp_rank_ / rollout_tp : dp_rank_;
+  rollout_generator_ =
+      at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + rollout_replica));
   // Tools and interactions load here, so that a bad tool config fails before training starts.
   if (is_rollout_ && arr.rollout.multi_turn.enable) {
     multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
     // The copy's first rank drives its conversations; the rest of its TP group (the copy's first T ranks: stage 0,
     // context-parallel rank 0) generates with it; the other stages' and CP ranks' outputs are not collected.
-    const int64_t in_copy = rank() % copy_size();
+    // Under fsdp with a tensor-parallel rollout, the group's first rank drives and the others follow.
+    const int64_t in_copy = rollout_tp_group_ ? rollout_tp_group_->rank() : rank() % copy_size();
+    const int64_t tp_size = rollout_tp_group_ ? rollout_tp : tp_size_;
     multi_turn_part_ = in_copy == 0         ? MultiTurnPart::Drive
-                       : in_copy < tp_size_ ? MultiTurnPart::FollowTensorParallel
+                       : in_copy < tp_size  ? MultiTurnPart::FollowTensorParallel
                                             : MultiTurnPart::Idle;
   }
   if (is_rollout_ && arr.rollout.trace.backend) {
@@ -490,6 +506,29 @@ void write_rollout_traces(agent::RolloutTraceWriter& writer, const config::Rollo
 
 }  // namespace
 
+namespace {
+
+// The rows of every rank of `group` in rank order, each rank's count in `counts` (collective over `group`).
+DataProto gather_group_rows(const DataProto& mine, parallel::Comm& group, std::vector<int64_t>& counts) {
+  std::vector<DataProto> parts;
+  for (int r = 0; r < group.size(); ++r) {
+    std::string bytes = r == group.rank() ? mine.serialize() : std::string();
+    group.broadcast_bytes(bytes, r);
+    parts.push_back(r == group.rank() ? mine : DataProto::deserialize(bytes));
+    counts.push_back(parts.back().size());
+  }
+  return DataProto::concat(parts);
+}
+
+// This rank's rows of a group's output (gather_group_rows' counts).
+DataProto own_group_rows(const DataProto& all, const parallel::Comm& group, const std::vector<int64_t>& counts) {
+  int64_t start = 0;
+  for (int r = 0; r < group.rank(); ++r) start += counts[static_cast<size_t>(r)];
+  return all.slice(start, start + counts[static_cast<size_t>(group.rank())]);
+}
+
+}  // namespace
+
 DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   require_initialised("generate_sequences");
   VERL_CHECK(is_rollout_, kActorRolloutRefWorkerComponent,
@@ -528,6 +567,12 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
       kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
       " under tensor parallelism is not supported (the slices generate in the actor's dtype); set "
              "actor_rollout_ref.rollout.dtype=float32");
+  // fsdp with a tensor-parallel rollout: the group generates all its ranks' rows together, on slices of the whole
+  // weights, and each rank keeps its own rows of the output (verl's vLLM TP replica over its FSDP ranks).
+  std::vector<int64_t> group_counts;
+  const DataProto group_prompts =
+      rollout_tp_group_ ? gather_group_rows(prompts, *rollout_tp_group_, group_counts) : DataProto();
+  const DataProto& rollout_prompts = rollout_tp_group_ ? group_prompts : prompts;
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
   std::vector<agent::TraceSpan> agent_runs;  // rollout.trace with the tool agent loop: ToolAgentLoop.run per row
@@ -545,16 +590,23 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     // verl syncs the stages' weights into its rollout engine), its TP slices still slices.
     model::CausalLM generator = model::gather_pipeline_stages(actor_module_);
     model::ScopedParameterCast cast(*generator, rollout_dtype);
+    model::CausalLM sliced{nullptr};
+    if (rollout_tp_group_) sliced = model::shard_model(generator, model::TensorParallelGroup{rollout_tp_group_});
+    model::CausalLM& engine_model = rollout_tp_group_ ? sliced : generator;
     if (multi_turn_) {
-      multi_turn_out =
-          multi_turn_->generate(generator, prompts, params, trace_writer_ ? &agent_runs : nullptr, multi_turn_part_);
+      multi_turn_out = multi_turn_->generate(engine_model, rollout_prompts, params,
+                                             trace_writer_ ? &agent_runs : nullptr, multi_turn_part_);
     } else {
-      out = rollout::generate(generator, prompts.tensor("input_ids"), prompts.tensor("attention_mask"), params);
+      out = rollout::generate(engine_model, rollout_prompts.tensor("input_ids"),
+                              rollout_prompts.tensor("attention_mask"), params);
     }
   }
-  // The multi-turn rollout's conversations (and their traces) are the driving rank's.
-  if (trace_writer_ && (!multi_turn_ || multi_turn_part_ == MultiTurnPart::Drive)) {
-    write_rollout_traces(*trace_writer_, rollout_cfg.trace, prompts, params, seed, multi_turn_ ? nullptr : &out,
+  // The multi-turn rollout's conversations (and their traces) are the driving rank's; a tensor-parallel rollout
+  // group's rows are traced once, by its first rank.
+  const bool traces_rows = multi_turn_ ? multi_turn_part_ == MultiTurnPart::Drive
+                                       : !rollout_tp_group_ || rollout_tp_group_->rank() == 0;
+  if (trace_writer_ && traces_rows) {
+    write_rollout_traces(*trace_writer_, rollout_cfg.trace, rollout_prompts, params, seed, multi_turn_ ? nullptr : &out,
                          std::move(agent_runs), trace_start, agent::trace_clock_ns());
   }
   Json out_meta = Json::object();
@@ -564,6 +616,12 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     out_meta["timing"] = {{"generate_sequences", secs}};
   }
   if (multi_turn_) {
+    if (rollout_tp_group_) {
+      // The driver's conversations cover the group's rows: sent to the others, each keeps its own.
+      std::string bytes = rollout_tp_group_->rank() == 0 ? multi_turn_out.serialize() : std::string();
+      rollout_tp_group_->broadcast_bytes(bytes, 0);
+      multi_turn_out = own_group_rows(DataProto::deserialize(bytes), *rollout_tp_group_, group_counts);
+    }
     multi_turn_out.meta_info = out_meta;
     return multi_turn_out;
   }
@@ -580,7 +638,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   protocol::NonTensorMap columns = {{"__num_turns__", std::vector<Json>(rows, Json(2))},
                                     {"turn_scores", std::vector<Json>(rows, Json::array())},
                                     {"tool_rewards", std::vector<Json>(rows, Json::array())}};
-  return DataProto::from_dict(std::move(batch), std::move(columns), out_meta);
+  DataProto result = DataProto::from_dict(std::move(batch), std::move(columns), out_meta);
+  return rollout_tp_group_ ? own_group_rows(result, *rollout_tp_group_, group_counts) : result;
 }
 
 DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {

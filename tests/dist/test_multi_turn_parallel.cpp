@@ -6,7 +6,9 @@
 //     second stage's (context-parallel rank's) TP group has no part in the rollout. All end two GAE steps with the
 //     1-rank run's weights and metrics, the same turns and response lengths (so every turn's tokens were the same);
 //   - Ulysses S=2 (-np 3): generation is data-parallel over both ranks, the training passes split the sequences;
-//     the same two steps and metrics.
+//     the same two steps and metrics;
+//   - fsdp with rollout.tensor_model_parallel_size=2 (-np 3): the two ranks' rows go to the first, which drives
+//     them while the second generates with it on slices of the whole weights; the same two steps and metrics.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,7 +85,7 @@ class DigitsInteraction(BaseInteraction):
   return s;
 }
 
-enum class Layout { One, TensorParallel, TensorParallelTwoStages, TensorAndContextParallel, Ulysses };
+enum class Layout { One, TensorParallel, TensorParallelTwoStages, TensorAndContextParallel, Ulysses, FsdpRolloutTp };
 
 std::vector<std::string> multi_turn_gae_run(const std::string& run_dir, Layout layout) {
   const MultiTurnSetup& s = multi_turn_setup();
@@ -126,6 +128,7 @@ std::vector<std::string> multi_turn_gae_run(const std::string& run_dir, Layout l
       o.push_back(extra);
     }
   }
+  if (layout == Layout::FsdpRolloutTp) o.push_back("actor_rollout_ref.rollout.tensor_model_parallel_size=2");
   if (layout == Layout::Ulysses) {
     o.push_back("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2");
     o.push_back("actor_rollout_ref.ref.ulysses_sequence_parallel_size=2");
@@ -200,6 +203,17 @@ TEST(MultiTurnParallel, UlyssesTwoEqualsOneRank) {
   CommandResult sp = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(sp_dir, Layout::Ulysses)));
   ASSERT_EQ(sp.exit_code, 0) << sp.out << sp.err;
   expect_same_multi_turn_run(one_dir, sp_dir);
+}
+
+// fsdp training with a tensor-parallel rollout (verl's usual layout: vLLM TP over the FSDP ranks): both ranks'
+// conversations are driven by the first, the second generates each turn with it on its slices.
+TEST(MultiTurnParallel, FsdpWithATensorParallelRolloutEqualsOneRank) {
+  const auto& [one_dir, one_error] = one_rank_run();
+  ASSERT_EQ(one_error, "");
+  const std::string dir = make_temp_dir("dist_multi_turn_fsdp_rollout_tp2");
+  CommandResult run = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(dir, Layout::FsdpRolloutTp)));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  expect_same_multi_turn_run(one_dir, dir);
 }
 
 }  // namespace

@@ -104,6 +104,9 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   int64_t pp_size_ = 1;                    // pipeline stages per model copy (megatron), 1 under fsdp
   int64_t cp_size_ = 1;                    // context-parallel ranks per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
+  // fsdp with rollout.tensor_model_parallel_size > 1: the ranks generating together on slices of the whole
+  // weights (consecutive ranks); null otherwise.
+  std::shared_ptr<parallel::Comm> rollout_tp_group_;
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;
