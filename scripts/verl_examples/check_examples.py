@@ -87,8 +87,11 @@ def is_vlm(name, args):
     return any(a.startswith(("data.image_key=", "actor_rollout_ref.actor.freeze_vision_tower=")) for a in args)
 
 
-# verl.cpp errors that are verl 0.9.1's own run-time refusals (its engine workers read only the *_per_gpu sizes).
-VERL_RUNTIME_REJECTS = ["verl 0.9.1 does not convert it to a per-GPU size", "its tool agent loop stops with 'Unknown tool parser: "]
+# verl.cpp errors that are verl 0.9.1's own run-time refusals (its engine workers read only the *_per_gpu sizes; its
+# fsdp workers assert that the per-device mini-batch divides by the micro-batch, verl/workers/fsdp_workers.py).
+VERL_RUNTIME_REJECTS = ["verl 0.9.1 does not convert it to a per-GPU size", "its tool agent loop stops with 'Unknown tool parser: ",
+                        "is not divisible by actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+                        "is not divisible by critic.ppo_micro_batch_size_per_gpu"]
 
 
 def main():
@@ -119,7 +122,9 @@ def main():
                     args[i] = "--config-path=" + dst
         tree = a.verl_config if trainer == "ppo" else a.verl_sft_config if trainer == "sft" else None
         rejected = verl_rejects(tree, args) if tree else None
-        proc = subprocess.run([a.verl, "config", "show", *args], capture_output=True, text=True)
+        # verl train's own checks of the config too (batch sizes, parallel sizes), for its PPO scripts.
+        validate = ["--validate"] if trainer == "ppo" else []
+        proc = subprocess.run([a.verl, "config", "show", *validate, *args], capture_output=True, text=True)
         error = ""
         if proc.returncode != 0:
             lines = [l for l in proc.stderr.splitlines() if l.startswith("error")] or proc.stderr.splitlines()[-1:]
