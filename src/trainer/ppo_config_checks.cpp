@@ -80,9 +80,14 @@ void check_tensor_parallel(const config::PPOConfig& config, int64_t role_gpus, c
                arr.ref.megatron.virtual_pipeline_model_parallel_size,
                ") must equal actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size (",
                arr.actor.megatron.virtual_pipeline_model_parallel_size, "): the ref shares the actor's worker group");
-    VERL_CHECK(arr.rollout.tensor_model_parallel_size == actor_tp, "config",
-               "actor_rollout_ref.rollout.tensor_model_parallel_size (", arr.rollout.tensor_model_parallel_size,
-               ") must equal ", m, " (", actor_tp, "): the rollout generates on the actor's tensor-parallel slices");
+    // Unlike the actor's TP, the rollout gathers the whole model and slices it again for groups of its own size,
+    // which must divide the devices and divide, or be a multiple of, the ranks of one model copy.
+    const int64_t t = arr.rollout.tensor_model_parallel_size;
+    const int64_t copy = arr.actor.model_parallel_size();
+    VERL_CHECK(t >= 1 && role_gpus % t == 0 && (copy % t == 0 || t % copy == 0), "config",
+               "actor_rollout_ref.rollout.tensor_model_parallel_size=", t, " must divide the rollout's ", role_gpus,
+               " devices (", devices, ") and divide, or be a multiple of, the ", copy,
+               " ranks of one actor model copy (megatron TP x PP x CP)");
     VERL_CHECK(arr.hybrid_engine, "config", "actor_rollout_ref.actor.strategy=megatron with "
                "actor_rollout_ref.hybrid_engine=false is not implemented: the weight broadcast to a separate rollout "
                "sends whole parameters (use the hybrid engine, or strategy=fsdp)");

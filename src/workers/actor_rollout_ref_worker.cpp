@@ -312,16 +312,28 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
                "(docs/distributed.md)");
     return parallel::ulysses_mesh(layout.dp, sp, key).sp;
   };
-  // fsdp with a tensor-parallel rollout: groups of T consecutive ranks (a collective split; the same on every rank).
+  // The rollout's tensor-parallel size. Equal to the actor's megatron TP, the actor's slices generate. Otherwise the
+  // generation weights are the whole model (under megatron gathered from the stages and slices), sliced again over
+  // groups of rollout_tp consecutive ranks: verl's vLLM TP replicas over the FSDP ranks, or its resharding to a
+  // rollout TP unlike the trainer's (a collective split; the same on every rank).
   const int64_t rollout_tp = arr.rollout.tensor_model_parallel_size;
-  if (is_rollout_ && copy_size() == 1 && rollout_tp > 1) {
+  rollout_regathers_ = is_rollout_ && copy_size() > 1 && rollout_tp != tp_size_;
+  if (is_rollout_ && rollout_tp > 1 && (copy_size() == 1 || rollout_tp != tp_size_)) {
     const std::string key = "actor_rollout_ref.rollout.tensor_model_parallel_size";
     VERL_CHECK(world_size() % rollout_tp == 0, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
                " must divide the rollout's ", world_size(), " ranks");
-    VERL_CHECK(layout.dp != nullptr, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
+    VERL_CHECK(copy_size() % rollout_tp == 0 || rollout_tp % copy_size() == 0, kActorRolloutRefWorkerComponent, key,
+               "=", rollout_tp, " must divide or be a multiple of the ", copy_size(),
+               " ranks of one model copy (megatron TP x PP x CP)");
+    VERL_CHECK(context().comm != nullptr, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
                " needs a communicator between the worker group's ", world_size(),
                " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
-    rollout_tp_group_ = layout.dp->split(static_cast<int>(rank() / rollout_tp), static_cast<int>(rank() % rollout_tp));
+    // Split from the worker group's communicator (not layout.dp: under megatron that holds one rank per copy).
+    rollout_tp_group_ =
+        context().comm->split(static_cast<int>(rank() / rollout_tp), static_cast<int>(rank() % rollout_tp));
+    VERL_ASSERT(rollout_tp_group_->size() == rollout_tp && rollout_tp_group_->rank() == rank() % rollout_tp,
+                kActorRolloutRefWorkerComponent, "rollout group of ", rollout_tp_group_->size(), " ranks, expected ",
+                rollout_tp);
   }
   const std::string actor_sp_key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size";
   const std::string ref_sp_key = "actor_rollout_ref.ref.ulysses_sequence_parallel_size";
@@ -424,7 +436,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   if (is_ref_) ref_offload_.rest(ref_state(), nullptr);
   // Seeded per data-parallel rank: the TP ranks of one copy draw the same tokens.
   // (A tensor-parallel rollout group under fsdp shares one seed too: rollout seed + its replica's index.)
-  const int64_t rollout_replica = rollout_tp_group_ ? dp_rank_ / rollout_tp : dp_rank_;
+  const int64_t rollout_replica = rollout_tp_group_ ? rank() / rollout_tp : dp_rank_;
   rollout_generator_ =
       at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + rollout_replica));
   // Tools and interactions load here, so that a bad tool config fails before training starts.
@@ -432,12 +444,20 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
     // The copy's first rank drives its conversations; the rest of its TP group (the copy's first T ranks: stage 0,
     // context-parallel rank 0) generates with it; the other stages' and CP ranks' outputs are not collected.
-    // Under fsdp with a tensor-parallel rollout, the group's first rank drives and the others follow.
-    const int64_t in_copy = rollout_tp_group_ ? rollout_tp_group_->rank() : rank() % copy_size();
-    const int64_t tp_size = rollout_tp_group_ ? rollout_tp : tp_size_;
-    multi_turn_part_ = in_copy == 0         ? MultiTurnPart::Drive
-                       : in_copy < tp_size  ? MultiTurnPart::FollowTensorParallel
-                                            : MultiTurnPart::Idle;
+    // With rollout groups of their own, the group holding the copy's first rank drives its copies' rows (the
+    // group's first rank) and the copy's other groups are idle; alone on the whole weights, the copy's first rank.
+    const int64_t in_copy = rank() % copy_size();
+    if (rollout_tp_group_) {
+      const bool holds_copy_start = (rank() - rank() % rollout_tp) % copy_size() == 0;
+      multi_turn_part_ = !holds_copy_start                  ? MultiTurnPart::Idle
+                         : rollout_tp_group_->rank() == 0 ? MultiTurnPart::Drive
+                                                          : MultiTurnPart::FollowTensorParallel;
+    } else {
+      const int64_t tp_size = rollout_regathers_ ? 1 : tp_size_;
+      multi_turn_part_ = in_copy == 0         ? MultiTurnPart::Drive
+                         : in_copy < tp_size  ? MultiTurnPart::FollowTensorParallel
+                                              : MultiTurnPart::Idle;
+    }
   }
   if (is_rollout_ && arr.rollout.trace.backend) {
     trace_writer_ = agent::make_rollout_trace_writer(*arr.rollout.trace.backend, arr.rollout.trace.project_name);
@@ -508,23 +528,45 @@ void write_rollout_traces(agent::RolloutTraceWriter& writer, const config::Rollo
 
 namespace {
 
-// The rows of every rank of `group` in rank order, each rank's count in `counts` (collective over `group`).
-DataProto gather_group_rows(const DataProto& mine, parallel::Comm& group, std::vector<int64_t>& counts) {
+// A rollout group's rows (consecutive ranks; the ranks of one megatron model copy hold the same rows, so each copy's
+// are sent once, by its first rank in the group), and where each rank's own rows lie in them.
+struct GroupRows {
+  DataProto rows;
+  std::vector<int64_t> offset, count;  // per group rank: its rows' place in `rows`
+};
+
+GroupRows gather_group_rows(const DataProto& mine, parallel::Comm& group, int64_t group_start, int64_t copy_size) {
+  const int n = group.size();
+  std::vector<int> source(static_cast<size_t>(n));  // the group rank whose rows rank r holds
+  for (int r = 0; r < n; ++r) {
+    const int64_t g = group_start + r;
+    source[static_cast<size_t>(r)] = static_cast<int>(std::max(g - g % copy_size, group_start) - group_start);
+  }
+  GroupRows out;
   std::vector<DataProto> parts;
-  for (int r = 0; r < group.size(); ++r) {
+  std::vector<int64_t> part_offset(static_cast<size_t>(n), 0), part_count(static_cast<size_t>(n), 0);
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    if (source[static_cast<size_t>(r)] != r) continue;
     std::string bytes = r == group.rank() ? mine.serialize() : std::string();
     group.broadcast_bytes(bytes, r);
     parts.push_back(r == group.rank() ? mine : DataProto::deserialize(bytes));
-    counts.push_back(parts.back().size());
+    part_offset[static_cast<size_t>(r)] = total;
+    part_count[static_cast<size_t>(r)] = parts.back().size();
+    total += parts.back().size();
   }
-  return DataProto::concat(parts);
+  out.rows = DataProto::concat(parts);
+  for (int r = 0; r < n; ++r) {
+    out.offset.push_back(part_offset[static_cast<size_t>(source[static_cast<size_t>(r)])]);
+    out.count.push_back(part_count[static_cast<size_t>(source[static_cast<size_t>(r)])]);
+  }
+  return out;
 }
 
-// This rank's rows of a group's output (gather_group_rows' counts).
-DataProto own_group_rows(const DataProto& all, const parallel::Comm& group, const std::vector<int64_t>& counts) {
-  int64_t start = 0;
-  for (int r = 0; r < group.rank(); ++r) start += counts[static_cast<size_t>(r)];
-  return all.slice(start, start + counts[static_cast<size_t>(group.rank())]);
+// This rank's rows of a group's output (in the order of gather_group_rows' rows).
+DataProto own_group_rows(const DataProto& all, const parallel::Comm& group, const GroupRows& rows) {
+  const auto r = static_cast<size_t>(group.rank());
+  return all.slice(rows.offset[r], rows.offset[r] + rows.count[r]);
 }
 
 }  // namespace
@@ -563,16 +605,19 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
   const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
   VERL_CHECK(
-      rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() || !actor_module_->tp.active(),
+      rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() || !actor_module_->tp.active() ||
+          rollout_regathers_,
       kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
       " under tensor parallelism is not supported (the slices generate in the actor's dtype); set "
              "actor_rollout_ref.rollout.dtype=float32");
-  // fsdp with a tensor-parallel rollout: the group generates all its ranks' rows together, on slices of the whole
-  // weights, and each rank keeps its own rows of the output (verl's vLLM TP replica over its FSDP ranks).
-  std::vector<int64_t> group_counts;
-  const DataProto group_prompts =
-      rollout_tp_group_ ? gather_group_rows(prompts, *rollout_tp_group_, group_counts) : DataProto();
-  const DataProto& rollout_prompts = rollout_tp_group_ ? group_prompts : prompts;
+  // A rollout group of its own (fsdp, or megatron with a rollout TP unlike the actor's): the group generates all its
+  // ranks' rows together, on slices of the whole weights, and each rank keeps its own rows of the output (verl's
+  // vLLM TP replica over its trainer ranks).
+  const GroupRows group_rows =
+      rollout_tp_group_ ? gather_group_rows(prompts, *rollout_tp_group_, rank() - rank() % rollout_tp_group_->size(),
+                                            copy_size())
+                        : GroupRows{};
+  const DataProto& rollout_prompts = rollout_tp_group_ ? group_rows.rows : prompts;
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
   std::vector<agent::TraceSpan> agent_runs;  // rollout.trace with the tool agent loop: ToolAgentLoop.run per row
@@ -587,8 +632,10 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     // 0.5B at r=32) is repaid within a few dozen decode steps even at batch 1, sooner at larger batches.
     model::MergedAdapter merged(actor_module_);
     // Pipeline stages: every rank generates with all the layers (gathered from the stages for this generation, as
-    // verl syncs the stages' weights into its rollout engine), its TP slices still slices.
-    model::CausalLM generator = model::gather_pipeline_stages(actor_module_);
+    // verl syncs the stages' weights into its rollout engine), its TP slices still slices; or, for a rollout TP
+    // unlike the actor's, the whole model (every stage and slice gathered), cast, then sliced for the rollout group.
+    model::CausalLM generator =
+        rollout_regathers_ ? model::gather_full_model(actor_module_) : model::gather_pipeline_stages(actor_module_);
     model::ScopedParameterCast cast(*generator, rollout_dtype);
     model::CausalLM sliced{nullptr};
     if (rollout_tp_group_) sliced = model::shard_model(generator, model::TensorParallelGroup{rollout_tp_group_});
@@ -616,11 +663,11 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     out_meta["timing"] = {{"generate_sequences", secs}};
   }
   if (multi_turn_) {
-    if (rollout_tp_group_) {
+    if (rollout_tp_group_ && multi_turn_part_ != MultiTurnPart::Idle) {
       // The driver's conversations cover the group's rows: sent to the others, each keeps its own.
       std::string bytes = rollout_tp_group_->rank() == 0 ? multi_turn_out.serialize() : std::string();
       rollout_tp_group_->broadcast_bytes(bytes, 0);
-      multi_turn_out = own_group_rows(DataProto::deserialize(bytes), *rollout_tp_group_, group_counts);
+      multi_turn_out = own_group_rows(DataProto::deserialize(bytes), *rollout_tp_group_, group_rows);
     }
     multi_turn_out.meta_info = out_meta;
     return multi_turn_out;
@@ -639,7 +686,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
                                     {"turn_scores", std::vector<Json>(rows, Json::array())},
                                     {"tool_rewards", std::vector<Json>(rows, Json::array())}};
   DataProto result = DataProto::from_dict(std::move(batch), std::move(columns), out_meta);
-  return rollout_tp_group_ ? own_group_rows(result, *rollout_tp_group_, group_counts) : result;
+  return rollout_tp_group_ ? own_group_rows(result, *rollout_tp_group_, group_rows) : result;
 }
 
 DataProto ActorRolloutRefWorker::compute_log_prob(const DataProto& data) {

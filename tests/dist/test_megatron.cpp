@@ -10,7 +10,7 @@
 //   - pipeline parallelism: 2 stages (mpirun -np 3), 2 stages x TP=2 (-np 5) and 2 stages of 2 interleaved runs
 //     with a tied LM head are the 1-rank run too, the stages' files export and resume bit-identical;
 //   - context parallelism: CP=2 (-np 3) and CP=2 x TP=2 (-np 5) are the 1-rank run, export and resume;
-//   - a TP size that does not divide the devices, a rollout TP other than the actor's, TP without mpirun, and
+//   - a TP size that does not divide the devices, a rollout TP that does not, TP without mpirun, and
 //     TP x PP ranks that do not divide the devices are one error line.
 #include <gtest/gtest.h>
 
@@ -380,10 +380,9 @@ TEST(Megatron, BadTensorParallelConfigsAreOneErrorLine) {
   one_line(run_command(verl_train_command(gae_run(dir, 2, 3))),
            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3 must divide the actor's 2 devices");
   std::vector<std::string> rollout = gae_run(dir, 2, 2);
-  rollout.push_back("actor_rollout_ref.rollout.tensor_model_parallel_size=1");
+  rollout.push_back("actor_rollout_ref.rollout.tensor_model_parallel_size=3");
   one_line(run_command(verl_train_command(rollout)),
-           "actor_rollout_ref.rollout.tensor_model_parallel_size (1) must equal "
-           "actor_rollout_ref.actor.megatron.tensor_model_parallel_size (2)");
+           "actor_rollout_ref.rollout.tensor_model_parallel_size=3 must divide the rollout's 2 devices");
   // A model copy of TP 2 x PP 2 ranks does not fit in 2 devices.
   std::vector<std::string> pipeline = gae_run(dir, 2, 2);
   pipeline.push_back("critic.megatron.pipeline_model_parallel_size=2");

@@ -8,7 +8,8 @@
 //   - Ulysses S=2 (-np 3): generation is data-parallel over both ranks, the training passes split the sequences;
 //     the same two steps and metrics;
 //   - fsdp with rollout.tensor_model_parallel_size=2 (-np 3): the two ranks' rows go to the first, which drives
-//     them while the second generates with it on slices of the whole weights; the same two steps and metrics.
+//     them while the second generates with it on slices of the whole weights; megatron with a rollout TP unlike
+//     the actor's (TP 2 with rollout TP 1, 2 stages with rollout TP 2); the same two steps and metrics.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,7 +86,16 @@ class DigitsInteraction(BaseInteraction):
   return s;
 }
 
-enum class Layout { One, TensorParallel, TensorParallelTwoStages, TensorAndContextParallel, Ulysses, FsdpRolloutTp };
+enum class Layout {
+  One,
+  TensorParallel,
+  TensorParallelTwoStages,
+  TensorAndContextParallel,
+  Ulysses,
+  FsdpRolloutTp,
+  MegatronTpWholeRollout,     // actor TP 2, rollout TP 1 (the whole model gathered)
+  MegatronStagesRolloutTp,    // actor 2 stages, rollout TP 2 (the whole model gathered and sliced again)
+};
 
 std::vector<std::string> multi_turn_gae_run(const std::string& run_dir, Layout layout) {
   const MultiTurnSetup& s = multi_turn_setup();
@@ -111,6 +121,18 @@ std::vector<std::string> multi_turn_gae_run(const std::string& run_dir, Layout l
         std::string("critic.checkpoint.save_contents=[model,hf_model]"),
         "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
     o.push_back(extra);
+  }
+  if (layout == Layout::MegatronTpWholeRollout || layout == Layout::MegatronStagesRolloutTp) {
+    const bool stages = layout == Layout::MegatronStagesRolloutTp;
+    for (const std::string& extra :
+         {std::string("actor_rollout_ref.actor.strategy=megatron"), std::string("critic.strategy=megatron"),
+          std::string("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=") + (stages ? "1" : "2"),
+          std::string("critic.megatron.tensor_model_parallel_size=") + (stages ? "1" : "2"),
+          std::string("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=") + (stages ? "2" : "1"),
+          std::string("critic.megatron.pipeline_model_parallel_size=") + (stages ? "2" : "1"),
+          std::string("actor_rollout_ref.rollout.tensor_model_parallel_size=") + (stages ? "2" : "1")}) {
+      o.push_back(extra);
+    }
   }
   if (layout == Layout::TensorParallel || layout == Layout::TensorParallelTwoStages ||
       layout == Layout::TensorAndContextParallel) {
@@ -214,6 +236,20 @@ TEST(MultiTurnParallel, FsdpWithATensorParallelRolloutEqualsOneRank) {
   CommandResult run = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(dir, Layout::FsdpRolloutTp)));
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   expect_same_multi_turn_run(one_dir, dir);
+}
+
+// megatron with a rollout TP unlike the actor's: the copy's first rank drives alone on the gathered whole model
+// (actor TP 2, rollout TP 1: its TP peer is idle), or drives its rollout group on slices cut again (2 stages,
+// rollout TP 2).
+TEST(MultiTurnParallel, MegatronWithARolloutTpUnlikeTheActorsEqualsOneRank) {
+  const auto& [one_dir, one_error] = one_rank_run();
+  ASSERT_EQ(one_error, "");
+  for (Layout layout : {Layout::MegatronTpWholeRollout, Layout::MegatronStagesRolloutTp}) {
+    const std::string dir = make_temp_dir("dist_multi_turn_megatron_rollout_tp");
+    CommandResult run = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(dir, layout)));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    expect_same_multi_turn_run(one_dir, dir);
+  }
 }
 
 }  // namespace

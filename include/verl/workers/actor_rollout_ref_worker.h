@@ -104,9 +104,12 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   int64_t pp_size_ = 1;                    // pipeline stages per model copy (megatron), 1 under fsdp
   int64_t cp_size_ = 1;                    // context-parallel ranks per model copy (megatron), 1 under fsdp
   int64_t sp_size_ = 1, ref_sp_size_ = 1;  // Ulysses sequence-parallel ranks of the actor and of the ref
-  // fsdp with rollout.tensor_model_parallel_size > 1: the ranks generating together on slices of the whole
-  // weights (consecutive ranks); null otherwise.
+  // rollout.tensor_model_parallel_size > 1 under fsdp, or unlike the actor's megatron TP: the consecutive ranks
+  // generating together on slices of the whole weights; null otherwise.
   std::shared_ptr<parallel::Comm> rollout_tp_group_;
+  // megatron with a rollout TP unlike the actor's: generation gathers the whole model (then slices it for
+  // rollout_tp_group_, or generates on it whole with rollout TP 1).
+  bool rollout_regathers_ = false;
   int dp_rank_ = 0;
   torch::Device device_{torch::kCPU};
   bool initialised_ = false;
