@@ -81,8 +81,10 @@ void TensorParallelTurns::follow() {
     Reader in(message);
     const int64_t kind = in.next();
     if (kind == kDone) return;
-    VERL_CHECK(kind != kFailed, kTensorParallelTurnsComponent, "the multi-turn rollout failed on tensor-parallel rank 0 "
-               "of this model copy (it drives the conversations): ", in.rest());
+    VERL_CHECK(kind != kFailed, kTensorParallelTurnsComponent,
+               "the multi-turn rollout failed on tensor-parallel rank 0 "
+               "of this model copy (it drives the conversations): ",
+               in.rest());
     VERL_ASSERT(kind == kBatch, kTensorParallelTurnsComponent, "an unknown message kind ", kind);
     const int64_t count = in.next();
     std::vector<ContinueRequest> requests(static_cast<size_t>(count));

@@ -5,8 +5,8 @@
 #include "verl/cli/cli.h"
 #include "verl/common/error.h"
 #include "verl/config/config_loader.h"
-#include "verl/config/sft_config.h"
 #include "verl/config/ppo_config.h"
+#include "verl/config/sft_config.h"
 #include "verl/config/yaml_io.h"
 #include "verl/trainer/ppo_trainer.h"
 

@@ -449,14 +449,14 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     const int64_t in_copy = rank() % copy_size();
     if (rollout_tp_group_) {
       const bool holds_copy_start = (rank() - rank() % rollout_tp) % copy_size() == 0;
-      multi_turn_part_ = !holds_copy_start                  ? MultiTurnPart::Idle
+      multi_turn_part_ = !holds_copy_start                ? MultiTurnPart::Idle
                          : rollout_tp_group_->rank() == 0 ? MultiTurnPart::Drive
                                                           : MultiTurnPart::FollowTensorParallel;
     } else {
       const int64_t tp_size = rollout_regathers_ ? 1 : tp_size_;
-      multi_turn_part_ = in_copy == 0         ? MultiTurnPart::Drive
-                         : in_copy < tp_size  ? MultiTurnPart::FollowTensorParallel
-                                              : MultiTurnPart::Idle;
+      multi_turn_part_ = in_copy == 0        ? MultiTurnPart::Drive
+                         : in_copy < tp_size ? MultiTurnPart::FollowTensorParallel
+                                             : MultiTurnPart::Idle;
     }
   }
   if (is_rollout_ && arr.rollout.trace.backend) {
@@ -604,19 +604,18 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   if (actor_sharded_) whole.emplace(actor_sharded_.get());
   // rollout.dtype (bf16 on CUDA by default): the actor's weights cast for this generation only.
   const torch::ScalarType rollout_dtype = resolved_precision(rollout_cfg.dtype, device_);
-  VERL_CHECK(
-      rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() || !actor_module_->tp.active() ||
-          rollout_regathers_,
-      kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
-      " under tensor parallelism is not supported (the slices generate in the actor's dtype); set "
+  VERL_CHECK(rollout_dtype == actor_module_->model->weight_options().dtype().toScalarType() ||
+                 !actor_module_->tp.active() || rollout_regathers_,
+             kActorRolloutRefWorkerComponent, "actor_rollout_ref.rollout.dtype=", c10::toString(rollout_dtype),
+             " under tensor parallelism is not supported (the slices generate in the actor's dtype); set "
              "actor_rollout_ref.rollout.dtype=float32");
   // A rollout group of its own (fsdp, or megatron with a rollout TP unlike the actor's): the group generates all its
   // ranks' rows together, on slices of the whole weights, and each rank keeps its own rows of the output (verl's
   // vLLM TP replica over its trainer ranks).
   const GroupRows group_rows =
-      rollout_tp_group_ ? gather_group_rows(prompts, *rollout_tp_group_, rank() - rank() % rollout_tp_group_->size(),
-                                            copy_size())
-                        : GroupRows{};
+      rollout_tp_group_
+          ? gather_group_rows(prompts, *rollout_tp_group_, rank() - rank() % rollout_tp_group_->size(), copy_size())
+          : GroupRows{};
   const DataProto& rollout_prompts = rollout_tp_group_ ? group_rows.rows : prompts;
   rollout::GenerationOutput out;
   DataProto multi_turn_out;
@@ -650,8 +649,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   }
   // The multi-turn rollout's conversations (and their traces) are the driving rank's; a tensor-parallel rollout
   // group's rows are traced once, by its first rank.
-  const bool traces_rows = multi_turn_ ? multi_turn_part_ == MultiTurnPart::Drive
-                                       : !rollout_tp_group_ || rollout_tp_group_->rank() == 0;
+  const bool traces_rows =
+      multi_turn_ ? multi_turn_part_ == MultiTurnPart::Drive : !rollout_tp_group_ || rollout_tp_group_->rank() == 0;
   if (trace_writer_ && traces_rows) {
     write_rollout_traces(*trace_writer_, rollout_cfg.trace, rollout_prompts, params, seed, multi_turn_ ? nullptr : &out,
                          std::move(agent_runs), trace_start, agent::trace_clock_ns());

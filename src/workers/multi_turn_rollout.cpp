@@ -54,8 +54,7 @@ MultiTurnRollout::MultiTurnRollout(const config::PPOConfig& config) : config_(co
 MultiTurnRollout::~MultiTurnRollout() = default;
 
 agent::AgentLoopOptions MultiTurnRollout::loop_options(const model::CausalLM& model,
-                                                       const rollout::SamplingParams& params,
-                                                       bool record_trace) const {
+                                                       const rollout::SamplingParams& params, bool record_trace) const {
   const auto& rollout = config_.actor_rollout_ref.rollout;
   agent::AgentLoopOptions options;
   options.multi_turn = rollout.multi_turn;
@@ -105,7 +104,8 @@ void MultiTurnRollout::follow(model::CausalLM& model, const rollout::SamplingPar
 }
 
 agent::AgentLoopOutput MultiTurnRollout::loop(model::CausalLM& model, const protocol::DataProto& prompts,
-                                              const agent::AgentLoopOptions& options, agent::TensorParallelTurns* turns) {
+                                              const agent::AgentLoopOptions& options,
+                                              agent::TensorParallelTurns* turns) {
   agent::AgentLoopInputs inputs;
   const auto& raw = column(prompts, "raw_prompt", "set data.return_raw_chat=true");
   const size_t n = raw.size();

@@ -16,12 +16,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/digit_completion_setup.h"
 #include "support/dist_run.h"
@@ -93,30 +92,38 @@ enum class Layout {
   TensorAndContextParallel,
   Ulysses,
   FsdpRolloutTp,
-  MegatronTpWholeRollout,     // actor TP 2, rollout TP 1 (the whole model gathered)
-  MegatronStagesRolloutTp,    // actor 2 stages, rollout TP 2 (the whole model gathered and sliced again)
+  MegatronTpWholeRollout,   // actor TP 2, rollout TP 1 (the whole model gathered)
+  MegatronStagesRolloutTp,  // actor 2 stages, rollout TP 2 (the whole model gathered and sliced again)
 };
 
 std::vector<std::string> multi_turn_gae_run(const std::string& run_dir, Layout layout) {
   const MultiTurnSetup& s = multi_turn_setup();
   std::vector<std::string> o = s.base.base_overrides(run_dir);
-  const int slots = layout == Layout::One                                                             ? 1
+  const int slots = layout == Layout::One                                                                     ? 1
                     : layout == Layout::TensorParallelTwoStages || layout == Layout::TensorAndContextParallel ? 4
                                                                                                               : 2;
   for (const std::string& extra :
-       {"data.train_files=" + s.train_file, "actor_rollout_ref.model.path=" + s.model_dir,
-        "critic.model.path=" + s.model_dir, "data.val_files=" + s.val_file, std::string("data.return_raw_chat=true"),
-        std::string("data.max_response_length=24"), std::string("algorithm.adv_estimator=gae"),
+       {"data.train_files=" + s.train_file,
+        "actor_rollout_ref.model.path=" + s.model_dir,
+        "critic.model.path=" + s.model_dir,
+        "data.val_files=" + s.val_file,
+        std::string("data.return_raw_chat=true"),
+        std::string("data.max_response_length=24"),
+        std::string("algorithm.adv_estimator=gae"),
         std::string("actor_rollout_ref.rollout.do_sample=false"),
         std::string("actor_rollout_ref.rollout.multi_turn.enable=true"),
         "actor_rollout_ref.rollout.multi_turn.interaction_config_path=" + s.interaction_config,
         std::string("actor_rollout_ref.rollout.multi_turn.max_user_turns=2"),
         std::string("actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3"),
         std::string("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
-        std::string("critic.ppo_micro_batch_size_per_gpu=4"), std::string("trainer.balance_batch=false"),
-        std::string("trainer.total_training_steps=2"), std::string("trainer.save_freq=2"),
-        std::string("trainer.num_cpu_threads=1"), std::string("trainer.test_freq=-1"),
-        std::string("actor_rollout_ref.actor.optim.lr=1e-3"), std::string("critic.optim.lr=1e-3"),
+        std::string("critic.ppo_micro_batch_size_per_gpu=4"),
+        std::string("trainer.balance_batch=false"),
+        std::string("trainer.total_training_steps=2"),
+        std::string("trainer.save_freq=2"),
+        std::string("trainer.num_cpu_threads=1"),
+        std::string("trainer.test_freq=-1"),
+        std::string("actor_rollout_ref.actor.optim.lr=1e-3"),
+        std::string("critic.optim.lr=1e-3"),
         std::string("actor_rollout_ref.actor.checkpoint.save_contents=[model,hf_model]"),
         std::string("critic.checkpoint.save_contents=[model,hf_model]"),
         "trainer.n_gpus_per_node=" + std::to_string(slots)}) {
@@ -180,8 +187,8 @@ void expect_same_multi_turn_run(const std::string& one_dir, const std::string& d
     }
   }
   // The conversations: the same turns and the same tokens in each (equal lengths, masks and scores).
-  for (const char* key : {"num_turns/mean", "num_turns/max", "response_length/mean", "response_length/max",
-                          "critic/score/mean"}) {
+  for (const char* key :
+       {"num_turns/mean", "num_turns/max", "response_length/mean", "response_length/max", "critic/score/mean"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 2; ++step) EXPECT_EQ(m2.at(key).at(step), m1.at(key).at(step)) << key << step;
   }

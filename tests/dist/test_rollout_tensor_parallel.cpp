@@ -85,7 +85,8 @@ void expect_same_rollout_tp_run(const std::string& one_dir, const std::string& d
   }
   const trainer::MetricHistory m1 = trainer::read_metrics_jsonl(one_dir + "/metrics.jsonl");
   const trainer::MetricHistory m2 = trainer::read_metrics_jsonl(dir + "/metrics.jsonl");
-  for (const char* key : {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/values/mean"}) {
+  for (const char* key :
+       {"actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/vf_loss", "critic/values/mean"}) {
     ASSERT_TRUE(m1.count(key) && m2.count(key)) << key;
     for (int64_t step = 1; step <= 2; ++step) {
       const double expected = m1.at(key).at(step);
@@ -95,8 +96,8 @@ void expect_same_rollout_tp_run(const std::string& one_dir, const std::string& d
   // Greedy generation on the slices chose the same tokens: equal lengths and scores, in training and validation.
   int validation_keys = 0;
   for (const auto& [key, by_step] : m1) {
-    const bool tokens = key.rfind("response_length/", 0) == 0 || key.rfind("critic/score/", 0) == 0 ||
-                        key.rfind("val-core/", 0) == 0;
+    const bool tokens =
+        key.rfind("response_length/", 0) == 0 || key.rfind("critic/score/", 0) == 0 || key.rfind("val-core/", 0) == 0;
     if (!tokens) continue;
     validation_keys += key.rfind("val-core/", 0) == 0 ? 1 : 0;
     ASSERT_TRUE(m2.count(key)) << key;
@@ -141,13 +142,13 @@ TEST(RolloutTensorParallel, MegatronWithARolloutTpUnlikeTheActorsEqualsOneRank) 
     const char* name;
     int np, slots, rollout_tp, tp, pp;
   };
-  for (const Layout& l : {Layout{"actor TP 2, rollout whole", 3, 2, 1, 2, 1},
-                          Layout{"actor 2 stages, rollout TP 2", 3, 2, 2, 1, 2},
-                          Layout{"actor DP 2 x TP 2, rollout TP 4 over both copies", 5, 4, 4, 2, 1}}) {
+  for (const Layout& l :
+       {Layout{"actor TP 2, rollout whole", 3, 2, 1, 2, 1}, Layout{"actor 2 stages, rollout TP 2", 3, 2, 2, 1, 2},
+        Layout{"actor DP 2 x TP 2, rollout TP 4 over both copies", 5, 4, 4, 2, 1}}) {
     SCOPED_TRACE(l.name);
     const std::string dir = make_temp_dir("dist_rollout_tp_mg");
-    CommandResult run = run_command(mpirun(l.np) + verl_train_command(rollout_tp_run(
-                                                       dir, l.slots, l.rollout_tp, false, false, l.tp, l.pp)));
+    CommandResult run = run_command(
+        mpirun(l.np) + verl_train_command(rollout_tp_run(dir, l.slots, l.rollout_tp, false, false, l.tp, l.pp)));
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     expect_same_rollout_tp_run(one_dir, dir, false, /*weight_tolerance=*/1e-3);
   }

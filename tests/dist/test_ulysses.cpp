@@ -4,8 +4,8 @@
 //     greedy rollouts end with the actor's and the critic's weights within 1e-4 of the 1-rank run's, and the same
 //     losses, gradient norms, entropy, KL and values (so the log-probs, values and gradients agreed);
 //   - LoRA (lora_rank 4, only the adapters train, the ref is the base with the adapters off) with SP=2 and with
-//     DP=2 x SP=2 (with ZeRO-1/2 and with a ZeRO-3 base): the same two steps end with the 1-rank LoRA run's adapters (lora_adapter/) and critic, and the
-//     same metrics;
+//     DP=2 x SP=2 (with ZeRO-1/2 and with a ZeRO-3 base): the same two steps end with the 1-rank LoRA run's adapters
+//     (lora_adapter/) and critic, and the same metrics;
 //   - a size that does not divide the devices, Ulysses with megatron, LoRA with a ref size unlike the actor's, or
 //     without mpirun: one error line. (With the multi-turn rollout: tests/dist/test_multi_turn_parallel.cpp.)
 #include <gtest/gtest.h>
