@@ -328,9 +328,10 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     VERL_CHECK(context().comm != nullptr, kActorRolloutRefWorkerComponent, key, "=", rollout_tp,
                " needs a communicator between the worker group's ", world_size(),
                " ranks, which the in-process transport does not provide; launch with mpirun (docs/distributed.md)");
-    // Split from the worker group's communicator (not layout.dp: under megatron that holds one rank per copy).
-    rollout_tp_group_ =
-        context().comm->split(static_cast<int>(rank() / rollout_tp), static_cast<int>(rank() % rollout_tp));
+    // Split from the worker group's communicator (not layout.dp: under megatron that holds one rank per copy); over
+    // NCCL on CUDA devices, as the model's own groups.
+    rollout_tp_group_ = parallel::device_comm(
+        context().comm->split(static_cast<int>(rank() / rollout_tp), static_cast<int>(rank() % rollout_tp)), device_);
     VERL_ASSERT(rollout_tp_group_->size() == rollout_tp && rollout_tp_group_->rank() == rank() % rollout_tp,
                 kActorRolloutRefWorkerComponent, "rollout group of ", rollout_tp_group_->size(), " ranks, expected ",
                 rollout_tp);

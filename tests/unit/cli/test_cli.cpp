@@ -95,6 +95,24 @@ TEST(Cli, ConfigShowOutputReadsAsFloatInPyYaml) {
   EXPECT_EQ(r.out, "float 3e-06 None ['console']\n");
 }
 
+// --validate adds the checks `verl train` makes of the config before it starts (here: batch sizes against the
+// devices, a rollout TP size that does not divide them), as one error line; without it the same config resolves.
+TEST(Cli, ConfigShowValidateRunsTheTrainersChecks) {
+  const std::string config = " --config '" + std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/examples/digit_completion_ppo.yaml'";
+  EXPECT_EQ(run_command(verl_binary() + " config show --validate" + config).exit_code, 0);
+  for (const auto& [override_text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"trainer.n_gpus_per_node=3", "800 responses per step must be divisible by the 3 devices"},
+           {"actor_rollout_ref.rollout.tensor_model_parallel_size=3",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size=3 must divide the rollout's 1 devices"}}) {
+    EXPECT_EQ(run_command(verl_binary() + " config show" + config + " " + override_text).exit_code, 0);
+    CommandResult r = run_command(verl_binary() + " config show --validate" + config + " " + override_text);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
+  }
+}
+
 TEST(Cli, ConfigShowUnknownKeyFailsWithSuggestion) {
   CommandResult r = run_command(verl_binary() + " config show actor_rollout_ref.actor.optim.lrr=1");
   EXPECT_EQ(r.exit_code, 1);
