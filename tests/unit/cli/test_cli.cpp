@@ -98,7 +98,8 @@ TEST(Cli, ConfigShowOutputReadsAsFloatInPyYaml) {
 // --validate adds the checks `verl train` makes of the config before it starts (here: batch sizes against the
 // devices, a rollout TP size that does not divide them), as one error line; without it the same config resolves.
 TEST(Cli, ConfigShowValidateRunsTheTrainersChecks) {
-  const std::string config = " --config '" + std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/examples/digit_completion_ppo.yaml'";
+  const std::string config =
+      " --config '" + std::string(VERL_SOURCE_DIR_FOR_TESTS) + "/examples/digit_completion_ppo.yaml'";
   EXPECT_EQ(run_command(verl_binary() + " config show --validate" + config).exit_code, 0);
   for (const auto& [override_text, message] : std::vector<std::pair<std::string, std::string>>{
            {"trainer.n_gpus_per_node=3", "800 responses per step must be divisible by the 3 devices"},
