@@ -206,57 +206,37 @@ const std::pair<std::string, std::string>& one_rank_run() {
   return run;
 }
 
-TEST(MultiTurnParallel, TensorParallelWithPipelineStagesOrContextParallelEqualsOneRank) {
+// `layouts` under mpirun -np `np` (1 + their slots), each against the 1-rank run.
+void expect_layouts_equal_one_rank(int np, const std::vector<Layout>& layouts) {
   const auto& [one_dir, one_error] = one_rank_run();
   ASSERT_EQ(one_error, "");
-  const std::string tp_dir = make_temp_dir("dist_multi_turn_tp2");
-  CommandResult tp = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(tp_dir, Layout::TensorParallel)));
-  ASSERT_EQ(tp.exit_code, 0) << tp.out << tp.err;
-  expect_same_multi_turn_run(one_dir, tp_dir);
-  const std::string pp_dir = make_temp_dir("dist_multi_turn_tp2_pp2");
-  CommandResult pp =
-      run_command(mpirun(5) + verl_train_command(multi_turn_gae_run(pp_dir, Layout::TensorParallelTwoStages)));
-  ASSERT_EQ(pp.exit_code, 0) << pp.out << pp.err;
-  expect_same_multi_turn_run(one_dir, pp_dir);
-  const std::string cp_dir = make_temp_dir("dist_multi_turn_tp2_cp2");
-  CommandResult cp =
-      run_command(mpirun(5) + verl_train_command(multi_turn_gae_run(cp_dir, Layout::TensorAndContextParallel)));
-  ASSERT_EQ(cp.exit_code, 0) << cp.out << cp.err;
-  expect_same_multi_turn_run(one_dir, cp_dir);
+  for (Layout layout : layouts) {
+    SCOPED_TRACE(static_cast<int>(layout));
+    const std::string dir = make_temp_dir("dist_multi_turn_parallel");
+    CommandResult run = run_command(mpirun(np) + verl_train_command(multi_turn_gae_run(dir, layout)));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    expect_same_multi_turn_run(one_dir, dir);
+  }
 }
 
-TEST(MultiTurnParallel, UlyssesTwoEqualsOneRank) {
-  const auto& [one_dir, one_error] = one_rank_run();
-  ASSERT_EQ(one_error, "");
-  const std::string sp_dir = make_temp_dir("dist_multi_turn_sp2");
-  CommandResult sp = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(sp_dir, Layout::Ulysses)));
-  ASSERT_EQ(sp.exit_code, 0) << sp.out << sp.err;
-  expect_same_multi_turn_run(one_dir, sp_dir);
+TEST(MultiTurnParallel, TensorParallelWithPipelineStagesOrContextParallelEqualsOneRank) {
+  expect_layouts_equal_one_rank(3, {Layout::TensorParallel});
+  expect_layouts_equal_one_rank(5, {Layout::TensorParallelTwoStages, Layout::TensorAndContextParallel});
 }
+
+TEST(MultiTurnParallel, UlyssesTwoEqualsOneRank) { expect_layouts_equal_one_rank(3, {Layout::Ulysses}); }
 
 // fsdp training with a tensor-parallel rollout (verl's usual layout: vLLM TP over the FSDP ranks): both ranks'
 // conversations are driven by the first, the second generates each turn with it on its slices.
 TEST(MultiTurnParallel, FsdpWithATensorParallelRolloutEqualsOneRank) {
-  const auto& [one_dir, one_error] = one_rank_run();
-  ASSERT_EQ(one_error, "");
-  const std::string dir = make_temp_dir("dist_multi_turn_fsdp_rollout_tp2");
-  CommandResult run = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(dir, Layout::FsdpRolloutTp)));
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  expect_same_multi_turn_run(one_dir, dir);
+  expect_layouts_equal_one_rank(3, {Layout::FsdpRolloutTp});
 }
 
 // megatron with a rollout TP unlike the actor's: the copy's first rank drives alone on the gathered whole model
 // (actor TP 2, rollout TP 1: its TP peer is idle), or drives its rollout group on slices cut again (2 stages,
 // rollout TP 2).
 TEST(MultiTurnParallel, MegatronWithARolloutTpUnlikeTheActorsEqualsOneRank) {
-  const auto& [one_dir, one_error] = one_rank_run();
-  ASSERT_EQ(one_error, "");
-  for (Layout layout : {Layout::MegatronTpWholeRollout, Layout::MegatronStagesRolloutTp}) {
-    const std::string dir = make_temp_dir("dist_multi_turn_megatron_rollout_tp");
-    CommandResult run = run_command(mpirun(3) + verl_train_command(multi_turn_gae_run(dir, layout)));
-    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-    expect_same_multi_turn_run(one_dir, dir);
-  }
+  expect_layouts_equal_one_rank(3, {Layout::MegatronTpWholeRollout, Layout::MegatronStagesRolloutTp});
 }
 
 }  // namespace
