@@ -3,7 +3,8 @@
 // broadcast after every update.
 //   - in one process (sampled rollouts) and under mpirun, three GAE steps give the hybrid engine's parameters
 //     and metrics: the rollout always generates with the weights the actor just made;
-//   - 2 actor ranks + 2 rollout ranks (greedy) end where 1 hybrid rank ends;
+//   - 2 actor ranks + 2 rollout ranks (greedy) end where 1 hybrid rank ends, the rollout ranks also as one
+//     tensor-parallel group (rollout.tensor_model_parallel_size=2);
 //   - a resumed run restores the rollout's sampling state and ends bit-identical;
 //   - layouts that cannot run are one error line.
 #include <gtest/gtest.h>
@@ -133,6 +134,28 @@ TEST(SeparateRollout, TwoActorRanksAndTwoRolloutRanksEndWhereOneHybridRankEnds) 
   separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
                                        trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 1e-4);
   EXPECT_TRUE(fs::exists(separate + "/global_step_3/rollout/extra_state_world_size_2_rank_1.json"));
+}
+
+// The two rollout ranks as one tensor-parallel group (rollout.tensor_model_parallel_size=2): the weights broadcast
+// whole, each rollout rank generates both ranks' rows on its slices of them.
+TEST(SeparateRollout, TwoRolloutRanksOfOneTensorParallelGroupEndWhereOneHybridRankEnds) {
+  const std::vector<std::string> greedy = {"actor_rollout_ref.rollout.do_sample=false", "trainer.balance_batch=false"};
+  const std::string hybrid = make_temp_dir("rollout_tp_hybrid");
+  const std::string separate = make_temp_dir("rollout_tp_separate");
+  CommandResult one = run_command(verl_train_command(separate_rollout_gae_run(hybrid, true, greedy)));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> layout = greedy;
+  for (const char* extra : {"trainer.n_gpus_per_node=2", "rollout.n_gpus_per_node=2",
+                            "actor_rollout_ref.rollout.tensor_model_parallel_size=2"}) {
+    layout.push_back(extra);
+  }
+  CommandResult four = run_command(mpirun(5) + verl_train_command(separate_rollout_gae_run(separate, false, layout)));
+  ASSERT_EQ(four.exit_code, 0) << four.out << four.err;
+  for (const char* role : {"actor", "critic"}) {
+    EXPECT_LT(max_difference(weights(separate, role, 2, 0), weights(hybrid, role)), 1e-5) << role;
+  }
+  separate_rollout_expect_same_metrics(trainer::read_metrics_jsonl(separate + "/metrics.jsonl"),
+                                       trainer::read_metrics_jsonl(hybrid + "/metrics.jsonl"), 1e-4);
 }
 
 TEST(SeparateRollout, LayoutsThatCannotRunAreOneErrorLine) {
