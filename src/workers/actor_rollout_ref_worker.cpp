@@ -440,25 +440,22 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   const int64_t rollout_replica = rollout_tp_group_ ? rank() / rollout_tp : dp_rank_;
   rollout_generator_ =
       at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(arr.rollout.seed + rollout_replica));
+  // Which ranks generate. Only a model copy's first rank's rows are collected, so only the ranks generating with
+  // it do: its TP group (the copy's first T ranks: stage 0, context-parallel rank 0), or the rollout group holding
+  // it, or it alone on the whole weights (rollout TP 1 under megatron TP). The copy's other ranks gather the
+  // weights with them and then wait (on a shared CPU their cores go to the generating ranks). Under fsdp every
+  // rank's rows are collected.
+  const int64_t in_copy = rank() % copy_size();
+  const int64_t generating_ranks = rollout_tp_group_ ? rollout_tp_group_->size() : rollout_regathers_ ? 1 : tp_size_;
+  generates_ = rollout_tp_group_ ? (rank() - rank() % rollout_tp) % copy_size() == 0 : in_copy < generating_ranks;
   // Tools and interactions load here, so that a bad tool config fails before training starts.
   if (is_rollout_ && arr.rollout.multi_turn.enable) {
     multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
-    // The copy's first rank drives its conversations; the rest of its TP group (the copy's first T ranks: stage 0,
-    // context-parallel rank 0) generates with it; the other stages' and CP ranks' outputs are not collected.
-    // With rollout groups of their own, the group holding the copy's first rank drives its copies' rows (the
-    // group's first rank) and the copy's other groups are idle; alone on the whole weights, the copy's first rank.
-    const int64_t in_copy = rank() % copy_size();
-    if (rollout_tp_group_) {
-      const bool holds_copy_start = (rank() - rank() % rollout_tp) % copy_size() == 0;
-      multi_turn_part_ = !holds_copy_start                ? MultiTurnPart::Idle
-                         : rollout_tp_group_->rank() == 0 ? MultiTurnPart::Drive
-                                                          : MultiTurnPart::FollowTensorParallel;
-    } else {
-      const int64_t tp_size = rollout_regathers_ ? 1 : tp_size_;
-      multi_turn_part_ = in_copy == 0        ? MultiTurnPart::Drive
-                         : in_copy < tp_size ? MultiTurnPart::FollowTensorParallel
-                                             : MultiTurnPart::Idle;
-    }
+    // The generating group's first rank drives the conversations, the rest of the group generates with it.
+    const int64_t in_group = rollout_tp_group_ ? rollout_tp_group_->rank() : in_copy;
+    multi_turn_part_ = !generates_      ? MultiTurnPart::Idle
+                       : in_group == 0 ? MultiTurnPart::Drive
+                                       : MultiTurnPart::FollowTensorParallel;
   }
   if (is_rollout_ && arr.rollout.trace.backend) {
     trace_writer_ = agent::make_rollout_trace_writer(*arr.rollout.trace.backend, arr.rollout.trace.project_name);
@@ -614,7 +611,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
   // ranks' rows together, on slices of the whole weights, and each rank keeps its own rows of the output (verl's
   // vLLM TP replica over its trainer ranks).
   const GroupRows group_rows =
-      rollout_tp_group_
+      rollout_tp_group_ && generates_
           ? gather_group_rows(prompts, *rollout_tp_group_, rank() - rank() % rollout_tp_group_->size(), copy_size())
           : GroupRows{};
   const DataProto& rollout_prompts = rollout_tp_group_ ? group_rows.rows : prompts;
@@ -636,6 +633,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     // unlike the actor's, the whole model (every stage and slice gathered), cast, then sliced for the rollout group.
     model::CausalLM generator =
         rollout_regathers_ ? model::gather_full_model(actor_module_) : model::gather_pipeline_stages(actor_module_);
+    // A rank whose rows are not collected stops here, having gathered the weights with the others.
+    if (!generates_) return DataProto();
     model::ScopedParameterCast cast(*generator, rollout_dtype);
     model::CausalLM sliced{nullptr};
     if (rollout_tp_group_) sliced = model::shard_model(generator, model::TensorParallelGroup{rollout_tp_group_});

@@ -130,7 +130,8 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::unique_ptr<DataParallelPPOActor> ref_policy_;
   std::optional<at::Generator> rollout_generator_;
   std::unique_ptr<MultiTurnRollout> multi_turn_;  // rollout.multi_turn.enable: the tool agent loop
-  MultiTurnPart multi_turn_part_ = MultiTurnPart::Drive;     // this rank's part in its model copy's loop
+  MultiTurnPart multi_turn_part_ = MultiTurnPart::Drive;  // this rank's part in its model copy's loop
+  bool generates_ = true;  // this rank generates (its rows are collected, or it generates with a rank whose are)
   std::unique_ptr<agent::RolloutTraceWriter> trace_writer_;  // rollout.trace.backend: verl's rollout traces
 };
 
