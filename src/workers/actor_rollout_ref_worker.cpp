@@ -453,7 +453,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
     // The generating group's first rank drives the conversations, the rest of the group generates with it.
     const int64_t in_group = rollout_tp_group_ ? rollout_tp_group_->rank() : in_copy;
-    multi_turn_part_ = !generates_      ? MultiTurnPart::Idle
+    multi_turn_part_ = !generates_     ? MultiTurnPart::Idle
                        : in_group == 0 ? MultiTurnPart::Drive
                                        : MultiTurnPart::FollowTensorParallel;
   }
