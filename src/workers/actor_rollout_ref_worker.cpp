@@ -446,16 +446,16 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
   // weights with them and then wait (on a shared CPU their cores go to the generating ranks). Under fsdp every
   // rank's rows are collected.
   const int64_t in_copy = rank() % copy_size();
-  const int64_t generating_ranks = rollout_tp_group_ ? rollout_tp_group_->size() : rollout_regathers_ ? 1 : tp_size_;
-  generates_ = rollout_tp_group_ ? (rank() - rank() % rollout_tp) % copy_size() == 0 : in_copy < generating_ranks;
+  generates_ = rollout_tp_group_ ? (rank() - rank() % rollout_tp) % copy_size() == 0
+                                 : in_copy < (rollout_regathers_ ? 1 : tp_size_);
+  // The first rank of each generating group: it drives the multi-turn conversations and traces the group's rows.
+  leads_generation_ = generates_ && (rollout_tp_group_ ? rollout_tp_group_->rank() : in_copy) == 0;
   // Tools and interactions load here, so that a bad tool config fails before training starts.
   if (is_rollout_ && arr.rollout.multi_turn.enable) {
     multi_turn_ = std::make_unique<MultiTurnRollout>(*config_);
-    // The generating group's first rank drives the conversations, the rest of the group generates with it.
-    const int64_t in_group = rollout_tp_group_ ? rollout_tp_group_->rank() : in_copy;
-    multi_turn_part_ = !generates_     ? MultiTurnPart::Idle
-                       : in_group == 0 ? MultiTurnPart::Drive
-                                       : MultiTurnPart::FollowTensorParallel;
+    multi_turn_part_ = !generates_         ? MultiTurnPart::Idle
+                       : leads_generation_ ? MultiTurnPart::Drive
+                                           : MultiTurnPart::FollowTensorParallel;
   }
   if (is_rollout_ && arr.rollout.trace.backend) {
     trace_writer_ = agent::make_rollout_trace_writer(*arr.rollout.trace.backend, arr.rollout.trace.project_name);
@@ -647,11 +647,8 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
                               rollout_prompts.tensor("attention_mask"), params);
     }
   }
-  // The multi-turn rollout's conversations (and their traces) are the driving rank's; a tensor-parallel rollout
-  // group's rows are traced once, by its first rank.
-  const bool traces_rows =
-      multi_turn_ ? multi_turn_part_ == MultiTurnPart::Drive : !rollout_tp_group_ || rollout_tp_group_->rank() == 0;
-  if (trace_writer_ && traces_rows) {
+  // A generating group's rows are traced once, by its first rank (the multi-turn driver, which holds the runs).
+  if (trace_writer_ && leads_generation_) {
     write_rollout_traces(*trace_writer_, rollout_cfg.trace, rollout_prompts, params, seed, multi_turn_ ? nullptr : &out,
                          std::move(agent_runs), trace_start, agent::trace_clock_ns());
   }
@@ -662,7 +659,7 @@ DataProto ActorRolloutRefWorker::generate_sequences(const DataProto& prompts) {
     out_meta["timing"] = {{"generate_sequences", secs}};
   }
   if (multi_turn_) {
-    if (rollout_tp_group_ && multi_turn_part_ != MultiTurnPart::Idle) {
+    if (rollout_tp_group_) {
       // The driver's conversations cover the group's rows: sent to the others, each keeps its own.
       std::string bytes = rollout_tp_group_->rank() == 0 ? multi_turn_out.serialize() : std::string();
       rollout_tp_group_->broadcast_bytes(bytes, 0);

@@ -132,6 +132,7 @@ class ActorRolloutRefWorker : public single_controller::Worker {
   std::unique_ptr<MultiTurnRollout> multi_turn_;  // rollout.multi_turn.enable: the tool agent loop
   MultiTurnPart multi_turn_part_ = MultiTurnPart::Drive;  // this rank's part in its model copy's loop
   bool generates_ = true;  // this rank generates (its rows are collected, or it generates with a rank whose are)
+  bool leads_generation_ = true;                             // the first rank of its generating group
   std::unique_ptr<agent::RolloutTraceWriter> trace_writer_;  // rollout.trace.backend: verl's rollout traces
 };
 
