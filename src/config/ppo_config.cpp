@@ -475,8 +475,7 @@ int64_t read_ulysses_size(ConfigReader& in, const std::string& role_key, const s
   return size;
 }
 
-// verl's megatron config under `p`. Tensor, context and pipeline parallelism are implemented: Megatron's sequence
-// parallelism accepts its "off" value and anything else is an error naming the key.
+// verl's megatron config under `p`: tensor, context, pipeline and Megatron's sequence parallelism.
 MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains) {
   MegatronConfig m;
   m.tensor_model_parallel_size = in.get_int(p + ".tensor_model_parallel_size");
@@ -488,9 +487,8 @@ MegatronConfig read_megatron(ConfigReader& in, const std::string& p, bool trains
   check_positive(m.virtual_pipeline_model_parallel_size, p + ".virtual_pipeline_model_parallel_size");
   m.context_parallel_size = in.get_int(p + ".context_parallel_size");
   check_positive(m.context_parallel_size, p + ".context_parallel_size");
-  VERL_CHECK(!in.get_bool(p + ".sequence_parallel"), "config", p,
-             ".sequence_parallel=true is not implemented: activations outside the tensor-parallel layers stay whole "
-             "on every rank (set it to false)");
+  // verl's McoreEngineConfig turns it off without tensor parallelism (nothing to split over).
+  m.sequence_parallel = in.get_bool(p + ".sequence_parallel") && m.tensor_model_parallel_size > 1;
   m.param_offload = in.get_bool(p + ".param_offload");
   if (trains) {
     m.use_distributed_optimizer = in.get_bool(p + ".use_distributed_optimizer");

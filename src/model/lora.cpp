@@ -150,18 +150,26 @@ torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const
 }
 
 torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Tensor& x_shard, const LoraState* state,
-                                       const TensorParallelGroup& tp) {
+                                       const TensorParallelGroup& tp, bool scatter_sequence) {
   if (!tp.active()) return lora_linear(proj, x_shard, state);
   auto* a = child_linear(proj, "lora_A");
   if (state == nullptr || !state->side_path() || a == nullptr) {
-    return parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
+    return scatter_sequence ? parallel::row_parallel_linear_to_sequence_chunks(x_shard, proj->weight, proj->bias,
+                                                                              /*seq_dim=*/1, tp.comm)
+                            : parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
   }
   auto* b = child_linear(proj, "lora_B");
   namespace F = torch::nn::functional;
   // sum_r s (x_r A_r^T) B^T = s (x A^T) B^T: the side path rides in the base's all-reduce. B multiplies a partial
   // sum on each rank, so its gradient is summed over the group.
   const auto side = F::linear(F::linear(x_shard, a->weight), parallel::copy_to_tp_region(b->weight, tp.comm));
-  auto y = parallel::reduce_from_tp_region(F::linear(x_shard, proj->weight) + side * state->spec.scale(), tp.comm);
+  const auto partial = F::linear(x_shard, proj->weight) + side * state->spec.scale();
+  if (scatter_sequence) {
+    // Each rank adds the bias to its own tokens only: its gradient is summed over the group.
+    const auto y = parallel::reduce_scatter_to_sequence_parallel_region(partial, /*dim=*/1, tp.comm);
+    return proj->bias.defined() ? y + parallel::copy_to_tp_region(proj->bias, tp.comm) : y;
+  }
+  auto y = parallel::reduce_from_tp_region(partial, tp.comm);
   return proj->bias.defined() ? y + proj->bias : y;
 }
 

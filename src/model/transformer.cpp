@@ -70,15 +70,26 @@ AttentionImpl::AttentionImpl(const HFConfig& c, TensorParallelGroup tp_)
 }
 
 namespace {
-// The input of a column-parallel projection: the same on every rank; its gradient is summed over the group.
-torch::Tensor column_input(const torch::Tensor& x, const TensorParallelGroup& tp) {
+// Whether this forward's hidden states are chunks of the tokens (Megatron's sequence parallelism): never with a cache.
+bool sequence_chunks(const TensorParallelGroup& tp, const KVCache* cache) {
+  return tp.scatter_sequence && tp.active() && cache == nullptr;
+}
+// The input of a column-parallel projection: the same on every rank; its gradient is summed over the group. Under
+// sequence parallelism (`chunks`) every rank's chunk of x gathered (the gradient reduce-scattered back), cut to
+// `length` tokens when given (attention; the MLP runs on the chunks' padding too, which its output drops).
+torch::Tensor column_input(const torch::Tensor& x, const TensorParallelGroup& tp, bool chunks = false,
+                           int64_t length = -1) {
+  if (chunks) {
+    const auto whole = parallel::gather_from_sequence_parallel_region(x, /*dim=*/1, tp.comm, /*sum_gradient=*/true);
+    return length >= 0 ? whole.narrow(1, 0, length) : whole;
+  }
   return tp.active() ? parallel::copy_to_tp_region(x, tp.comm) : x;
 }
 // A row-parallel projection (o, down): this rank's partial product (with its LoRA side path, model/lora.h),
-// summed over the group, bias added once.
+// summed over the group, bias added once; under sequence parallelism (`chunks`) this rank's chunk of the sum.
 torch::Tensor row_output(torch::nn::Linear& proj, const torch::Tensor& x_shard, const TensorParallelGroup& tp,
-                         const LoraState* lora) {
-  return lora_row_parallel_linear(proj, x_shard, lora, tp);
+                         const LoraState* lora, bool chunks = false) {
+  return lora_row_parallel_linear(proj, x_shard, lora, tp, chunks);
 }
 }  // namespace
 
@@ -90,8 +101,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                 "a packed attention runs without a cache and without Ulysses");
     return forward_packed(x, cos, sin, mask_bias, packed);
   }
-  const int64_t B = x.size(0), T_local = x.size(1);
-  const auto xin = column_input(x, tp);
+  // Under Megatron's sequence parallelism x is this rank's chunk of the tokens: gathered to cos's T_local.
+  const bool chunks = sequence_chunks(tp, cache);
+  const auto xin = column_input(x, tp, chunks, cos.size(1));
+  const int64_t B = xin.size(0), T_local = xin.size(1);
   auto q = lora_linear(q_proj, xin, lora.get(), tp).view({B, T_local, num_heads, head_dim});
   auto k = lora_linear(k_proj, xin, lora.get(), tp).view({B, T_local, num_kv_heads, head_dim});
   auto v = lora_linear(v_proj, xin, lora.get(), tp).view({B, T_local, num_kv_heads, head_dim}).transpose(1, 2);
@@ -136,7 +149,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     auto out = ulysses ? parallel::gather_heads_scatter_seq(attended, /*head_dim=*/1, /*seq_dim=*/2,
                                                             sequence_parallel.comm)
                        : attended;
-    return row_output(o_proj, out.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get());
+    return row_output(o_proj, out.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get(),
+                      chunks);
   };
   torch::Tensor keys = k, vals = v;
   if (cache != nullptr && cache->write_index.defined()) {
@@ -187,10 +201,11 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                             const torch::Tensor& mask_bias, const torch::Tensor& packed) {
-  const int64_t N = x.size(1), B = mask_bias.size(0), T = mask_bias.size(3);
-  VERL_ASSERT(x.size(0) == 1 && packed.size(0) == N, kTransformerComponent, "packed attention: x ", x.sizes(), " for ",
-              packed.size(0), " packed positions");
-  const auto xin = column_input(x, tp);
+  const bool chunks = sequence_chunks(tp, nullptr);
+  const auto xin = column_input(x, tp, chunks, cos.size(1));  // the whole N tokens under sequence parallelism
+  const int64_t N = xin.size(1), B = mask_bias.size(0), T = mask_bias.size(3);
+  VERL_ASSERT(xin.size(0) == 1 && packed.size(0) == N, kTransformerComponent, "packed attention: x ", xin.sizes(),
+              " for ", packed.size(0), " packed positions");
   auto q = lora_linear(q_proj, xin, lora.get(), tp).view({N, num_heads, head_dim});
   auto k = lora_linear(k_proj, xin, lora.get(), tp).view({N, num_kv_heads, head_dim});
   auto v = lora_linear(v_proj, xin, lora.get(), tp).view({N, num_kv_heads, head_dim});
@@ -207,7 +222,7 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const torch:
   const auto padded = [&](const torch::Tensor& t) { return tokens.unpack(t).transpose(1, 2); };  // [B,heads,T,D]
   const auto attended = attend(padded(q), padded(k), padded(v), mask_bias);
   const auto out = tokens.pack(attended.transpose(1, 2));  // [N,heads,D]
-  return row_output(o_proj, out.reshape({1, N, num_heads * head_dim}), tp, lora.get());
+  return row_output(o_proj, out.reshape({1, N, num_heads * head_dim}), tp, lora.get(), chunks);
 }
 
 MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_, int64_t intermediate_size) : tp(std::move(tp_)) {
@@ -218,11 +233,12 @@ MLPImpl::MLPImpl(const HFConfig& c, TensorParallelGroup tp_, int64_t intermediat
   down_proj = register_module("down_proj", make_linear(intermediate, c.hidden_size, bias));
 }
 
-torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  const auto xin = column_input(x, tp);
+torch::Tensor MLPImpl::forward(const torch::Tensor& x, bool sequence_chunks) {
+  const bool chunks = sequence_chunks && tp.active();
+  const auto xin = column_input(x, tp, chunks);
   const auto* l = lora.get();
   const auto act = torch::silu(lora_linear(gate_proj, xin, l, tp)) * lora_linear(up_proj, xin, l, tp);
-  return row_output(down_proj, act, tp, l);
+  return row_output(down_proj, act, tp, l, chunks);
 }
 
 SparseMoeBlockImpl::SparseMoeBlockImpl(const HFConfig& c, TensorParallelGroup tp)
@@ -278,6 +294,7 @@ DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp, in
   }
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  if (sequence_chunks(tp, nullptr)) input_layernorm->partial_gradient_group = post_attention_layernorm->partial_gradient_group = tp.comm;
 }
 
 namespace {
@@ -365,7 +382,15 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   }
   auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask_bias, cache, layer, packed);
   const auto normed = post_attention_layernorm->forward(h);
-  return h + (mlp ? mlp->forward(normed) : sparse_mlp->forward(normed));
+  const auto& tp = self_attn->tp;
+  const bool chunks = sequence_chunks(tp, cache);
+  if (mlp) return h + mlp->forward(normed, chunks);
+  if (!chunks) return h + sparse_mlp->forward(normed);
+  // Megatron's sequence parallelism: the router and the experts take every token on every rank (each expert split
+  // as a dense MLP), so the chunks are gathered around them; the gathered tokens are used the same on every rank.
+  const auto tokens = parallel::gather_from_sequence_parallel_region(normed, /*dim=*/1, tp.comm, /*sum_gradient=*/false)
+                          .narrow(1, 0, cos.size(1));
+  return h + parallel::scatter_to_sequence_parallel_region(sparse_mlp->forward(tokens), /*dim=*/1, tp.comm);
 }
 
 torch::Tensor rope_inv_freq(const HFConfig& c) {
@@ -481,7 +506,10 @@ DecoderImpl::DecoderImpl(const HFConfig& c, TensorParallelGroup tp_, PipelinePar
     layer_list.push_back(DecoderLayer(c, tp, i));
     layers->push_back(layer_list.back());
   }
-  if (pp.last()) norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  if (pp.last()) {
+    norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+    if (sequence_chunks(tp, nullptr)) norm->partial_gradient_group = tp.comm;
+  }
   inv_freq = rope_inv_freq(c);
 }
 
@@ -523,9 +551,11 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   const auto positions = split ? parallel::slice_sequence(position_ids, 1, *sequence_parallel.comm) : position_ids;
   VERL_ASSERT(!pp.active() || cache == nullptr, kTransformerComponent,
               "a pipeline stage runs no KV-cache forward (generation runs on the gathered model)");
-  // embedding_rows: the table may be packed for the decode step (tied to the LM head).
+  // embedding_rows: the table may be packed for the decode step (tied to the LM head). Under Megatron's sequence
+  // parallelism the lookup is reduce-scattered into this rank's chunk of the tokens.
+  const int64_t scatter_dim = sequence_chunks(tp, cache) ? 1 : -1;
   auto h = !pp.first()   ? parallel::receive_activation(pp.links, device, backpropagated(*this))
-           : tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm)
+           : tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm, scatter_dim)
                          : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
   // Ulysses attends over the whole sequence: the whole mask. A context-parallel rank's queries are its own positions:
@@ -551,8 +581,9 @@ torch::Tensor DecoderImpl::forward_packed(const torch::Tensor& input_ids, const 
   const auto device = weight_options().device();
   const auto dtype = weight_options().dtype().toScalarType();
   const auto ids = packing.pack(input_ids.to(device)).unsqueeze(0);  // [1,N]
+  const int64_t scatter_dim = sequence_chunks(tp, nullptr) ? 1 : -1;
   auto h = !pp.first()   ? parallel::receive_activation(pp.links, device, backpropagated(*this))
-           : tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm)
+           : tp.active() ? parallel::vocab_parallel_embedding(ids, embed_tokens->weight, tp.comm, scatter_dim)
                          : embedding_rows(embed_tokens->weight, ids);
   const auto [cos, sin] =
       rotary(inv_freq, packing.pack(position_ids.to(device)).unsqueeze(0), dtype, rope_attention_scaling(config));
@@ -585,12 +616,20 @@ torch::Tensor DecoderImpl::run_layers(torch::Tensor h, const torch::Tensor& cos,
   if (cache) cache->length += T;
   if (!pp.last()) {
     pipeline_output = h;  // the head's outputs are the last stage's: pipeline_head_outputs sends h there
+    // Under Megatron's sequence parallelism h is this rank's chunk of the tokens; callers cut the response positions
+    // out of what a stage returns before asking for the head's outputs, so it keeps the whole length (zeros, no
+    // memory: only the last stage's values are used).
+    if (sequence_chunks(tp, cache)) return torch::zeros({1, 1, 1}, h.options()).expand({B, cos.size(1), h.size(2)});
     return h;
   }
   if (cache && T == 1 && decode_kernels_apply(h) && norm->weight.scalar_type() == torch::kFloat32) {
     return rms_norm_rows(h.reshape({B, -1}), norm->weight, norm->eps).view(h.sizes());
   }
-  return norm->forward(h);
+  if (!sequence_chunks(tp, cache)) return norm->forward(h);
+  // Megatron's sequence parallelism: the normed chunks gathered to cos's length of tokens, which the heads use the
+  // same on every rank (the LM head's column-parallel input sums its gradient itself).
+  return parallel::gather_from_sequence_parallel_region(norm->forward(h), /*dim=*/1, tp.comm, /*sum_gradient=*/false)
+      .narrow(1, 0, cos.size(1));
 }
 
 CausalLMImpl::CausalLMImpl(const HFConfig& c, HeadKind head_, TensorParallelGroup tp_, PipelineParallelGroup pp_)
@@ -722,6 +761,19 @@ void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> grou
   }
   model->model->sequence_parallel = sp;
   for (auto& layer : model->model->layer_list) layer->self_attn->sequence_parallel = sp;
+}
+
+void set_megatron_sequence_parallel(CausalLM& model, bool on) {
+  auto& decoder = *model->model;
+  const bool active = on && decoder.tp.active();
+  model->tp.scatter_sequence = decoder.tp.scatter_sequence = active;
+  const auto partial = active ? decoder.tp.comm : nullptr;
+  for (auto& layer : decoder.layer_list) {
+    layer->self_attn->tp.scatter_sequence = active;
+    if (layer->mlp) layer->mlp->tp.scatter_sequence = active;
+    layer->input_layernorm->partial_gradient_group = layer->post_attention_layernorm->partial_gradient_group = partial;
+  }
+  if (decoder.norm) decoder.norm->partial_gradient_group = partial;
 }
 
 void set_attention_kernel(CausalLM& model, AttentionKernel kernel) {

@@ -1,6 +1,7 @@
 #include "verl/parallel/tensor_parallel.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "autograd_comm.h"
 #include "verl/common/error.h"
@@ -53,6 +54,75 @@ struct GatherFromRegion : public torch::autograd::Function<GatherFromRegion> {
   }
 };
 
+// Megatron's sequence parallelism: a dimension of length n cut into comm.size() chunks of ceil(n / size), the
+// tensor padded with zeros at the end to size * ceil(n / size).
+int64_t chunk_length(int64_t n, int size) { return (n + size - 1) / size; }
+
+torch::Tensor padded_for_chunks(const torch::Tensor& x, int64_t dim, int size) {
+  const int64_t n = x.size(dim);
+  const int64_t pad = chunk_length(n, size) * size - n;
+  if (pad == 0) return x;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape[dim] = pad;
+  return torch::cat({x, torch::zeros(shape, x.options())}, dim);
+}
+
+torch::Tensor own_chunk(const torch::Tensor& x, int64_t dim, const Comm& comm) {
+  const auto padded = padded_for_chunks(x, dim, comm.size());
+  const int64_t chunk = padded.size(dim) / comm.size();
+  return padded.narrow(dim, comm.rank() * chunk, chunk).contiguous();
+}
+
+// Rank r gets chunk r of the sum over the ranks of x (padded), along `dim`.
+torch::Tensor reduce_scattered(const torch::Tensor& x, int64_t dim, Comm& comm) {
+  const auto padded = padded_for_chunks(x, dim, comm.size());
+  return comm.reduce_scatter(padded.movedim(dim, 0).contiguous(), ReduceOp::Sum).movedim(0, dim).contiguous();
+}
+
+struct ScatterToSequence : public torch::autograd::Function<ScatterToSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm) {
+    save_comm(ctx, comm);
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["length"] = x.size(dim);
+    return own_chunk(x, dim, *comm);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    const auto whole = detail::all_gather_along(grad[0], dim, saved_comm(ctx));
+    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct GatherFromSequence : public torch::autograd::Function<GatherFromSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& chunk, int64_t dim, Comm* comm,
+                               bool sum_gradient) {
+    save_comm(ctx, comm);
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["sum_gradient"] = sum_gradient;
+    return detail::all_gather_along(chunk, dim, *comm);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    Comm& comm = saved_comm(ctx);
+    auto g = ctx->saved_data["sum_gradient"].toBool() ? reduce_scattered(grad[0], dim, comm) : own_chunk(grad[0], dim, comm);
+    return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct ReduceScatterToSequence : public torch::autograd::Function<ReduceScatterToSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm) {
+    save_comm(ctx, comm);
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["length"] = x.size(dim);
+    return reduce_scattered(x, dim, *comm);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    const auto whole = detail::all_gather_along(grad[0], dim, saved_comm(ctx));
+    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 Comm& checked_tp_comm(const std::shared_ptr<Comm>& comm) {
   VERL_CHECK(comm != nullptr, kTensorParallelComponent,
              "tensor parallelism needs the tensor-parallel group's communicator");
@@ -79,6 +149,44 @@ torch::Tensor gather_from_tp_region(const torch::Tensor& x, const std::shared_pt
   return GatherFromRegion::apply(x, &c);
 }
 
+namespace {
+int64_t checked_dim(const torch::Tensor& x, int64_t dim) {
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  VERL_CHECK(d >= 0 && d < x.dim(), kTensorParallelComponent, "no dimension ", dim, " in a tensor of shape ",
+             x.sizes());
+  return d;
+}
+}  // namespace
+
+torch::Tensor scatter_to_sequence_parallel_region(const torch::Tensor& x, int64_t dim,
+                                                  const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked_tp_comm(comm);
+  if (c.size() == 1) return x;
+  return ScatterToSequence::apply(x, checked_dim(x, dim), &c);
+}
+
+torch::Tensor gather_from_sequence_parallel_region(const torch::Tensor& chunk, int64_t dim,
+                                                   const std::shared_ptr<Comm>& comm, bool sum_gradient) {
+  Comm& c = checked_tp_comm(comm);
+  if (c.size() == 1) return chunk;
+  return GatherFromSequence::apply(chunk, checked_dim(chunk, dim), &c, sum_gradient);
+}
+
+torch::Tensor reduce_scatter_to_sequence_parallel_region(const torch::Tensor& x, int64_t dim,
+                                                         const std::shared_ptr<Comm>& comm) {
+  Comm& c = checked_tp_comm(comm);
+  if (c.size() == 1) return x;
+  return ReduceScatterToSequence::apply(x, checked_dim(x, dim), &c);
+}
+
+torch::Tensor row_parallel_linear_to_sequence_chunks(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
+                                                     const torch::Tensor& bias, int64_t seq_dim,
+                                                     const std::shared_ptr<Comm>& comm) {
+  torch::Tensor y =
+      reduce_scatter_to_sequence_parallel_region(torch::nn::functional::linear(x_shard, weight_shard), seq_dim, comm);
+  return bias.defined() ? y + copy_to_tp_region(bias, comm) : y;
+}
+
 torch::Tensor tp_shard(const torch::Tensor& full, int64_t dim, const Comm& comm) {
   const int64_t d = dim < 0 ? dim + full.dim() : dim;
   VERL_CHECK(d >= 0 && d < full.dim() && full.size(d) % comm.size() == 0, kTensorParallelComponent,
@@ -101,12 +209,13 @@ torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Ten
 }
 
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
-                                       const std::shared_ptr<Comm>& comm) {
+                                       const std::shared_ptr<Comm>& comm, int64_t scatter_dim) {
   Comm& c = checked_tp_comm(comm);
   const int64_t rows = weight_shard.size(0);
   torch::Tensor local = ids - c.rank() * rows;
   torch::Tensor mine = ((local >= 0) & (local < rows)).unsqueeze(-1);
   torch::Tensor looked_up = torch::embedding(weight_shard, local.clamp(0, rows - 1)) * mine;
+  if (scatter_dim >= 0) return reduce_scatter_to_sequence_parallel_region(looked_up, scatter_dim, comm);
   return reduce_from_tp_region(looked_up, comm);
 }
 

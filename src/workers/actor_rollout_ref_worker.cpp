@@ -376,6 +376,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     }
     if (is_actor_) {
       set_sequence_split(actor_module_, actor_sp_group, actor_sp_key);
+      model::set_megatron_sequence_parallel(actor_module_, actor_cfg_.megatron.sequence_parallel);
       actor_module_->model->gradient_checkpointing = arr.model.enable_gradient_checkpointing;
       actor_module_->remove_padding = arr.model.use_remove_padding;
       const auto& fsdp = actor_cfg_.fsdp_config;
@@ -425,6 +426,7 @@ DataProto ActorRolloutRefWorker::init_model(const DataProto& in) {
     ref_module_->remove_padding = arr.model.use_remove_padding;
     freeze(ref_module_);
     set_sequence_split(ref_module_, ref_sp_group, ref_sp_key);
+    model::set_megatron_sequence_parallel(ref_module_, arr.ref.megatron.sequence_parallel);
     if (copy_size() == 1 && arr.ref.fsdp_config.reshard_after_forward) {
       ref_sharded_ = fully_shard(ref_module_, layout.dp, -1, "actor_rollout_ref.ref.fsdp_config", "ref");
     }

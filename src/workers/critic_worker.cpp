@@ -192,6 +192,7 @@ DataProto CriticWorker::init_model(const DataProto& in) {
     model::set_sequence_parallel(*module_, layout.cp, "critic.megatron.context_parallel_size",
                                  model::SequenceSplit::ContextParallel);
   }
+  model::set_megatron_sequence_parallel(*module_, config_->critic.megatron.sequence_parallel);
   (*module_)->train();
   const auto& fsdp = config_->critic.model.fsdp_config;
   // fsdp_config.mixed_precision.reduce_dtype: the dtype of the gradients' data-parallel reduction (fsdp only).

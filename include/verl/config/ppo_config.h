@@ -155,6 +155,9 @@ struct MegatronConfig {
   int64_t pipeline_model_parallel_size = 1;          // stages of the layers (model/pipeline_parallel_model.h)
   int64_t virtual_pipeline_model_parallel_size = 1;  // runs of layers per stage (null: 1)
   int64_t context_parallel_size = 1;                 // ranks splitting each sequence (parallel/context_parallel.h)
+  // Megatron's sequence parallelism (model::set_megatron_sequence_parallel); false with tensor_model_parallel_size 1
+  // whatever the key says, as verl's McoreEngineConfig corrects it.
+  bool sequence_parallel = true;
   bool use_distributed_optimizer = true;  // ZeRO-2 over the data-parallel ranks (each TP slice sharded)
   bool param_offload = false;             // CPU: no-ops, as fsdp_config's
   bool grad_offload = false;

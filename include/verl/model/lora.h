@@ -66,8 +66,10 @@ torch::Tensor lora_linear(torch::nn::Linear& proj, const torch::Tensor& x, const
                           const TensorParallelGroup& tp = {});
 // A row-parallel projection (o, down) on this rank's input columns: sum over `tp` of x_r W_r^T + s (x_r A_r^T) B^T
 // in one all-reduce, then + b; the output whole on every rank. Without an active `tp`, lora_linear.
+// `scatter_sequence` (Megatron's sequence parallelism): the sum reduce-scattered along dim 1 instead, the output
+// this rank's chunk of the tokens (parallel/tensor_parallel.h).
 torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Tensor& x_shard, const LoraState* state,
-                                       const TensorParallelGroup& tp);
+                                       const TensorParallelGroup& tp, bool scatter_sequence = false);
 // Whether `proj` carries an adapter.
 bool has_adapter(const torch::nn::Linear& proj);
 

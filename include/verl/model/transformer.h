@@ -43,6 +43,10 @@ struct LoraState;  // model/lora.h
 // This rank's tensor-parallel group; no communicator (or one rank): the whole model.
 struct TensorParallelGroup {
   std::shared_ptr<parallel::Comm> comm;
+  // Megatron's sequence parallelism (megatron.sequence_parallel; set_megatron_sequence_parallel): in a forward
+  // without a cache, the hidden states outside the tensor-parallel regions (embedding output, norms, residual adds,
+  // the stages' sends) are this rank's chunk of the tokens; the final-normed output is gathered whole.
+  bool scatter_sequence = false;
   bool active() const { return comm != nullptr && comm->size() > 1; }
   int64_t size() const { return active() ? comm->size() : 1; }
   int64_t rank() const { return active() ? comm->rank() : 0; }
@@ -150,7 +154,9 @@ TORCH_MODULE(Attention);
 struct MLPImpl : torch::nn::Module {
   // `intermediate_size` 0: the config's (an expert's MLP passes moe_intermediate_size).
   explicit MLPImpl(const HFConfig& config, TensorParallelGroup tp = {}, int64_t intermediate_size = 0);
-  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  // down(silu(gate(x)) * up(x)). `sequence_chunks` (Megatron's sequence parallelism, active tp): x is this rank's
+  // chunk of the tokens, gathered before gate / up, and the output this rank's chunk of down's reduce-scatter.
+  torch::Tensor forward(const torch::Tensor& x, bool sequence_chunks = false);
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   TensorParallelGroup tp;
   std::shared_ptr<LoraState> lora;  // model/lora.h: adapters on gate/up/down_proj; null: none
@@ -310,6 +316,12 @@ std::vector<torch::Tensor> fused_decode_weights(CausalLM& model, const KVCache& 
 // by it, or with tensor or pipeline parallelism; context parallelism composes with both.
 void set_sequence_parallel(CausalLM& model, std::shared_ptr<parallel::Comm> group, const std::string& key,
                            SequenceSplit split = SequenceSplit::Ulysses);
+
+// Megatron's sequence parallelism (megatron.sequence_parallel) on a tensor-parallel model, or off: the same
+// outputs and gradients, with the activations outside the tensor-parallel regions cut over the group
+// (TensorParallelGroup::scatter_sequence). The norms then see only this rank's tokens, so their weights' gradients
+// are summed over the group. No effect on a model without tensor parallelism or on forwards with a cache.
+void set_megatron_sequence_parallel(CausalLM& model, bool on);
 
 // Sets the attention kernel of every layer (AttentionKernel::Sdpa unless a test asks for the reference).
 void set_attention_kernel(CausalLM& model, AttentionKernel kernel);

@@ -14,6 +14,19 @@
 //                                     reduced across ranks; no rank holds the full vocabulary
 //   vocab_parallel_logsumexp          log sum exp over the whole vocabulary of logits split along it
 //
+// Megatron's sequence parallelism (megatron.sequence_parallel): outside the tensor-parallel regions (norms,
+// residual adds) each rank holds one chunk of the tokens, ceil(n / T) of them (the last chunks padded with zeros to
+// that length), instead of all n on every rank; the regions' all-reduce becomes a reduce-scatter and their input an
+// all-gather (Megatron-LM's tensor_parallel/mappings.py). Chunks are along `dim`:
+//   scatter_to_sequence_parallel_region(x)        forward: this rank's chunk of x; backward: all-gather, back to n
+//   gather_from_sequence_parallel_region(x, sum)  forward: every chunk, T * ceil(n / T) long (the caller narrows to
+//                                                 n); backward: the sum over the ranks of their gradients' chunk
+//                                                 (`sum_gradient`: the input of a column-parallel region, whose
+//                                                 ranks each read part of the output) or this rank's chunk (the
+//                                                 gathered tensor is used the same on every rank)
+//   reduce_scatter_to_sequence_parallel_region(x) forward: this rank's chunk of the sum over the ranks of x (a
+//                                                 row-parallel region's partial output); backward: all-gather
+//
 // Reductions are the Comm's (deterministic, in rank order). The model's layers use them under the megatron strategy
 // (model/tensor_parallel_model.h).
 #pragma once
@@ -44,10 +57,26 @@ torch::Tensor column_parallel_linear(const torch::Tensor& x, const torch::Tensor
 torch::Tensor row_parallel_linear(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
                                   const torch::Tensor& bias, const std::shared_ptr<Comm>& comm);
 
+// Chunks of ceil(n / comm.size()) along `dim` (see above).
+torch::Tensor scatter_to_sequence_parallel_region(const torch::Tensor& x, int64_t dim,
+                                                  const std::shared_ptr<Comm>& comm);
+torch::Tensor gather_from_sequence_parallel_region(const torch::Tensor& chunk, int64_t dim,
+                                                   const std::shared_ptr<Comm>& comm, bool sum_gradient);
+torch::Tensor reduce_scatter_to_sequence_parallel_region(const torch::Tensor& x, int64_t dim,
+                                                         const std::shared_ptr<Comm>& comm);
+
+// x_shard as row_parallel_linear's; the sum reduce-scattered along `seq_dim` (Megatron's sequence parallelism):
+// [..., out] for this rank's chunk of the tokens, the bias added to it (its gradient summed over the group, since
+// each rank adds it to its own tokens only).
+torch::Tensor row_parallel_linear_to_sequence_chunks(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
+                                                     const torch::Tensor& bias, int64_t seq_dim,
+                                                     const std::shared_ptr<Comm>& comm);
+
 // weight_shard: [V / tp, H], rank r holding rows [r V/tp, (r+1) V/tp); ids: any shape, whole-vocabulary ids.
-// Returns [..., H] on every rank.
+// Returns [..., H] on every rank; with `scatter_dim` >= 0 (Megatron's sequence parallelism), this rank's chunk of the
+// ids' dimension `scatter_dim` (reduce-scattered).
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
-                                       const std::shared_ptr<Comm>& comm);
+                                       const std::shared_ptr<Comm>& comm, int64_t scatter_dim = -1);
 
 struct VocabParallelLogProbs {
   torch::Tensor log_probs;  // [...]: log softmax(logits)[label], fp32

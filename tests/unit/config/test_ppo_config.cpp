@@ -215,7 +215,7 @@ TEST(PPOConfig, MegatronContextParallelKeys) {
       std::string::npos);
 }
 
-// strategy=megatron's keys: tensor parallelism is read; Megatron's sequence parallelism is an error naming the key.
+// strategy=megatron's keys: tensor parallelism, and Megatron's sequence parallelism (off without TP, as verl corrects it).
 TEST(PPOConfig, MegatronKeys) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
                                  "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
@@ -227,9 +227,15 @@ TEST(PPOConfig, MegatronKeys) {
   EXPECT_TRUE(c.critic.megatron.use_distributed_optimizer);
   PPOConfig fsdp = ppo_config_load({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}).ppo;
   EXPECT_EQ(fsdp.actor_rollout_ref.actor.tensor_parallel_size(), 1);  // only megatron reads it
-  EXPECT_NE(ppo_config_error_of({"critic.megatron.sequence_parallel=true"})
-                .find("critic.megatron.sequence_parallel=true is not"),
-            std::string::npos);
+  // Megatron's sequence parallelism: verl's default, on where there is tensor parallelism to split over.
+  EXPECT_TRUE(c.actor_rollout_ref.actor.megatron.sequence_parallel);
+  EXPECT_TRUE(c.critic.megatron.sequence_parallel);
+  EXPECT_FALSE(ppo_config_load({"actor_rollout_ref.actor.strategy=megatron", "critic.strategy=megatron"})
+                   .ppo.critic.megatron.sequence_parallel);  // TP 1
+  EXPECT_FALSE(ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
+                                "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                                "actor_rollout_ref.actor.megatron.sequence_parallel=false"})
+                   .ppo.actor_rollout_ref.actor.megatron.sequence_parallel);
   EXPECT_NE(ppo_config_error_of({"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=0"})
                 .find("tensor_model_parallel_size"),
             std::string::npos);

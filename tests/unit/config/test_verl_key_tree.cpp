@@ -165,9 +165,6 @@ TEST(VerlKeyTree, EveryVerlKeyIsHereWithVerlsDefaultExceptTheListedOnes) {
 
 // Keys whose default here differs from verl's model_engine=megatron tree beyond kOtherDefaults, and why.
 const std::map<std::string, std::string> kOtherMegatronDefaults = {
-    {"actor_rollout_ref.actor.megatron.sequence_parallel", "false: verl.cpp keeps activations whole on every TP rank"},
-    {"actor_rollout_ref.ref.megatron.sequence_parallel", "as the actor's"},
-    {"critic.megatron.sequence_parallel", "as the actor's"},
     {"actor_rollout_ref.ref.strategy", "${actor_rollout_ref.actor.strategy}: resolves to megatron"},
     {"actor_rollout_ref.ref.entropy_from_logits_with_chunking", "the dp tree's literal (no effect: verl.cpp chunks)"},
     {"actor_rollout_ref.ref.entropy_from_logits_chunk_size", "the dp tree's literal (no effect: verl.cpp chunks)"},

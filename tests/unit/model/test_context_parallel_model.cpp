@@ -5,7 +5,9 @@
 // tokens: padded to a multiple), a single KV head (no head has to divide the ranks, unlike Ulysses), sliding-window
 // layers (each rank builds its queries' rows of the masks), Qwen3's q_norm / k_norm, gradient checkpointing, LoRA
 // adapters, and combined with tensor parallelism, pipeline stages and both (8 thread ranks: TP 2 x CP 2 x PP 2).
-// Under TP, sum_pi_squared's logsumexps are reduced over the vocabulary's slices.
+// Under TP, sum_pi_squared's logsumexps are reduced over the vocabulary's slices. The same harness checks Megatron's
+// sequence parallelism (model::set_megatron_sequence_parallel: token chunks outside the tensor-parallel regions) on
+// its own and with each of those, with o_proj / MLP biases and with experts (the cases named "Sp").
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
@@ -54,6 +56,9 @@ struct ContextLayout {
   bool checkpointing;
   bool lora = false;
   bool sliding = false;  // the first layer of each stage attends to a window of 3 tokens (Qwen2's sliding layers)
+  bool megatron_sp = false;  // Megatron's sequence parallelism over the TP ranks
+  bool moe = false;          // every layer's MLP experts (and Qwen2's shared expert), TP-split as dense MLPs
+  bool biases = false;       // Llama's attention_bias and mlp_bias: o_proj's and down_proj's biases added per chunk
   int ranks() const { return tp * cp * pp; }
 };
 
@@ -64,6 +69,14 @@ HFConfig context_tiny(const ContextLayout& layout) {
   c.num_attention_heads = 4;
   c.num_key_value_heads = layout.single_kv_head ? 1 : 2;
   c.head_dim = 8;
+  if (layout.moe) {
+    c.moe.enabled = true;
+    c.moe.num_experts = 3;
+    c.moe.num_experts_per_tok = 2;
+    c.moe.moe_intermediate_size = 8;
+    if (layout.arch == Arch::Qwen2) c.moe.shared_expert_intermediate_size = 12;
+  }
+  if (layout.biases) c.attention_bias = c.mlp_bias = true;
   if (layout.sliding) {
     c.sliding_window = 3;
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) c.sliding_layers.push_back(i % 2 == 0);
@@ -90,6 +103,8 @@ CausalLM cut(CausalLM& whole, const std::shared_ptr<parallel::Comm>& comm, const
   if (layout.lora) add_lora(model, test_lora(), 17);
   model->model->gradient_checkpointing = layout.checkpointing;
   set_sequence_parallel(model, mesh.cp, "test.context_parallel_size", SequenceSplit::ContextParallel);
+  set_megatron_sequence_parallel(model, layout.megatron_sp);
+  EXPECT_EQ(model->model->layer_list[0]->self_attn->tp.scatter_sequence, layout.megatron_sp);
   *mesh_out = mesh;
   return model;
 }
@@ -144,15 +159,19 @@ TEST_P(ContextParallelModel, RanksGiveTheWholeModelsOutputsAndGradients) {
       if (layout.pp > 1) sum_tied_embedding_gradients(model);
       // The trainer's average over the ranks holding the same parameters (here the CP ranks: one model copy).
       std::vector<torch::Tensor> params;
+      std::vector<bool> is_slice;  // TP slices (adapters of split projections included) count once per rank
       for (const auto& item : model->named_parameters()) {
         if (!item.value().requires_grad()) continue;
         torch::Tensor g = item.value().grad();
         mesh.gradients->all_reduce(g, parallel::ReduceOp::Average);
         params.push_back(item.value());
+        is_slice.push_back(model->tp.active() && tensor_parallel_dim(item.key()) >= 0);
       }
       if (layout.lora) {
         for (const auto& item : lora_named_parameters(model)) {
-          EXPECT_LT(max_relative(item.second.grad(), grads_whole.at(item.first)), 1e-6) << item.first;
+          // Under TP the adapters of split projections are split too (model/tensor_parallel_model.h).
+          const auto grad = gather_parameter(item.first, item.second.grad(), model->tp);
+          EXPECT_LT(max_relative(grad, grads_whole.at(item.first)), 1e-6) << item.first;
         }
       } else {
         CausalLM grads(c, HeadKind::LM, model->tp, model->pp);
@@ -174,7 +193,7 @@ TEST_P(ContextParallelModel, RanksGiveTheWholeModelsOutputsAndGradients) {
       }
       if (model->tp.active()) {
         placement.tensor_parallel = model->tp.comm.get();
-        placement.is_slice = layout.lora ? std::vector<bool>(params.size(), false) : parameter_is_slice(model);
+        placement.is_slice = is_slice;
       }
       EXPECT_NEAR(workers::clip_grad_norm(params, 1e30, placement), norm_whole, 1e-6 * norm_whole);
     });
@@ -188,7 +207,15 @@ std::string context_case_name(const ::testing::TestParamInfo<ContextLayout>& inf
                                              : "Llama") +
          "Tp" + std::to_string(l.tp) + "Cp" + std::to_string(l.cp) + "Pp" + std::to_string(l.pp) +
          (l.single_kv_head ? "OneKvHead" : "") + (l.checkpointing ? "Checkpointed" : "") + (l.lora ? "Lora" : "") +
-         (l.sliding ? "SlidingWindow" : "");
+         (l.sliding ? "SlidingWindow" : "") + (l.megatron_sp ? "Sp" : "") + (l.moe ? "Moe" : "") +
+         (l.biases ? "Biases" : "");
+}
+
+ContextLayout megatron_sp(ContextLayout l, bool moe = false, bool biases = false) {
+  l.megatron_sp = true;
+  l.moe = moe;
+  l.biases = biases;
+  return l;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ContextParallelModel,
@@ -202,6 +229,20 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ContextParallelModel,
                                            ContextLayout{Arch::Qwen3, 1, 2, 2, false, false},
                                            ContextLayout{Arch::Llama, 2, 2, 2, false, true}),
                          context_case_name);
+
+// Megatron's sequence parallelism: TP 2 (Llama with biases; Qwen3's q/k norms and tied head), with LoRA, sliding
+// layers, experts, gradient checkpointing, and with context parallelism and pipeline stages.
+INSTANTIATE_TEST_SUITE_P(
+    MegatronSequenceParallel, ContextParallelModel,
+    ::testing::Values(megatron_sp(ContextLayout{Arch::Llama, 2, 1, 1, false, false}, false, /*biases=*/true),
+                      megatron_sp(ContextLayout{Arch::Qwen3, 2, 1, 1, false, true}),
+                      megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false, /*lora=*/true}),
+                      megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false, false, /*sliding=*/true}),
+                      megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false}, /*moe=*/true),
+                      megatron_sp(ContextLayout{Arch::Qwen2, 2, 2, 1, false, false}),
+                      megatron_sp(ContextLayout{Arch::Llama, 2, 1, 2, false, true}, false, /*biases=*/true),
+                      megatron_sp(ContextLayout{Arch::Llama, 2, 2, 2, false, true})),
+    context_case_name);
 
 TEST(ContextParallelModelTest, ValueHeadGivesTheWholeValuesAndGradients) {
   HFConfig c = context_tiny(ContextLayout{Arch::Qwen2, 1, 2, 1, false, false});
@@ -225,6 +266,42 @@ TEST(ContextParallelModelTest, ValueHeadGivesTheWholeValuesAndGradients) {
       EXPECT_LT(max_relative(g, whole_params[item.key()].grad()), 1e-8) << item.key();
     }
   });
+}
+
+TEST(ContextParallelModelTest, MegatronSequenceParallelValueHeadGivesTheWholeValuesAndGradients) {
+  HFConfig c = context_tiny(ContextLayout{Arch::Llama, 2, 1, 1, false, false, false, false, true, false, true});
+  CausalLM whole(c, HeadKind::Value);
+  init_weights(whole, 4, /*perturb=*/true);
+  whole->to(torch::kFloat64);
+  const auto b = test::ragged_model_batch(c.vocab_size, 6);
+  const int64_t R = b.responses.size(1);
+  for (bool remove_padding : {false, true}) {
+    SCOPED_TRACE(remove_padding ? "remove_padding" : "padded");
+    whole->remove_padding = remove_padding;
+    whole->zero_grad();
+    auto values_whole = response_values(whole, b.input_ids, b.attention_mask, b.position_ids, R);
+    (values_whole * values_whole).sum().backward();
+    std::map<std::string, torch::Tensor> grads_whole;
+    for (const auto& item : whole->named_parameters()) grads_whole[item.key()] = item.value().grad().clone();
+    test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+      CausalLM model = shard_model(whole, TensorParallelGroup{comm});
+      set_megatron_sequence_parallel(model, true);
+      model->zero_grad();
+      auto values = response_values(model, b.input_ids, b.attention_mask, b.position_ids, R);
+      EXPECT_LT(max_relative(values.detach(), values_whole.detach()), 1e-10);
+      (values * values).sum().backward();
+      CausalLM grads(c, HeadKind::Value, model->tp);
+      grads->to(torch::kFloat64);
+      {
+        torch::NoGradGuard no_grad;
+        auto gp = grads->named_parameters();
+        for (const auto& item : model->named_parameters()) gp[item.key()].copy_(item.value().grad());
+      }
+      for (const auto& [name, g] : gather_full_state(grads)) {
+        EXPECT_LT(max_relative(g, grads_whole.at(name)), 1e-8) << name;
+      }
+    });
+  }
 }
 
 }  // namespace

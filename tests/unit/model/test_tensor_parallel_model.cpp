@@ -155,6 +155,32 @@ TEST(TensorParallelModelTest, ValueHeadTrunkGivesTheWholeValues) {
   });
 }
 
+// Megatron's sequence parallelism keeps only this rank's chunk of the tokens between the tensor-parallel regions: a
+// decoder layer takes the chunk (5 of 9 tokens, the last rank's padded) and gives the whole layer's output there.
+TEST(TensorParallelModelTest, SequenceParallelLayerTakesAndGivesThisRanksTokenChunk) {
+  HFConfig c = tensor_parallel_model_tiny(Arch::Llama);  // with o_proj's and down_proj's biases
+  CausalLM whole = tensor_parallel_model_make_whole(c);
+  const int64_t B = 2, T = 9, chunk = 5;
+  torch::manual_seed(12);
+  const auto x = torch::randn({B, T, c.hidden_size}, torch::kFloat64);
+  const auto cos = torch::randn({B, T, c.head_dim}, torch::kFloat64), sin = torch::randn_like(cos);
+  const auto causal = torch::ones({T, T}, torch::kBool).triu(1);
+  const auto mask = torch::zeros({B, 1, 1, T, T}, torch::kFloat64).masked_fill(causal, -1e30);
+  const auto want = whole->model->layer_list[0]->forward(x, cos, sin, mask, nullptr, 0).detach();
+  const auto padded_want = torch::cat({want, torch::zeros({B, 2 * chunk - T, c.hidden_size}, torch::kFloat64)}, 1);
+  test::on_thread_ranks(2, [&](const std::shared_ptr<parallel::Comm>& comm) {
+    CausalLM part = shard_model(whole, TensorParallelGroup{comm});
+    set_megatron_sequence_parallel(part, true);
+    auto x_chunk = torch::cat({x, torch::zeros({B, 2 * chunk - T, c.hidden_size}, torch::kFloat64)}, 1)
+                       .narrow(1, comm->rank() * chunk, chunk);
+    const auto got = part->model->layer_list[0]->forward(x_chunk, cos, sin, mask, nullptr, 0).detach();
+    ASSERT_EQ(got.sizes(), torch::IntArrayRef({B, chunk, c.hidden_size}));
+    // The padding rows of the last chunk carry the biases, which the gather at the end drops.
+    const int64_t real = comm->rank() == 0 ? chunk : T - chunk;
+    EXPECT_LT(max_relative(got.narrow(1, 0, real), padded_want.narrow(1, comm->rank() * chunk, real)), 1e-10);
+  });
+}
+
 TEST(TensorParallelModelTest, ClippedNormIsTheWholeModelsNorm) {
   HFConfig c = tensor_parallel_model_tiny(Arch::Qwen3);
   CausalLM whole = tensor_parallel_model_make_whole(c);

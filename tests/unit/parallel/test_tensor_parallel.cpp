@@ -1,8 +1,10 @@
 // Tensor-parallel layers on 2 and 3 ranks (thread communicators) against the same computation on whole
 // tensors: outputs, and gradients of a loss every rank computes the same, for column- and row-parallel linears
-// (an MLP: column then row, as q/k/v -> o and gate/up -> down) and the vocab-parallel log-probs and entropy.
+// (an MLP: column then row, as q/k/v -> o and gate/up -> down) and the vocab-parallel log-probs and entropy; the
+// same MLP and the embedding under Megatron's sequence parallelism (token chunks between the regions).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <thread>
@@ -110,6 +112,67 @@ TEST_P(TensorParallelOnRanks, VocabParallelEmbeddingMatchesTheWholeTable) {
     auto shard = tp_shard(table, 0, *comm).requires_grad_();
     torch::Tensor rows = vocab_parallel_embedding(ids, shard, comm);
     expect_close(rows.detach(), expected.detach(), "rows");
+    (rows * upstream).sum().backward();
+    expect_close(shard.grad(), tp_shard(whole.grad(), 0, *comm), "grad of the table slice");
+  });
+}
+
+// Megatron's sequence parallelism: the MLP between chunks of the 7 tokens (4 + 3 on 2 ranks, 3 + 3 + 1 on 3: the
+// last chunks padded), its output gathered and used the same on every rank: the whole MLP's output and gradients.
+TEST_P(TensorParallelOnRanks, SequenceParallelMlpOnTokenChunksMatchesTheWholeMlp) {
+  const int tp = GetParam();
+  torch::manual_seed(4);
+  const int64_t n = 7, in = 6, hidden = 12, out = 5;
+  torch::Tensor x = torch::randn({2, n, in}, torch::kFloat64);
+  torch::Tensor w1 = torch::randn({hidden, in}, torch::kFloat64), w2 = torch::randn({out, hidden}, torch::kFloat64);
+  torch::Tensor b2 = torch::randn({out}, torch::kFloat64), upstream = torch::randn({2, n, out}, torch::kFloat64);
+  auto xx = x.clone().requires_grad_(), a = w1.clone().requires_grad_(), c = w2.clone().requires_grad_();
+  auto cb = b2.clone().requires_grad_();
+  torch::Tensor y_whole =
+      torch::nn::functional::linear(torch::silu(torch::nn::functional::linear(xx, a)), c, cb);
+  (y_whole * upstream).sum().backward();
+
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+    auto x_in = x.clone().requires_grad_();
+    auto a_shard = tp_shard(w1, 0, *comm).requires_grad_(), c_shard = tp_shard(w2, 1, *comm).requires_grad_();
+    auto bias = b2.clone().requires_grad_();
+    const torch::Tensor chunk = scatter_to_sequence_parallel_region(x_in, 1, comm);
+    EXPECT_EQ(chunk.size(1), (n + tp - 1) / tp);
+    const torch::Tensor gathered = gather_from_sequence_parallel_region(chunk, 1, comm, /*sum_gradient=*/true);
+    EXPECT_EQ(gathered.size(1), chunk.size(1) * tp);  // the padded length: the MLP runs on the padding too
+    const torch::Tensor h = torch::silu(torch::nn::functional::linear(gathered, a_shard));
+    const torch::Tensor y_chunk = row_parallel_linear_to_sequence_chunks(h, c_shard, bias, 1, comm);
+    EXPECT_EQ(y_chunk.sizes(), torch::IntArrayRef({2, chunk.size(1), out}));
+    const torch::Tensor y =
+        gather_from_sequence_parallel_region(y_chunk, 1, comm, /*sum_gradient=*/false).narrow(1, 0, n);
+    expect_close(y.detach(), y_whole.detach(), "output");
+    (y * upstream).sum().backward();
+    expect_close(x_in.grad(), xx.grad(), "grad x");  // each rank's chunk, all-gathered by the scatter's backward
+    expect_close(a_shard.grad(), tp_shard(a.grad(), 0, *comm), "grad w1 slice");
+    expect_close(c_shard.grad(), tp_shard(c.grad(), 1, *comm), "grad w2 slice");
+    expect_close(bias.grad(), cb.grad(), "grad b2");  // added to each rank's tokens, summed over the group
+  });
+}
+
+TEST_P(TensorParallelOnRanks, VocabParallelEmbeddingScatteredIsThisRanksChunkOfTheWholeRows) {
+  const int tp = GetParam();
+  torch::manual_seed(5);
+  torch::Tensor table = torch::randn({12, 5}, torch::kFloat64);
+  torch::Tensor ids = torch::randint(0, 12, {3, 7}, torch::kInt64);
+  torch::Tensor upstream = torch::randn({3, 7, 5}, torch::kFloat64);
+  auto whole = table.clone().requires_grad_();
+  torch::Tensor expected = torch::embedding(whole, ids);
+  (expected * upstream).sum().backward();
+  test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
+    auto shard = tp_shard(table, 0, *comm).requires_grad_();
+    torch::Tensor chunk = vocab_parallel_embedding(ids, shard, comm, /*scatter_dim=*/1);
+    const int64_t length = (7 + tp - 1) / tp, start = comm->rank() * length;
+    ASSERT_EQ(chunk.size(1), length);
+    const int64_t real = std::max<int64_t>(0, std::min<int64_t>(length, 7 - start));  // the rest is padding: 0
+    expect_close(chunk.narrow(1, 0, real).detach(), expected.narrow(1, start, real).detach(), "rows");
+    if (real < length) EXPECT_EQ(chunk.narrow(1, real, length - real).abs().max().item<double>(), 0.0);
+    torch::Tensor rows =
+        gather_from_sequence_parallel_region(chunk, 1, comm, /*sum_gradient=*/false).narrow(1, 0, 7);
     (rows * upstream).sum().backward();
     expect_close(shard.grad(), tp_shard(whole.grad(), 0, *comm), "grad of the table slice");
   });
