@@ -1,5 +1,5 @@
-// strategy=megatron (tensor, pipeline and context parallelism) under mpirun, against the 1-rank fsdp run on the same
-// global batch:
+// strategy=megatron (tensor, pipeline and context parallelism; with TP > 1 Megatron's sequence parallelism, verl's
+// default) under mpirun, against the 1-rank fsdp run on the same global batch:
 //   - TP=2 (mpirun -np 3) and DP=2 x TP=2 (-np 5): three GAE steps with greedy rollouts end with the actor's
 //     and the critic's whole weights (huggingface/, gathered from the slices) within 1e-3 of the 1-rank run's,
 //     the same metrics, and the same greedy validation (so generation on the slices gave the same tokens);

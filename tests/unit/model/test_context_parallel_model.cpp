@@ -230,13 +230,14 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ContextParallelModel,
                                            ContextLayout{Arch::Llama, 2, 2, 2, false, true}),
                          context_case_name);
 
-// Megatron's sequence parallelism: TP 2 (Llama with biases; Qwen3's q/k norms and tied head), with LoRA, sliding
+// Megatron's sequence parallelism: TP 2 (Llama with biases; Qwen3's q/k norms), with LoRA (on biased o / down), sliding
 // layers, experts, gradient checkpointing, and with context parallelism and pipeline stages.
 INSTANTIATE_TEST_SUITE_P(
     MegatronSequenceParallel, ContextParallelModel,
     ::testing::Values(megatron_sp(ContextLayout{Arch::Llama, 2, 1, 1, false, false}, false, /*biases=*/true),
                       megatron_sp(ContextLayout{Arch::Qwen3, 2, 1, 1, false, true}),
-                      megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false, /*lora=*/true}),
+                      megatron_sp(ContextLayout{Arch::Llama, 2, 1, 1, false, false, /*lora=*/true}, false,
+                                  /*biases=*/true),
                       megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false, false, /*sliding=*/true}),
                       megatron_sp(ContextLayout{Arch::Qwen2, 2, 1, 1, false, false}, /*moe=*/true),
                       megatron_sp(ContextLayout{Arch::Qwen2, 2, 2, 1, false, false}),
