@@ -155,7 +155,7 @@ torch::Tensor lora_row_parallel_linear(torch::nn::Linear& proj, const torch::Ten
   auto* a = child_linear(proj, "lora_A");
   if (state == nullptr || !state->side_path() || a == nullptr) {
     return scatter_sequence ? parallel::row_parallel_linear_to_sequence_chunks(x_shard, proj->weight, proj->bias,
-                                                                              /*seq_dim=*/1, tp.comm)
+                                                                               /*seq_dim=*/1, tp.comm)
                             : parallel::row_parallel_linear(x_shard, proj->weight, proj->bias, tp.comm);
   }
   auto* b = child_linear(proj, "lora_B");

@@ -149,8 +149,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     auto out = ulysses ? parallel::gather_heads_scatter_seq(attended, /*head_dim=*/1, /*seq_dim=*/2,
                                                             sequence_parallel.comm)
                        : attended;
-    return row_output(o_proj, out.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get(),
-                      chunks);
+    return row_output(o_proj, out.transpose(1, 2).reshape({B, T_local, num_heads * head_dim}), tp, lora.get(), chunks);
   };
   torch::Tensor keys = k, vals = v;
   if (cache != nullptr && cache->write_index.defined()) {
@@ -294,7 +293,8 @@ DecoderLayerImpl::DecoderLayerImpl(const HFConfig& c, TensorParallelGroup tp, in
   }
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
-  if (sequence_chunks(tp, nullptr)) input_layernorm->partial_gradient_group = post_attention_layernorm->partial_gradient_group = tp.comm;
+  if (sequence_chunks(tp, nullptr))
+    input_layernorm->partial_gradient_group = post_attention_layernorm->partial_gradient_group = tp.comm;
 }
 
 namespace {
@@ -554,9 +554,10 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& input_ids, const torch::
   // embedding_rows: the table may be packed for the decode step (tied to the LM head). Under Megatron's sequence
   // parallelism the lookup is reduce-scattered into this rank's chunk of the tokens.
   const int64_t scatter_dim = sequence_chunks(tp, cache) ? 1 : -1;
-  auto h = !pp.first()   ? parallel::receive_activation(pp.links, device, backpropagated(*this))
-           : tp.active() ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm, scatter_dim)
-                         : embedding_rows(embed_tokens->weight, ids.to(device));
+  auto h = !pp.first() ? parallel::receive_activation(pp.links, device, backpropagated(*this))
+           : tp.active()
+               ? parallel::vocab_parallel_embedding(ids.to(device), embed_tokens->weight, tp.comm, scatter_dim)
+               : embedding_rows(embed_tokens->weight, ids.to(device));
   const auto [cos, sin] = rotary(inv_freq, positions.to(device), dtype, rope_attention_scaling(config));
   // Ulysses attends over the whole sequence: the whole mask. A context-parallel rank's queries are its own positions:
   // their rows only (the whole [B,T,T] mask on each rank would not shrink with the ranks).

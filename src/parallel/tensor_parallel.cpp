@@ -104,7 +104,8 @@ struct GatherFromSequence : public torch::autograd::Function<GatherFromSequence>
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const int64_t dim = ctx->saved_data["dim"].toInt();
     Comm& comm = saved_comm(ctx);
-    auto g = ctx->saved_data["sum_gradient"].toBool() ? reduce_scattered(grad[0], dim, comm) : own_chunk(grad[0], dim, comm);
+    auto g =
+        ctx->saved_data["sum_gradient"].toBool() ? reduce_scattered(grad[0], dim, comm) : own_chunk(grad[0], dim, comm);
     return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

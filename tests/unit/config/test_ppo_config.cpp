@@ -215,7 +215,8 @@ TEST(PPOConfig, MegatronContextParallelKeys) {
       std::string::npos);
 }
 
-// strategy=megatron's keys: tensor parallelism, and Megatron's sequence parallelism (off without TP, as verl corrects it).
+// strategy=megatron's keys: tensor parallelism, and Megatron's sequence parallelism (off without TP, as verl corrects
+// it).
 TEST(PPOConfig, MegatronKeys) {
   PPOConfig c = ppo_config_load({"actor_rollout_ref.actor.strategy=megatron",
                                  "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",

@@ -128,8 +128,7 @@ TEST_P(TensorParallelOnRanks, SequenceParallelMlpOnTokenChunksMatchesTheWholeMlp
   torch::Tensor b2 = torch::randn({out}, torch::kFloat64), upstream = torch::randn({2, n, out}, torch::kFloat64);
   auto xx = x.clone().requires_grad_(), a = w1.clone().requires_grad_(), c = w2.clone().requires_grad_();
   auto cb = b2.clone().requires_grad_();
-  torch::Tensor y_whole =
-      torch::nn::functional::linear(torch::silu(torch::nn::functional::linear(xx, a)), c, cb);
+  torch::Tensor y_whole = torch::nn::functional::linear(torch::silu(torch::nn::functional::linear(xx, a)), c, cb);
   (y_whole * upstream).sum().backward();
 
   test::on_thread_ranks(tp, [&](const std::shared_ptr<Comm>& comm) {
@@ -171,8 +170,7 @@ TEST_P(TensorParallelOnRanks, VocabParallelEmbeddingScatteredIsThisRanksChunkOfT
     const int64_t real = std::max<int64_t>(0, std::min<int64_t>(length, 7 - start));  // the rest is padding: 0
     expect_close(chunk.narrow(1, 0, real).detach(), expected.narrow(1, start, real).detach(), "rows");
     if (real < length) EXPECT_EQ(chunk.narrow(1, real, length - real).abs().max().item<double>(), 0.0);
-    torch::Tensor rows =
-        gather_from_sequence_parallel_region(chunk, 1, comm, /*sum_gradient=*/false).narrow(1, 0, 7);
+    torch::Tensor rows = gather_from_sequence_parallel_region(chunk, 1, comm, /*sum_gradient=*/false).narrow(1, 0, 7);
     (rows * upstream).sum().backward();
     expect_close(shard.grad(), tp_shard(whole.grad(), 0, *comm), "grad of the table slice");
   });
