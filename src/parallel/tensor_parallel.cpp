@@ -79,17 +79,20 @@ torch::Tensor reduce_scattered(const torch::Tensor& x, int64_t dim, Comm& comm) 
   return comm.reduce_scatter(padded.movedim(dim, 0).contiguous(), ReduceOp::Sum).movedim(0, dim).contiguous();
 }
 
-struct ScatterToSequence : public torch::autograd::Function<ScatterToSequence> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm) {
+// To this rank's chunk of the tokens: x's own chunk (x the same on every rank), or with `reduce` the chunk of the sum
+// over the ranks (x a partial sum). Backward either way: every rank's gradient chunk gathered, back to x's length.
+struct ToSequenceChunks : public torch::autograd::Function<ToSequenceChunks> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm, bool reduce) {
     save_comm(ctx, comm);
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["length"] = x.size(dim);
-    return own_chunk(x, dim, *comm);
+    return reduce ? reduce_scattered(x, dim, *comm) : own_chunk(x, dim, *comm);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const int64_t dim = ctx->saved_data["dim"].toInt();
     const auto whole = detail::all_gather_along(grad[0], dim, saved_comm(ctx));
-    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor()};
+    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -107,20 +110,6 @@ struct GatherFromSequence : public torch::autograd::Function<GatherFromSequence>
     auto g =
         ctx->saved_data["sum_gradient"].toBool() ? reduce_scattered(grad[0], dim, comm) : own_chunk(grad[0], dim, comm);
     return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-};
-
-struct ReduceScatterToSequence : public torch::autograd::Function<ReduceScatterToSequence> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim, Comm* comm) {
-    save_comm(ctx, comm);
-    ctx->saved_data["dim"] = dim;
-    ctx->saved_data["length"] = x.size(dim);
-    return reduce_scattered(x, dim, *comm);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const int64_t dim = ctx->saved_data["dim"].toInt();
-    const auto whole = detail::all_gather_along(grad[0], dim, saved_comm(ctx));
-    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -163,7 +152,7 @@ torch::Tensor scatter_to_sequence_parallel_region(const torch::Tensor& x, int64_
                                                   const std::shared_ptr<Comm>& comm) {
   Comm& c = checked_tp_comm(comm);
   if (c.size() == 1) return x;
-  return ScatterToSequence::apply(x, checked_dim(x, dim), &c);
+  return ToSequenceChunks::apply(x, checked_dim(x, dim), &c, /*reduce=*/false);
 }
 
 torch::Tensor gather_from_sequence_parallel_region(const torch::Tensor& chunk, int64_t dim,
@@ -177,7 +166,7 @@ torch::Tensor reduce_scatter_to_sequence_parallel_region(const torch::Tensor& x,
                                                          const std::shared_ptr<Comm>& comm) {
   Comm& c = checked_tp_comm(comm);
   if (c.size() == 1) return x;
-  return ReduceScatterToSequence::apply(x, checked_dim(x, dim), &c);
+  return ToSequenceChunks::apply(x, checked_dim(x, dim), &c, /*reduce=*/true);
 }
 
 torch::Tensor row_parallel_linear_to_sequence_chunks(const torch::Tensor& x_shard, const torch::Tensor& weight_shard,
