@@ -91,8 +91,7 @@ struct ToSequenceChunks : public torch::autograd::Function<ToSequenceChunks> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const int64_t dim = ctx->saved_data["dim"].toInt();
     const auto whole = detail::all_gather_along(grad[0], dim, saved_comm(ctx));
-    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+    return {whole.narrow(dim, 0, ctx->saved_data["length"].toInt()), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
